@@ -1,0 +1,22 @@
+# GLFS workflow: graph-Laplacian unsupervised feature selection on expression data.
+# Wiring only; see README.md and docs/methods.md.
+
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/fetch.smk"
+include: "workflow/rules/prepare.smk"
+include: "workflow/rules/graph.smk"
+include: "workflow/rules/select.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/classify.smk"
+include: "workflow/rules/simulate.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        all_outputs(),
+    default_target: True
