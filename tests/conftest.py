@@ -1,0 +1,18 @@
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def planted(rng):
+    """60 samples in 3 groups; genes 0-2 carry the groups, the rest is noise."""
+    n, d = 60, 40
+    groups = np.repeat(np.arange(3), n // 3)
+    X = rng.normal(0.0, 1.0, size=(n, d))
+    for j in range(3):
+        X[:, j] = 3.0 * (groups == j) + rng.normal(0.0, 0.2, size=n)
+    return X, groups

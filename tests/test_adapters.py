@@ -1,0 +1,154 @@
+"""AnnData adapter (glfs.tl) and scikit-learn selector."""
+
+import anndata as ad
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import cross_val_score
+from sklearn.pipeline import Pipeline
+
+import glfs
+from glfs.sklearn import FeatureSelector
+
+
+@pytest.fixture
+def adata(planted):
+    X, groups = planted
+    a = ad.AnnData(
+        X=X.copy(),
+        obs=pd.DataFrame({"label": pd.Categorical([f"g{g}" for g in groups])}, index=[f"s{i}" for i in range(X.shape[0])]),
+        var=pd.DataFrame(index=[f"gene{j}" for j in range(X.shape[1])]),
+    )
+    return a
+
+
+def _snapshot(a):
+    return (
+        a.X.copy(),
+        a.var.copy(),
+        dict(a.uns),
+        sorted(a.obsp.keys()),
+        a.obs.copy(),
+    )
+
+
+def test_tl_select_writes_contract_keys(adata):
+    glfs.tl.select(adata, method="laplacian_score", n_features=3)
+    v = adata.var
+    assert v["laplacian_score_score"].dtype == np.float64
+    assert np.issubdtype(v["laplacian_score_rank"].dtype, np.integer)
+    assert v["laplacian_score"].dtype == bool
+    assert v["laplacian_score"].sum() == 3
+    assert set(v.index[v["laplacian_score"]]) == {"gene0", "gene1", "gene2"}
+    # rank 1 = lowest Laplacian score (lower is better)
+    assert v["laplacian_score_score"].idxmin() == v["laplacian_score_rank"].idxmin()
+    params = adata.uns["laplacian_score"]["params"]
+    assert params["n_features"] == 3 and params["method"] == "laplacian_score"
+    assert all(isinstance(x, (str, int, float, bool)) for x in params.values())
+    W = adata.obsp["patient_similarity"]
+    assert sp.issparse(W) and W.shape == (60, 60)
+
+
+def test_tl_select_key_added_and_layer(adata):
+    adata.layers["scaled"] = adata.X * 2.0
+    glfs.tl.select(adata, method="variance", n_features=2, key_added="hv", layer="scaled")
+    assert "hv" in adata.var and "hv_score" in adata.var and "hv_rank" in adata.var
+    np.testing.assert_allclose(adata.var["hv_score"], np.var(adata.X * 2.0, axis=0))
+    assert adata.uns["hv"]["params"]["layer"] == "scaled"
+
+
+def test_array_path_equals_anndata_path(adata):
+    sel = glfs.select(adata.X, "laplacian_score", n_features=4)
+    df = glfs.tl.select(adata, method="laplacian_score", n_features=4, inplace=False)
+    np.testing.assert_allclose(df["score"].to_numpy(), sel.scores)
+    np.testing.assert_array_equal(df["rank"].to_numpy(), sel.rank)
+    np.testing.assert_array_equal(df["selected"].to_numpy(), sel.selected)
+    assert list(df.index) == list(adata.var_names)
+
+
+def test_inplace_false_leaves_adata_unchanged(adata):
+    before = _snapshot(adata)
+    glfs.tl.select(adata, method="laplacian_score", n_features=2, inplace=False)
+    after = _snapshot(adata)
+    pd.testing.assert_frame_equal(before[1], after[1])
+    assert before[2] == after[2] and before[3] == after[3]
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"method": "laplacian_score", "n_features": 1000}, r"n_features must be an integer in \[1, 40\]"),
+        ({"method": "nope", "n_features": 2}, r"method must be one of"),
+        ({"method": "laplacian_score", "n_features": 2, "obsp": "connectivities"}, r"sc.pp.neighbors"),
+        ({"method": "variance", "n_features": 2, "layer": "counts"}, r"layer must name one of"),
+        ({"method": "fisher_score", "n_features": 2, "labels_key": "subtype"}, r"labels_key must name an adata.obs column"),
+    ],
+)
+def test_failed_call_leaves_adata_unchanged(adata, kwargs, match):
+    glfs.tl.select(adata, method="variance", n_features=2)  # some pre-existing results
+    before = _snapshot(adata)
+    with pytest.raises(ValueError, match=match):
+        glfs.tl.select(adata, **kwargs)
+    after = _snapshot(adata)
+    np.testing.assert_array_equal(before[0], after[0])
+    pd.testing.assert_frame_equal(before[1], after[1])
+    assert before[2].keys() == after[2].keys() and before[3] == after[3]
+
+
+def test_tl_uses_precomputed_obsp_graph(adata):
+    W = glfs.similarity_graph(adata.X, n_neighbors=7, kernel="binary")
+    adata.obsp["connectivities"] = W
+    glfs.tl.select(adata, method="laplacian_score", n_features=3, obsp="connectivities")
+    np.testing.assert_allclose(adata.var["laplacian_score_score"], glfs.laplacian_score(adata.X, W))
+    assert "patient_similarity" not in adata.obsp
+
+
+def test_tl_supervised_from_obs(adata):
+    glfs.tl.select(adata, method="fisher_score", n_features=3, labels_key="label")
+    assert set(adata.var_names[adata.var["fisher_score"]]) == {"gene0", "gene1", "gene2"}
+
+
+def test_scanpy_pca_mask_var(adata):
+    sc = pytest.importorskip("scanpy")
+    glfs.tl.select(adata, method="laplacian_score", n_features=5)
+    sc.pp.pca(adata, n_comps=3, mask_var="laplacian_score")
+    assert adata.obsm["X_pca"].shape == (60, 3)
+
+
+def test_h5ad_roundtrip(adata, tmp_path):
+    glfs.tl.select(adata, method="laplacian_score", n_features=5)
+    p = tmp_path / "a.h5ad"
+    adata.write_h5ad(p)
+    b = ad.read_h5ad(p)
+    pd.testing.assert_frame_equal(adata.var, b.var)
+    assert b.uns["laplacian_score"]["params"]["n_features"] == 5
+
+
+# ---------------------------------------------------------------- scikit-learn
+def test_feature_selector_in_pipeline(planted):
+    X, groups = planted
+    y = (groups == 0).astype(int)
+    pipe = Pipeline([("select", FeatureSelector(method="laplacian_score", n_features=3)), ("clf", LogisticRegression())])
+    pipe.fit(X, y)
+    sel = pipe.named_steps["select"]
+    assert sel.get_support().sum() == 3
+    assert set(np.flatnonzero(sel.get_support())) == {0, 1, 2}
+    assert pipe.named_steps["select"].transform(X).shape == (60, 3)
+    scores = cross_val_score(pipe, X, y, cv=3)
+    assert scores.mean() > 0.9
+
+
+def test_feature_selector_supervised_uses_y(planted):
+    X, groups = planted
+    sel = FeatureSelector(method="fisher_score", n_features=2).fit(X, groups)
+    assert set(np.flatnonzero(sel.get_support())) <= {0, 1, 2}
+    with pytest.raises(ValueError, match="labels must be given"):
+        FeatureSelector(method="fisher_score", n_features=2).fit(X)
+
+
+def test_feature_selector_caps_n_features(planted):
+    X, _ = planted
+    sel = FeatureSelector(method="variance", n_features=500).fit(X[:, :10])
+    assert sel.get_support().sum() == 10
