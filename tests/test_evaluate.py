@@ -1,0 +1,204 @@
+"""Tests of glfs.evaluate with independently derived expected values."""
+
+import math
+
+import numpy as np
+import pytest
+
+from glfs.evaluate import (
+    clustering_accuracy,
+    evaluate_ranking,
+    kmeans_best_of,
+    loo_1nn_accuracy,
+    nmi,
+    nmi_max,
+    resolve_feature_grid,
+    run_seeds,
+    spectral_cluster,
+)
+
+
+# ---- accuracy ---------------------------------------------------------------
+
+
+def test_acc_of_a_relabelling_is_one():
+    y = np.array([0, 0, 1, 1, 2, 2, 2])
+    perm = {0: 2, 1: 0, 2: 1}
+    pred = np.array([perm[v] for v in y])
+    assert clustering_accuracy(y, pred) == 1.0
+
+
+def test_acc_hand_computed():
+    # clusters: {0,1} -> class 0 (2 matches), {2,3,4,5} contains 1 of class 0 and 3 of class 1.
+    # best one-to-one map: cluster 1 -> class 0 (2), cluster 0 -> class 1 (3) => 5/6.
+    y = np.array([0, 0, 0, 1, 1, 1])
+    pred = np.array([1, 1, 0, 0, 0, 0])
+    assert clustering_accuracy(y, pred) == pytest.approx(5 / 6)
+
+
+def test_acc_more_clusters_than_classes_counts_surplus_as_errors():
+    y = np.array([0, 0, 1, 1])
+    pred = np.array([0, 1, 2, 3])  # each class can claim only one of its two clusters
+    assert clustering_accuracy(y, pred) == pytest.approx(0.5)
+
+
+def test_acc_string_labels():
+    assert clustering_accuracy(np.array(["a", "a", "b"]), np.array([5, 5, 7])) == 1.0
+
+
+# ---- NMI --------------------------------------------------------------------
+
+
+def test_nmi_hand_computed_2x2():
+    # contingency (rows truth, cols clusters): [[1, 1], [0, 2]], n = 4
+    y = np.array([0, 0, 1, 1])
+    pred = np.array([0, 1, 1, 1])
+    h_true = math.log(2)
+    h_pred = -(0.25 * math.log(0.25) + 0.75 * math.log(0.75))
+    h_pred_given_true = 0.5 * math.log(2) + 0.5 * 0.0  # class 0 split 1/1, class 1 pure
+    mi = h_pred - h_pred_given_true
+    assert nmi(y, pred) == pytest.approx(mi / ((h_true + h_pred) / 2))
+    assert nmi_max(y, pred) == pytest.approx(mi / max(h_true, h_pred))
+
+
+def test_nmi_identical_and_independent():
+    y = np.array([0, 0, 1, 1])
+    assert nmi(y, 1 - y) == pytest.approx(1.0)
+    assert nmi_max(y, 1 - y) == pytest.approx(1.0)
+    # each class split evenly over both clusters: independent, MI = 0
+    assert nmi(y, np.array([0, 1, 0, 1])) == pytest.approx(0.0, abs=1e-12)
+    assert nmi_max(y, np.array([0, 1, 0, 1])) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_nmi_max_never_exceeds_arithmetic():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        y = rng.integers(0, 3, 30)
+        p = rng.integers(0, 4, 30)
+        assert nmi_max(y, p) <= nmi(y, p) + 1e-12
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "match"),
+    [
+        (np.array([0, 1]), np.array([0, 1, 1]), "same length"),
+        (np.array([]), np.array([]), "non-empty"),
+        (np.zeros((2, 2)), np.zeros((2, 2)), "1-d"),
+    ],
+)
+def test_metric_bad_inputs(a, b, match):
+    with pytest.raises(ValueError, match=match):
+        nmi(a, b)
+    with pytest.raises(ValueError, match=match):
+        clustering_accuracy(a, b)
+
+
+# ---- leave-one-out 1-NN -------------------------------------------------------
+
+
+def test_loo_1nn_toy_line():
+    # nearest others: 0->1 ok, 1->0 ok, 3->1 (b vs a) wrong, 10->11 ok, 11->10 ok, 20->11 (a vs b) wrong
+    X = np.array([[0.0], [1.0], [3.0], [10.0], [11.0], [20.0]])
+    y = np.array(["a", "a", "b", "b", "b", "a"])
+    assert loo_1nn_accuracy(X, y) == pytest.approx(4 / 6)
+
+
+def test_loo_1nn_ties_go_to_lowest_index():
+    # sample 1 is equidistant from 0 (label x) and 2 (label y): lowest index -> correct
+    X = np.array([[0.0], [1.0], [2.0]])
+    y = np.array(["x", "x", "y"])
+    assert loo_1nn_accuracy(X, y) == pytest.approx(2 / 3)
+
+
+def test_loo_1nn_excludes_self_even_with_duplicates():
+    X = np.array([[0.0, 0.0], [0.0, 0.0], [5.0, 5.0]])
+    y = np.array([0, 1, 0])
+    # 0 -> 1 wrong, 1 -> 0 wrong, 2 -> 0 (tie with 1, lowest index) right
+    assert loo_1nn_accuracy(X, y) == pytest.approx(1 / 3)
+
+
+def test_loo_1nn_label_length_checked():
+    with pytest.raises(ValueError, match="length 3"):
+        loo_1nn_accuracy(np.zeros((3, 2)), [0, 1])
+
+
+# ---- clustering -------------------------------------------------------------
+
+
+def _blobs(n_per=20, centres=((0, 0), (10, 0), (0, 10)), sd=0.3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.normal(c, sd, size=(n_per, 2)) for c in centres])
+    y = np.repeat(np.arange(len(centres)), n_per)
+    return X, y
+
+
+def test_spectral_recovers_separated_blobs():
+    X, y = _blobs()
+    lab = spectral_cluster(X, 3, n_neighbors=5, random_state=1)
+    assert clustering_accuracy(y, lab) == 1.0
+
+
+def test_kmeans_recovers_separated_blobs():
+    X, y = _blobs()
+    assert clustering_accuracy(y, kmeans_best_of(X, 3, random_state=0)) == 1.0
+
+
+def test_spectral_n_clusters_validated():
+    X, _ = _blobs(n_per=2)
+    with pytest.raises(ValueError, match="n_clusters"):
+        spectral_cluster(X, 1)
+
+
+def test_run_seeds_deterministic_and_distinct():
+    a = run_seeds(7, 10)
+    assert np.array_equal(a, run_seeds(7, 10))
+    assert np.unique(a).size == 10
+    assert not np.array_equal(a, run_seeds(8, 10))
+
+
+def test_resolve_feature_grid():
+    assert resolve_feature_grid([5, "all", 500, 50], 100) == [5, 50, 100]
+    with pytest.raises(ValueError, match="feature_grid"):
+        resolve_feature_grid([0], 10)
+    with pytest.raises(ValueError, match="feature_grid"):
+        resolve_feature_grid(["most"], 10)
+
+
+def _planted(seed=0, n_per=15, n_noise=30):
+    """Three groups separated by the first two genes; the rest pure noise."""
+    X2, y = _blobs(n_per=n_per, seed=seed, sd=0.5)
+    rng = np.random.default_rng(seed + 100)
+    X = np.hstack([X2, rng.normal(0, 3.0, size=(X2.shape[0], n_noise))])
+    return X, y
+
+
+def test_evaluate_ranking_prefers_the_informative_genes():
+    X, y = _planted()
+    d = X.shape[1]
+    good = np.arange(d)  # informative genes 0, 1 first
+    bad = np.arange(d)[::-1]  # informative genes last
+    kw = {"feature_grid": [2], "n_runs": 3, "affinity_neighbors": 5, "random_state": 0}
+    rg = evaluate_ranking(X, y, good, **kw)
+    rb = evaluate_ranking(X, y, bad, **kw)
+    assert len(rg) == 3
+    assert {r["n_features"] for r in rg} == {2}
+    assert min(r["nmi"] for r in rg) == pytest.approx(1.0)
+    assert min(r["kmeans_acc"] for r in rg) == 1.0
+    assert rg[0]["loo_1nn_acc"] == 1.0
+    assert max(r["nmi"] for r in rb) < 0.5
+    assert rb[0]["loo_1nn_acc"] < 0.8
+
+
+def test_evaluate_ranking_is_deterministic_and_all_means_every_gene():
+    X, y = _planted(n_noise=5)
+    kw = {"feature_grid": [3, "all"], "n_runs": 2, "affinity_neighbors": 5, "random_state": 4}
+    a = evaluate_ranking(X, y, np.arange(X.shape[1]), **kw)
+    b = evaluate_ranking(X, y, np.arange(X.shape[1]), **kw)
+    assert a == b
+    assert sorted({r["n_features"] for r in a}) == [3, X.shape[1]]
+
+
+def test_evaluate_ranking_rejects_bad_ranking():
+    X, y = _planted(n_noise=2)
+    with pytest.raises(ValueError, match="permutation"):
+        evaluate_ranking(X, y, np.zeros(X.shape[1], dtype=int))
