@@ -1,0 +1,275 @@
+"""Local kernel regression (LKR) score (Cheung & Zeng, IEEE TKDE 21(12), 2009).
+
+Orientation: X has shape (n_samples, n_features); the feature vector of gene l
+is f = X[:, l] (length n).  For every sample i with neighbourhood N_i (its graph
+neighbours, i excluded) a kernel ridge regression predicts f_i from the values
+of its neighbours (Eqs. 7-11):
+
+    beta_i = (K_{N_i} + lambda I)^-1 k_{N_i}          (Eq. 8; K Gaussian, width h)
+    g(x_i) = sum_{j in N_i} beta_ij f_j               (Eq. 11)
+
+and the score is the density-weighted local error over the density-weighted
+variance (Eqs. 13-16):
+
+    Phi(f) = sum_i D_ii (f_i - sum_j beta_ij f_j)^2 / sum_i D_ii (f_i - mu)^2,
+    mu = sum_i D_ii f_i / sum_i D_ii,   D_ii = sum_j W_ij.
+
+**Lower is better** (Algorithm 1 ranks in ascending order).  The numerator
+uses f itself, as printed (Eq. 13), not the centred f: because sum_j beta_ij != 1
+(ridge shrinkage), a constant offset adds mean^2 * sum_i D_ii (1 - sum_j beta_ij)^2
+to the numerator.  ``center=True`` centres each gene first (shift invariant).
+
+Kernel: K(x, y) = exp(-||x - y||^2 / h) (Sec. 5).  The paper used h = 100 on
+pixel data; h depends on the units of X, so the default here is the mean
+squared distance over the graph's edges (scale-free, the same rule as the heat
+kernel of :func:`glfs.similarity_graph`).  Ridge lambda = 0.1 (Sec. 5).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._result import Selection, make_selection
+from ._validation import check_graph, check_labels, check_X, constant_features, warn_constant
+
+log = logging.getLogger(__name__)
+
+__all__ = ["lkr_score", "lkr_coefficients", "select_lkr_score", "select_lkr_score_supervised"]
+
+
+def _positive(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not (
+        np.isfinite(value) and value > 0
+    ):
+        msg = f"{name} must be a positive number; got {value!r}"
+        raise ValueError(msg)
+    return float(value)
+
+
+def _row_sq_norms(X):
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", X, X)
+
+
+def _sq_dist_block(X, sq, idx_a, idx_b):
+    """Squared Euclidean distances between rows idx_a and idx_b of X (dense (a, b))."""
+    G = X[idx_a] @ X[idx_b].T
+    if sp.issparse(G):
+        G = G.toarray()
+    return np.maximum(sq[idx_a][:, None] + sq[idx_b][None, :] - 2.0 * np.asarray(G), 0.0)
+
+
+def _edge_sq_dist(X, sq, rows, cols):
+    if sp.issparse(X):
+        dots = np.asarray(X[rows].multiply(X[cols]).sum(axis=1)).ravel()
+    else:
+        dots = np.einsum("ij,ij->i", X[rows], X[cols])
+    return np.maximum(sq[rows] + sq[cols] - 2.0 * dots, 0.0)
+
+
+def lkr_coefficients(X, W=None, *, labels=None, h=None, ridge=0.1):
+    """Local kernel-regression coefficients beta (Eqs. 8, 10) as a sparse (n, n) matrix.
+
+    Row i holds beta_ij for j in N_i.  Unsupervised: N_i = the graph neighbours
+    of i in W (i excluded).  Supervised: N_i = the other samples of i's class;
+    then all leave-one-out coefficients of a class come from one inverse,
+    beta_i = -P_{-i,i} / P_ii with P = (K_class + lambda I)^-1 (block inverse).
+
+    Returns
+    -------
+    B : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+    h : float
+        The kernel width used.
+    """
+    n = X.shape[0]
+    sq = _row_sq_norms(X)
+    ridge = _positive(ridge, "ridge")
+    if labels is not None:
+        _, codes = check_labels(labels, n)
+        groups = [np.flatnonzero(codes == c) for c in range(codes.max() + 1)]
+        small = [int(g.size) for g in groups if g.size < 2]
+        if small:
+            msg = f"labels: every class needs at least 2 samples for the supervised LKR score; got a class of size {small[0]}"
+            raise ValueError(msg)
+        if h is None:
+            # mean squared distance within classes, excluding i = j
+            tot, cnt = 0.0, 0
+            for g in groups:
+                D2 = _sq_dist_block(X, sq, g, g)
+                tot += D2.sum()
+                cnt += g.size * (g.size - 1)
+            h = tot / cnt if tot > 0 else 1.0
+        h = _positive(h, "h")
+        rows, cols, vals = [], [], []
+        for g in groups:
+            K = np.exp(-_sq_dist_block(X, sq, g, g) / h)
+            P = np.linalg.inv(K + ridge * np.eye(g.size))
+            Bc = -P / np.diag(P)[None, :]  # column i: -P[:, i] / P_ii
+            Bc = Bc.T  # row i: beta_i
+            np.fill_diagonal(Bc, 0.0)
+            r, c = np.meshgrid(g, g, indexing="ij")
+            off = r != c
+            rows.append(r[off])
+            cols.append(c[off])
+            vals.append(Bc[off])
+        B = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+        return B, h
+    W = check_graph(W, n, name="W")
+    Wc = W.tocoo()
+    off = Wc.row != Wc.col
+    er, ec = Wc.row[off], Wc.col[off]
+    if h is None:
+        d2 = _edge_sq_dist(X, sq, er, ec)
+        h = float(d2.mean()) if d2.size and d2.mean() > 0 else 1.0
+    h = _positive(h, "h")
+    A = sp.csr_matrix((np.ones(er.size), (er, ec)), shape=(n, n))
+    A.sort_indices()
+    indptr, indices = A.indptr, A.indices
+    vals = np.zeros(indices.size)
+    for i in range(n):
+        nb = indices[indptr[i] : indptr[i + 1]]
+        if nb.size == 0:
+            continue
+        K = np.exp(-_sq_dist_block(X, sq, nb, nb) / h)
+        k = np.exp(-_sq_dist_block(X, sq, np.array([i]), nb)[0] / h)
+        vals[indptr[i] : indptr[i + 1]] = np.linalg.solve(K + ridge * np.eye(nb.size), k)
+    B = sp.csr_matrix((vals, indices.copy(), indptr.copy()), shape=(n, n))
+    return B, h
+
+
+def _knn_gaussian_graph(X, n_neighbors, h):
+    """Eq. 5: symmetrised kNN graph with weights K(x_i, x_j) = exp(-||x_i - x_j||^2 / h).
+
+    With h None, h = mean squared distance over the graph's edges (the same h
+    is then used for the regression kernel, so graph and kernel agree).
+    """
+    from .graph import similarity_graph
+
+    A = similarity_graph(X, n_neighbors=n_neighbors, kernel="binary").tocoo()
+    sq = _row_sq_norms(X)
+    d2 = _edge_sq_dist(X, sq, A.row, A.col)
+    if h is None:
+        h = float(d2.mean()) if d2.mean() > 0 else 1.0
+    vals = np.maximum(np.exp(-d2 / h), np.finfo(float).tiny)
+    return sp.csr_matrix((vals, (A.row, A.col)), shape=A.shape), h
+
+
+def lkr_score(X, W=None, *, labels=None, h=None, ridge: float = 0.1, n_neighbors: int = 10, center: bool = False):
+    """LKR score of every gene (Cheung & Zeng, TKDE 2009, Eq. 16).  Lower is better.
+
+    Parameters
+    ----------
+    X : array-like or sparse of shape (n_samples, n_features)
+        Samples in rows, genes in columns.  Not modified.
+    W : sparse of shape (n_samples, n_samples), optional
+        Unsupervised neighbourhood graph (Eq. 5): its non-zero pattern gives
+        the neighbourhoods N_i and its row sums the densities D_ii.  When
+        omitted, a symmetrised ``n_neighbors``-NN graph with Gaussian weights
+        exp(-||x_i - x_j||^2 / h) is built (Eq. 5, the paper's construction).
+        Must be None when ``labels`` is given.
+    labels : array-like of length n_samples, optional
+        Supervised LKR score: N_i = the other samples of i's class and the
+        class graph W_ij = 1/N_l within class l (Eq. 6, diagonal included as in
+        He et al. 2005, so D = I).  Every class needs >= 2 samples.
+    h : float, optional
+        Gaussian kernel width.  Default: mean squared distance over the graph
+        edges (unsupervised) or within classes (supervised).  The paper used
+        h = 100 for pixel data (Sec. 5); a fixed h is not scale-free.
+    ridge : float, default 0.1
+        Ridge parameter lambda of Eq. 8 (the paper's value, Sec. 5).
+    n_neighbors : int, default 10
+        Neighbours of the default graph (the paper used 10, Sec. 5.1).
+    center : bool, default False
+        False: Eq. 13 as printed (uses f).  True: use f - mu (weighted mean),
+        making the score invariant to f -> f + b.
+
+    Returns
+    -------
+    scores : ndarray of shape (n_features,)
+        Phi_LKR >= 0; **lower is better**.  Invariant to f -> a f (a != 0).
+        Constant genes: NaN and one :class:`~glfs.ConstantFeatureWarning`
+        (the paper's footnote 1 excludes them).
+
+    Notes
+    -----
+    Cost: the local regressions are O(sum_i n_i^2 d + n_i^3) (unsupervised,
+    n_i = |N_i|) or O(sum_l N_l^2 d + N_l^3) (supervised, one inverse per
+    class); the scores are one sparse product B X, O(nnz(B) d).  Memory
+    O(n d + nnz(B)); the supervised B holds sum_l N_l^2 entries (dense within
+    each class, as the paper's neighbourhoods are).
+    """
+    X = check_X(X)
+    n, d = X.shape
+    if labels is not None and W is not None:
+        msg = "give either W (unsupervised LKR score) or labels (supervised); got both"
+        raise ValueError(msg)
+    if h is not None:
+        h = _positive(h, "h")
+    if labels is not None:
+        B, h_used = lkr_coefficients(X, labels=labels, h=h, ridge=ridge)
+        deg = np.ones(n)  # label graph of Eq. 6 with its diagonal: D = I
+    else:
+        if W is None:
+            if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, (int, np.integer)) or n_neighbors < 1:
+                msg = f"n_neighbors must be a positive integer; got {n_neighbors!r}"
+                raise ValueError(msg)
+            W, h = _knn_gaussian_graph(X, n_neighbors, h)
+        W = check_graph(W, n, name="W")
+        deg = np.asarray(W.sum(axis=1)).ravel()
+        if np.any(deg <= 0):
+            msg = f"W must give every sample a positive degree; got {int(np.sum(deg <= 0))} isolated sample(s)"
+            raise ValueError(msg)
+        B, h_used = lkr_coefficients(X, W, h=h, ridge=ridge)
+    Xd = X.toarray() if sp.issparse(X) else X
+    const = constant_features(Xd)
+    mu = deg @ Xd / deg.sum()
+    Xc = Xd - mu
+    F = Xc if center else Xd
+    R = F - B @ F
+    num = np.einsum("i,ij,ij->j", deg, R, R)
+    den = np.einsum("i,ij,ij->j", deg, Xc, Xc)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scores = num / den
+    scores[const] = np.nan
+    warn_constant(const, "lkr_score_supervised" if labels is not None else "lkr_score")
+    log.info("lkr_score: %d samples, %d genes, h=%.4g, ridge=%g, supervised=%s", n, d, h_used, ridge, labels is not None)
+    return scores
+
+
+_PARAMS = {"h", "ridge", "n_neighbors", "center"}
+
+
+def _check_params(method, params, allowed):
+    bad = sorted(set(params) - allowed)
+    if bad:
+        msg = f"method {method!r} accepts parameters {sorted(allowed)}; got unknown {bad}"
+        raise ValueError(msg)
+
+
+def select_lkr_score(X, W, *, n_features, labels=None, random_state=None, **params) -> Selection:
+    """Unsupervised LKR score as a :class:`~glfs.Selection` (registry ``"lkr_score"``).
+
+    Uses the graph W passed by :func:`glfs.select` for the neighbourhoods and
+    densities (``n_neighbors`` then only matters when W is None).  ``labels``
+    and ``random_state`` are ignored.  Lower score is better.
+    """
+    _check_params("lkr_score", params, _PARAMS)
+    s = lkr_score(X, W, **params)
+    return make_selection("lkr_score", s, higher_is_better=False, n_features=n_features, params=dict(params))
+
+
+def select_lkr_score_supervised(X, W, *, n_features, labels=None, random_state=None, **params) -> Selection:
+    """Supervised LKR score (class neighbourhoods, Eq. 6) as a :class:`~glfs.Selection`.
+
+    Registry ``"lkr_score_supervised"``; needs ``labels``; W is ignored.
+    """
+    _check_params("lkr_score_supervised", params, _PARAMS - {"n_neighbors"})
+    if labels is None:
+        msg = "labels must be given for method 'lkr_score_supervised' (one label per sample); got None"
+        raise ValueError(msg)
+    s = lkr_score(X, None, labels=labels, **params)
+    return make_selection("lkr_score_supervised", s, higher_is_better=False, n_features=n_features, params=dict(params))
