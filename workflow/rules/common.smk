@@ -2,12 +2,67 @@
 # Stage files append their final outputs to ALL_TARGETS; `rule all` asks for them.
 
 import math
+import re
 from pathlib import Path
 
 from snakemake.utils import validate
 
 
 validate(config, schema="../schemas/config.schema.yaml")
+
+
+class ConfigError(Exception):
+    """A config value the JSON schema cannot check (names the key)."""
+
+
+def _check_config(cfg):
+    """Semantic checks after the schema; every message names the config key."""
+    try:
+        from glfs import METHODS as known
+    except ImportError:  # glfs not installed: method names cannot be checked
+        known = None
+    datasets = cfg.get("datasets", {})
+    for i, ds in enumerate(cfg.get("run", [])):
+        if ds not in datasets:
+            msg = f"config key run[{i}]: dataset {ds!r} is not defined under `datasets` (defined: {sorted(datasets)})"
+            raise ConfigError(msg)
+    for i, ds in enumerate(cfg.get("classification", {}).get("datasets", [])):
+        if ds not in datasets:
+            msg = f"config key classification.datasets[{i}]: dataset {ds!r} is not defined under `datasets`"
+            raise ConfigError(msg)
+    if known is not None:
+        for key, names in (
+            ("methods", cfg.get("methods", [])),
+            ("simulation.methods", cfg.get("simulation", {}).get("methods", [])),
+            ("selection.params", list(cfg.get("selection", {}).get("params", {}))),
+        ):
+            for i, m in enumerate(names):
+                if m not in known:
+                    msg = f"config key {key}[{i}]: unknown method {m!r}; valid methods are {sorted(known)}"
+                    raise ConfigError(msg)
+    needs = {"golub": ["independent"], "stategra": ["sample_map"]}
+    for name, dc in datasets.items():
+        fmt = dc.get("format", "auto")
+        for role in needs.get(fmt, []):
+            if role not in (dc.get("extra_files") or {}):
+                msg = f"config key datasets.{name}.extra_files.{role} is required for format {fmt!r}"
+                raise ConfigError(msg)
+        if dc.get("split") is not None and fmt != "golub":
+            msg = f"config key datasets.{name}.split is only supported for format 'golub' (got format {fmt!r})"
+            raise ConfigError(msg)
+        if dc.get("labels") is None and (dc.get("drop_unlabelled") or dc.get("label_map")) and fmt not in ("stategra", "clanc840"):
+            msg = f"config key datasets.{name}: drop_unlabelled/label_map given but the dataset has no `labels` table"
+            raise ConfigError(msg)
+
+
+_check_config(config)
+
+DATASET_NAMES = sorted(config["datasets"], key=len, reverse=True)
+
+
+wildcard_constraints:
+    dataset="|".join(re.escape(d) for d in DATASET_NAMES),
+
 
 ALL_TARGETS = []
 
@@ -22,6 +77,12 @@ def run_datasets():
 
 def dataset_config(dataset):
     return config["datasets"][dataset]
+
+
+def has_labels(dataset):
+    """Whether a dataset has class labels (labels table, or a reader that carries them)."""
+    dc = dataset_config(dataset)
+    return dc.get("labels") is not None or dc.get("format") in ("stategra", "clanc840")
 
 
 def seed():

@@ -1,0 +1,22 @@
+# Stage: read, label, preprocess and check each dataset into
+# results/{dataset}/prepared.h5ad (obs = samples, var = genes, X dense float64).
+
+
+rule prepare_dataset:
+    input:
+        provenance="results/{dataset}/provenance.json",
+    output:
+        h5ad="results/{dataset}/prepared.h5ad",
+    params:
+        dataset=dataset_params,
+        n_neighbors=config.get("graph", {}).get("n_neighbors", 5),
+    log:
+        "logs/prepare_dataset/{dataset}.log",
+    benchmark:
+        "benchmarks/prepare_dataset/{dataset}.tsv"
+    threads: get_threads("prepare")
+    resources:
+        mem_mb=get_mem_mb("prepare"),
+        runtime=get_runtime("prepare"),
+    script:
+        "../../scripts/prepare_dataset.py"
