@@ -415,6 +415,12 @@ def _read_raw_table(path: Path, sep: str, skiprows: int = 0) -> list[list[str]]:
     if not text.strip():
         msg = f"{path}: file is empty"
         raise DataError(msg)
+    lines = [ln for ln in text.splitlines()[skiprows:skiprows + 3] if ln.strip()]
+    if len(lines) >= 2 and lines[0].count(sep) == lines[1].count(sep) - 1:
+        # R write.table style: the header has no cell above the row names
+        head, _, rest = text.partition("\n") if skiprows == 0 else ("", "", "")
+        if skiprows == 0:
+            text = sep + head + "\n" + rest
     try:
         df = pd.read_csv(
             _io.StringIO(text), sep=sep, header=None, dtype=str, keep_default_na=False,

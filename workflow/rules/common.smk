@@ -95,8 +95,9 @@ def seed():
 
 
 def _res(family):
-    base = dict(config["resources"].get("default", {}))
-    base.update(config["resources"].get(family, {}))
+    res = config.get("resources", {}) or {}
+    base = dict(res.get("default", {}))
+    base.update(res.get(family, {}))
     return base
 
 

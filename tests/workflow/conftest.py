@@ -1,0 +1,40 @@
+"""Helpers for the data-layer workflow tests: a minimal Snakefile with only the
+common, fetch and prepare stages (so these tests do not depend on the later
+stages), run in a temporary working directory."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+
+
+def _mini_snakefile(tmp_path: Path) -> Path:
+    rules = REPO / "workflow" / "rules"
+    text = "\n".join(f'include: "{rules / f}.smk"' for f in ("common", "fetch", "prepare")) + "\n"
+    p = tmp_path / "Snakefile.data"
+    p.write_text(text)
+    return p
+
+
+@pytest.fixture
+def mini_workflow():
+    """Factory: mini_workflow(tmp_path) -> path of a Snakefile with common/fetch/prepare only."""
+    return _mini_snakefile
+
+
+def run_snakemake(snakefile: Path, workdir: Path, config: dict, targets, *extra, timeout=300):
+    """Run snakemake on `config` (written as JSON) in `workdir`; return CompletedProcess."""
+    cfg = workdir / "config.test.json"
+    cfg.write_text(json.dumps(config))
+    cmd = [SNAKEMAKE, "-s", str(snakefile), "-d", str(workdir), "--cores", "2", *extra, *targets, "--configfile", str(cfg)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def snakemake_run():
+    return run_snakemake

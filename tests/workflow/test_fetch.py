@@ -1,0 +1,253 @@
+"""Download and resolution against a real HTTP server on 127.0.0.1 (issue 5 item 3).
+
+Every failure must leave nothing at the destination (or in the download
+directory) that a later run would trust, and a later successful run must
+proceed.  The server is http.server in a thread with a scripted handler.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from glfs.io import FetchError, download, fetch_dataset_files, resolve_file
+
+BODY = b"gene\tS1\tS2\n" + b"".join(f"G{i}\t{i}.5\t{2 * i}.25\n".encode() for i in range(2000))
+SHA = hashlib.sha256(BODY).hexdigest()
+FAST = {"retries": 3, "timeout": 1.0, "backoff": 0.01}
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    """Behaviour chosen by path: /ok, /404, /flaky (500 twice then ok), /stall, /short."""
+
+    counts: dict = {}
+    stall_release = threading.Event()
+
+    def log_message(self, *args):  # keep pytest output clean
+        pass
+
+    def _ok(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(BODY)))
+        self.end_headers()
+        self.wfile.write(BODY)
+
+    def do_GET(self):  # noqa: N802 - http.server API
+        path = self.path.split("?")[0]
+        n = self.counts[path] = self.counts.get(path, 0) + 1
+        if path.startswith("/ok"):
+            self._ok()
+        elif path == "/404":
+            self.send_error(404, "Not Found")
+        elif path == "/flaky":
+            if n <= 2:
+                self.send_error(500, "Internal Server Error")
+            else:
+                self._ok()
+        elif path == "/stall":
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(BODY)))
+            self.end_headers()
+            self.wfile.write(BODY[:100])
+            self.wfile.flush()
+            self.stall_release.wait(5)  # far longer than the client timeout
+        elif path == "/short":
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(BODY)))
+            self.end_headers()
+            self.wfile.write(BODY[: len(BODY) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+        elif path == "/always500":
+            self.send_error(500, "Internal Server Error")
+        else:
+            self.send_error(404, "Not Found")
+
+
+@pytest.fixture(scope="module")
+def server():
+    _Handler.counts = {}
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd.daemon_threads = True
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    _Handler.stall_release.set()
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _leftovers(d: Path):
+    return sorted(p.name for p in d.iterdir()) if d.exists() else []
+
+
+def test_success_writes_verified_file(server, tmp_path):
+    dest = tmp_path / "x.tsv"
+    rec = download(f"{server}/ok", dest, sha256=SHA, **FAST)
+    assert dest.read_bytes() == BODY
+    assert rec["sha256"] == SHA and rec["size"] == len(BODY) and rec["attempts"] == 1
+    assert _leftovers(tmp_path) == ["x.tsv"]
+
+
+def test_404_fails_at_once_and_leaves_nothing(server, tmp_path):
+    dest = tmp_path / "x.tsv"
+    with pytest.raises(FetchError, match=r"404.*not retried"):
+        download(f"{server}/404", dest, **FAST)
+    assert _handler_count("/404") == 1
+    assert _leftovers(tmp_path) == []
+
+
+def _handler_count(path):
+    return _Handler.counts.get(path, 0)
+
+
+def test_500_twice_then_success_is_retried(server, tmp_path):
+    dest = tmp_path / "x.tsv"
+    rec = download(f"{server}/flaky", dest, sha256=SHA, **FAST)
+    assert rec["attempts"] == 3
+    assert dest.read_bytes() == BODY
+    assert _leftovers(tmp_path) == ["x.tsv"]
+
+
+def test_persistent_500_gives_up_after_retries(server, tmp_path):
+    dest = tmp_path / "x.tsv"
+    before = _handler_count("/always500")
+    with pytest.raises(FetchError, match=r"after 3 attempts.*HTTP 500"):
+        download(f"{server}/always500", dest, retries=2, timeout=1.0, backoff=0.01)
+    assert _handler_count("/always500") - before == 3
+    assert _leftovers(tmp_path) == []
+
+
+def test_stalled_connection_times_out(server, tmp_path):
+    dest = tmp_path / "x.tsv"
+    with pytest.raises(FetchError, match=r"(?i)timed? ?out"):
+        download(f"{server}/stall", dest, retries=1, timeout=0.3, backoff=0.01)
+    assert _leftovers(tmp_path) == []
+
+
+def test_body_cut_short_is_rejected(server, tmp_path):
+    dest = tmp_path / "x.tsv"
+    with pytest.raises(FetchError, match=r"cut short|IncompleteRead"):
+        download(f"{server}/short", dest, retries=1, timeout=1.0, backoff=0.01)
+    assert _leftovers(tmp_path) == []
+
+
+def test_checksum_mismatch_keeps_nothing_and_old_file_survives(server, tmp_path):
+    dest = tmp_path / "x.tsv"
+    dest.write_bytes(b"previous good content")
+    wrong = "0" * 64
+    with pytest.raises(FetchError, match=rf"checksum mismatch.*expected sha256 {wrong}.*got {SHA}"):
+        download(f"{server}/ok", dest, sha256=wrong, **FAST)
+    assert dest.read_bytes() == b"previous good content"
+    assert _leftovers(tmp_path) == ["x.tsv"]
+
+
+def test_failed_resolve_then_later_success_proceeds(server, tmp_path):
+    dl = tmp_path / "dl"
+    spec = {"url": f"{server}/short", "sha256": SHA}
+    with pytest.raises(FetchError, match=r"dataset 'd' file 'expression'"):
+        resolve_file(spec, dataset="d", role="expression", download_dir=str(dl), retries=0, timeout=1, backoff=0)
+    assert _leftovers(dl / "d") == []
+    # the "server is fixed": the same file name now served completely
+    spec2 = {"url": f"{server}/ok/short", "sha256": SHA, "filename": "short"}
+    rec = resolve_file(spec2, dataset="d", role="expression", download_dir=str(dl), **FAST)
+    assert rec["source"] == "download" and rec["sha256"] == SHA
+    assert (dl / "d" / "short").read_bytes() == BODY
+    # a second run trusts the verified download without the network
+    rec2 = resolve_file({"url": "http://127.0.0.1:9/unreachable/short", "sha256": SHA}, dataset="d", role="expression", download_dir=str(dl), **FAST)
+    assert rec2["source"] == "cache" and rec2["path"] == str(dl / "d" / "short")
+
+
+def test_corrupt_cached_download_is_replaced(server, tmp_path):
+    dl = tmp_path / "dl"
+    (dl / "d").mkdir(parents=True)
+    (dl / "d" / "x.tsv").write_bytes(b"corrupt")
+    rec = resolve_file({"url": f"{server}/ok/x.tsv", "sha256": SHA}, dataset="d", role="expression", download_dir=str(dl), **FAST)
+    assert rec["source"] == "download"
+    assert (dl / "d" / "x.tsv").read_bytes() == BODY
+
+
+def test_file_url(tmp_path):
+    src = tmp_path / "src.tsv"
+    src.write_bytes(BODY)
+    rec = resolve_file({"url": src.as_uri(), "sha256": SHA}, dataset="d", role="expression", download_dir=str(tmp_path / "dl"), **FAST)
+    assert rec["source"] == "download"
+    assert Path(rec["path"]).read_bytes() == BODY
+    with pytest.raises(FetchError, match=r"missing\.tsv"):
+        resolve_file((tmp_path / "missing.tsv").as_uri(), dataset="d", role="expression", download_dir=str(tmp_path / "dl"), **FAST)
+
+
+def test_mirror_resolution_order_and_checksum(server, tmp_path):
+    url = "http://127.0.0.1:9/never/used.tsv"  # port 9: nothing listens; must not be contacted
+    mirror_file = tmp_path / "m" / "own.tsv"
+    mirror_file.parent.mkdir()
+    mirror_file.write_bytes(BODY)
+    rec = resolve_file({"url": url, "sha256": SHA, "mirror": str(mirror_file)}, dataset="d", role="expression", **FAST)
+    assert rec["source"] == "mirror" and rec["path"] == str(mirror_file)
+    # mirror directory: <mirror>/<dataset>/<filename> first, then <mirror>/<filename>
+    mdir = tmp_path / "mdir"
+    (mdir / "d").mkdir(parents=True)
+    (mdir / "used.tsv").write_bytes(b"wrong level")
+    (mdir / "d" / "used.tsv").write_bytes(BODY)
+    rec = resolve_file({"url": url, "sha256": SHA}, dataset="d", role="expression", mirror_dir=str(mdir), **FAST)
+    assert rec["path"] == str(mdir / "d" / "used.tsv")
+    # a mirror with the wrong checksum is an error naming the mirror file
+    (mdir / "d" / "used.tsv").write_bytes(b"tampered")
+    with pytest.raises(FetchError, match=r"checksum mismatch for .*mdir/d/used\.tsv"):
+        resolve_file({"url": url, "sha256": SHA}, dataset="d", role="expression", mirror_dir=str(mdir), **FAST)
+
+
+def test_local_path_checksum_and_missing(tmp_path):
+    f = tmp_path / "a.tsv"
+    f.write_bytes(BODY)
+    assert resolve_file({"url": str(f), "sha256": SHA}, dataset="d", role="labels")["source"] == "local"
+    with pytest.raises(FetchError, match=r"labels.*checksum mismatch for .*a\.tsv"):
+        resolve_file({"url": str(f), "sha256": "1" * 64}, dataset="d", role="labels")
+    with pytest.raises(FetchError, match=r"nope\.tsv does not exist"):
+        resolve_file(str(tmp_path / "nope.tsv"), dataset="d", role="labels")
+
+
+def test_fetch_dataset_files_records_provenance(server, tmp_path):
+    cfg = {"expression": f"{server}/ok/e.tsv", "sha256": SHA, "labels": None}
+    prov = fetch_dataset_files("d", cfg, {"download_dir": str(tmp_path), **FAST})
+    rec = prov["files"]["expression"]
+    assert set(rec) >= {"source", "url", "path", "sha256", "size", "time"}
+    assert rec["url"] == f"{server}/ok/e.tsv" and rec["size"] == len(BODY)
+    json.dumps(prov)  # plain values only
+
+
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+
+
+@pytest.mark.workflow
+def test_fetch_rule_over_http_then_cache(server, tmp_path, mini_workflow):
+    """The fetch_dataset rule: a failed download leaves no provenance; the rerun succeeds."""
+    wf = mini_workflow(tmp_path)
+    cfg = {
+        "run": ["web"],
+        "fetch": {"download_dir": "dl", "retries": 0, "timeout": 1, "backoff": 0},
+        "datasets": {"web": {"expression": {"url": f"{server}/short", "sha256": SHA}}},
+    }
+    (tmp_path / "c.yaml").write_text(json.dumps(cfg))
+    cmd = [SNAKEMAKE, "-s", str(wf), "-d", str(tmp_path), "--cores", "1", "results/web/provenance.json", "--configfile", str(tmp_path / "c.yaml")]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0
+    assert "cut short" in (tmp_path / "logs/fetch_dataset/web.log").read_text()
+    assert not (tmp_path / "results/web/provenance.json").exists()
+    assert _leftovers(tmp_path / "dl" / "web") == []
+    cfg["datasets"]["web"]["expression"] = {"url": f"{server}/ok/short", "sha256": SHA, "filename": "short"}
+    (tmp_path / "c.yaml").write_text(json.dumps(cfg))
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    prov = json.loads((tmp_path / "results/web/provenance.json").read_text())
+    assert prov["files"]["expression"]["sha256"] == SHA
+    assert prov["files"]["expression"]["source"] == "download"
