@@ -202,3 +202,72 @@ def test_evaluate_ranking_rejects_bad_ranking():
     X, y = _planted(n_noise=2)
     with pytest.raises(ValueError, match="permutation"):
         evaluate_ranking(X, y, np.zeros(X.shape[1], dtype=int))
+
+
+# ---- classification protocol ------------------------------------------------------
+
+from glfs.evaluate import (  # noqa: E402
+    ElasticNetClassifier,
+    baseline_classifiers,
+    cv_splitter,
+    evaluate_classifier,
+    n_genes_used,
+)
+
+
+def _two_class(seed=0, n=40, d=30, shift=4.0):
+    rng = np.random.default_rng(seed)
+    y = np.array(["ALL", "AML"] * (n // 2))
+    X = rng.normal(size=(n, d))
+    X[:, :3] += shift * (y == "AML")[:, None]  # genes 0-2 informative
+    return X, y
+
+
+def test_elastic_net_classifier_thresholds_a_zero_one_fit():
+    X, y = _two_class()
+    clf = ElasticNetClassifier(alpha=0.05, l1_ratio=0.9).fit(X, y)
+    assert list(clf.classes_) == ["ALL", "AML"]
+    assert np.mean(clf.predict(X) == y) == 1.0
+    # the l1 part keeps the informative genes and drops most of the noise
+    assert set(np.flatnonzero(clf.coef_)) >= {0, 1, 2}
+    assert n_genes_used(clf, X.shape[1]) < 15
+
+
+def test_n_genes_used_nearest_centroid_counts_unshrunk_genes():
+    from sklearn.neighbors import NearestCentroid
+
+    X, y = _two_class(shift=6.0)
+    nc = NearestCentroid(shrink_threshold=2.0).fit(X, y)
+    used = n_genes_used(nc, X.shape[1])
+    assert 3 <= used < X.shape[1]
+    assert n_genes_used(NearestCentroid().fit(X, y), X.shape[1]) == X.shape[1]
+
+
+def test_cv_splitter_caps_folds_at_smallest_class():
+    y = np.array([0] * 10 + [1] * 4)
+    assert cv_splitter(y, 10).get_n_splits() == 4
+    assert cv_splitter(np.array([0, 1] * 20), 10).get_n_splits() == 10
+
+
+def test_evaluate_classifier_separable_data_makes_no_errors():
+    X, y = _two_class(n=40, shift=8.0)
+    tr, te = np.arange(24), np.arange(24, 40)
+    cv = cv_splitter(y[tr], 5, random_state=0)
+    for name, est in baseline_classifiers(cv).items():
+        r = evaluate_classifier(est, X[tr], y[tr], X[te], y[te], cv=cv)
+        assert (r["cv_n"], r["test_n"]) == (24, 16), name
+        assert r["test_errors"] == 0, name
+        assert r["cv_errors"] <= 1, name
+        assert 1 <= r["n_genes"] <= X.shape[1]
+
+
+def test_evaluate_classifier_counts_errors_of_a_constant_predictor():
+    from sklearn.dummy import DummyClassifier
+
+    X, y = _two_class(n=20)
+    y_test = np.array(["ALL"] * 3 + ["AML"] * 7)
+    r = evaluate_classifier(
+        DummyClassifier(strategy="constant", constant="ALL"), X[:10], y[:10], X[10:], y_test, cv=cv_splitter(y[:10], 5)
+    )
+    assert r["test_errors"] == 7
+    assert r["cv_errors"] == 5  # half of the 10 training samples are AML

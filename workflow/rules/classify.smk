@@ -1,0 +1,43 @@
+# Stage: Golub classification, the protocol of Wang & Goldenberg 2013, Table 3.
+# Train on obs["split"] == "train" only (hyper-parameters by cv_folds-fold CV inside
+# it), test once on the rest.  The paper's printed rows are in resources/paper_table3.tsv
+# and are shown apart in the report, never merged into our table.
+
+
+def classification_datasets():
+    wanted = config.get("classification", {}).get("datasets", [])
+    return [d for d in run_datasets() if d in wanted and dataset_has_labels(d)]
+
+
+CLASSIFY_RE = "|".join(re.escape(d) for d in config.get("classification", {}).get("datasets", [])) or "NO_DATASET"
+
+
+rule classify_samples:
+    input:
+        "results/{dataset}/prepared.h5ad",
+    output:
+        report(
+            "results/{dataset}/classification.tsv",
+            caption="../report/classification.rst",
+            category="Classification",
+            labels={"dataset": "{dataset}"},
+        ),
+    params:
+        cv_folds=config.get("classification", {}).get("cv_folds", 10),
+        glfs_variants=[m for m in GLFS_VARIANTS if m in config["methods"]],
+        seed=seed(),
+    log:
+        "logs/classify_samples/{dataset}.log",
+    benchmark:
+        "benchmarks/classify_samples/{dataset}.tsv"
+    wildcard_constraints:
+        dataset=CLASSIFY_RE,
+    threads: get_threads("classify")
+    resources:
+        mem_mb=get_mem_mb("classify"),
+        runtime=get_runtime("classify"),
+    script:
+        "../../scripts/classify_samples.py"
+
+
+ALL_TARGETS.extend(expand("results/{dataset}/classification.tsv", dataset=classification_datasets()))
