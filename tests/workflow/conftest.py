@@ -21,7 +21,7 @@ def _mini_snakefile(tmp_path: Path) -> Path:
     return p
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def mini_workflow():
     """Factory: mini_workflow(tmp_path) -> path of a Snakefile with common/fetch/prepare only."""
     return _mini_snakefile
@@ -35,6 +35,6 @@ def run_snakemake(snakefile: Path, workdir: Path, config: dict, targets, *extra,
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def snakemake_run():
     return run_snakemake
