@@ -24,7 +24,8 @@
 #   GLFS_HPC_TARGETS  snakemake targets for step 4 (default: the config's rule all)
 #   GLFS_HPC_TIMEOUT  seconds before a snakemake run is killed (default 1800)
 #   SNAKEMAKE, PYTHON paths of the snakemake and python executables
-#                     (default: /work/venv/bin/* if present, else from PATH)
+#                     (default: the snakemake on PATH and the python next to it,
+#                     else /work/venv/bin/*)
 #
 # Facts about SLURM 22.05 on this kind of machine (see docs/cluster.md):
 # no systemd, so the daemons are started directly; proctrack/linuxproc and
@@ -52,7 +53,8 @@ for arg in "$@"; do
 done
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-if [[ -x /work/venv/bin/snakemake ]]; then VENV_BIN=/work/venv/bin; else VENV_BIN="$(dirname "$(command -v snakemake)")"; fi
+# The snakemake on PATH (e.g. an activated CI virtualenv), else /work/venv.
+if command -v snakemake >/dev/null 2>&1; then VENV_BIN="$(dirname "$(command -v snakemake)")"; else VENV_BIN=/work/venv/bin; fi
 SNAKEMAKE="${SNAKEMAKE:-$VENV_BIN/snakemake}"
 PYTHON="${PYTHON:-$VENV_BIN/python}"
 export PATH="$(dirname "$SNAKEMAKE"):$PATH"
@@ -215,6 +217,8 @@ start_cluster() {
     done
     [[ $state == idle ]] || die "node $HOST is '$state', not idle, after 60 s"
     log "node $HOST is idle: $(sinfo -h -N -o '%N cpus=%c mem=%m partition=%P')"
+    JOBCOMP="$(scontrol show config | awk '/^JobCompLoc/ {print $3}')"
+    [[ -n $JOBCOMP ]] || die "slurmctld has no JobCompLoc (jobcomp/filetxt) configured"
 }
 
 # ---- 3. smoke tests ----------------------------------------------------------
@@ -258,7 +262,7 @@ rule b:
         "cat {input} > {output}; echo $SLURM_JOB_ID >> {output}"
 EOF
     (cd "$d" && timeout -s KILL 600 "$SNAKEMAKE" --profile "$REPO/profiles/slurm" \
-        >"$d/snakemake.log" 2>&1) || {
+        --slurm-keep-successful-logs >"$d/snakemake.log" 2>&1) || {
         tail -n 40 "$d/snakemake.log" >&2
         die "trivial Snakefile through the slurm profile failed (log: $d/snakemake.log)"
     }
@@ -266,7 +270,58 @@ EOF
     ids="$(tr '\n' ' ' <"$d/c.txt")"
     [[ $(wc -l <"$d/c.txt") == 2 ]] && ! grep -qv '^[0-9]\+$' "$d/c.txt" ||
         die "trivial Snakefile: c.txt should hold two SLURM job ids, holds '$ids'"
+    "$PYTHON" "$REPO/tests/hpc/check_slurm_jobs.py" "$d/snakemake.log" "$JOBCOMP" ||
+        die "trivial Snakefile: SLURM job check failed"
     log "snakemake --profile profiles/slurm OK: rules a, b ran as SLURM jobs $ids"
+}
+
+# ---- 4./5. the tiny workflow through SLURM and locally ---------------------
+# Each run gets its own directory that links every top-level entry of the
+# repository except the ones a run writes (results, logs, benchmarks,
+# .snakemake), so config paths relative to the repository root resolve.
+make_rundir() {
+    local d="$1" e b
+    mkdir -p "$d"
+    for e in "$REPO"/*; do
+        b="$(basename "$e")"
+        case "$b" in results | logs | benchmarks) continue ;; esac
+        ln -sfn "$e" "$d/$b"
+    done
+}
+
+run_workflow() {
+    local rs="$WORK/run_slurm" rl="$WORK/run_local" targets=()
+    [[ -f "$REPO/$CONFIG" ]] || die "workflow config $CONFIG not found"
+    if [[ -n ${GLFS_HPC_TARGETS:-} ]]; then read -r -a targets <<<"$GLFS_HPC_TARGETS"; fi
+    make_rundir "$rs"
+    make_rundir "$rl"
+    log "workflow: $CONFIG ${targets[*]:-(rule all)}; SLURM run in $rs, local run in $rl"
+    # Local reference run in the background (the SLURM run mostly waits on the
+    # scheduler's status checks), the SLURM run in the foreground.
+    (cd "$rl" && timeout -s KILL "$TIMEOUT" "$SNAKEMAKE" "${targets[@]}" --cores 2 \
+        --configfile "$CONFIG" >"$rl/snakemake.log" 2>&1) &
+    local local_pid=$! t_slurm t_local rc_local=0
+    t_slurm=$(date +%s)
+    (cd "$rs" && timeout -s KILL "$TIMEOUT" "$SNAKEMAKE" "${targets[@]}" \
+        --profile profiles/slurm --slurm-keep-successful-logs \
+        --configfile "$CONFIG" >"$rs/snakemake.log" 2>&1) || {
+        tail -n 60 "$rs/snakemake.log" >&2
+        die "workflow through profiles/slurm failed (log: $rs/snakemake.log)"
+    }
+    log "SLURM run finished in $(($(date +%s) - t_slurm)) s"
+    wait "$local_pid" || rc_local=$?
+    if [[ $rc_local != 0 ]]; then
+        tail -n 60 "$rl/snakemake.log" >&2
+        die "local run failed with exit $rc_local (log: $rl/snakemake.log)"
+    fi
+    log "local run finished"
+
+    log "checking that the jobs went through sbatch (scheduler record $JOBCOMP)"
+    "$PYTHON" "$REPO/tests/hpc/check_slurm_jobs.py" "$rs/snakemake.log" "$JOBCOMP" ||
+        die "SLURM job check failed"
+    log "comparing outputs: SLURM run vs local run"
+    "$PYTHON" "$REPO/tests/hpc/compare_outputs.py" "$rs/results" "$rl/results" ||
+        die "outputs of the SLURM run differ from the local run"
 }
 
 # ---- main ------------------------------------------------------------------
@@ -279,3 +334,5 @@ if [[ $SMOKE_ONLY == 1 ]]; then
     log "smoke tests passed"
     exit 0
 fi
+run_workflow
+log "PASS: SLURM proof complete in $(($(date +%s) - T0)) s"
