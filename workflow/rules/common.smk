@@ -8,11 +8,40 @@ from pathlib import Path
 from snakemake.utils import validate
 
 
-validate(config, schema="../schemas/config.schema.yaml")
-
-
 class ConfigError(Exception):
-    """A config value the JSON schema cannot check (names the key)."""
+    """A bad config value; the message names the key."""
+
+
+def _schema_message(err):
+    """One line naming the config key of a schema violation (the best sub-error of oneOf)."""
+    from jsonschema.exceptions import best_match
+
+    if err.context:
+        err = best_match(err.context)
+    path = [str(p) for p in err.absolute_path]
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = sorted(err.schema.get("properties", {}))
+        unknown = sorted(k for k in err.instance if k not in allowed)
+        if unknown:
+            keys = ", ".join(".".join([*path, k]) for k in unknown)
+            return f"config key {keys}: unknown key (allowed here: {allowed})"
+    return f"config key {'.'.join(path) or '(top level)'}: {err.message}"
+
+
+def _check_schema(cfg, schema_path):
+    """Validate with jsonschema first, to report the best error with its key path."""
+    import jsonschema
+    import yaml
+
+    with open(schema_path) as fh:
+        schema = yaml.safe_load(fh)
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(cfg))
+    if errors:
+        raise ConfigError(_schema_message(jsonschema.exceptions.best_match(errors)))
+
+
+_check_schema(config, workflow.source_path("../schemas/config.schema.yaml"))
+validate(config, schema="../schemas/config.schema.yaml")  # sets the schema's defaults
 
 
 def _check_config(cfg):

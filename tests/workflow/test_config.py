@@ -1,0 +1,111 @@
+"""Config validation (issue 5 item 2): unknown keys, wrong types, a dataset in
+`run` that is not defined, an unknown method: an error naming the key.
+
+The error cases run `snakemake -n` on a workflow with only the common, fetch
+and prepare stages (conftest.py), so they test common.smk's messages as a
+user sees them."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+CONFIG = yaml.safe_load((REPO / "config.yaml").read_text())
+TINY = yaml.safe_load((REPO / "tests/workflow/tiny/config.yaml").read_text())
+
+
+def _walk(schema, path="schema"):
+    """Yield (path, subschema) for every object schema."""
+    if isinstance(schema, dict):
+        yield path, schema
+        for k, v in schema.items():
+            yield from _walk(v, f"{path}.{k}")
+    elif isinstance(schema, list):
+        for i, v in enumerate(schema):
+            yield from _walk(v, f"{path}[{i}]")
+
+
+def test_schema_is_closed_and_documented():
+    for path, s in _walk(SCHEMA):
+        if s.get("type") == "object" or (isinstance(s.get("type"), list) and "object" in s["type"]):
+            assert "additionalProperties" in s, f"{path}: objects must be closed or typed"
+            assert s["additionalProperties"] is not True, path
+        props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
+        for key, sub in props.items():
+            if isinstance(sub, dict) and "$ref" not in sub:
+                assert "description" in sub, f"{path}.properties.{key} has no description"
+
+
+def test_default_and_tiny_configs_are_valid():
+    v = jsonschema.Draft202012Validator(SCHEMA)
+    assert list(v.iter_errors(CONFIG)) == []
+    merged = copy.deepcopy(CONFIG)
+    merged.update(TINY)
+    assert list(v.iter_errors(merged)) == []
+    assert set(CONFIG["run"]) == {"golub", "tcga_gbm", "tcga_gbm_clanc840"}
+    assert {"tcga_gbm_u133a", "tcga_gbm_unified"} <= set(CONFIG["datasets"])
+
+
+BASE = {"run": ["d"], "datasets": {"d": {"expression": "data/m.tsv"}}}
+
+
+def _with(path, value):
+    cfg = copy.deepcopy(BASE)
+    node = cfg
+    keys = path.split(".")
+    for k in keys[:-1]:
+        node = node.setdefault(k, {})
+    node[keys[-1]] = value
+    return cfg
+
+
+CASES = {
+    "unknown_top_key": (_with("graphs", {"n_neighbors": 3}), r"config key graphs: unknown key"),
+    "unknown_dataset_key": (_with("datasets.d.orientaton", "genes_by_samples"), r"config key datasets\.d\.orientaton: unknown key"),
+    "unknown_file_spec_key": (_with("datasets.d.expression", {"url": "a.tsv", "md5": "x"}), r"config key datasets\.d\.expression\.md5: unknown key"),
+    "unknown_graph_key": (_with("graph.k", 3), r"config key graph\.k: unknown key"),
+    "wrong_type_int": (_with("graph.n_neighbors", "five"), r"config key graph\.n_neighbors: 'five' is not of type 'integer'"),
+    "wrong_type_list": (_with("run", "d"), r"config key run: 'd' is not of type 'array'"),
+    "bad_enum": (_with("datasets.d.orientation", "rows"), r"config key datasets\.d\.orientation: 'rows' is not one of"),
+    "bad_preprocess": (_with("datasets.d.preprocess", "log3"), r"config key datasets\.d\.preprocess: 'log3' is not one of"),
+    "bad_sha256": (_with("datasets.d.sha256", "abc"), r"config key datasets\.d\.sha256: 'abc' does not match"),
+    "missing_expression": (_with("datasets.d", {"labels": "l.tsv"}), r"config key datasets\.d: 'expression' is a required property"),
+    "run_undefined": (_with("run", ["d", "nope"]), r"config key run\[1\]: dataset 'nope' is not defined under `datasets`"),
+    "unknown_method": (_with("methods", ["laplacian_score", "lapscore"]), r"config key methods\[1\]: unknown method 'lapscore'; valid methods are \["),
+    "unknown_sim_method": (_with("simulation", {"methods": ["glfs_nope"]}), r"config key simulation\.methods\[0\]: unknown method 'glfs_nope'"),
+    "unknown_params_method": (_with("selection", {"params": {"lapofs": {}}}), r"config key selection\.params\[0\]: unknown method 'lapofs'"),
+    "classification_undefined": (_with("classification", {"datasets": ["golub"]}), r"config key classification\.datasets\[0\]: dataset 'golub' is not defined"),
+    "golub_without_independent": (_with("datasets.d.format", "golub"), r"config key datasets\.d\.extra_files\.independent is required for format 'golub'"),
+    "bad_resources": (_with("resources", {"default": {"threads": 0}}), r"config key resources\.default\.threads: 0 is less than the minimum of 1"),
+}
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_config_error_names_key(case, tmp_path, mini_workflow, snakemake_run):
+    import re
+
+    cfg, pattern = CASES[case]
+    proc = snakemake_run(mini_workflow(tmp_path), tmp_path, cfg, ["results/d/prepared.h5ad"], "-n", timeout=120)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert re.search(pattern, out), f"{pattern!r} not in:\n{out[-2000:]}"
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.workflow
+def test_valid_minimal_config_dry_runs(tmp_path, mini_workflow, snakemake_run):
+    proc = snakemake_run(mini_workflow(tmp_path), tmp_path, BASE, ["results/d/prepared.h5ad"], "-n", timeout=120)
+    # the file does not exist, so the dry run stops at the missing input, naming it
+    assert "data/m.tsv" in proc.stdout + proc.stderr
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data/m.tsv").write_text("gene\ta\tb\ng\t1\t2\n")
+    proc = snakemake_run(mini_workflow(tmp_path), tmp_path, BASE, ["results/d/prepared.h5ad"], "-n", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "prepare_dataset" in proc.stdout + proc.stderr
