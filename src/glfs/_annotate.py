@@ -36,6 +36,31 @@ GRAPH_KEY = "patient_similarity"
 TABLE_COLUMNS = ["gene", "score", "rank", "selected", "weight"]
 
 
+# ---- scripts -------------------------------------------------------------------
+
+
+def log_to(path) -> logging.Logger:
+    """Send logging (and warnings) of a workflow script to its ``log:`` file; return the script's logger."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    logging.basicConfig(
+        filename=str(path),
+        filemode="w",
+        level=logging.INFO,
+        format="%(asctime)s %(name)s %(levelname)s: %(message)s",
+        force=True,
+    )
+    logging.captureWarnings(True)
+    return logging.getLogger("glfs.workflow")
+
+
+def concat_tsv(inputs, output) -> pd.DataFrame:
+    """Concatenate TSV tables (same columns) into one, written atomically."""
+    frames = [read_tsv(p) for p in inputs]
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    write_tsv(df, output)
+    return df
+
+
 # ---- atomic output ------------------------------------------------------------
 
 
@@ -49,6 +74,9 @@ def atomic_path(path, suffix=None):
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or "".join(path.suffixes), dir=path.parent)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the usual permissions
     try:
         yield tmp
         os.replace(tmp, path)
@@ -132,13 +160,17 @@ def selection_from_table(df: pd.DataFrame, meta: dict) -> Selection:
 def path_table(meta: dict) -> pd.DataFrame | None:
     """The GLFS lam path from a selection's diagnostics, as columns lam, n_selected, objective.
 
-    Accepts ``extra["path"]`` as a mapping of equal-length lists or a list of
-    records; returns None when the method recorded no path.
+    Accepts ``extra["path"]`` as a list of ``(lam, n_selected, objective)``
+    rows (glfs.gradient), a list of records, or a mapping of equal-length
+    lists; returns None when the method recorded no path.
     """
     path = (meta.get("extra") or {}).get("path")
     if path is None:
         return None
-    df = pd.DataFrame(path)
+    if isinstance(path, (list, tuple)) and path and isinstance(path[0], (list, tuple)):
+        df = pd.DataFrame([list(p)[:3] for p in path], columns=["lam", "n_selected", "objective"][: len(path[0])])
+    else:
+        df = pd.DataFrame(path)
     if "n_nonzero" in df and "n_selected" not in df:
         df = df.rename(columns={"n_nonzero": "n_selected"})
     if "lam" not in df or "n_selected" not in df:

@@ -4,14 +4,6 @@
 # and are shown apart in the report, never merged into our table.
 
 
-def classification_datasets():
-    wanted = config.get("classification", {}).get("datasets", [])
-    return [d for d in run_datasets() if d in wanted and dataset_has_labels(d)]
-
-
-CLASSIFY_RE = "|".join(re.escape(d) for d in config.get("classification", {}).get("datasets", [])) or "NO_DATASET"
-
-
 rule classify_samples:
     input:
         "results/{dataset}/prepared.h5ad",
@@ -22,22 +14,26 @@ rule classify_samples:
             category="Classification",
             labels={"dataset": "{dataset}"},
         ),
-    params:
-        cv_folds=config.get("classification", {}).get("cv_folds", 10),
-        glfs_variants=[m for m in GLFS_VARIANTS if m in config["methods"]],
-        seed=seed(),
     log:
         "logs/classify_samples/{dataset}.log",
     benchmark:
         "benchmarks/classify_samples/{dataset}.tsv"
     wildcard_constraints:
         dataset=CLASSIFY_RE,
+    conda:
+        "../../envs/glfs.yaml"
     threads: get_threads("classify")
     resources:
         mem_mb=get_mem_mb("classify"),
         runtime=get_runtime("classify"),
+    params:
+        cv_folds=config.get("classification", {}).get("cv_folds", 10),
+        glfs_variants=[m for m in GLFS_VARIANTS if m in config["methods"]],
+        seed=seed(),
     script:
         "../../scripts/classify_samples.py"
 
 
-ALL_TARGETS.extend(expand("results/{dataset}/classification.tsv", dataset=classification_datasets()))
+ALL_TARGETS.extend(
+    expand("results/{dataset}/classification.tsv", dataset=classification_datasets())
+)

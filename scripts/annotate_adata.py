@@ -1,0 +1,45 @@
+"""Rule annotate_adata: prepared.h5ad + every method's selection -> results/{dataset}/adata.h5ad.
+
+Layout: DESIGN.md section 7 (the same as glfs.tl.select).  GLFS variants keep
+their weights in var[f"{method}_weight"]; var["glfs_weight"] holds the default
+variant's (params.glfs_weight_method).
+"""
+
+import json
+from pathlib import Path
+
+import anndata
+import scipy.sparse as sp
+
+from glfs._annotate import atomic_path, log_to, read_tsv, selection_from_table, write_graph, write_selection
+
+log = log_to(snakemake.log[0])  # noqa: F821
+try:
+    inp, par = snakemake.input, snakemake.params  # noqa: F821
+    adata = anndata.read_h5ad(inp.adata)
+    W = sp.load_npz(inp.graph)
+    write_graph(adata, W)
+    adata.uns["patient_similarity"] = {"params": {k: v for k, v in dict(par.graph).items() if v is not None}}
+    for table, meta_path in zip(inp.tables, inp.metas):
+        meta = json.loads(Path(meta_path).read_text())
+        df = read_tsv(table)
+        if list(df["gene"].astype(str)) != list(adata.var_names):
+            msg = f"{table}: genes differ from {inp.adata} var_names"
+            raise ValueError(msg)
+        sel = selection_from_table(df, meta)
+        m = sel.method
+        write_selection(
+            adata,
+            sel,
+            key=m,
+            weight_key=f"{m}_weight",
+            uns_params={"n_features": meta["n_features"], "graph": "obsp:patient_similarity" if meta["graph"] != "none" else "none"},
+        )
+        if sel.weights is not None and m == par.glfs_weight_method:
+            adata.var["glfs_weight"] = adata.var[f"{m}_weight"].to_numpy()
+        log.info("wrote var[%r], var[%r_score], var[%r_rank]", m, m, m)
+    with atomic_path(snakemake.output[0]) as tmp:  # noqa: F821
+        adata.write_h5ad(tmp)
+except Exception:
+    log.exception("annotate_adata failed")
+    raise

@@ -1,0 +1,19 @@
+"""Rule build_graph: patient-similarity graph of results/{dataset}/prepared.h5ad."""
+
+import anndata
+import scipy.sparse as sp
+
+from glfs import similarity_graph
+from glfs._annotate import atomic_path, log_to
+
+log = log_to(snakemake.log[0])  # noqa: F821
+try:
+    adata = anndata.read_h5ad(snakemake.input[0])  # noqa: F821
+    gp = {k: v for k, v in dict(snakemake.params.graph).items() if v is not None}  # noqa: F821
+    W = similarity_graph(adata.X, **gp)
+    log.info("graph of %d samples, %d edges, params %s", W.shape[0], W.nnz // 2, gp)
+    with atomic_path(snakemake.output[0]) as tmp:  # noqa: F821
+        sp.save_npz(tmp, W.tocsr())
+except Exception:
+    log.exception("build_graph failed")
+    raise

@@ -1,0 +1,65 @@
+"""Rule classify_samples: Golub train/test protocol (Wang & Goldenberg 2013, Table 3).
+
+Train on obs["split"] == "train" only; every hyper-parameter (GLFS lam, the
+baselines' regularisation) is chosen by CV inside the training set; the test
+samples are used once.  Rows: the GLFS variants (glfs.sklearn.GLFSClassifier,
+when available) and the scikit-learn baselines of glfs.evaluate.
+"""
+
+import inspect
+import json
+
+import anndata
+import numpy as np
+import pandas as pd
+
+from glfs._annotate import log_to, write_tsv
+from glfs.evaluate import baseline_classifiers, cv_splitter, evaluate_classifier
+
+COLUMNS = ["method", "cv_errors", "cv_n", "test_errors", "test_n", "n_genes", "params"]
+
+log = log_to(snakemake.log[0])  # noqa: F821
+
+
+def glfs_estimators(variants, cv, seed):
+    try:
+        from glfs.sklearn import GLFSClassifier
+    except ImportError:
+        log.warning("glfs.sklearn.GLFSClassifier is not available: no GLFS rows")
+        return {}
+    accepted = set(inspect.signature(GLFSClassifier).parameters)
+    out = {}
+    for v in variants:
+        objective = {"glfs_exact": "exact", "glfs_paper": "paper", "glfs_printed": "printed"}.get(v)
+        kw = {"objective": objective, "cv": cv, "random_state": seed}
+        out[v] = GLFSClassifier(**{k: x for k, x in kw.items() if k in accepted and x is not None})
+    return out
+
+
+try:
+    par = snakemake.params  # noqa: F821
+    adata = anndata.read_h5ad(snakemake.input[0])  # noqa: F821
+    for col in ("label", "split"):
+        if col not in adata.obs:
+            msg = f"{snakemake.input[0]} needs obs[{col!r}] for the classification protocol"  # noqa: F821
+            raise ValueError(msg)
+    X = adata.X.toarray() if hasattr(adata.X, "toarray") else np.asarray(adata.X, dtype=np.float64)
+    y = np.asarray(adata.obs["label"].astype(str))
+    train = np.asarray(adata.obs["split"].astype(str) == "train")
+    if train.all() or not train.any():
+        msg = f"obs['split'] must contain both 'train' and other samples; got {int(train.sum())} train of {train.size}"
+        raise ValueError(msg)
+    seed = int(par.seed)
+    cv = cv_splitter(y[train], int(par.cv_folds), random_state=seed)
+    log.info("train %d / test %d samples, %d genes, %d-fold CV", train.sum(), (~train).sum(), X.shape[1], cv.get_n_splits())
+    estimators = {**glfs_estimators(list(par.glfs_variants), cv, seed), **baseline_classifiers(cv, random_state=seed)}
+    rows = []
+    for name, est in estimators.items():
+        r = evaluate_classifier(est, X[train], y[train], X[~train], y[~train], cv=cv)
+        r["params"] = json.dumps(r["params"], sort_keys=True, default=str)
+        log.info("%s: %s", name, r)
+        rows.append({"method": name, **r})
+    write_tsv(pd.DataFrame(rows, columns=COLUMNS), snakemake.output[0])  # noqa: F821
+except Exception:
+    log.exception("classify_samples failed")
+    raise

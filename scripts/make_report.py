@@ -1,0 +1,17 @@
+"""Rule make_report: results/report.html (self-contained) and its figures as PNG files."""
+
+from pathlib import Path
+
+from glfs._annotate import atomic_path, log_to
+from glfs._report import build_report
+
+log = log_to(snakemake.log[0])  # noqa: F821
+try:
+    par = snakemake.params  # noqa: F821
+    html = build_report(dict(par.layout), dict(par.config), figures_out=dict(par.figures))
+    with atomic_path(snakemake.output.html) as tmp:  # noqa: F821
+        Path(tmp).write_text(html, encoding="utf-8")
+    log.info("report: %d characters, %d figures", len(html), len(par.figures))
+except Exception:
+    log.exception("make_report failed")
+    raise

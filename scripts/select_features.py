@@ -1,0 +1,40 @@
+"""Rule select_features: one method on one dataset -> selection table (+ JSON sidecar)."""
+
+import anndata
+import numpy as np
+import scipy.sparse as sp
+
+import glfs
+from glfs._annotate import log_to, selection_meta, selection_table, write_json, write_tsv
+from glfs.api import method_info
+
+log = log_to(snakemake.log[0])  # noqa: F821
+try:
+    inp, out, par = snakemake.input, snakemake.output, snakemake.params  # noqa: F821
+    adata = anndata.read_h5ad(inp.adata)
+    W = sp.load_npz(inp.graph).tocsr()
+    info = method_info(par.method)
+    labels = None
+    if info.needs_labels:
+        if "label" not in adata.obs:
+            msg = f"method {par.method!r} needs labels; {inp.adata} has no obs['label']"
+            raise ValueError(msg)
+        labels = np.asarray(adata.obs["label"].astype(str))
+    n_features = int(min(par.n_features, adata.n_vars))
+    log.info("%s on %s: X %d x %d, n_features=%d, params=%s", par.method, inp.adata, *adata.shape, n_features, dict(par.method_params))
+    sel = glfs.select(
+        adata.X,
+        method=par.method,
+        graph=W,
+        n_features=n_features,
+        labels=labels,
+        random_state=int(par.seed),
+        **dict(par.method_params),
+    )
+    log.info("selected %d genes", int(np.sum(sel.selected)))
+    write_tsv(selection_table(sel, adata.var_names), out.table)
+    graph = inp.graph if info.needs_graph else "none"
+    write_json(selection_meta(sel, n_features=n_features, graph=graph), out.meta)
+except Exception:
+    log.exception("select_features failed")
+    raise

@@ -1,0 +1,246 @@
+# Helpers of the analysis stages (graph, select, evaluate, classify, simulate, report):
+# constants, wildcard patterns and input functions.  Functions only, no rules
+# (snakemake --lint); included from graph.smk, the first analysis stage.
+import re
+
+try:
+    from glfs.api import METHODS as _GLFS_METHODS
+except ImportError:  # the DAG can still be built; the jobs need glfs installed
+    _GLFS_METHODS = {}
+
+# Methods that need class labels; skipped for unlabelled datasets.
+SUPERVISED_METHODS = {
+    name for name, info in _GLFS_METHODS.items() if getattr(info, "needs_labels", False)
+} or {"fisher_score", "lkr_score_supervised"}
+
+# GLFS variants.  The contracted results/{dataset}/glfs_path.tsv is the path of the
+# first of these in config["methods"] (glfs_exact by default); every variant's path
+# is kept in results/{dataset}/selection/{method}.json and drawn in the report.
+GLFS_VARIANTS = ["glfs_exact", "glfs_paper", "glfs_printed", "glfs"]
+
+_ALL_METHOD_NAMES = sorted(
+    set(config.get("methods", []))
+    | set(config.get("simulation", {}).get("methods", []))
+    | set(_GLFS_METHODS)
+)
+DATASET_RE = "|".join(
+    re.escape(d) for d in sorted(config["datasets"], key=len, reverse=True)
+)
+METHOD_RE = "|".join(
+    re.escape(m) for m in sorted(_ALL_METHOD_NAMES, key=len, reverse=True)
+)
+
+
+def dataset_has_labels(dataset):
+    """Whether a dataset carries class labels (known when the DAG is built)."""
+    fn = globals().get("has_labels")  # common.smk's helper, when it provides one
+    if callable(fn) and fn(dataset):
+        return True
+    dc = dataset_config(dataset)
+    return dc.get("labels") is not None or dc.get("format") in (
+        "golub",
+        "stategra",
+        "clanc840",
+    )
+
+
+def dataset_methods(dataset):
+    """Methods run on a dataset: config["methods"] minus supervised ones when it has no labels."""
+    return [
+        m
+        for m in config["methods"]
+        if dataset_has_labels(dataset) or m not in SUPERVISED_METHODS
+    ]
+
+
+def glfs_path_method():
+    """The GLFS variant whose path is the contracted glfs_path.tsv (None without GLFS)."""
+    for m in GLFS_VARIANTS:
+        if m in config["methods"]:
+            return m
+    return None
+
+
+def labelled_datasets():
+    """Datasets of config["run"] with labels (label-based evaluations run on these)."""
+    return [d for d in run_datasets() if dataset_has_labels(d)]
+
+
+# ---- selection ----
+def method_params(wildcards):
+    """Per-method parameters from config["selection"]["params"] (plain dict)."""
+    return dict(config.get("selection", {}).get("params", {}).get(wildcards.method, {}))
+
+
+def selection_tables(wildcards):
+    """Selection tables of every method run on a dataset."""
+    return expand(
+        "results/{dataset}/selection/{method}.tsv",
+        dataset=wildcards.dataset,
+        method=dataset_methods(wildcards.dataset),
+    )
+
+
+def selection_metas(wildcards):
+    """JSON sidecars (params, diagnostics) of every method run on a dataset."""
+    return expand(
+        "results/{dataset}/selection/{method}.json",
+        dataset=wildcards.dataset,
+        method=dataset_methods(wildcards.dataset),
+    )
+
+
+def glfs_path_meta(wildcards):
+    """JSON sidecar of the default GLFS variant (holds its lam path)."""
+    return f"results/{wildcards.dataset}/selection/{glfs_path_method()}.json"
+
+
+# ---- clustering evaluation ----
+def n_clusters(wildcards):
+    """config datasets.<ds>.n_clusters, or None (= number of distinct labels)."""
+    return dataset_config(wildcards.dataset).get("n_clusters")
+
+
+def clustering_tables(wildcards):
+    """Per-method clustering tables of a dataset."""
+    return expand(
+        "results/{dataset}/clustering/{method}.tsv",
+        dataset=wildcards.dataset,
+        method=dataset_methods(wildcards.dataset),
+    )
+
+
+# ---- classification ----
+def classification_datasets():
+    """Datasets of config["run"] named in classification.datasets that have labels."""
+    wanted = config.get("classification", {}).get("datasets", [])
+    return [d for d in run_datasets() if d in wanted and dataset_has_labels(d)]
+
+
+CLASSIFY_RE = (
+    "|".join(re.escape(d) for d in config.get("classification", {}).get("datasets", []))
+    or "NO_DATASET"
+)
+
+
+# ---- simulation ----
+# The paper's axes are not printed; its text reports GLFS recovering all four features
+# up to sigma = 0.415 at N = 1000 and up to N = 60,000 at sigma = 0.2 (Laplacian score
+# 30,000).  The full grid (`snakemake simulate_full`) covers both: (A) sigma 0.1..1.0 at
+# N = 1000, (B) N 100..60000 at sigma = 0.2, 5 replicates.  N = 60000 makes 400 x 60004
+# matrices: hours for the slower methods; run it on a cluster.
+SIMULATION_FULL_GRID = {
+    "sigma_grid": [0.1, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.8, 1.0],
+    "n_noise_at_sigma": 1000,
+    "n_noise_grid": [100, 1000, 3000, 10000, 30000, 60000],
+    "sigma_at_n_noise": 0.2,
+    "replicates": 5,
+}
+
+
+def simulation_settings(wildcards):
+    """The simulation config for a grid: config["simulation"], overlaid by the full grid."""
+    sim = dict(config.get("simulation", {}))
+    if wildcards.simgrid == "simulation_full":
+        sim.update(SIMULATION_FULL_GRID)
+    return sim
+
+
+def simulation_methods():
+    """Unsupervised methods of simulation.methods (the simulation has no labels)."""
+    return [
+        m
+        for m in config.get("simulation", {}).get("methods", [])
+        if m not in SUPERVISED_METHODS
+    ]
+
+
+def recovery_tables(wildcards):
+    """Per-method recovery tables of a simulation grid."""
+    return expand(
+        "results/{simgrid}/recovery/{method}.tsv",
+        simgrid=wildcards.simgrid,
+        method=simulation_methods(),
+    )
+
+
+# ---- report ----
+def report_layout():
+    """Every file the report reads, as plain data for scripts/make_report.py."""
+    gm = glfs_path_method()
+    datasets = []
+    for ds in run_datasets():
+        methods = dataset_methods(ds)
+        labelled = dataset_has_labels(ds)
+        datasets.append(
+            {
+                "name": ds,
+                "labelled": labelled,
+                "methods": methods,
+                "adata": f"results/{ds}/adata.h5ad",
+                "selections": {m: f"results/{ds}/selection/{m}.tsv" for m in methods},
+                "metas": {
+                    m: f"results/{ds}/selection/{m}.json"
+                    for m in methods
+                    if m in GLFS_VARIANTS
+                },
+                "clustering": f"results/{ds}/clustering_nmi.tsv" if labelled else None,
+                "glfs_path": f"results/{ds}/glfs_path.tsv" if gm else None,
+                "heatmap_method": gm or (methods[0] if methods else None),
+            }
+        )
+    sim = "results/simulation/recovery.tsv"
+    return {
+        "datasets": datasets,
+        "glfs_method": gm,
+        "classification": {
+            ds: f"results/{ds}/classification.tsv" for ds in classification_datasets()
+        },
+        "paper_table": "resources/paper_table3.tsv",
+        "simulation": sim if sim in ALL_TARGETS else None,
+        "benchmarks": "benchmarks",
+        "provenance": {ds: f"results/{ds}/provenance.json" for ds in run_datasets()},
+    }
+
+
+def report_inputs():
+    """Every file make_report reads: all other targets, GLFS sidecars, the paper table."""
+    lay = report_layout()
+    files = [p for p in ALL_TARGETS if p != "results/report.html"]
+    for d in lay["datasets"]:
+        files += list(d["metas"].values())
+    files.append(lay["paper_table"])
+    return list(dict.fromkeys(files))
+
+
+def report_figures():
+    """Figure name -> PNG path; names match glfs._report.build_report's."""
+    lay = report_layout()
+    figs = {}
+    for d in lay["datasets"]:
+        if d["labelled"]:
+            figs[f"nmi_{d['name']}"] = f"results/figures/nmi_{d['name']}.png"
+        if d["metas"]:
+            figs[f"glfs_path_{d['name']}"] = (
+                f"results/figures/glfs_path_{d['name']}.png"
+            )
+        if d["labelled"] and d["heatmap_method"]:
+            figs[f"heatmap_{d['name']}"] = f"results/figures/heatmap_{d['name']}.png"
+    if lay["simulation"]:
+        figs["simulation"] = "results/figures/simulation.png"
+    return figs
+
+
+_FIGURE_CAPTIONS = {
+    "nmi": ("../report/fig_nmi.rst", "Clustering"),
+    "glfs_path": ("../report/fig_glfs_path.rst", "GLFS sparsity path"),
+    "heatmap": ("../report/fig_heatmap.rst", "Gene selection"),
+    "simulation": ("../report/fig_simulation.rst", "Simulation"),
+}
+
+
+def figure_report(name, path):
+    """A report figure output wrapped in report() with its caption and category."""
+    kind = next(k for k in _FIGURE_CAPTIONS if name.startswith(k))
+    caption, category = _FIGURE_CAPTIONS[kind]
+    return report(path, caption=caption, category=category)
