@@ -7,6 +7,8 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
+from glfs.io import dataset_file_specs, is_url
+
 
 class ConfigError(Exception):
     """A bad config value; the message names the key."""
@@ -79,7 +81,11 @@ def _check_config(cfg):
         if dc.get("split") is not None and fmt != "golub":
             msg = f"config key datasets.{name}.split is only supported for format 'golub' (got format {fmt!r})"
             raise ConfigError(msg)
-        if dc.get("labels") is None and (dc.get("drop_unlabelled") or dc.get("label_map")) and fmt not in ("stategra", "clanc840"):
+        if (
+            dc.get("labels") is None
+            and (dc.get("drop_unlabelled") or dc.get("label_map"))
+            and fmt not in ("stategra", "clanc840")
+        ):
             msg = f"config key datasets.{name}: drop_unlabelled/label_map given but the dataset has no `labels` table"
             raise ConfigError(msg)
 
@@ -147,7 +153,10 @@ def get_mem_mb(family):
 
     def _f(wildcards, attempt=1):
         return int(
-            (r.get("mem_mb", 2000) + r.get("mem_mb_per_mcell", 0) * _dataset_mcells(wildcards))
+            (
+                r.get("mem_mb", 2000)
+                + r.get("mem_mb_per_mcell", 0) * _dataset_mcells(wildcards)
+            )
             * attempt
         )
 
@@ -160,9 +169,44 @@ def get_runtime(family):
     def _f(wildcards, attempt=1):
         return int(
             math.ceil(
-                (r.get("runtime", 30) + r.get("runtime_per_mcell", 0) * _dataset_mcells(wildcards))
+                (
+                    r.get("runtime", 30)
+                    + r.get("runtime_per_mcell", 0) * _dataset_mcells(wildcards)
+                )
                 * attempt
             )
         )
 
     return _f
+
+
+# ---- data stage (fetch.smk, prepare.smk) -------------------------------------
+
+
+def fetch_local_inputs(wildcards):
+    """Local files a dataset reads (plain paths and existing mirrors), so edits trigger a rerun."""
+    out = []
+    for spec in dataset_file_specs(dataset_config(wildcards.dataset)).values():
+        if not is_url(spec["url"]):
+            out.append(spec["url"])
+        elif spec.get("mirror") and Path(spec["mirror"]).exists():
+            out.append(spec["mirror"])
+    return out
+
+
+def fetch_params(wildcards):
+    """config["fetch"] with defaults (plain dict)."""
+    f = {
+        "mirror": None,
+        "download_dir": "results/downloads",
+        "retries": 4,
+        "timeout": 60,
+        "backoff": 2.0,
+    }
+    f.update(config.get("fetch", {}) or {})
+    return f
+
+
+def dataset_params(wildcards):
+    """The dataset's config entry (plain dict)."""
+    return dict(dataset_config(wildcards.dataset))

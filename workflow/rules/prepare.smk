@@ -7,16 +7,18 @@ rule prepare_dataset:
         provenance="results/{dataset}/provenance.json",
     output:
         h5ad="results/{dataset}/prepared.h5ad",
-    params:
-        dataset=dataset_params,
-        n_neighbors=config.get("graph", {}).get("n_neighbors", 5),
     log:
         "logs/prepare_dataset/{dataset}.log",
     benchmark:
         "benchmarks/prepare_dataset/{dataset}.tsv"
+    conda:
+        "../../envs/data.yaml"
     threads: get_threads("prepare")
     resources:
         mem_mb=get_mem_mb("prepare"),
         runtime=get_runtime("prepare"),
+    params:
+        dataset=dataset_params,
+        n_neighbors=config.get("graph", {}).get("n_neighbors", 5),
     script:
         "../../scripts/prepare_dataset.py"
