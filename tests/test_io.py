@@ -169,3 +169,75 @@ def test_tcga_patient_matching_and_drop_unlabelled():
     assert rep["n_label_rows_unmatched"] > 1000  # LGG patients etc. ignored
     # MANIFEST: TCGA-02-0003 is Proneural in ClaNC840 and Ceccarelli agrees; 06-0132 is Neural
     assert list(out.obs["label"]) == ["Proneural", "Neural"]
+
+
+def _u133a_like(tmp_path):
+    """A small file in the layout of Xena's HT_HG-U133A.gz (genes x samples, gzip TSV)."""
+    import gzip
+
+    samples = ["TCGA-02-0003-01", "TCGA-02-0010-01", "TCGA-DU-7014-01", "TCGA-ZZ-9999-01", "TCGA-02-0004-01", "TCGA-06-0132-01", "TCGA-02-0014-01"]
+    rng = np.random.default_rng(0)
+    X = rng.normal(7, 1, (5, len(samples))).round(4)
+    lines = ["sample\t" + "\t".join(samples)] + [f"GENE{i}\t" + "\t".join(map(str, r)) for i, r in enumerate(X)]
+    p = tmp_path / "HT_HG-U133A.gz"
+    p.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    return p, samples, X
+
+
+def test_u133a_config_entry_on_xena_like_file(tmp_path):
+    """The tcga_gbm_u133a config entry: patient-barcode matching, G-CIMP -> Proneural, NA and unknown dropped."""
+    import yaml
+
+    cfg = yaml.safe_load((RES.parent / "config.yaml").read_text())["datasets"]["tcga_gbm_u133a"]
+    p, samples, X = _u133a_like(tmp_path)
+    paths = {"expression": p, "labels": GBM / "TCGAbiolinks_lgg.gbm.subtype.tsv"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        a = gio.prepare_dataset("tcga_gbm_u133a", cfg, paths, n_neighbors=2)
+    # hand-read from the table (column Original.Subtype): 02-0003 Proneural, 02-0010 and
+    # 02-0014 G-CIMP, 02-0004 Mesenchymal, 06-0132 Neural, DU-7014 NA; ZZ-9999 is absent
+    keep = [s for s in samples if s not in ("TCGA-DU-7014-01", "TCGA-ZZ-9999-01")]
+    assert list(a.obs_names) == keep
+    assert list(a.obs["label"]) == ["Proneural", "Proneural", "Mesenchymal", "Neural", "Proneural"]
+    assert a.uns["dataset"]["labels"]["n_samples_unlabelled_dropped"] == 2
+    cols = [samples.index(s) for s in keep]
+    assert np.array_equal(a.X, X[:, cols].T)
+
+
+def _planted_frame():
+    rng = np.random.default_rng(1)
+    X = rng.normal(0, 1, (8, 5))  # 8 samples x 5 genes
+    return pd.DataFrame(X.round(6), index=[f"s{i}" for i in range(8)], columns=[f"g{j}" for j in range(5)])
+
+
+def test_generic_formats_agree(tmp_path):
+    import gzip
+
+    import anndata as ad
+
+    df = _planted_frame()
+    df.T.to_csv(tmp_path / "a.tsv", sep="\t")  # genes x samples
+    with gzip.open(tmp_path / "b.csv.gz", "wt") as fh:
+        df.to_csv(fh)  # samples x genes
+    with open(tmp_path / "c.gct", "w") as fh:
+        fh.write("#1.2\n5\t8\nName\tDescription\t" + "\t".join(df.index) + "\n")
+        for g in df.columns:
+            fh.write(f"{g}\tdesc {g}\t" + "\t".join(map(str, df[g])) + "\n")
+    ad.AnnData(X=df.to_numpy(), obs=pd.DataFrame(index=df.index), var=pd.DataFrame(index=df.columns)).write_h5ad(tmp_path / "d.h5ad")
+    got = [
+        gio.read_matrix(tmp_path / "a.tsv"),
+        gio.read_matrix(tmp_path / "b.csv.gz", orientation="samples_by_genes"),
+        gio.read_matrix(tmp_path / "c.gct"),
+        gio.read_matrix(tmp_path / "d.h5ad"),
+    ]
+    for m in got:
+        assert m.samples == list(df.index) and m.genes == list(df.columns)
+        assert np.allclose(m.X, df.to_numpy())
+    assert list(got[2].var["description"]) == [f"desc {g}" for g in df.columns]
+
+
+def test_wrong_orientation_is_not_transposed(tmp_path):
+    df = _planted_frame()
+    df.to_csv(tmp_path / "m.tsv", sep="\t")  # samples x genes, declared genes_by_samples
+    m = gio.read_matrix(tmp_path / "m.tsv", orientation="genes_by_samples")
+    assert m.samples == list(df.columns) and m.X.shape == (5, 8)
