@@ -22,24 +22,39 @@ import re
 import sys
 from pathlib import Path
 
-RULE = re.compile(r"^(local)?rule (\w+):\s*$")
+RULE = re.compile(r"^(\s*)(local)?rule (\w+):\s*$")
 SUBMITTED = re.compile(r"Job (\S+) has been submitted with SLURM jobid (\d+) \(log: (.+?)\)\.?\s*$")
-GROUP = re.compile(r"^group job (\S+)")
+GROUP = re.compile(r"Group job (\S+) \(jobs")
 
 
 def parse_snakemake_log(text: str):
-    """Return (jobs, submissions): jobs = {snakemake jobid: (rule, is_local, wildcards)}."""
+    """Parse the console log of a snakemake run.
+
+    Returns (jobs, submissions): jobs = {snakemake jobid: (rule, is_local,
+    wildcards)}; submissions = {slurm id: (log file, [snakemake jobids])}.  A
+    group job ("Group job NAME (jobs in lexicogr. order):" followed by its
+    indented rule blocks) is submitted under a group id; its member jobs are
+    the rule blocks listed in it, matched to submissions in order.
+    """
     jobs: dict[str, tuple[str, bool, str]] = {}
-    submissions: dict[str, tuple[str, str]] = {}
+    submissions: dict[str, tuple[str, list[str]]] = {}
+    pending_groups: list[list[str]] = []
+    current_group: list[str] | None = None
     lines = text.splitlines()
     i = 0
     while i < len(lines):
-        m = RULE.match(lines[i])
+        line = lines[i]
+        if GROUP.search(line):
+            current_group = []
+            pending_groups.append(current_group)
+            i += 1
+            continue
+        m = RULE.match(line)
         if m:
-            is_local, rule = bool(m.group(1)), m.group(2)
+            indent, is_local, rule = len(m.group(1)), bool(m.group(2)), m.group(3)
             jobid, wildcards = None, ""
             j = i + 1
-            while j < len(lines) and lines[j].startswith("    "):
+            while j < len(lines) and lines[j].startswith(" " * (indent + 4)):
                 s = lines[j].strip()
                 if s.startswith("jobid:"):
                     jobid = s.split(":", 1)[1].strip()
@@ -48,11 +63,23 @@ def parse_snakemake_log(text: str):
                 j += 1
             if jobid is not None:
                 jobs[jobid] = (rule, is_local, wildcards)
+                if indent > 0 and current_group is not None:
+                    current_group.append(jobid)
+                elif indent == 0:
+                    current_group = None
             i = j
             continue
-        m = SUBMITTED.search(lines[i])
+        m = SUBMITTED.search(line)
         if m:
-            submissions[m.group(1)] = (m.group(2), m.group(3))
+            key, slurm_id, logfile = m.groups()
+            if key in jobs:
+                members = [key]
+            elif pending_groups:
+                members = pending_groups.pop(0)
+            else:
+                members = []
+            submissions[slurm_id] = (logfile, members)
+            current_group = None
         i += 1
     return jobs, submissions
 
@@ -75,32 +102,31 @@ def main(argv: list[str]) -> int:
     jobs, submissions = parse_snakemake_log(smk_log.read_text(errors="replace"))
     comp = parse_jobcomp(comp_log.read_text(errors="replace")) if comp_log.exists() else {}
     failures = []
-    grouped = bool(GROUP.search(smk_log.read_text(errors="replace")))
 
     if not submissions:
         failures.append(f"no job was submitted with sbatch according to {smk_log}")
-    remote = {jid: v for jid, v in jobs.items() if not v[1]}
-    if not grouped:
-        for jid, (rule, _, wc) in sorted(remote.items()):
-            if jid not in submissions:
-                failures.append(f"rule {rule} ({wc}) ran without a SLURM job id")
+    covered = {j for _, members in submissions.values() for j in members}
+    for jid, (rule, is_local, wc) in sorted(jobs.items()):
+        if not is_local and jid not in covered:
+            failures.append(f"rule {rule} ({wc}) ran without a SLURM job id")
     print(f"{'slurm_id':>8}  {'state':<10} {'node':<6} rule (wildcards)")
-    for jid, (slurm_id, logfile) in sorted(submissions.items(), key=lambda kv: int(kv[1][0])):
-        rule, _, wc = jobs.get(jid, ("group/" + jid, False, ""))
+    for slurm_id, (logfile, members) in sorted(submissions.items(), key=lambda kv: int(kv[0])):
         rec = comp.get(slurm_id)
         state = rec.get("JobState", "?") if rec else "MISSING"
         node = rec.get("NodeList", "?") if rec else "?"
-        print(f"{slurm_id:>8}  {state:<10} {node:<6} {rule} ({wc})")
+        what = "; ".join(f"{jobs[j][0]} ({jobs[j][2]})" for j in members) or "?"
+        print(f"{slurm_id:>8}  {state:<10} {node:<6} {what}")
         if rec is None:
-            failures.append(f"SLURM job {slurm_id} ({rule}) is not in the scheduler's record {comp_log}")
+            failures.append(f"SLURM job {slurm_id} ({what}) is not in the scheduler's record {comp_log}")
         elif state != "COMPLETED":
-            failures.append(f"SLURM job {slurm_id} ({rule}) ended {state}")
+            failures.append(f"SLURM job {slurm_id} ({what}) ended {state}")
         if not Path(logfile).exists():
-            failures.append(f"SLURM job {slurm_id} ({rule}): log {logfile} missing")
-    local = sorted({v[0] for v in jobs.values() if v[1]})
+            failures.append(f"SLURM job {slurm_id} ({what}): log {logfile} missing")
+    remote_rules = sorted({jobs[j][0] for j in covered if j in jobs})
+    local_rules = sorted({v[0] for v in jobs.values() if v[1]})
     print(
-        f"{len(submissions)} SLURM jobs for rules {sorted({jobs.get(j, ('group',))[0] for j in submissions})}; "
-        f"local rules (no sbatch): {local}"
+        f"{len(submissions)} SLURM jobs ran {len(covered)} rule jobs of {remote_rules}; "
+        f"local rules (no sbatch): {local_rules}"
     )
     if failures:
         for f in failures:

@@ -304,6 +304,7 @@ run_workflow() {
     t_slurm=$(date +%s)
     (cd "$rs" && timeout -s KILL "$TIMEOUT" "$SNAKEMAKE" "${targets[@]}" \
         --profile profiles/slurm --slurm-keep-successful-logs \
+        --slurm-init-seconds-before-status-checks 5 \
         --configfile "$CONFIG" >"$rs/snakemake.log" 2>&1) || {
         tail -n 60 "$rs/snakemake.log" >&2
         die "workflow through profiles/slurm failed (log: $rs/snakemake.log)"
