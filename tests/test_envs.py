@@ -16,10 +16,14 @@ import importlib.metadata as md
 import os
 import re
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    tomllib = pytest.importorskip("tomli")
 import yaml
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet

@@ -118,6 +118,12 @@ ensure_installed() {
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null
     fi
     log "$(slurmctld -V) (Debian slurm-wlm), $(munged -V 2>&1 | head -n1)"
+    if ! "$PYTHON" -c "import snakemake_executor_plugin_slurm" 2>/dev/null; then
+        log "installing snakemake-executor-plugin-slurm into $("$PYTHON" -c 'import sys; print(sys.prefix)')"
+        "$PYTHON" -m pip install --quiet "snakemake-executor-plugin-slurm>=2.8"
+    fi
+    log "snakemake $("$SNAKEMAKE" --version), executor plugin $("$PYTHON" -c \
+        'import importlib.metadata as m; print(m.version("snakemake-executor-plugin-slurm"))')"
 }
 
 # ---- 2. cluster --------------------------------------------------------------
