@@ -175,7 +175,7 @@ def _u133a_like(tmp_path):
     """A small file in the layout of Xena's HT_HG-U133A.gz (genes x samples, gzip TSV)."""
     import gzip
 
-    samples = ["TCGA-02-0003-01", "TCGA-02-0010-01", "TCGA-DU-7014-01", "TCGA-ZZ-9999-01", "TCGA-02-0004-01", "TCGA-06-0132-01", "TCGA-02-0014-01"]
+    samples = ["TCGA-02-0003-01", "TCGA-02-0010-01", "TCGA-DU-7014-01", "TCGA-ZZ-9999-01", "TCGA-02-0004-01", "TCGA-06-0132-01", "TCGA-02-0014-01", "TCGA-02-0003-11"]
     rng = np.random.default_rng(0)
     X = rng.normal(7, 1, (5, len(samples))).round(4)
     lines = ["sample\t" + "\t".join(samples)] + [f"GENE{i}\t" + "\t".join(map(str, r)) for i, r in enumerate(X)]
@@ -195,11 +195,12 @@ def test_u133a_config_entry_on_xena_like_file(tmp_path):
         warnings.simplefilter("ignore", FutureWarning)
         a = gio.prepare_dataset("tcga_gbm_u133a", cfg, paths, n_neighbors=2)
     # hand-read from the table (column Original.Subtype): 02-0003 Proneural, 02-0010 and
-    # 02-0014 G-CIMP, 02-0004 Mesenchymal, 06-0132 Neural, DU-7014 NA; ZZ-9999 is absent
-    keep = [s for s in samples if s not in ("TCGA-DU-7014-01", "TCGA-ZZ-9999-01")]
+    # 02-0014 G-CIMP, 02-0004 Mesenchymal, 06-0132 Neural, DU-7014 NA; ZZ-9999 is absent;
+    # 02-0003-11 is a normal sample of a labelled patient: no tumour subtype for it
+    keep = [s for s in samples if s not in ("TCGA-DU-7014-01", "TCGA-ZZ-9999-01", "TCGA-02-0003-11")]
     assert list(a.obs_names) == keep
     assert list(a.obs["label"]) == ["Proneural", "Proneural", "Mesenchymal", "Neural", "Proneural"]
-    assert a.uns["dataset"]["labels"]["n_samples_unlabelled_dropped"] == 2
+    assert a.uns["dataset"]["labels"]["n_samples_unlabelled_dropped"] == 3
     cols = [samples.index(s) for s in keep]
     assert np.array_equal(a.X, X[:, cols].T)
 

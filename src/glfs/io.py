@@ -770,8 +770,18 @@ def read_labels(path, sample_column: str = "sample", label_column: str = "label"
     return pd.Series(lab.to_numpy(), index=pd.Index(ids.tolist()), name="label")
 
 
-def _tcga_key(s: str) -> str:
-    return str(s).replace(".", "-")[:12].upper()
+def _tcga_key(s: str) -> str | None:
+    """Patient barcode of a TCGA id; None for a non-primary-tumour sample.
+
+    ``TCGA-02-0003`` -> itself; ``TCGA-02-0003-01A-01`` (sample type 01,
+    primary solid tumour) -> ``TCGA-02-0003``; other sample types (02
+    recurrent, 10-19 normal, ...) -> None, so a patient's subtype is never
+    given to a normal or recurrent sample.
+    """
+    t = str(s).replace(".", "-").upper()
+    if len(t) >= 15 and t[12] == "-" and t[13:15].isdigit() and t[13:15] != "01":
+        return None
+    return t[:12]
 
 
 def attach_labels(
@@ -798,6 +808,8 @@ def attach_labels(
             keyed.setdefault(_tcga_key(sid), lab)
         keys = [_tcga_key(s) for s in samples]
         lab_index = set(keyed)
+        if any(k is None for k in keys):
+            log.info("%s: %d non-primary-tumour samples (TCGA sample type != 01) get no label", path, sum(k is None for k in keys))
     else:
         keyed = labels.to_dict()
         keys = samples
@@ -805,7 +817,7 @@ def attach_labels(
     values = [keyed.get(k, np.nan) for k in keys]
     values = [label_map.get(v, v) if isinstance(v, str) else v for v in values]
     missing = [s for s, v in zip(samples, values) if not isinstance(v, str)]
-    extra = sorted(lab_index - set(keys))
+    extra = sorted(lab_index - {k for k in keys if k is not None})
     report = {"n_label_rows_unmatched": len(extra), "n_samples_unlabelled_dropped": 0}
     if extra and not drop_unlabelled:
         msg = f"{path}: labels for {len(extra)} samples that are not in the expression matrix: {extra[:10]}; every labelled sample must be in the matrix (or set drop_unlabelled: true)"
