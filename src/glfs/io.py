@@ -109,6 +109,10 @@ def _atomic_path(dest, suffix=""):
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
+    # temporaries of an earlier run that was killed (SIGKILL) are never trusted: remove them
+    for stale in dest.parent.glob(f".{dest.name}.*.part{suffix}"):
+        with contextlib.suppress(OSError):
+            stale.unlink()
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=f".part{suffix}", dir=dest.parent)
     os.close(fd)
     tmp = Path(tmp)

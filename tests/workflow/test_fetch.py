@@ -251,3 +251,10 @@ def test_fetch_rule_over_http_then_cache(server, tmp_path, mini_workflow):
     prov = json.loads((tmp_path / "results/web/provenance.json").read_text())
     assert prov["files"]["expression"]["sha256"] == SHA
     assert prov["files"]["expression"]["source"] == "download"
+
+
+def test_stale_temporaries_of_a_killed_run_are_removed(server, tmp_path):
+    stale = tmp_path / ".x.tsv.k1ll3d.part"
+    stale.write_bytes(BODY[:10])
+    download(f"{server}/ok", tmp_path / "x.tsv", sha256=SHA, **FAST)
+    assert _leftovers(tmp_path) == ["x.tsv"]
