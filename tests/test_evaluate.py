@@ -271,3 +271,14 @@ def test_evaluate_classifier_counts_errors_of_a_constant_predictor():
     )
     assert r["test_errors"] == 7
     assert r["cv_errors"] == 5  # half of the 10 training samples are AML
+
+
+def test_elastic_net_classifier_three_classes_one_vs_rest():
+    rng = np.random.default_rng(1)
+    y = np.repeat(["a", "b", "c"], 10)
+    X = rng.normal(size=(30, 8))
+    for k, c in enumerate("abc"):
+        X[y == c, k] += 5.0
+    clf = ElasticNetClassifier(alpha=0.05, l1_ratio=0.5).fit(X, y)
+    assert clf.coef_.shape == (3, 8)
+    assert np.mean(clf.predict(X) == y) == 1.0

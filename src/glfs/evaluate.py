@@ -304,13 +304,15 @@ def cv_splitter(y, n_folds: int = 10, random_state=0):
 
 
 class ElasticNetClassifier(ClassifierMixin, BaseEstimator):
-    """Two-class elastic net on a 0-1 coded response, class 1 when the fit exceeds 0.5.
+    """Elastic net on a 0-1 coded response, class 1 when the fit exceeds 0.5.
 
     The classifier of Zou & Hastie (2005, Sec. 6) on the leukaemia data, whose
     row the GLFS paper quotes: scikit-learn ``ElasticNet`` (coordinate
-    descent) on y in {0, 1}.  ``alpha``, ``l1_ratio``, ``tol``, ``max_iter``
-    as in ``ElasticNet``.  Fitted attributes ``classes_``, ``coef_``
-    (n_features,).  X : array-like of shape (n_samples, n_features).
+    descent) on y in {0, 1}.  With more than two classes, one elastic net per
+    class indicator (one-vs-rest) and the class with the largest fit wins.
+    ``alpha``, ``l1_ratio``, ``tol``, ``max_iter`` as in ``ElasticNet``.
+    Fitted attributes ``classes_``, ``coef_`` (n_classes or 1, n_features).
+    X : array-like of shape (n_samples, n_features).
     """
 
     def __init__(self, alpha=0.1, l1_ratio=0.5, tol=1e-3, max_iter=5000):
@@ -321,21 +323,28 @@ class ElasticNetClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y):
         self.classes_, codes = np.unique(np.asarray(y), return_inverse=True)
-        if self.classes_.size != 2:
-            msg = f"y must have exactly 2 classes; got {self.classes_.size}"
+        if self.classes_.size < 2:
+            msg = f"y must have at least 2 classes; got {self.classes_.size}"
             raise ValueError(msg)
-        self.model_ = ElasticNet(alpha=self.alpha, l1_ratio=self.l1_ratio, tol=self.tol, max_iter=self.max_iter)
+        targets = [1] if self.classes_.size == 2 else range(self.classes_.size)
+        self.models_ = []
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=ConvergenceWarning)
-            self.model_.fit(X, codes.astype(np.float64))
-        self.coef_ = self.model_.coef_
+            for c in targets:
+                m = ElasticNet(alpha=self.alpha, l1_ratio=self.l1_ratio, tol=self.tol, max_iter=self.max_iter)
+                self.models_.append(m.fit(X, (codes == c).astype(np.float64)))
+        self.coef_ = np.vstack([m.coef_ for m in self.models_])
         return self
 
     def decision_function(self, X):
-        return self.model_.predict(X) - 0.5
+        F = np.column_stack([m.predict(X) for m in self.models_])
+        return F[:, 0] - 0.5 if self.classes_.size == 2 else F
 
     def predict(self, X):
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+        f = self.decision_function(X)
+        if self.classes_.size == 2:
+            return self.classes_[(f > 0).astype(int)]
+        return self.classes_[np.argmax(f, axis=1)]
 
 
 def baseline_classifiers(cv, *, random_state=0) -> dict:
