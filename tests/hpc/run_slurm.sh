@@ -268,7 +268,8 @@ rule b:
         "cat {input} > {output}; echo $SLURM_JOB_ID >> {output}"
 EOF
     (cd "$d" && timeout -s KILL 600 "$SNAKEMAKE" --profile "$REPO/profiles/slurm" \
-        --slurm-keep-successful-logs >"$d/snakemake.log" 2>&1) || {
+        --slurm-keep-successful-logs --slurm-init-seconds-before-status-checks 5 \
+        >"$d/snakemake.log" 2>&1) || {
         tail -n 40 "$d/snakemake.log" >&2
         die "trivial Snakefile through the slurm profile failed (log: $d/snakemake.log)"
     }
