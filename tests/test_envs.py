@@ -178,3 +178,21 @@ def test_conda_directives_name_existing_environment_files():
         target = (smk.parent / value).resolve()
         assert target.parent == ENVS.resolve(), f"{smk.name} rule {rule}: conda: {value} is not in envs/"
         assert target.exists(), f"{smk.name} rule {rule}: conda: {value} does not exist"
+
+
+def _job_rules():
+    """(smk file, rule, body) of every rule that runs code (script/shell/run)."""
+    out = []
+    for smk in sorted((ROOT / "workflow" / "rules").glob("*.smk")):
+        for m in re.finditer(r"^(?:rule|checkpoint) (\w+):\n((?:[ \t]+.*\n|\n)*)", smk.read_text(), flags=re.M):
+            if re.search(r"^\s+(script|shell|run|notebook):", m.group(2), re.M):
+                out.append((smk.name, m.group(1), m.group(2)))
+    return out
+
+
+def test_every_rule_that_runs_code_declares_a_conda_environment():
+    # --sdm conda on a cluster only helps if every job gets an environment.
+    rules = _job_rules()
+    assert rules, "no rules found"
+    missing = [f"{smk}:{rule}" for smk, rule, body in rules if not re.search(r"^\s+conda:", body, re.M)]
+    assert not missing, f"rules without conda: {missing}"
