@@ -77,19 +77,44 @@ STARTED_MUNGE_PID=""
 STARTED_CTLD=0
 STARTED_SLURMD=0
 WROTE_CONF=0
+LOCAL_PID=""
+# Wait up to 10 s for the processes to exit, so that a next run finds the
+# ports free (a zombie, left when the parent does not reap, counts as gone).
+wait_gone() {
+    local pid alive
+    for _ in $(seq 100); do
+        alive=0
+        for pid in "$@"; do
+            if [[ -e /proc/$pid ]] && ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null; then
+                alive=1
+            fi
+        done
+        [[ $alive == 0 ]] && return 0
+        sleep 0.1
+    done
+}
 cleanup() {
-    local rc=$?
+    local rc=$? pids=()
+    if [[ -n $LOCAL_PID ]]; then
+        kill -KILL -- "-$LOCAL_PID" 2>/dev/null || kill -KILL "$LOCAL_PID" 2>/dev/null || true
+    fi
+    if [[ $STARTED_CTLD == 1 && $rc != 0 ]]; then
+        # jobs left on the private cluster this script started
+        squeue -h -o %i 2>/dev/null | xargs -r scancel 2>/dev/null || true
+    fi
     if [[ $KEEP_CLUSTER == 1 ]]; then
         log "leaving the cluster running ($CONF, state in $STATE)"
     else
         if [[ $STARTED_SLURMD == 1 && -s "$STATE/slurmd.pid" ]]; then
-            kill "$(cat "$STATE/slurmd.pid")" 2>/dev/null || true
+            pids+=("$(cat "$STATE/slurmd.pid")")
         fi
         if [[ $STARTED_CTLD == 1 && -s "$STATE/slurmctld.pid" ]]; then
-            kill "$(cat "$STATE/slurmctld.pid")" 2>/dev/null || true
+            pids+=("$(cat "$STATE/slurmctld.pid")")
         fi
-        if [[ -n $STARTED_MUNGE_PID ]]; then
-            kill "$STARTED_MUNGE_PID" 2>/dev/null || true
+        [[ -n $STARTED_MUNGE_PID ]] && pids+=("$STARTED_MUNGE_PID")
+        if ((${#pids[@]})); then
+            kill "${pids[@]}" 2>/dev/null || true
+            wait_gone "${pids[@]}"
         fi
         if [[ $WROTE_CONF == 1 ]]; then
             rm -f "$CONF"
@@ -305,9 +330,11 @@ run_workflow() {
     log "workflow: $CONFIG ${targets[*]:-(rule all)}; SLURM run in $rs, local run in $rl"
     # Local reference run in the background (the SLURM run mostly waits on the
     # scheduler's status checks), the SLURM run in the foreground.
-    (cd "$rl" && timeout -s KILL "$TIMEOUT" "$SNAKEMAKE" "${targets[@]}" --cores 2 \
+    # setsid: its own process group, so that a failure can stop it (cleanup).
+    (cd "$rl" && exec setsid timeout -s KILL "$TIMEOUT" "$SNAKEMAKE" "${targets[@]}" --cores 2 \
         --configfile "$CONFIG" >"$rl/snakemake.log" 2>&1) &
-    local local_pid=$! t_slurm t_local rc_local=0
+    LOCAL_PID=$!
+    local t_slurm rc_local=0
     t_slurm=$(date +%s)
     (cd "$rs" && timeout -s KILL "$TIMEOUT" "$SNAKEMAKE" "${targets[@]}" \
         --profile profiles/slurm --slurm-keep-successful-logs \
@@ -317,7 +344,8 @@ run_workflow() {
         die "workflow through profiles/slurm failed (log: $rs/snakemake.log)"
     }
     log "SLURM run finished in $(($(date +%s) - t_slurm)) s"
-    wait "$local_pid" || rc_local=$?
+    wait "$LOCAL_PID" || rc_local=$?
+    LOCAL_PID=""
     if [[ $rc_local != 0 ]]; then
         tail -n 60 "$rl/snakemake.log" >&2
         die "local run failed with exit $rc_local (log: $rl/snakemake.log)"
