@@ -113,7 +113,8 @@ def spca_score(
     n_components : int, default 4
         Sparse components k (4 = the number of GBM subtypes).
     n_nonzero : int, default 50
-        ``solver="zou"``: non-zero loadings per component (sets lambda1_j).
+        ``solver="zou"``: non-zero loadings per component (sets lambda1_j);
+        capped at the number of genes.
     solver : {"zou", "sklearn"}, default "zou"
         "zou": Zou, Hastie & Tibshirani (2006) SPCA in the d >> n limit
         (soft-thresholding, Sec. 3.4).  "sklearn": scikit-learn SparsePCA.
@@ -144,7 +145,7 @@ def spca_score(
     max_iter = _pos_int(max_iter, "max_iter")
     const = constant_features(Xc)
     if solver == "zou":
-        n_nonzero = _pos_int(n_nonzero, "n_nonzero", d)
+        n_nonzero = min(_pos_int(n_nonzero, "n_nonzero"), d)
         _, _, Vt = randomized_svd(Xc, n_components, random_state=random_state)
         A = Vt.T  # (d, k), orthonormal
         B = np.zeros_like(A)
@@ -222,7 +223,8 @@ def q_alpha(
         Seed of the random orthonormal start Q^(0).  Results depend on it.
     return_info : bool, default False
         Also return a dict with ``n_iter``, ``converged``, ``objective``
-        (Tr(Q'A_alpha^2 Q) per iteration).
+        (Tr(Q'A_alpha^2 Q) per iteration) and ``Q`` (the Q that gave the
+        returned alpha).
 
     Returns
     -------
@@ -275,6 +277,7 @@ def q_alpha(
         new = vec[:, 0]
         if new.sum() < 0:
             new = -new
+        Q_used = Q
         A_Q = Mc @ (new[:, None] * C)  # A_alpha Q
         objective.append(float(np.sum(A_Q**2)))
         Q, _ = np.linalg.qr(A_Q)
@@ -288,7 +291,8 @@ def q_alpha(
     out = np.full(d, np.nan)
     out[~const] = alpha
     if return_info:
-        return out, {"n_iter": it + 1, "converged": converged, "objective": np.asarray(objective)}
+        info = {"n_iter": it + 1, "converged": converged, "objective": np.asarray(objective), "Q": Q_used}
+        return out, info
     return out
 
 

@@ -1,0 +1,136 @@
+"""Sparse PCA and Q-alpha baselines."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.decomposition import PCA, SparsePCA
+
+import glfs
+from glfs.baselines import q_alpha, select_q_alpha, select_spca, spca_score
+from glfs.simulate import make_planted, recovery_score
+
+
+def _subspace_gap(A, B):
+    """Largest principal-angle sine between the row spaces of A and B (k x d)."""
+    Qa, _ = np.linalg.qr(A.T)
+    Qb, _ = np.linalg.qr(B.T)
+    return np.linalg.norm(Qa - Qb @ (Qb.T @ Qa), 2)
+
+
+def test_spca_without_thresholding_is_pca():
+    """lambda1 = 0 (all loadings kept): the fixed point spans the leading principal axes."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 15)) @ np.diag(np.linspace(3, 0.5, 15))
+    _, V = spca_score(X, n_components=3, n_nonzero=15, return_components=True, tol=1e-12, max_iter=2000)
+    pcs = PCA(n_components=3).fit(X).components_
+    assert _subspace_gap(V, pcs) < 1e-5
+
+
+def test_spca_components_have_n_nonzero_loadings_and_unit_norm():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(30, 60))
+    s, V = spca_score(X, n_components=3, n_nonzero=7, return_components=True)
+    assert ((V != 0).sum(axis=1) == 7).all()
+    np.testing.assert_allclose(np.linalg.norm(V, axis=1), 1.0)
+    np.testing.assert_allclose(s, np.abs(V).sum(axis=0))
+
+
+def test_spca_sklearn_solver_matches_sparsepca_directly():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(25, 12))
+    s = spca_score(X, n_components=2, solver="sklearn", alpha=0.5, random_state=0)
+    Xc = X - X.mean(0)
+    V = SparsePCA(n_components=2, alpha=0.5, random_state=0, max_iter=200, tol=1e-6).fit(
+        Xc / np.sqrt(Xc.var(0).mean())
+    ).components_
+    norms = np.linalg.norm(V, axis=1, keepdims=True)
+    norms[norms == 0] = 1
+    np.testing.assert_allclose(s, np.abs(V / norms).sum(0), rtol=1e-8, atol=1e-12)
+
+
+def test_spca_recovers_planted_genes():
+    X, informative, _ = make_planted(n_samples=200, n_noise=500, sigma=0.3, random_state=3)
+    sel = select_spca(X, n_features=4)
+    assert recovery_score(sel.ranking, informative) == 1.0
+    assert glfs.select(X, method="spca", n_features=4).indices.tolist() == sel.indices.tolist()
+
+
+def test_spca_ties_broken_by_variance():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(30, 40)) * np.linspace(0.5, 2, 40)
+    sel = select_spca(X, n_features=5, n_components=1, n_nonzero=3)
+    zero = np.flatnonzero(sel.scores == 0)
+    tail = sel.ranking[3:]
+    assert set(tail) == set(zero)
+    v = X.var(0)[tail]
+    assert np.all(np.diff(v) <= 0)
+
+
+def test_q_alpha_is_leading_eigenvector_of_explicit_G():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(20, 12))
+    a, info = q_alpha(X, n_clusters=3, return_info=True, init="random")
+    M = X - X.mean(0)
+    M /= np.linalg.norm(M, axis=0)
+    Q = info["Q"]
+    G = (M.T @ M) * (M.T @ Q @ Q.T @ M)  # G_ij = (m_i'm_j)(m_i'QQ'm_j)
+    w, V = np.linalg.eigh(G)
+    v = V[:, -1] * np.sign(V[:, -1].sum())
+    np.testing.assert_allclose(a, v, atol=1e-7)
+    assert a.sum() >= 0 and np.linalg.norm(a) == pytest.approx(1.0)
+
+
+def test_q_alpha_pca_start_recovers_planted_and_random_start_is_seeded():
+    X, informative, _ = make_planted(n_samples=200, n_noise=50, sigma=0.2, random_state=0)
+    sel = select_q_alpha(X, n_features=4)
+    assert set(sel.indices) == set(informative)
+    a = q_alpha(X, init="random", random_state=1)
+    b = q_alpha(X, init="random", random_state=1)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_properties_dense_sparse_permutation_constant():
+    rng = np.random.default_rng(6)
+    X = np.maximum(rng.normal(size=(30, 25)), 0)
+    X[:, 4] = 1.0
+    perm = rng.permutation(25)
+    for f in (select_spca, select_q_alpha):
+        with pytest.warns(glfs.ConstantFeatureWarning, match="1 constant"):
+            a = f(X, n_features=5)
+        with pytest.warns(glfs.ConstantFeatureWarning):
+            b = f(sp.csr_matrix(X), n_features=5)
+        np.testing.assert_allclose(a.scores, b.scores, rtol=1e-8, equal_nan=True)
+        assert np.isnan(a.scores[4]) and a.ranking[-1] == 4 and not a.selected[4]
+        with pytest.warns(glfs.ConstantFeatureWarning):
+            c = f(X[:, perm], n_features=5)
+        # iterative solvers stop at tol: agreement to that tolerance, same top genes
+        np.testing.assert_allclose(c.scores, a.scores[perm], rtol=1e-4, atol=1e-6, equal_nan=True)
+        np.testing.assert_array_equal(perm[c.ranking[:5]], a.ranking[:5])
+
+
+@pytest.mark.parametrize(
+    ("fn", "kwargs", "match"),
+    [
+        (spca_score, {"n_components": 0}, "n_components must be a positive integer"),
+        (spca_score, {"n_components": 50}, "n_components must be an integer in"),
+        (spca_score, {"n_nonzero": 0}, "n_nonzero must be a positive integer"),
+        (spca_score, {"solver": "lars"}, "solver must be"),
+        (spca_score, {"solver": "sklearn", "alpha": -1.0}, "alpha must be a positive number"),
+        (q_alpha, {"n_clusters": 0}, "n_clusters must be a positive integer"),
+        (q_alpha, {"n_clusters": 10}, "n_clusters must be an integer in"),
+        (q_alpha, {"init": "kmeans"}, "init must be"),
+        (q_alpha, {"max_iter": 0}, "max_iter must be a positive integer"),
+    ],
+)
+def test_bad_input(fn, kwargs, match):
+    X = np.random.default_rng(7).normal(size=(10, 8))
+    with pytest.raises(ValueError, match=match):
+        fn(X, **kwargs)
+
+
+def test_bad_params_in_select():
+    X = np.random.default_rng(8).normal(size=(10, 8))
+    with pytest.raises(ValueError, match="accepts parameters"):
+        select_spca(X, n_features=2, ridge=1)
+    with pytest.raises(ValueError, match="accepts parameters"):
+        select_q_alpha(X, n_features=2, lambda1=1)
