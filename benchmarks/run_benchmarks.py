@@ -67,8 +67,8 @@ N_SELECT = 100
 # read from the methods' docstrings: GLFS forms M, A, R, K, S, G (src/glfs/gradient.py);
 # UFI keeps the instance-space inverse P plus work copies (src/glfs/ufi.py); the
 # supervised LKR graph is dense within classes (about n^2 / n_classes entries);
-# LapAOFS/LapDOFS work in feature space (no n x n); Q-alpha: a guess.  Methods
-# not listed are taken as O(n d).
+# LapAOFS/LapDOFS work in feature space (no n x n); Q-alpha and SPCA are O(n d)
+# (src/glfs/baselines.py).  Methods not listed are taken as O(n d).
 NN_DENSE = {
     "glfs": 8,
     "glfs_paper": 8,
@@ -76,7 +76,6 @@ NN_DENSE = {
     "glfs_printed": 8,
     "ufi": 4,
     "lkr_score_supervised": 1,
-    "q_alpha": 3,
 }
 
 
