@@ -96,6 +96,15 @@ def _read_tsv(path):
 # ---- figures ---------------------------------------------------------------------------
 
 
+def _grid_ticks(ax, values):
+    """Ticks at the grid values, plain numbers, on a log axis."""
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+
+    ax.xaxis.set_major_locator(FixedLocator([float(v) for v in values]))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_locator(NullLocator())
+
+
 def figure_nmi(df: pd.DataFrame, dataset: str) -> bytes:
     """Mean +- sd of spectral-clustering NMI against the number of genes, one line per method."""
     import matplotlib.pyplot as plt
@@ -109,6 +118,7 @@ def figure_nmi(df: pd.DataFrame, dataset: str) -> bytes:
         style = "-" if str(m).startswith("glfs") else "--"
         ax.errorbar(g["n_features"], g["mean"], yerr=g["std"].fillna(0), label=m, ls=style, marker="o", ms=3, capsize=2)
     ax.set_xscale("log")
+    _grid_ticks(ax, sorted(df["n_features"].unique()))
     ax.set_xlabel("number of top-ranked genes (log scale; rightmost = all genes)")
     ax.set_ylabel("NMI (arithmetic), mean +- sd over runs")
     ax.set_title(f"{dataset}: spectral clustering vs labels")
@@ -158,6 +168,7 @@ def figure_simulation(df: pd.DataFrame, sim: dict) -> bytes:
         ax.set_ylim(-0.05, 1.05)
         if x == "n_noise":
             ax.set_xscale("log")
+            _grid_ticks(ax, sorted(d[x].unique()))
     axes[0].legend(fontsize=7, ncol=2)
     fig.suptitle("Planted-feature simulation (Wang & Goldenberg 2013, Fig. 1 protocol)")
     return _png(fig)
