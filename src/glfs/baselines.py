@@ -61,6 +61,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from sklearn.utils.extmath import randomized_svd
+from threadpoolctl import threadpool_limits
 
 from ._result import Selection, make_selection
 from ._validation import check_X, constant_features, warn_constant
@@ -148,24 +149,25 @@ def spca_score(
         n_nonzero = min(_pos_int(n_nonzero, "n_nonzero"), d)
         _, _, Vt = randomized_svd(Xc, n_components, random_state=random_state)
         A = Vt.T  # (d, k), orthonormal
-        B = np.zeros_like(A)
-        for it in range(max_iter):
-            C = Xc.T @ (Xc @ A)  # X'X A, (d, k)
-            absC = np.abs(C)
-            if n_nonzero < d:
-                thr = np.partition(absC, d - n_nonzero - 1, axis=0)[d - n_nonzero - 1]  # (k+1)-th largest
-            else:
-                thr = np.zeros(C.shape[1])
-            Bn = np.sign(C) * np.maximum(absC - thr[None, :], 0.0)
-            norms = np.linalg.norm(Bn, axis=0)
-            norms[norms == 0] = 1.0
-            Bn /= norms
-            U, _, Wt = np.linalg.svd(Xc.T @ (Xc @ Bn), full_matrices=False)
-            A = U @ Wt
-            delta = np.max(np.abs(Bn - B))
-            B = Bn
-            if delta < tol:
-                break
+        with threadpool_limits(limits=1, user_api="blas"):  # many small products
+            B = np.zeros_like(A)
+            for it in range(max_iter):
+                C = Xc.T @ (Xc @ A)  # X'X A, (d, k)
+                absC = np.abs(C)
+                if n_nonzero < d:
+                    thr = np.partition(absC, d - n_nonzero - 1, axis=0)[d - n_nonzero - 1]  # (k+1)-th largest
+                else:
+                    thr = np.zeros(C.shape[1])
+                Bn = np.sign(C) * np.maximum(absC - thr[None, :], 0.0)
+                norms = np.linalg.norm(Bn, axis=0)
+                norms[norms == 0] = 1.0
+                Bn /= norms
+                U, _, Wt = np.linalg.svd(Xc.T @ (Xc @ Bn), full_matrices=False)
+                A = U @ Wt
+                delta = np.max(np.abs(Bn - B))
+                B = Bn
+                if delta < tol:
+                    break
         log.info("spca (zou): %d iterations, last change %.3g", it + 1, delta)
         V = B.T
     elif solver == "sklearn":
@@ -261,31 +263,32 @@ def q_alpha(
     alpha = None
     objective = []
     converged = False
-    for it in range(max_iter):
-        C = Mc.T @ Q  # (dd, k): Q'm_j
+    with threadpool_limits(limits=1, user_api="blas"):  # many small products
+        for it in range(max_iter):
+            C = Mc.T @ Q  # (dd, k): Q'm_j
 
-        def matvec(v, C=C):
-            v = np.ravel(v)
-            Y = Mc @ (v[:, None] * C)  # (n, k) = sum_j v_j m_j (Q'm_j)'
-            return np.einsum("jk,jk->j", Mc.T @ Y, C)
+            def matvec(v, C=C):
+                v = np.ravel(v)
+                Y = Mc @ (v[:, None] * C)  # (n, k) = sum_j v_j m_j (Q'm_j)'
+                return np.einsum("jk,jk->j", Mc.T @ Y, C)
 
-        G = spla.LinearOperator((dd, dd), matvec=matvec, dtype=np.float64)
-        v0 = alpha if alpha is not None else np.full(dd, 1.0 / np.sqrt(dd))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            _, vec = spla.eigsh(G, k=1, which="LA", v0=v0, tol=1e-10)
-        new = vec[:, 0]
-        if new.sum() < 0:
-            new = -new
-        Q_used = Q
-        A_Q = Mc @ (new[:, None] * C)  # A_alpha Q
-        objective.append(float(np.sum(A_Q**2)))
-        Q, _ = np.linalg.qr(A_Q)
-        if alpha is not None and np.max(np.abs(new - alpha)) < tol:
+            G = spla.LinearOperator((dd, dd), matvec=matvec, dtype=np.float64)
+            v0 = alpha if alpha is not None else np.full(dd, 1.0 / np.sqrt(dd))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _, vec = spla.eigsh(G, k=1, which="LA", v0=v0, tol=1e-10)
+            new = vec[:, 0]
+            if new.sum() < 0:
+                new = -new
+            Q_used = Q
+            A_Q = Mc @ (new[:, None] * C)  # A_alpha Q
+            objective.append(float(np.sum(A_Q**2)))
+            Q, _ = np.linalg.qr(A_Q)
+            if alpha is not None and np.max(np.abs(new - alpha)) < tol:
+                alpha = new
+                converged = True
+                break
             alpha = new
-            converged = True
-            break
-        alpha = new
     if not converged:
         log.warning("q_alpha did not converge in %d iterations (last change above tol=%g)", max_iter, tol)
     out = np.full(d, np.nan)

@@ -53,6 +53,7 @@ import logging
 
 import numpy as np
 import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
 
 from ._result import Selection, make_selection
 from ._validation import check_graph, check_n_features, check_X, constant_features, warn_constant
@@ -149,36 +150,38 @@ def optimal_design_greedy(X, W, n_features: int, *, criterion: str = "A", lambda
             return 1.0 - lambda2 * (1.0 + wn2_) / s_  # Eq. 20
         return s_ / lambda2 - 1.0  # Eq. 29
 
-    for k in range(n_steps):
-        key = key_of(s, wn2)
-        key[~available | chosen] = np.inf
-        j = int(np.argmin(key))
-        order[k] = j
-        step_value[k] = value_of(s[j], wn2[j])
-        if criterion == "A":
-            total += key[j]
-        else:
-            total += np.log(s[j])
-        path[k] = total
-        sg = s[j]
-        # new row of the bordered Gram: t_i = g'(I + lambda1 L) f_i
-        t = X[:, j] @ C
-        if k:
-            u = Wrows[:k, j]  # w_g = H_S^-1 h_g
-            e = t - u @ Hrows[:k]  # e_i = t_i - h_g' H_S^-1 h_i
-            uw = u @ Wrows[:k]  # w_g' w_i
-            un2 = float(u @ u)
-            Wrows[:k] -= np.outer(u, e / sg)
-        else:
-            e = t.copy()
-            uw = np.zeros(d)
-            un2 = 0.0
-        Hrows[k] = t
-        Wrows[k] = e / sg
-        wn2 = wn2 - 2.0 * e * uw / sg + e**2 * (un2 + 1.0) / sg**2
-        s = s - e**2 / sg
-        chosen[j] = True
-        log.debug("greedy %s step %d: gene %d, value %.6g", criterion, k, j, step_value[k])
+    # many small products: one BLAS thread (threads only add synchronisation cost)
+    with threadpool_limits(limits=1, user_api="blas"):
+        for k in range(n_steps):
+            key = key_of(s, wn2)
+            key[~available | chosen] = np.inf
+            j = int(np.argmin(key))
+            order[k] = j
+            step_value[k] = value_of(s[j], wn2[j])
+            if criterion == "A":
+                total += key[j]
+            else:
+                total += np.log(s[j])
+            path[k] = total
+            sg = s[j]
+            # new row of the bordered Gram: t_i = g'(I + lambda1 L) f_i
+            t = X[:, j] @ C
+            if k:
+                u = Wrows[:k, j]  # w_g = H_S^-1 h_g
+                e = t - u @ Hrows[:k]  # e_i = t_i - h_g' H_S^-1 h_i
+                uw = u @ Wrows[:k]  # w_g' w_i
+                un2 = float(u @ u)
+                Wrows[:k] -= np.outer(u, e / sg)
+            else:
+                e = t.copy()
+                uw = np.zeros(d)
+                un2 = 0.0
+            Hrows[k] = t
+            Wrows[k] = e / sg
+            wn2 = wn2 - 2.0 * e * uw / sg + e**2 * (un2 + 1.0) / sg**2
+            s = s - e**2 / sg
+            chosen[j] = True
+            log.debug("greedy %s step %d: gene %d, value %.6g", criterion, k, j, step_value[k])
 
     next_value = value_of(s, wn2)
     next_key = key_of(s, wn2)
