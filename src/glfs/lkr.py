@@ -107,21 +107,19 @@ def lkr_coefficients(X, W=None, *, labels=None, h=None, ridge=0.1):
         if small:
             msg = f"labels: every class needs at least 2 samples for the supervised LKR score; got a class of size {small[0]}"
             raise ValueError(msg)
+        with threadpool_limits(limits=1, user_api="blas"):
+            D2s = [_sq_dist_block(X, sq, g, g) for g in groups]
         if h is None:
             # mean squared distance within classes, excluding i = j
-            tot, cnt = 0.0, 0
-            for g in groups:
-                D2 = _sq_dist_block(X, sq, g, g)
-                tot += D2.sum()
-                cnt += g.size * (g.size - 1)
+            tot = sum(float(D2.sum()) for D2 in D2s)
+            cnt = sum(g.size * (g.size - 1) for g in groups)
             h = tot / cnt if tot > 0 else 1.0
         h = _positive(h, "h")
         rows, cols, vals = [], [], []
-        for g in groups:
-            K = np.exp(-_sq_dist_block(X, sq, g, g) / h)
+        for g, D2 in zip(groups, D2s):
+            K = np.exp(-D2 / h)
             P = np.linalg.inv(K + ridge * np.eye(g.size))
-            Bc = -P / np.diag(P)[None, :]  # column i: -P[:, i] / P_ii
-            Bc = Bc.T  # row i: beta_i
+            Bc = (-P / np.diag(P)[None, :]).T  # row i: beta_i = -P[:, i] / P_ii
             np.fill_diagonal(Bc, 0.0)
             r, c = np.meshgrid(g, g, indexing="ij")
             off = r != c
