@@ -90,6 +90,7 @@ CASES = {
     ),
     "truncated_gzip": ({"m.tsv.gz": gzip.compress(GOOD.encode())[:-40]}, {}, r"data/m\.tsv\.gz: truncated or corrupt gzip"),
     "checksum": ({"m.tsv": GOOD}, {"sha256": "0" * 64}, r"data/m\.tsv: expected sha256 0{64}, got"),
+    "unreadable": ({"m.tsv/placeholder": ""}, {}, r"data/m\.tsv is not a readable file"),
     "bad_extension": ({"m.dat": GOOD}, {}, r"data/m\.dat: cannot tell the format from the file name"),
     # allowed, reported
     "constant_gene": ({"m.tsv": _tsv(np.vstack([X0[:5], np.full((1, 12), 7.0), X0[6:]]), GENES, SAMPLES)}, {}, None),
@@ -105,8 +106,9 @@ def bad_run(tmp_path_factory, mini_workflow, snakemake_run):
         d = work / "data" / name
         d.mkdir(parents=True)
         for fname, content in files.items():
+            (d / fname).parent.mkdir(parents=True, exist_ok=True)
             (d / fname).write_bytes(content if isinstance(content, bytes) else content.encode())
-        main = next(f for f in files if f.startswith("m."))
+        main = next(f for f in files if f.startswith("m.")).split("/")[0]
         cfg = {"expression": f"data/{name}/{main}", **extra}
         if "labels" in cfg:
             cfg["labels"] = f"data/{name}/{cfg['labels']}"
@@ -135,7 +137,7 @@ def test_bad_case_fails_cleanly(bad_run, case):
     assert not (out / "prepared.h5ad").exists()
     leftovers = [p.name for p in out.iterdir() if p.name != "provenance.json"] if out.exists() else []
     assert leftovers == []
-    if case == "checksum":  # the fetch step failed: no provenance either
+    if case in ("checksum", "unreadable"):  # the fetch step failed: no provenance either
         assert not (out / "provenance.json").exists()
 
 
