@@ -10,7 +10,7 @@ import signal
 import sys
 import warnings
 
-from glfs.io import prepare_dataset, write_h5ad_atomic
+from glfs.io import check_provenance, prepare_dataset, write_h5ad_atomic
 
 
 def _terminate(signum, frame):
@@ -28,8 +28,8 @@ def main(smk):
     name = smk.wildcards.dataset
     with open(smk.input.provenance) as fh:
         prov = json.load(fh)
-    paths = {role: rec["path"] for role, rec in prov["files"].items()}
     try:
+        paths = check_provenance(prov, smk.input.provenance)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
             adata = prepare_dataset(name, smk.params.dataset, paths, n_neighbors=smk.params.n_neighbors, provenance=prov)

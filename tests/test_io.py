@@ -242,3 +242,16 @@ def test_wrong_orientation_is_not_transposed(tmp_path):
     df.to_csv(tmp_path / "m.tsv", sep="\t")  # samples x genes, declared genes_by_samples
     m = gio.read_matrix(tmp_path / "m.tsv", orientation="genes_by_samples")
     assert m.samples == list(df.columns) and m.X.shape == (5, 8)
+
+
+def test_check_provenance_names_vanished_or_changed_file(tmp_path):
+    f = tmp_path / "m.tsv"
+    f.write_text("gene\ta\n")
+    prov = {"files": {"expression": {"path": str(f), "size": f.stat().st_size}}}
+    assert gio.check_provenance(prov) == {"expression": str(f)}
+    f.write_text("gene\ta\tb\n")
+    with pytest.raises(gio.DataError, match=r"m\.tsv .*has 9 bytes, 7 when fetched.*forcerun fetch_dataset"):
+        gio.check_provenance(prov)
+    f.unlink()
+    with pytest.raises(gio.DataError, match=r"m\.tsv .*no longer exists"):
+        gio.check_provenance(prov)

@@ -49,6 +49,7 @@ __all__ = [
     "download",
     "resolve_file",
     "fetch_dataset_files",
+    "check_provenance",
     "read_golub",
     "read_stategra",
     "read_clanc840",
@@ -349,6 +350,25 @@ def dataset_file_specs(cfg: dict) -> dict:
     for role, spec in (cfg.get("extra_files") or {}).items():
         specs[role] = _spec(spec)
     return specs
+
+
+def check_provenance(prov: dict, provenance_path="provenance.json") -> dict:
+    """Role -> local path of a provenance record, checking each file still has its recorded size.
+
+    A file deleted or changed since the fetch step is an error that names it
+    and says how to fetch again.
+    """
+    paths = {}
+    for role, rec in prov.get("files", {}).items():
+        p = Path(rec["path"])
+        if not p.is_file():
+            msg = f"{p} (file {role!r} recorded in {provenance_path}) no longer exists; fetch again with `snakemake --forcerun fetch_dataset`"
+            raise DataError(msg)
+        if rec.get("size") is not None and p.stat().st_size != rec["size"]:
+            msg = f"{p} (file {role!r} recorded in {provenance_path}) has {p.stat().st_size} bytes, {rec['size']} when fetched; fetch again with `snakemake --forcerun fetch_dataset`"
+            raise DataError(msg)
+        paths[role] = str(p)
+    return paths
 
 
 def fetch_dataset_files(dataset: str, cfg: dict, fetch_cfg: dict | None = None) -> dict:
