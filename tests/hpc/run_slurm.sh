@@ -11,7 +11,8 @@
 #    logs and the job-completion record in $GLFS_HPC_WORK/slurm;
 # 3. submits a trivial job with sbatch, then a trivial Snakefile through
 #    `snakemake --executor slurm`;
-# 4. runs the tiny test workflow (tests/workflow/tiny/config.yaml) through
+# 4. runs the tiny test workflow (tests/workflow/tiny/config.yaml, plus a
+#    minimal simulation: tests/hpc/tiny_simulation.yaml) through
 #    profiles/slurm into one directory and locally (--cores 2) into another;
 # 5. checks that the compute jobs went through sbatch (slurmctld's job
 #    completion log: job ids, rule names, states) and that the outputs of the two
@@ -20,7 +21,8 @@
 #
 # Exits non-zero on any failure.  Environment overrides:
 #   GLFS_HPC_WORK     work directory (default: a fresh mktemp -d)
-#   GLFS_HPC_CONFIG   workflow config for step 4 (default tests/workflow/tiny/config.yaml)
+#   GLFS_HPC_CONFIG   workflow config file(s) for step 4, space-separated (default
+#                     tests/workflow/tiny/config.yaml tests/hpc/tiny_simulation.yaml)
 #   GLFS_HPC_TARGETS  snakemake targets for step 4 (default: the config's rule all)
 #   GLFS_HPC_TIMEOUT  seconds before a snakemake run is killed (default 1800)
 #   SNAKEMAKE, PYTHON paths of the snakemake and python executables
@@ -42,7 +44,7 @@ for arg in "$@"; do
         --smoke-only) SMOKE_ONLY=1 ;;
         --keep-cluster) KEEP_CLUSTER=1 ;;
         -h | --help)
-            sed -n '2,32p' "$0"
+            sed -n '2,/^set -euo/p' "$0" | sed '$d'
             exit 0
             ;;
         *)
@@ -59,7 +61,7 @@ SNAKEMAKE="${SNAKEMAKE:-$VENV_BIN/snakemake}"
 PYTHON="${PYTHON:-$VENV_BIN/python}"
 export PATH="$(dirname "$SNAKEMAKE"):$PATH"
 WORK="${GLFS_HPC_WORK:-$(mktemp -d /tmp/glfs-hpc.XXXXXX)}"
-CONFIG="${GLFS_HPC_CONFIG:-tests/workflow/tiny/config.yaml}"
+CONFIG="${GLFS_HPC_CONFIG:-tests/workflow/tiny/config.yaml tests/hpc/tiny_simulation.yaml}"
 TIMEOUT="${GLFS_HPC_TIMEOUT:-1800}"
 STATE="$WORK/slurm"
 CONF=/etc/slurm/slurm.conf
@@ -322,8 +324,11 @@ make_rundir() {
 }
 
 run_workflow() {
-    local rs="$WORK/run_slurm" rl="$WORK/run_local" targets=()
-    [[ -f "$REPO/$CONFIG" ]] || die "workflow config $CONFIG not found"
+    local rs="$WORK/run_slurm" rl="$WORK/run_local" targets=() configs=() c
+    read -r -a configs <<<"$CONFIG"
+    for c in "${configs[@]}"; do
+        [[ -f "$REPO/$c" ]] || die "workflow config $c not found"
+    done
     if [[ -n ${GLFS_HPC_TARGETS:-} ]]; then read -r -a targets <<<"$GLFS_HPC_TARGETS"; fi
     make_rundir "$rs"
     make_rundir "$rl"
@@ -332,14 +337,14 @@ run_workflow() {
     # scheduler's status checks), the SLURM run in the foreground.
     # setsid: its own process group, so that a failure can stop it (cleanup).
     (cd "$rl" && exec setsid timeout -s KILL "$TIMEOUT" "$SNAKEMAKE" "${targets[@]}" --cores 2 \
-        --configfile "$CONFIG" >"$rl/snakemake.log" 2>&1) &
+        --configfile "${configs[@]}" >"$rl/snakemake.log" 2>&1) &
     LOCAL_PID=$!
     local t_slurm rc_local=0
     t_slurm=$(date +%s)
     (cd "$rs" && timeout -s KILL "$TIMEOUT" "$SNAKEMAKE" "${targets[@]}" \
         --profile profiles/slurm --slurm-keep-successful-logs \
         --slurm-init-seconds-before-status-checks 5 \
-        --configfile "$CONFIG" >"$rs/snakemake.log" 2>&1) || {
+        --configfile "${configs[@]}" >"$rs/snakemake.log" 2>&1) || {
         tail -n 60 "$rs/snakemake.log" >&2
         die "workflow through profiles/slurm failed (log: $rs/snakemake.log)"
     }
