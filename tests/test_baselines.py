@@ -40,9 +40,11 @@ def test_spca_sklearn_solver_matches_sparsepca_directly():
     X = rng.normal(size=(25, 12))
     s = spca_score(X, n_components=2, solver="sklearn", alpha=0.5, random_state=0)
     Xc = X - X.mean(0)
-    V = SparsePCA(n_components=2, alpha=0.5, random_state=0, max_iter=200, tol=1e-6).fit(
-        Xc / np.sqrt(Xc.var(0).mean())
-    ).components_
+    V = (
+        SparsePCA(n_components=2, alpha=0.5, random_state=0, max_iter=200, tol=1e-6)
+        .fit(Xc / np.sqrt(Xc.var(0).mean()))
+        .components_
+    )
     norms = np.linalg.norm(V, axis=1, keepdims=True)
     norms[norms == 0] = 1
     np.testing.assert_allclose(s, np.abs(V / norms).sum(0), rtol=1e-8, atol=1e-12)

@@ -42,8 +42,10 @@ __all__ = ["lkr_score", "lkr_coefficients", "select_lkr_score", "select_lkr_scor
 
 
 def _positive(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not (
-        np.isfinite(value) and value > 0
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not (np.isfinite(value) and value > 0)
     ):
         msg = f"{name} must be a positive number; got {value!r}"
         raise ValueError(msg)
@@ -247,7 +249,9 @@ def lkr_score(X, W=None, *, labels=None, h=None, ridge: float = 0.1, n_neighbors
         scores = num / den
     scores[const] = np.nan
     warn_constant(const, "lkr_score_supervised" if labels is not None else "lkr_score")
-    log.info("lkr_score: %d samples, %d genes, h=%.4g, ridge=%g, supervised=%s", n, d, h_used, ridge, labels is not None)
+    log.info(
+        "lkr_score: %d samples, %d genes, h=%.4g, ridge=%g, supervised=%s", n, d, h_used, ridge, labels is not None
+    )
     return scores
 
 

@@ -225,8 +225,10 @@ def ufi(
     if isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or n_iter < 1:
         msg = f"n_iter must be a positive integer; got {n_iter!r}"
         raise ValueError(msg)
-    if isinstance(ridge, bool) or not isinstance(ridge, (int, float, np.integer, np.floating)) or not (
-        np.isfinite(ridge) and ridge > 0
+    if (
+        isinstance(ridge, bool)
+        or not isinstance(ridge, (int, float, np.integer, np.floating))
+        or not (np.isfinite(ridge) and ridge > 0)
     ):
         msg = f"ridge must be a positive number; got {ridge!r}"
         raise ValueError(msg)
