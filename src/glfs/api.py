@@ -67,7 +67,7 @@ METHODS: dict[str, MethodInfo] = {
         _M("glfs_printed", "glfs.gradient:select_glfs_printed", True, False, True, "GLFS, Eq. 7 values with printed Eq. 9"),
         _M("lkr_score", "glfs.lkr:select_lkr_score", True, False, False, "LKR score (Cheung & Zeng 2009), unsupervised"),
         _M("lkr_score_supervised", "glfs.lkr:select_lkr_score_supervised", False, True, False, "LKR score, class graph"),
-        _M("ufi", "glfs.ufi:select_ufi", True, False, False, "UFI feature selection (Zhang 2012)"),
+        _M("ufi", "glfs.ufi:select_ufi", False, False, False, "UFI feature selection (Zhang 2012); no graph"),
         _M("spca", "glfs.baselines:select_spca", False, False, False, "sparse PCA loading mass"),
         _M("q_alpha", "glfs.baselines:select_q_alpha", False, False, False, "Q-alpha (Wolf & Shashua 2005)"),
     ]
