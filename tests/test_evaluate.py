@@ -282,3 +282,13 @@ def test_elastic_net_classifier_three_classes_one_vs_rest():
     clf = ElasticNetClassifier(alpha=0.05, l1_ratio=0.5).fit(X, y)
     assert clf.coef_.shape == (3, 8)
     assert np.mean(clf.predict(X) == y) == 1.0
+
+
+def test_ties_go_to_the_strongest_regularisation():
+    # 3 genes shifted by 20 sd: every shrink threshold classifies perfectly, so the
+    # tie must resolve to the largest threshold (fewest genes), not to no shrinkage.
+    X, y = _two_class(n=30, shift=20.0)
+    cv = cv_splitter(y, 5, random_state=0)
+    nsc = baseline_classifiers(cv)["nearest_shrunken_centroids"].fit(X, y)
+    assert nsc.best_params_["shrink_threshold"] == 6.0
+    assert n_genes_used(nsc, X.shape[1]) == 3
