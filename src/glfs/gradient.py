@@ -576,6 +576,8 @@ def glfs_path(
     lam_init=None,
     max_iter=DEFAULT_MAX_ITER,
     _problem=None,
+    _first=None,
+    _pick=None,
 ):
     """GLFS along a decreasing lam path with warm starts; gives a full gene ranking.
 
@@ -587,8 +589,8 @@ def glfs_path(
         Patient-similarity graph.
     lams : sequence of positive floats, optional
         Path values (sorted decreasing internally).  Default: ``n_lams`` values
-        from lam* (the halving search, Sec. 2.3.2) down to ``lam_ratio * lam*``,
-        geometrically spaced.
+        from lam_max = max_i -dQ/dbeta_i(beta_init) (above it no gene can grow
+        from the start) down to ``lam_ratio * lam_max``, geometrically spaced.
     objective : {"exact", "paper", "printed"}, default "exact"
     lambda1, lambda2 : float, default 0.01, 0.01
         LapRLS weights of M = lambda2 (I + lambda1 L)^{-1}.
@@ -616,7 +618,8 @@ def glfs_path(
     Returns
     -------
     GLFSResult
-        ``weights``/``lam`` are those of the first (largest) path lam.
+        ``weights``/``lam`` are those of the first (largest) path lam with a
+        non-empty solution (the first path lam if all are empty).
 
     Notes
     -----
@@ -643,29 +646,26 @@ def glfs_path(
     search = ()
     first = None
     if lams is None:
-        best, search = _halving_search(prob, lam_init=lam_init, C=search_C)
-        if best is None:
-            lam_star = min(h[0] for h in search)
-            warnings.warn(
-                f"glfs: the halving search found no lam with a non-empty solution (smallest tried {lam_star:.4g}); "
-                "the path starts from beta_init at that lam",
-                RuntimeWarning,
-                stacklevel=2,
+        if prob.lam_ref <= 0:
+            msg = (
+                "beta_init is too small: the gradient at the start point is positive for every gene, "
+                "so every lam gives beta = 0; increase beta_init"
             )
-        else:
-            lam_star, first = best
-        lams = lam_star * np.geomspace(1.0, lam_ratio, int(n_lams))
+            raise ValueError(msg)
+        lams = prob.lam_ref * np.geomspace(1.0, lam_ratio, int(n_lams))
     else:
         lams = np.asarray(lams, dtype=np.float64).ravel()
         if lams.size == 0 or not np.all(np.isfinite(lams)) or np.any(lams < 0):
             msg = f"lams must be a non-empty sequence of non-negative finite numbers; got {lams!r}"
             raise ValueError(msg)
         lams = np.sort(lams)[::-1]
+    if _first is not None:
+        first, search = _first
     betas, path, conv = [], [], []
     prev = None
     for k, lam in enumerate(lams):
-        if k == 0 and first is not None:
-            sol = first
+        if k == 0 and first is not None and first[0] == lam:
+            sol = first[1]  # the halving search's cold solution at lam*
         else:
             start = prev.beta if (prev is not None and np.any(prev.beta > 0)) else prob.beta0
             sol = prob.solve(float(lam), start)
@@ -678,7 +678,11 @@ def glfs_path(
     entry_a, order_a = _rank_from_path(prob, lams, betas, prev)
     ranking = np.concatenate([prob.active[order_a], np.flatnonzero(prob.const)])
     entry = prob.full(entry_a, fill=np.nan)
-    b0 = prob.full(betas[0])
+    nonempty = [k for k, b in enumerate(betas) if np.any(b > 0)]
+    k_w = nonempty[0] if nonempty else 0
+    if _pick is not None:  # first path point with at least _pick genes, else the last point
+        k_w = next((k for k, b in enumerate(betas) if np.sum(b > 0) >= _pick), len(betas) - 1)
+    b0 = prob.full(betas[k_w])
     params = {
         "objective": prob.objective,
         "lambda1": prob.lambda1,
@@ -696,8 +700,8 @@ def glfs_path(
         weights=b0,
         ranking=ranking,
         selected=b0 > 0,
-        lam=float(lams[0]),
-        objective=path[0][2],
+        lam=float(lams[k_w]),
+        objective=path[k_w][2],
         entry_lam=entry,
         path=tuple(path),
         path_weights=np.vstack([prob.full(b) for b in betas]),
@@ -763,14 +767,24 @@ def glfs(
         beta_init=beta_init, max_iter=max_iter,
     )
     n_features = check_n_features(n_features, prob.d, allow_none=True)
-    lams = None
+    common = {"n_lams": n_lams, "lam_ratio": lam_ratio, "_problem": prob}
     if lam is not None:
         lam = _check_nonneg(lam, "lam")
         lams = lam * np.geomspace(1.0, lam_ratio, int(n_lams)) if lam > 0 else np.array([0.0])
-    res = glfs_path(
-        None, None, lams, n_lams=n_lams, lam_ratio=lam_ratio, search_C=search_C, lam_init=lam_init,
-        _problem=prob,
-    )
+        res = glfs_path(None, None, lams, **common)
+    elif n_features is None:
+        C = _check_nonneg(search_C, "search_C", strict=True)
+        best, history = _halving_search(prob, lam_init=lam_init, C=C)
+        if best is None:
+            msg = (
+                f"glfs: the halving search found no lam with a non-empty solution (tried {len(history)} values, "
+                f"smallest {min(h[0] for h in history):.4g}); increase beta_init or give lam"
+            )
+            raise RuntimeError(msg)
+        lams = best[0] * np.geomspace(1.0, lam_ratio, int(n_lams))
+        res = glfs_path(None, None, lams, _first=((best[0], best[1]), history), **common)
+    else:
+        res = glfs_path(None, None, None, _pick=n_features, **common)
     if res.n_selected == 0:
         warnings.warn(
             f"glfs: the solution at lam={res.lam:.4g} is empty (beta = 0); the ranking comes from the gradient",
@@ -778,7 +792,11 @@ def glfs(
             stacklevel=2,
         )
     params = dict(res.params)
-    params.update(center=bool(center), scale=scale if isinstance(scale, str) else float(scale))
+    params.update(
+        center=bool(center),
+        scale=scale if isinstance(scale, str) else float(scale),
+        beta_init=float(beta_init) if np.ndim(beta_init) == 0 else "array",
+    )
     selected = res.selected
     if n_features is not None:
         selected = np.zeros(prob.d, dtype=bool)

@@ -1,0 +1,79 @@
+"""GLFSClassifier: GLFS selection + LapRLS (Wang & Goldenberg 2013, Eq. 11) as a scikit-learn estimator."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import cross_val_score
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+import glfs
+from glfs.simulate import make_planted
+
+
+def _two_class(seed=0, n=40, n_noise=36, sigma=0.3):
+    rng = np.random.default_rng(seed)
+    X, informative, clusters = make_planted(n, n_noise, sigma, n_informative=4, random_state=seed)
+    y = np.where(clusters < 2, "ALL", "AML")  # two classes made of two clusters each
+    return X, y, informative, rng
+
+
+FAST = {"n_lams": 5, "max_iter": 80}
+
+
+def test_planted_two_class_problem_is_classified():
+    X, y, _, _ = _two_class(seed=1)
+    Xte, yte, _, _ = _two_class(seed=1)  # same generator, same clusters -> same structure
+    clf = glfs.GLFSClassifier(cv=4, glfs_params=FAST).fit(X, y)
+    assert list(clf.classes_) == ["ALL", "AML"]
+    assert clf.n_genes_ >= 1
+    assert clf.cv_errors_.shape == clf.lams_.shape
+    assert np.mean(clf.predict(X) == y) >= 0.95
+    rng = np.random.default_rng(5)
+    noisy = Xte + rng.normal(0, 0.05, size=Xte.shape)
+    assert np.mean(clf.predict(noisy) == yte) >= 0.9
+
+
+def test_label_graph_variant_and_decision_scale():
+    X, y, _, _ = _two_class(seed=2)
+    clf = glfs.GLFSClassifier(graph="labels", cv=3, glfs_params=FAST).fit(X, y)
+    s = clf.decision_function(X)
+    assert s.shape == (X.shape[0],)
+    pred = clf.predict(X)
+    np.testing.assert_array_equal(pred == "AML", s >= 0.5)
+
+
+def test_cross_val_score_and_pipeline_work():
+    X, y, _, _ = _two_class(seed=3)
+    clf = glfs.GLFSClassifier(cv=3, glfs_params=FAST)
+    scores = cross_val_score(clf, X, y, cv=3)
+    assert scores.shape == (3,)
+    assert np.all((scores >= 0) & (scores <= 1))
+    pipe = Pipeline([("id", FunctionTransformer()), ("clf", clf)])
+    bare = clone(clf).fit(X, y)
+    assert pipe.fit(X, y).score(X, y) == bare.score(X, y)
+    assert bare.score(X, y) > 0.6  # far better than chance (0.5) on the planted two-class problem
+
+
+def test_sklearn_basics_clone_params_and_errors():
+    clf = glfs.GLFSClassifier(objective="paper", cv=5)
+    c2 = clone(clf)
+    assert c2.get_params()["objective"] == "paper"
+    assert c2.get_params()["cv"] == 5
+    X, y, _, _ = _two_class(seed=4)
+    with pytest.raises(ValueError, match="exactly 2 classes"):
+        glfs.GLFSClassifier(cv=3).fit(X, np.arange(X.shape[0]) % 3)
+    with pytest.raises(ValueError, match="graph must be 'knn' or 'labels'"):
+        glfs.GLFSClassifier(graph="bad", cv=3).fit(X, y)
+    fitted = glfs.GLFSClassifier(cv=3, glfs_params=FAST).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        fitted.predict(X[:, :5])
+
+
+def test_intercept_is_unpenalised_shift():
+    # adding a constant to every gene must not change the predictions (centring = free intercept)
+    X, y, _, _ = _two_class(seed=6)
+    a = glfs.GLFSClassifier(cv=3, glfs_params={**FAST, "center": True}).fit(X, y)
+    b = glfs.GLFSClassifier(cv=3, glfs_params={**FAST, "center": True}).fit(X + 7.0, y)
+    np.testing.assert_array_equal(a.support_, b.support_)
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(X + 7.0), atol=1e-8)
