@@ -193,6 +193,7 @@ def report_layout():
     return {
         "datasets": datasets,
         "glfs_method": gm,
+        "supervised": sorted(SUPERVISED_METHODS),
         "classification": {
             ds: f"results/{ds}/classification.tsv" for ds in classification_datasets()
         },
