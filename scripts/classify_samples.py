@@ -31,7 +31,7 @@ def glfs_estimators(variants, cv, seed):
     out = {}
     for v in variants:
         objective = {"glfs_exact": "exact", "glfs_paper": "paper", "glfs_printed": "printed"}.get(v)
-        kw = {"objective": objective, "cv": cv, "random_state": seed}
+        kw = {"objective": objective, "cv": int(cv.get_n_splits()), "random_state": seed}
         out[v] = GLFSClassifier(**{k: x for k, x in kw.items() if k in accepted and x is not None})
     return out
 

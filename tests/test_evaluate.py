@@ -292,3 +292,20 @@ def test_ties_go_to_the_strongest_regularisation():
     nsc = baseline_classifiers(cv)["nearest_shrunken_centroids"].fit(X, y)
     assert nsc.best_params_["shrink_threshold"] == 6.0
     assert n_genes_used(nsc, X.shape[1]) == 3
+
+
+def test_evaluate_classifier_uses_an_estimators_own_cv_errors():
+    from sklearn.dummy import DummyClassifier
+
+    class TunesLam(DummyClassifier):
+        def fit(self, X, y):
+            super().fit(X, y)
+            self.lams_ = np.array([1.0, 0.5, 0.1])
+            self.lam_ = 0.5
+            self.cv_errors_ = np.array([9, 4, 7])
+            return self
+
+    X, y = _two_class(n=20)
+    r = evaluate_classifier(TunesLam(strategy="most_frequent"), X[:10], y[:10], X[10:], y[10:], cv=cv_splitter(y[:10], 5))
+    assert r["cv_errors"] == 4
+    assert r["params"] == {"lam": 0.5}

@@ -443,7 +443,10 @@ def evaluate_classifier(estimator, X_train, y_train, X_test, y_test, *, cv) -> d
     training samples misclassified by ``cv``-fold cross-validation of the
     estimator with its tuned hyper-parameters frozen (the convention of Zou &
     Hastie 2005 whose rows the paper quotes; it is optimistic, because the
-    hyper-parameters were chosen on the same folds).
+    hyper-parameters were chosen on the same folds).  An estimator that tunes
+    ``lam`` by its own CV and exposes ``lams_``, ``lam_`` and ``cv_errors_``
+    (GLFSClassifier) reports its CV errors at the chosen lam instead, which is
+    the same quantity without refitting.
 
     X_train, X_test : array-like of shape (n_samples, n_features).
 
@@ -463,12 +466,20 @@ def evaluate_classifier(estimator, X_train, y_train, X_test, y_test, *, cv) -> d
         raise ValueError(msg)
     fitted = estimator.fit(X_train, y_train)
     test_pred = fitted.predict(X_test)
-    cv_pred = cross_val_predict(_fixed_estimator(fitted), X_train, y_train, cv=cv)
+    if hasattr(fitted, "cv_errors_") and hasattr(fitted, "lam_") and hasattr(fitted, "lams_"):
+        # estimators that tune lam by their own CV report the errors per lam (GLFSClassifier)
+        at = np.flatnonzero(np.asarray(fitted.lams_) == fitted.lam_)
+        cv_errors = int(np.asarray(fitted.cv_errors_)[at[0]]) if at.size else None
+    else:
+        cv_errors = None
+    if cv_errors is None:
+        cv_pred = cross_val_predict(_fixed_estimator(fitted), X_train, y_train, cv=cv)
+        cv_errors = int(np.sum(cv_pred != y_train))
     params = getattr(fitted, "best_params_", None)
     if params is None and hasattr(fitted, "lam_"):
         params = {"lam": fitted.lam_}
     return {
-        "cv_errors": int(np.sum(cv_pred != y_train)),
+        "cv_errors": cv_errors,
         "cv_n": int(y_train.size),
         "test_errors": int(np.sum(test_pred != y_test)),
         "test_n": int(y_test.size),
