@@ -68,9 +68,9 @@ SCALES = ("unit", "none", "standardize")
 # Defaults (chosen on the planted simulation, benchmarks/glfs_defaults.py; see docs/methods/glfs.md).
 DEFAULT_LAMBDA1 = 0.01
 DEFAULT_LAMBDA2 = 0.01
-DEFAULT_BETA_INIT = 1.0
+DEFAULT_BETA_INIT = 2.0
 DEFAULT_SCALE = "unit"
-DEFAULT_CENTER = True
+DEFAULT_CENTER = False
 DEFAULT_SEARCH_C = 1024.0
 DEFAULT_N_LAMS = 15
 DEFAULT_LAM_RATIO = 1e-2
@@ -594,18 +594,27 @@ def glfs_path(
     objective : {"exact", "paper", "printed"}, default "exact"
     lambda1, lambda2 : float, default 0.01, 0.01
         LapRLS weights of M = lambda2 (I + lambda1 L)^{-1}.
-    center : bool, default True
-        Centre each gene before the optimisation (LapRLS Eq. 1 has no
-        intercept; without centring a gene's mean dominates ||f_i||^2).
+    center : bool, default False
+        Centre each gene before the optimisation.  Default off, as in the
+        paper ("no pre-processing") and as chosen on the planted simulation
+        (benchmarks/results/glfs_defaults.txt): centred cluster indicators are
+        linearly dependent (they sum to 0), so with centring GLFS keeps only
+        3 of 4 planted genes.  With raw expression levels, a gene's mean
+        enters ||f_i||^2 (the constant vector is in the null space of L).
     scale : {"unit", "none", "standardize"} or float, default "unit"
-        Scale of X relative to M: "unit" divides X by one global constant so
-        that the mean gene variance is 1 (relative gene variances kept);
-        "standardize" divides each gene by its own standard deviation; a float
-        divides X by that number.
-    beta_init : float or array of shape (n_features,), default 1.0
-        Start point of the cold solves (uniform 1 = "every gene selected").
-        beta = 0 is a stationary point and the global minimiser of the exact
-        objective, so the start must lie beyond the hump of Q.
+        Scale of X: "unit" divides X by one global constant so that the mean
+        over genes of mean(f_i^2) is 1 (relative gene scales kept; this only
+        fixes the units of lam, because ``beta_init`` is relative); "standardize"
+        divides each gene by its own root mean square; a float divides X by it.
+    beta_init : float or array of shape (n_features,), default 2.0
+        Start point of the cold solves.  A float kappa gives the uniform start
+        beta_i = kappa * lambda2 * n / sum_i ||f_i||^2, i.e. A0 = X diag(beta) X'
+        has mean eigenvalue kappa * lambda2 (kappa times the largest eigenvalue
+        of M), which makes the result independent of the units of X and of
+        lambda2.  beta = 0 is a stationary point and the global minimiser of
+        the exact objective (V >= 0 = V(0)), so the start must lie beyond the
+        hump of Q where some genes have a negative gradient; kappa = 2 was best
+        on the planted simulation.  An array is used as given.
     n_lams, lam_ratio : int, float
         Size and depth of the default path.
     search_C : float, default 1024
