@@ -3,7 +3,9 @@
 Train on obs["split"] == "train" only; every hyper-parameter (GLFS lam, the
 baselines' regularisation) is chosen by CV inside the training set; the test
 samples are used once.  Rows: the GLFS variants (glfs.sklearn.GLFSClassifier,
-when available) and the scikit-learn baselines of glfs.evaluate.
+when available) and the scikit-learn baselines of glfs.evaluate.  A classifier
+that fails gets a row with empty error counts and the error message in
+``params`` (logged with its traceback), so the others are still reported.
 """
 
 import inspect
@@ -55,11 +57,20 @@ try:
     estimators = {**glfs_estimators(list(par.glfs_variants), cv, seed), **baseline_classifiers(cv, random_state=seed)}
     rows = []
     for name, est in estimators.items():
-        r = evaluate_classifier(est, X[train], y[train], X[~train], y[~train], cv=cv)
+        try:
+            r = evaluate_classifier(est, X[train], y[train], X[~train], y[~train], cv=cv)
+        except (ValueError, np.linalg.LinAlgError) as exc:
+            # one failing classifier must not hide the others: an explicit row says why
+            log.exception("%s failed", name)
+            r = {"cv_errors": None, "cv_n": int(train.sum()), "test_errors": None, "test_n": int((~train).sum()),
+                 "n_genes": None, "params": {"error": f"{type(exc).__name__}: {exc}"}}
         r["params"] = json.dumps(r["params"], sort_keys=True, default=str)
         log.info("%s: %s", name, r)
         rows.append({"method": name, **r})
-    write_tsv(pd.DataFrame(rows, columns=COLUMNS), snakemake.output[0])  # noqa: F821
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    for col in ["cv_errors", "cv_n", "test_errors", "test_n", "n_genes"]:
+        df[col] = df[col].astype("Int64")  # integers, empty (NaN) for a failed classifier
+    write_tsv(df, snakemake.output[0])  # noqa: F821
 except Exception:
     log.exception("classify_samples failed")
     raise
