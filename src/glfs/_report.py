@@ -355,6 +355,11 @@ def paper_vs_run(ctx: dict) -> pd.DataFrame:
             note = "paper rows other than GLFS are Zou & Hastie 2005's, with their gene screening; ours use all genes, no screening"
             if prow == "GLFS":
                 note = "GLFS classifier (Eq. 11) on all genes; lam by CV on the training set"
+            if pd.isna(r["cv_errors"]) or pd.isna(r["test_errors"]):
+                rows.append({"item": f"golub: {r['method']} CV / test errors, genes",
+                             "paper": f"{prow}: {q['cv_errors']}/{q['cv_n']}, {q['test_errors']}/{q['test_n']}, {q['n_genes']}",
+                             "this run": "failed (see the classification table's params)", "note": ""})
+                continue
             rows.append({
                 "item": f"golub: {r['method']} CV / test errors, genes",
                 "paper": f"{prow}: {q['cv_errors']}/{q['cv_n']}, {q['test_errors']}/{q['test_n']}, {q['n_genes']}",
