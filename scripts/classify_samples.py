@@ -54,7 +54,11 @@ try:
     seed = int(par.seed)
     cv = cv_splitter(y[train], int(par.cv_folds), random_state=seed)
     log.info("train %d / test %d samples, %d genes, %d-fold CV", train.sum(), (~train).sum(), X.shape[1], cv.get_n_splits())
-    estimators = {**glfs_estimators(list(par.glfs_variants), cv, seed), **baseline_classifiers(cv, random_state=seed)}
+    variants = list(par.glfs_variants)
+    if variants and np.unique(y).size != 2:
+        log.warning("GLFSClassifier is a two-class classifier; %d classes here: no GLFS rows", np.unique(y).size)
+        variants = []
+    estimators = {**glfs_estimators(variants, cv, seed), **baseline_classifiers(cv, random_state=seed)}
     rows = []
     for name, est in estimators.items():
         try:
