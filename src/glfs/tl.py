@@ -20,7 +20,8 @@ import logging
 import numpy as np
 import pandas as pd
 
-from .api import _plain, method_info, select as _select
+from ._annotate import write_graph, write_selection
+from .api import method_info, select as _select
 
 log = logging.getLogger(__name__)
 
@@ -119,23 +120,18 @@ def select(
         df["weight"] = np.asarray(sel.weights)
     if not inplace:
         return df
-    uns_params = {
-        "method": method,
-        "n_features": -1 if n_features is None else int(n_features),
-        "n_selected": int(np.sum(sel.selected)),
-        "higher_is_better": bool(sel.higher_is_better),
-        "graph": "obsp:" + obsp if obsp is not None else ("knn" if info.needs_graph else "none"),
-        "layer": layer if layer is not None else "X",
-        **{k: _plain(v) for k, v in sel.params.items() if v is not None},
-    }
-    # all computation done: now write
-    adata.var[f"{key}_score"] = df["score"].to_numpy()
-    adata.var[f"{key}_rank"] = df["rank"].to_numpy()
-    adata.var[key] = df["selected"].to_numpy()
-    if sel.weights is not None:
-        adata.var["glfs_weight" if key == method else f"{key}_weight"] = df["weight"].to_numpy()
-    adata.uns[key] = {"params": uns_params}
+    # all computation done: now write (the one writer shared with the workflow)
+    write_selection(
+        adata,
+        sel,
+        key=key,
+        uns_params={
+            "n_features": -1 if n_features is None else int(n_features),
+            "graph": "obsp:" + obsp if obsp is not None else ("knn" if info.needs_graph else "none"),
+            "layer": layer if layer is not None else "X",
+        },
+    )
     if info.needs_graph and obsp is None:
-        adata.obsp[GRAPH_KEY] = graph
+        write_graph(adata, graph)
     log.info("tl.select: wrote var[%r], var[%r_score], var[%r_rank]", key, key, key)
     return None
