@@ -23,6 +23,8 @@ Groups (``--only``):
 - ``methods``: every name in ``glfs.METHODS`` through ``glfs.select`` on
   every data set, with memory prediction, time limit and "not available"
   for methods that are not importable.
+- ``nn_scaling``: the methods with O(n^2) memory (GLFS, UFI, supervised
+  LKR) on growing n, to see where they stop fitting.
 
 Every timed case runs in a fresh Python process (this file with
 ``--worker``) that imports the same modules (numpy, scipy, scikit-learn,
@@ -753,6 +755,33 @@ def main(argv=None):
                     timeout=args.method_timeout,
                 )
 
+    # ---- methods with O(n^2) memory: where do they stop fitting (time and memory)?
+    if "nn_scaling" in args.only and not quick:
+        import glfs
+
+        for m in ("glfs", "ufi", "lkr_score_supervised"):
+            k = NN_DENSE.get(m, 0)
+            last = None
+            for n in (1000, 2000, 4000, 8000, 16000):
+                d = 2000
+                spec = {"dataset": synth_big, "n_samples": n, "n_features": d, "kind": "select", "method": m,
+                        "n_select": N_SELECT}
+                pred = (k * n * n * 8 + 3 * n * d * 8) / 2**20 + idle.get("rss_mb", 0)
+                skip = None
+                if avail.get(m) is not True:
+                    skip = ("not_available", str(avail.get(m)))
+                elif pred > max_mb:
+                    skip = ("skipped_memory", f"predicted {pred / 1024:.1f} GB (~{k} dense n x n) > {args.max_mem_gb:g} GB")
+                elif last is not None:
+                    guess = last[1] * (n / last[0]) ** 3
+                    if guess > args.method_timeout:
+                        skip = ("skipped_time", f"predicted {guess:.0f} s > {args.method_timeout:.0f} s from n={last[0]} (~n^3)")
+                row = R.add("nn_scaling", f"n={n} d={d}", m, spec, predicted_mb=pred, skip=skip, timeout=args.method_timeout)
+                if row["status"] == "ok":
+                    last = (n, row["time_s"])
+                elif row["status"] == "timeout":
+                    last = (n, float("inf"))
+
     total = time.perf_counter() - t_start
     minfo["load_start"] = load_start
     minfo["load_end"] = os.getloadavg()
@@ -785,7 +814,7 @@ COLS = [
     "note",
     "extra",
 ]
-GROUPS = ["datasets", "ls_scaling", "ls_agreement", "lapaofs", "glfs_slope", "methods"]
+GROUPS = ["datasets", "ls_scaling", "ls_agreement", "lapaofs", "glfs_slope", "methods", "nn_scaling"]
 _NUMERIC = {"time_s", "time_first_s", "cpu_first_s", "repeats", "peak_rss_mb", "peak_delta_mb", "rss_before_mb",
             "predicted_mb", "wall_s", "load1"}
 
@@ -1069,8 +1098,15 @@ def summary_md(args, R, dinfo, minfo, avail, idle, total):
                 f"{r['status']}" for r in rows if r["impl"] == impl
             )[:80]
             if len(pts) >= 2:
+                import numpy as np
+
                 b, _ = fit_loglog(*zip(*pts))
-                w(f"- {impl}: {cells}; log-log slope **{b:.2f}** (1 = linear in d)")
+                dd, tt = (np.asarray(v, float) for v in zip(*pts))
+                lin_b, lin_a = np.polyfit(dd, tt, 1)
+                r2 = 1 - np.sum((tt - (lin_a + lin_b * dd)) ** 2) / max(np.sum((tt - tt.mean()) ** 2), 1e-300)
+                w(f"- {impl}: {cells}; log-log slope **{b:.2f}** (1 = linear in d; below 1 when the "
+                  f"d-independent O(n^3) part still weighs); linear fit t = {lin_a * 1e3:.1f} ms + "
+                  f"{lin_b * 1e6:.2f} ms per 1000 genes (R^2 {r2:.2f})")
             else:
                 w(f"- {impl}: {cells}")
         w("")
@@ -1097,9 +1133,33 @@ def summary_md(args, R, dinfo, minfo, avail, idle, total):
                     cells.append(f"{r['status']}" + (f": {r.get('note', '')}"[:90] if r["status"] != "timeout" else ""))
             w(f"| {m} | " + " | ".join(cells) + " |")
         w("")
+        lim = args.max_mem_gb * 2**30
+        w("Largest n under the memory guard (predicted dense n x n matrices only): " + "; ".join(
+            f"`{m}` ~{k} matrices -> n <= {int(math.sqrt(lim / (8 * k))):,}" for m, k in NN_DENSE.items()) + ".\n")
         na = [m for m, v in avail.items() if v is not True]
         if na:
             w("Not importable at run time: " + ", ".join(f"`{m}`" for m in na) + ".\n")
+    rows = [r for r in R.rows if r["group"] == "nn_scaling"]
+    if rows:
+        w("## Methods with O(n^2) memory: where they stop fitting\n")
+        w(f"`glfs.select(..., n_features={N_SELECT})` on the first n rows of the 20,000 x 2,000 matrix; a size is "
+          f"skipped when predicted (~n^3 from the previous size) to exceed {args.method_timeout:.0f} s or when the "
+          f"dense n x n matrices are predicted to exceed {args.max_mem_gb:g} GB.\n")
+        cases = list(dict.fromkeys(r["case"] for r in rows))
+        w("| method | " + " | ".join(cases) + " |")
+        w("|---|" + "---|" * len(cases))
+        for m in dict.fromkeys(r["impl"] for r in rows):
+            cells = []
+            for c in cases:
+                r = _get(R, "nn_scaling", c, m)
+                if r is None:
+                    cells.append("-")
+                elif r["status"] == "ok":
+                    cells.append(f"{_t(r)}<br>{_m(r)}")
+                else:
+                    cells.append(r["status"] + (f" ({r.get('note', '')})" if r["status"].startswith("skipped") else ""))
+            w(f"| {m} | " + " | ".join(cells) + " |")
+        w("")
     return "\n".join(L) + "\n"
 
 
