@@ -20,6 +20,7 @@ import logging
 import numpy as np
 import pandas as pd
 
+from ._annotate import GRAPH_KEY as _GRAPH_KEY
 from ._annotate import write_graph, write_selection
 from .api import method_info, select as _select
 
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["select", "GRAPH_KEY"]
 
-GRAPH_KEY = "patient_similarity"
+GRAPH_KEY = _GRAPH_KEY
 
 
 def select(
