@@ -20,8 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
-import tempfile
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -39,8 +38,17 @@ TABLE_COLUMNS = ["gene", "score", "rank", "selected", "weight"]
 # ---- scripts -------------------------------------------------------------------
 
 
+def _terminate(signum, frame):
+    """SIGTERM (snakemake interrupted) -> SystemExit, so ``finally`` blocks remove temporaries."""
+    raise SystemExit(128 + signum)
+
+
 def log_to(path) -> logging.Logger:
-    """Send logging (and warnings) of a workflow script to its ``log:`` file; return the script's logger."""
+    """Send logging (and warnings) of a workflow script to its ``log:`` file; return the script's logger.
+
+    Also turns SIGTERM into a clean exit, so an interrupted job leaves no temporary file.
+    """
+    signal.signal(signal.SIGTERM, _terminate)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(
         filename=str(path),
@@ -66,23 +74,16 @@ def concat_tsv(inputs, output) -> pd.DataFrame:
 
 @contextlib.contextmanager
 def atomic_path(path, suffix=None):
-    """Yield a temporary path next to ``path``; rename it onto ``path`` only on success.
+    """Yield a temporary path (str) next to ``path``; fsync and rename it onto ``path`` only on success.
 
-    A failing writer leaves neither a partial ``path`` nor the temporary file.
+    A failing writer leaves neither a partial ``path`` nor the temporary file;
+    temporaries of an earlier killed run are removed first (``glfs.io``).
     """
+    from .io import _atomic_path
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or "".join(path.suffixes), dir=path.parent)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the usual permissions
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with _atomic_path(path, suffix=suffix if suffix is not None else "".join(path.suffixes)) as tmp:
+        yield str(tmp)
 
 
 def write_tsv(df: pd.DataFrame, path) -> None:
