@@ -684,7 +684,9 @@ def main(argv=None):
                     n0, t0 = last_time[impl]
                     # dense O(n^2) per feature (naive), O(n^2 d) products (skfeature): predict ~ n^2
                     guess = t0 * (n / n0) ** 2
-                    if guess > args.timeout:
+                    if math.isinf(guess):
+                        skip = ("skipped_time", f"timed out at n={n0}")
+                    elif guess > args.timeout:
                         skip = ("skipped_time", f"predicted {guess:.0f} s > {args.timeout:.0f} s from n={n0}")
                 row = R.add("ls_scaling", f"n={n} d={d}", impl, spec, predicted_mb=pred if n_dense else float("nan"), skip=skip)
                 if row["status"] == "ok":
@@ -762,7 +764,7 @@ def main(argv=None):
         for m in ("glfs", "ufi", "lkr_score_supervised"):
             k = NN_DENSE.get(m, 0)
             last = None
-            for n in (1000, 2000, 4000, 8000, 16000):
+            for n in (500, 1000, 2000, 4000, 8000, 16000):
                 d = 2000
                 spec = {"dataset": synth_big, "n_samples": n, "n_features": d, "kind": "select", "method": m,
                         "n_select": N_SELECT}
@@ -774,7 +776,9 @@ def main(argv=None):
                     skip = ("skipped_memory", f"predicted {pred / 1024:.1f} GB (~{k} dense n x n) > {args.max_mem_gb:g} GB")
                 elif last is not None:
                     guess = last[1] * (n / last[0]) ** 3
-                    if guess > args.method_timeout:
+                    if math.isinf(guess):
+                        skip = ("skipped_time", f"timed out at n={last[0]}")
+                    elif guess > args.method_timeout:
                         skip = ("skipped_time", f"predicted {guess:.0f} s > {args.method_timeout:.0f} s from n={last[0]} (~n^3)")
                 row = R.add("nn_scaling", f"n={n} d={d}", m, spec, predicted_mb=pred, skip=skip, timeout=args.method_timeout)
                 if row["status"] == "ok":
