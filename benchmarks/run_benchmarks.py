@@ -244,7 +244,9 @@ def _worker(spec):
         info = glfs.METHODS[method]
         ctx["W"] = graph() if info.needs_graph else None
         lab = labels if info.needs_labels else None
-        run = lambda: glfs.select(X, method=method, graph=ctx["W"], n_features=spec["n_select"], labels=lab)  # noqa: E731
+        run = lambda: glfs.select(
+            X, method=method, graph=ctx["W"], n_features=spec["n_select"], labels=lab
+        )  # noqa: E731
     else:
         msg = f"unknown kind {kind!r}"
         raise ValueError(msg)
@@ -406,7 +408,12 @@ def run_case(spec, *, timeout, as_limit_gb):
             env=env,
         )
     except subprocess.TimeoutExpired:
-        return {"status": "timeout", "note": f"> {timeout:.0f} s (killed)", "wall_s": time.perf_counter() - t0, "load1": load}
+        return {
+            "status": "timeout",
+            "note": f"> {timeout:.0f} s (killed)",
+            "wall_s": time.perf_counter() - t0,
+            "load1": load,
+        }
     out = p.stdout.rsplit("@@RESULT@@", 1)
     if len(out) == 2:
         res = json.loads(out[1])
@@ -688,7 +695,9 @@ def main(argv=None):
                         skip = ("skipped_time", f"timed out at n={n0}")
                     elif guess > args.timeout:
                         skip = ("skipped_time", f"predicted {guess:.0f} s > {args.timeout:.0f} s from n={n0}")
-                row = R.add("ls_scaling", f"n={n} d={d}", impl, spec, predicted_mb=pred if n_dense else float("nan"), skip=skip)
+                row = R.add(
+                    "ls_scaling", f"n={n} d={d}", impl, spec, predicted_mb=pred if n_dense else float("nan"), skip=skip
+                )
                 if row["status"] == "ok":
                     last_time[impl] = (n, row["time_s"])
                 elif row["status"] in ("timeout", "oom"):
@@ -731,7 +740,13 @@ def main(argv=None):
         n = 200
         for obj in ("exact", "paper"):
             for d in [1000, 2000, 4000] if quick else [1000, 2000, 4000, 8000]:
-                spec = {"dataset": synth_wide, "n_samples": n, "n_features": d, "kind": "glfs_objective", "objective": obj}
+                spec = {
+                    "dataset": synth_wide,
+                    "n_samples": n,
+                    "n_features": d,
+                    "kind": "glfs_objective",
+                    "objective": obj,
+                }
                 skip = None
                 if avail.get("glfs_exact") is not True:
                     skip = ("not_available", str(avail.get("glfs_exact")))
@@ -744,16 +759,31 @@ def main(argv=None):
         for ds in [x for x in names if x != "synth_2000x2000"]:  # quick mode: real inputs + 200 x 12000
             n, d = dinfo[ds]["shape"]
             for m in glfs.METHODS:
-                spec = {"dataset": ds, "n_samples": n, "n_features": d, "kind": "select", "method": m, "n_select": N_SELECT}
+                spec = {
+                    "dataset": ds,
+                    "n_samples": n,
+                    "n_features": d,
+                    "kind": "select",
+                    "method": m,
+                    "n_select": N_SELECT,
+                }
                 k = NN_DENSE.get(m, 0)
                 pred = (k * n * n * 8 + 3 * n * d * 8) / 2**20 + idle.get("rss_mb", 0)
                 skip = None
                 if avail.get(m) is not True:
                     skip = ("not_available", str(avail.get(m)))
                 elif k and pred > max_mb:
-                    skip = ("skipped_memory", f"predicted {pred / 1024:.1f} GB (~{k} dense n x n) > {args.max_mem_gb:g} GB")
+                    skip = (
+                        "skipped_memory",
+                        f"predicted {pred / 1024:.1f} GB (~{k} dense n x n) > {args.max_mem_gb:g} GB",
+                    )
                 R.add(
-                    "methods", f"{ds} {n}x{d}", m, spec, predicted_mb=pred if k else float("nan"), skip=skip,
+                    "methods",
+                    f"{ds} {n}x{d}",
+                    m,
+                    spec,
+                    predicted_mb=pred if k else float("nan"),
+                    skip=skip,
                     timeout=args.method_timeout,
                 )
 
@@ -766,21 +796,35 @@ def main(argv=None):
             last = None
             for n in (500, 1000, 2000, 4000, 8000, 16000):
                 d = 2000
-                spec = {"dataset": synth_big, "n_samples": n, "n_features": d, "kind": "select", "method": m,
-                        "n_select": N_SELECT}
+                spec = {
+                    "dataset": synth_big,
+                    "n_samples": n,
+                    "n_features": d,
+                    "kind": "select",
+                    "method": m,
+                    "n_select": N_SELECT,
+                }
                 pred = (k * n * n * 8 + 3 * n * d * 8) / 2**20 + idle.get("rss_mb", 0)
                 skip = None
                 if avail.get(m) is not True:
                     skip = ("not_available", str(avail.get(m)))
                 elif pred > max_mb:
-                    skip = ("skipped_memory", f"predicted {pred / 1024:.1f} GB (~{k} dense n x n) > {args.max_mem_gb:g} GB")
+                    skip = (
+                        "skipped_memory",
+                        f"predicted {pred / 1024:.1f} GB (~{k} dense n x n) > {args.max_mem_gb:g} GB",
+                    )
                 elif last is not None:
                     guess = last[1] * (n / last[0]) ** 3
                     if math.isinf(guess):
                         skip = ("skipped_time", f"timed out at n={last[0]}")
                     elif guess > args.method_timeout:
-                        skip = ("skipped_time", f"predicted {guess:.0f} s > {args.method_timeout:.0f} s from n={last[0]} (~n^3)")
-                row = R.add("nn_scaling", f"n={n} d={d}", m, spec, predicted_mb=pred, skip=skip, timeout=args.method_timeout)
+                        skip = (
+                            "skipped_time",
+                            f"predicted {guess:.0f} s > {args.method_timeout:.0f} s from n={last[0]} (~n^3)",
+                        )
+                row = R.add(
+                    "nn_scaling", f"n={n} d={d}", m, spec, predicted_mb=pred, skip=skip, timeout=args.method_timeout
+                )
                 if row["status"] == "ok":
                     last = (n, row["time_s"])
                 elif row["status"] == "timeout":
@@ -819,8 +863,18 @@ COLS = [
     "extra",
 ]
 GROUPS = ["datasets", "ls_scaling", "ls_agreement", "lapaofs", "glfs_slope", "methods", "nn_scaling"]
-_NUMERIC = {"time_s", "time_first_s", "cpu_first_s", "repeats", "peak_rss_mb", "peak_delta_mb", "rss_before_mb",
-            "predicted_mb", "wall_s", "load1"}
+_NUMERIC = {
+    "time_s",
+    "time_first_s",
+    "cpu_first_s",
+    "repeats",
+    "peak_rss_mb",
+    "peak_delta_mb",
+    "rss_before_mb",
+    "predicted_mb",
+    "wall_s",
+    "load1",
+}
 
 
 def _parse(key, v):
@@ -877,8 +931,17 @@ def write_outputs(args, R, dinfo, minfo, avail, idle, total):
             fh.write("\t".join(keys) + "\n")
             for a in R.agreement:
                 fh.write("\t".join(_fmt(a.get(k, "")) for k in keys) + "\n")
-    info = {"minfo": minfo, "dinfo": dinfo, "avail": avail, "idle": idle, "total": total, "only": list(args.only),
-            "timeout": args.timeout, "method_timeout": args.method_timeout, "max_mem_gb": args.max_mem_gb}
+    info = {
+        "minfo": minfo,
+        "dinfo": dinfo,
+        "avail": avail,
+        "idle": idle,
+        "total": total,
+        "only": list(args.only),
+        "timeout": args.timeout,
+        "method_timeout": args.method_timeout,
+        "max_mem_gb": args.max_mem_gb,
+    }
     (out / f"run_info{suffix}.json").write_text(json.dumps(info, indent=1, default=str) + "\n")
     (out / f"summary{suffix}.md").write_text(summary_md(args, R, dinfo, minfo, avail, idle, total))
 
@@ -926,31 +989,41 @@ def summary_md(args, R, dinfo, minfo, avail, idle, total):
     L = []
     w = L.append
     w(f"# glfs benchmarks{' (quick)' if args.quick else ''}\n")
-    w(f"Generated by `python benchmarks/run_benchmarks.py{' --quick' if args.quick else ''}"
-      f"{'' if set(args.only) == set(GROUPS) else ' --only ' + ' '.join(args.only)}` "
-      f"at {minfo['date']} (git {minfo['git']}), total {total / 60:.1f} min. See `benchmarks/README.md` for the method.\n")
+    w(
+        f"Generated by `python benchmarks/run_benchmarks.py{' --quick' if args.quick else ''}"
+        f"{'' if set(args.only) == set(GROUPS) else ' --only ' + ' '.join(args.only)}` "
+        f"at {minfo['date']} (git {minfo['git']}), total {total / 60:.1f} min. See `benchmarks/README.md` for the method.\n"
+    )
     runs = sorted({r.get("run_at", "") for r in R.rows} - {""})
     if len(runs) > 1:
-        w(f"Rows come from {len(runs)} invocations ({', '.join(runs)}; column `run_at` in the TSV): groups not "
-          "named in a partial re-run (`--only`) are kept from the earlier run.\n")
+        w(
+            f"Rows come from {len(runs)} invocations ({', '.join(runs)}; column `run_at` in the TSV): groups not "
+            "named in a partial re-run (`--only`) are kept from the earlier run.\n"
+        )
     w("## Machine\n")
     w(f"- CPU: {minfo['cpu']}, {minfo['cpu_count']} logical CPUs ({minfo['affinity']} usable), RAM {minfo['ram']}")
-    w(f"- Python {minfo['python']}, numpy {minfo['numpy']}, scipy {minfo['scipy']}, scikit-learn {minfo['scikit-learn']}, "
-      f"skfeature-chappers {minfo['skfeature-chappers']}")
+    w(
+        f"- Python {minfo['python']}, numpy {minfo['numpy']}, scipy {minfo['scipy']}, scikit-learn {minfo['scikit-learn']}, "
+        f"skfeature-chappers {minfo['skfeature-chappers']}"
+    )
     w("- BLAS / OpenMP (threadpoolctl): " + "; ".join(minfo["blas"]))
     w(f"- Platform: {minfo['platform']}")
-    w(f"- BLAS/OpenMP threads per worker: {minfo.get('threads') or 'library default (all cores)'} (set through "
-      "OMP/OPENBLAS_NUM_THREADS; rows named '2 threads' use 2). Under load, multi-threaded OpenBLAS on small "
-      "matrices can be tens of times slower than one thread, so the comparisons use one thread per worker. "
-      f"Load average (1, 5, 15 min) "
-      f"at start {', '.join(f'{x:.1f}' for x in minfo['load_start'])}, at end "
-      f"{', '.join(f'{x:.1f}' for x in minfo['load_end'])}")
-    w(f"- Idle worker (same imports, no data): RSS {idle.get('rss_mb', float('nan')):.0f} MB. "
-      "Memory columns: `peak_rss_mb` = process peak during the call (includes this baseline and the input), "
-      "`peak_delta_mb` (in brackets below) = peak minus RSS just before the call. Times: best of up to 7 "
-      "repeats (at least 3 when a call takes under 2 s, else a single run); each case in a fresh process. "
-      "Other jobs shared the 2 cores during this run (column `load1` in the TSV = 1-minute load average "
-      "when the case started), so single-run times are upper bounds.\n")
+    w(
+        f"- BLAS/OpenMP threads per worker: {minfo.get('threads') or 'library default (all cores)'} (set through "
+        "OMP/OPENBLAS_NUM_THREADS; rows named '2 threads' use 2). Under load, multi-threaded OpenBLAS on small "
+        "matrices can be tens of times slower than one thread, so the comparisons use one thread per worker. "
+        f"Load average (1, 5, 15 min) "
+        f"at start {', '.join(f'{x:.1f}' for x in minfo['load_start'])}, at end "
+        f"{', '.join(f'{x:.1f}' for x in minfo['load_end'])}"
+    )
+    w(
+        f"- Idle worker (same imports, no data): RSS {idle.get('rss_mb', float('nan')):.0f} MB. "
+        "Memory columns: `peak_rss_mb` = process peak during the call (includes this baseline and the input), "
+        "`peak_delta_mb` (in brackets below) = peak minus RSS just before the call. Times: best of up to 7 "
+        "repeats (at least 3 when a call takes under 2 s, else a single run); each case in a fresh process. "
+        "Other jobs shared the 2 cores during this run (column `load1` in the TSV = 1-minute load average "
+        "when the case started), so single-run times are upper bounds.\n"
+    )
     w("## Inputs (samples x genes)\n")
     for k, v in dinfo.items():
         w(f"- `{k}`: {v['shape'][0]} x {v['shape'][1]} ({v['source']})")
@@ -972,9 +1045,11 @@ def summary_md(args, R, dinfo, minfo, avail, idle, total):
     rows = [r for r in R.rows if r["group"] == "ls_scaling"]
     if rows:
         w("## Laplacian score: glfs vs naive dense formula vs scikit-feature\n")
-        w("Samples x 2000 genes (rows of the synthetic matrix). kNN 5, heat kernel; skfeature's graph uses "
-          "the same width (t_sk = sqrt(t/2)) but includes self-loops (see agreement). "
-          "`ls` = scores given the graph; `graph+ls` = both. Time / peak RSS (+extra).\n")
+        w(
+            "Samples x 2000 genes (rows of the synthetic matrix). kNN 5, heat kernel; skfeature's graph uses "
+            "the same width (t_sk = sqrt(t/2)) but includes self-loops (see agreement). "
+            "`ls` = scores given the graph; `graph+ls` = both. Time / peak RSS (+extra).\n"
+        )
         impls = list(dict.fromkeys(r["impl"] for r in rows))
         cases = list(dict.fromkeys(r["case"] for r in rows))
         w("| size | " + " | ".join(impls) + " |")
@@ -983,9 +1058,14 @@ def summary_md(args, R, dinfo, minfo, avail, idle, total):
             cells = []
             for i in impls:
                 r = _get(R, "ls_scaling", c, i)
-                cells.append(f"{_t(r)}<br>{_m(r)}" if r and r["status"] == "ok" else (f"{r['status']}: {r.get('note', '')}" if r else "-"))
+                cells.append(
+                    f"{_t(r)}<br>{_m(r)}"
+                    if r and r["status"] == "ok"
+                    else (f"{r['status']}: {r.get('note', '')}" if r else "-")
+                )
             w(f"| {c} | " + " | ".join(cells) + " |")
         w("")
+
         # ratios at the largest common size
         def series(impl):
             pts = []
@@ -996,15 +1076,21 @@ def summary_md(args, R, dinfo, minfo, avail, idle, total):
 
         sers = {i: series(i) for i in impls}
         w("**Ratios (peer time / glfs time) at the largest size where both ran:**\n")
-        for peer, ours in (("skfeature graph+ls", "glfs graph+ls"), ("naive_dense ls", "glfs ls"), ("skfeature ls", "glfs ls")):
+        for peer, ours in (
+            ("skfeature graph+ls", "glfs graph+ls"),
+            ("naive_dense ls", "glfs ls"),
+            ("skfeature ls", "glfs ls"),
+        ):
             a, b = dict((n, t) for n, t, _ in sers.get(peer, [])), dict((n, t) for n, t, _ in sers.get(ours, []))
             common = sorted(set(a) & set(b))
             if common:
                 n = common[-1]
                 w(f"- {peer} vs {ours} at n = {n}: {a[n]:.3g} s / {b[n]:.3g} s = **{a[n] / b[n]:.1f}x**")
         w("")
-        w("**Extrapolation to 20,000 samples (EXTRAPOLATED, not measured):** log-log fit of time on n over the "
-          "measured sizes; memory from the dense n x n matrices the implementation builds.\n")
+        w(
+            "**Extrapolation to 20,000 samples (EXTRAPOLATED, not measured):** log-log fit of time on n over the "
+            "measured sizes; memory from the dense n x n matrices the implementation builds.\n"
+        )
         for impl, nd in (("naive_dense ls", 3), ("skfeature ls", 2), ("skfeature graph+ls", 3)):
             pts = sers.get(impl, [])
             if not pts or any(p[0] == 20000 for p in pts):
@@ -1012,9 +1098,11 @@ def summary_md(args, R, dinfo, minfo, avail, idle, total):
             if len(pts) >= 2:
                 b, a = fit_loglog([p[0] for p in pts], [p[1] for p in pts])
                 t20 = math.exp(a) * 20000**b
-                w(f"- {impl}: slope {b:.2f} from n = {', '.join(str(p[0]) for p in pts)}; extrapolated "
-                  f"time at 20,000 x 2,000 about {t20:.0f} s; >= {nd} dense 20,000^2 float64 matrices = "
-                  f"{nd * 3.2:.1f} GB (did not run: see table)")
+                w(
+                    f"- {impl}: slope {b:.2f} from n = {', '.join(str(p[0]) for p in pts)}; extrapolated "
+                    f"time at 20,000 x 2,000 about {t20:.0f} s; >= {nd} dense 20,000^2 float64 matrices = "
+                    f"{nd * 3.2:.1f} GB (did not run: see table)"
+                )
             else:
                 w(f"- {impl}: only one size measured; not extrapolated")
         ours = dict((n, (t, m)) for n, t, m in sers.get("glfs graph+ls", []))
@@ -1025,14 +1113,22 @@ def summary_md(args, R, dinfo, minfo, avail, idle, total):
             t, m = ours[20000]
             r20 = _get(R, "ls_scaling", "n=20000 d=2000", "glfs graph+ls")
             g20 = _get(R, "datasets", "synth_20000x2000 20000x2000", "glfs graph")
-            w(f"- graph + Laplacian score on 20,000 x 2,000 under 10 s: {t:.2f} s wall with 1 thread "
-              f"(CPU {r20.get('cpu_first_s', float('nan')):.1f} s, load {r20.get('load1', float('nan')):.1f})"
-              + (f", {ours2[20000][0]:.2f} s with 2 threads" if 20000 in ours2 else "")
-              + f" -> {'met' if min(t, ours2.get(20000, (t, 0))[0]) < 10 else 'NOT met'}"
-              + (f"; the kNN graph alone takes {g20['time_s']:.1f} s (brute-force kNN is O(n^2 d) = 1.6e12 "
-                 "flops here)" if g20 and g20["status"] == "ok" else ""))
-            w(f"- ... and under 2 GB: peak RSS {m:.0f} MB (process total incl. {idle.get('rss_mb', 0):.0f} MB imports "
-              f"and the 305 MB input) -> {'met' if m < 2048 else 'NOT met'}")
+            w(
+                f"- graph + Laplacian score on 20,000 x 2,000 under 10 s: {t:.2f} s wall with 1 thread "
+                f"(CPU {r20.get('cpu_first_s', float('nan')):.1f} s, load {r20.get('load1', float('nan')):.1f})"
+                + (f", {ours2[20000][0]:.2f} s with 2 threads" if 20000 in ours2 else "")
+                + f" -> {'met' if min(t, ours2.get(20000, (t, 0))[0]) < 10 else 'NOT met'}"
+                + (
+                    f"; the kNN graph alone takes {g20['time_s']:.1f} s (brute-force kNN is O(n^2 d) = 1.6e12 "
+                    "flops here)"
+                    if g20 and g20["status"] == "ok"
+                    else ""
+                )
+            )
+            w(
+                f"- ... and under 2 GB: peak RSS {m:.0f} MB (process total incl. {idle.get('rss_mb', 0):.0f} MB imports "
+                f"and the 305 MB input) -> {'met' if m < 2048 else 'NOT met'}"
+            )
             pts = sers.get("skfeature graph+ls", [])
             if pts:
                 b, a = fit_loglog([p[0] for p in pts], [p[1] for p in pts]) if len(pts) >= 2 else (float("nan"), 0)
@@ -1041,45 +1137,55 @@ def summary_md(args, R, dinfo, minfo, avail, idle, total):
                     w(f"- >= 10x faster than skfeature at 20,000: {tp / t:.1f}x (measured)")
                 elif b == b:
                     tp = math.exp(a) * 20000**b
-                    w(f"- >= 10x faster than skfeature at 20,000: about {tp / t:.0f}x (EXTRAPOLATED peer time "
-                      f"{tp:.0f} s; the peer does not fit in {args.max_mem_gb:g} GB there)")
+                    w(
+                        f"- >= 10x faster than skfeature at 20,000: about {tp / t:.0f}x (EXTRAPOLATED peer time "
+                        f"{tp:.0f} s; the peer does not fit in {args.max_mem_gb:g} GB there)"
+                    )
         else:
             w("- 20,000 x 2,000 not run in this mode")
         w("")
 
     if R.agreement:
         w("## Agreement of scores\n")
-        w("| input | n x d | max abs diff glfs vs naive | max rel diff | skfeature on our W: same order | "
-          "skfeature own graph: W_sk - (W + I) | skfeature own graph: same order as naive(W + I) | "
-          "Spearman(skfeature own, glfs) | top-100 overlap | skfeature mode='rank' = correct ranks / = d-1-order |")
+        w(
+            "| input | n x d | max abs diff glfs vs naive | max rel diff | skfeature on our W: same order | "
+            "skfeature own graph: W_sk - (W + I) | skfeature own graph: same order as naive(W + I) | "
+            "Spearman(skfeature own, glfs) | top-100 overlap | skfeature mode='rank' = correct ranks / = d-1-order |"
+        )
         w("|---|---|---|---|---|---|---|---|---|---|")
         for a in R.agreement:
             if a.get("status") != "ok":
                 w(f"| {a['dataset']} | {a.get('status')}: {a.get('note', '')} |")
                 continue
-            w(f"| {a['dataset']} | {int(a['n_samples'])} x {int(a['n_features'])} | {a['max_abs_diff_glfs_vs_naive']:.2e} | "
-              f"{a['max_rel_diff_glfs_vs_naive']:.2e} | {a['sk_same_graph_order_equal_frac']:.3f} "
-              f"(Spearman {a['sk_same_graph_spearman']:.4f}) | {a['sk_own_graph_max_abs_diff_W_vs_Wglfs_plus_I']:.1e} | "
-              f"{a['sk_own_graph_order_equal_frac_vs_naive_W_plus_I']:.3f} | {a['sk_own_graph_spearman_vs_glfs']:.4f} | "
-              f"{a['sk_own_graph_top100_overlap_vs_glfs']:.2f} | {a['sk_rank_mode_equals_proper_ranks_frac']:.3f} / "
-              f"{a['sk_rank_mode_equals_garbled_frac']:.3f} |")
+            w(
+                f"| {a['dataset']} | {int(a['n_samples'])} x {int(a['n_features'])} | {a['max_abs_diff_glfs_vs_naive']:.2e} | "
+                f"{a['max_rel_diff_glfs_vs_naive']:.2e} | {a['sk_same_graph_order_equal_frac']:.3f} "
+                f"(Spearman {a['sk_same_graph_spearman']:.4f}) | {a['sk_own_graph_max_abs_diff_W_vs_Wglfs_plus_I']:.1e} | "
+                f"{a['sk_own_graph_order_equal_frac_vs_naive_W_plus_I']:.3f} | {a['sk_own_graph_spearman_vs_glfs']:.4f} | "
+                f"{a['sk_own_graph_top100_overlap_vs_glfs']:.2f} | {a['sk_rank_mode_equals_proper_ranks_frac']:.3f} / "
+                f"{a['sk_rank_mode_equals_garbled_frac']:.3f} |"
+            )
         w("")
-        w("Reading: skfeature's `lap_score` computes `1 - f~'Wf~ / f~'Df~`, which is the same quantity as "
-          "f~'Lf~ / f~'Df~, so on the same graph it orders genes as we do (it returns only an order or ranks, "
-          "never the scores). Its own `construct_W` keeps every sample as its own nearest neighbour, so "
-          "W_sk = W + I (self-loops, weight exp(0) = 1): L is unchanged but D grows by I, which changes the "
-          "centring weights and the denominator f~'(D + I)f~; hence different scores and orders from the paper's "
-          "graph, reproduced exactly by the naive formula on W + I. Its heat kernel is exp(-d^2 / (2 t^2)) "
-          "(default t = 1) where He et al. and glfs use exp(-d^2 / t). Its default output (`mode='rank'`) "
-          "is not a per-gene rank: it returns d - 1 - (index of the i-th best gene) at position i (see the "
-          "last column; 1.000 in the second number confirms it). Constant genes get the magic denominator 10000.\n")
+        w(
+            "Reading: skfeature's `lap_score` computes `1 - f~'Wf~ / f~'Df~`, which is the same quantity as "
+            "f~'Lf~ / f~'Df~, so on the same graph it orders genes as we do (it returns only an order or ranks, "
+            "never the scores). Its own `construct_W` keeps every sample as its own nearest neighbour, so "
+            "W_sk = W + I (self-loops, weight exp(0) = 1): L is unchanged but D grows by I, which changes the "
+            "centring weights and the denominator f~'(D + I)f~; hence different scores and orders from the paper's "
+            "graph, reproduced exactly by the naive formula on W + I. Its heat kernel is exp(-d^2 / (2 t^2)) "
+            "(default t = 1) where He et al. and glfs use exp(-d^2 / t). Its default output (`mode='rank'`) "
+            "is not a per-gene rank: it returns d - 1 - (index of the i-th best gene) at position i (see the "
+            "last column; 1.000 in the second number confirms it). Constant genes get the magic denominator 10000.\n"
+        )
 
     rows = [r for r in R.rows if r["group"] == "lapaofs"]
     if rows:
         w("## LapAOFS: glfs greedy vs naive re-inversion\n")
-        w("`glfs.lapaofs` makes the paper's greedy steps (Eq. 20 with the Sherman-Morrison update Eq. 19) in the "
-          "equivalent k x k feature-space form (see `src/glfs/optimal.py`); the naive reference inverts "
-          "A_k + g g' for every candidate and evaluates Eq. 17 directly.\n")
+        w(
+            "`glfs.lapaofs` makes the paper's greedy steps (Eq. 20 with the Sherman-Morrison update Eq. 19) in the "
+            "equivalent k x k feature-space form (see `src/glfs/optimal.py`); the naive reference inverts "
+            "A_k + g g' for every candidate and evaluates Eq. 17 directly.\n"
+        )
         w("Synthetic, 4-NN heat graph, lambda1 = lambda2 = 0.01, select k = 10 of 200 genes.\n")
         w("| size | glfs.lapaofs | naive re-inversion | ratio | same selection order |")
         w("|---|---|---|---|---|")
@@ -1098,9 +1204,10 @@ def summary_md(args, R, dinfo, minfo, avail, idle, total):
         w("## GLFS objective + gradient: cost in d (fixed n = 200)\n")
         for impl in dict.fromkeys(r["impl"] for r in rows):
             pts = [(int(r["n_features"]), r["time_s"]) for r in rows if r["impl"] == impl and r["status"] == "ok"]
-            cells = ", ".join(f"d={d}: {t * 1e3:.1f} ms" for d, t in pts) or ", ".join(
-                f"{r['status']}" for r in rows if r["impl"] == impl
-            )[:80]
+            cells = (
+                ", ".join(f"d={d}: {t * 1e3:.1f} ms" for d, t in pts)
+                or ", ".join(f"{r['status']}" for r in rows if r["impl"] == impl)[:80]
+            )
             if len(pts) >= 2:
                 import numpy as np
 
@@ -1108,9 +1215,11 @@ def summary_md(args, R, dinfo, minfo, avail, idle, total):
                 dd, tt = (np.asarray(v, float) for v in zip(*pts))
                 lin_b, lin_a = np.polyfit(dd, tt, 1)
                 r2 = 1 - np.sum((tt - (lin_a + lin_b * dd)) ** 2) / max(np.sum((tt - tt.mean()) ** 2), 1e-300)
-                w(f"- {impl}: {cells}; log-log slope **{b:.2f}** (1 = linear in d; below 1 when the "
-                  f"d-independent O(n^3) part still weighs); linear fit t = {lin_a * 1e3:.1f} ms + "
-                  f"{lin_b * 1e6:.2f} ms per 1000 genes (R^2 {r2:.2f})")
+                w(
+                    f"- {impl}: {cells}; log-log slope **{b:.2f}** (1 = linear in d; below 1 when the "
+                    f"d-independent O(n^3) part still weighs); linear fit t = {lin_a * 1e3:.1f} ms + "
+                    f"{lin_b * 1e6:.2f} ms per 1000 genes (R^2 {r2:.2f})"
+                )
             else:
                 w(f"- {impl}: {cells}")
         w("")
@@ -1118,8 +1227,10 @@ def summary_md(args, R, dinfo, minfo, avail, idle, total):
     rows = [r for r in R.rows if r["group"] == "methods"]
     if rows:
         w(f"## Every method through `glfs.select(X, method=m, graph=W, n_features={N_SELECT})`\n")
-        w("Graph built beforehand (not timed). Time / peak RSS (+extra). Memory guard: skipped when ~k dense n x n "
-          f"matrices are predicted to exceed {args.max_mem_gb:g} GB; time limit {args.method_timeout:.0f} s per case.\n")
+        w(
+            "Graph built beforehand (not timed). Time / peak RSS (+extra). Memory guard: skipped when ~k dense n x n "
+            f"matrices are predicted to exceed {args.max_mem_gb:g} GB; time limit {args.method_timeout:.0f} s per case.\n"
+        )
         cases = list(dict.fromkeys(r["case"] for r in rows))
         w("| method | " + " | ".join(cases) + " |")
         w("|---|" + "---|" * len(cases))
@@ -1138,17 +1249,22 @@ def summary_md(args, R, dinfo, minfo, avail, idle, total):
             w(f"| {m} | " + " | ".join(cells) + " |")
         w("")
         lim = args.max_mem_gb * 2**30
-        w("Largest n under the memory guard (predicted dense n x n matrices only): " + "; ".join(
-            f"`{m}` ~{k} matrices -> n <= {int(math.sqrt(lim / (8 * k))):,}" for m, k in NN_DENSE.items()) + ".\n")
+        w(
+            "Largest n under the memory guard (predicted dense n x n matrices only): "
+            + "; ".join(f"`{m}` ~{k} matrices -> n <= {int(math.sqrt(lim / (8 * k))):,}" for m, k in NN_DENSE.items())
+            + ".\n"
+        )
         na = [m for m, v in avail.items() if v is not True]
         if na:
             w("Not importable at run time: " + ", ".join(f"`{m}`" for m in na) + ".\n")
     rows = [r for r in R.rows if r["group"] == "nn_scaling"]
     if rows:
         w("## Methods with O(n^2) memory: where they stop fitting\n")
-        w(f"`glfs.select(..., n_features={N_SELECT})` on the first n rows of the 20,000 x 2,000 matrix; a size is "
-          f"skipped when predicted (~n^3 from the previous size) to exceed {args.method_timeout:.0f} s or when the "
-          f"dense n x n matrices are predicted to exceed {args.max_mem_gb:g} GB.\n")
+        w(
+            f"`glfs.select(..., n_features={N_SELECT})` on the first n rows of the 20,000 x 2,000 matrix; a size is "
+            f"skipped when predicted (~n^3 from the previous size) to exceed {args.method_timeout:.0f} s or when the "
+            f"dense n x n matrices are predicted to exceed {args.max_mem_gb:g} GB.\n"
+        )
         cases = list(dict.fromkeys(r["case"] for r in rows))
         w("| method | " + " | ".join(cases) + " |")
         w("|---|" + "---|" * len(cases))
