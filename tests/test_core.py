@@ -191,6 +191,20 @@ def test_snf_kernel_formula():
     assert W[2, 3] == pytest.approx(np.exp(-9 / (0.5 * eps_23)))
 
 
+def test_graph_on_principal_components():
+    rng = np.random.default_rng(3)
+    # 3 groups in a 2-D subspace of 50 genes plus small noise: 2 PCs keep the neighbourhoods
+    groups = np.repeat(np.arange(3), 20)
+    centres = rng.normal(0, 5, size=(3, 2)) @ rng.normal(size=(2, 50))
+    X = centres[groups] + rng.normal(0, 0.05, size=(60, 50))
+    W_all = glfs.similarity_graph(X, n_neighbors=5, kernel="binary", n_pcs=50)
+    W_exact = glfs.similarity_graph(X, n_neighbors=5, kernel="binary")
+    assert abs(W_all - W_exact).max() == 0  # all components: the same distances
+    W2 = glfs.similarity_graph(X, n_neighbors=5, kernel="binary", n_pcs=2)
+    i, j = W2.nonzero()
+    assert np.all(groups[i] == groups[j])  # neighbours stay within groups
+
+
 def test_precomputed_graph_accepted(planted):
     X, _ = planted
     W = glfs.similarity_graph(X, n_neighbors=5, kernel="binary")
@@ -223,6 +237,7 @@ BAD = [
     ("neighbours 0", lambda: glfs.similarity_graph(_X(), n_neighbors=0), r"n_neighbors must be a positive integer; got 0"),
     ("unknown kernel", lambda: glfs.similarity_graph(_X(), kernel="rbf"), r"kernel must be one of .*'rbf'"),
     ("bad t", lambda: glfs.similarity_graph(_X(), t=-1.0), r"t \(heat-kernel width\) must be a positive number; got -1.0"),
+    ("n_pcs too large", lambda: glfs.similarity_graph(_X(), n_pcs=7), r"n_pcs must be an integer in \[1, 6\].*got 7"),
     ("graph not square", lambda: glfs.laplacian_score(_X(), sp.csr_matrix(np.ones((10, 9)))), r"graph must be square.*\(10, 9\)"),
     ("graph wrong size", lambda: glfs.laplacian_score(_X(), _W(8)), r"graph must have shape \(10, 10\).*\(8, 8\)"),
     ("graph asymmetric", lambda: glfs.laplacian_score(_X(), sp.csr_matrix(np.triu(np.ones((10, 10)), 1))), r"graph must be symmetric"),
