@@ -72,9 +72,9 @@ DEFAULT_BETA_INIT = 2.0
 DEFAULT_SCALE = "unit"
 DEFAULT_CENTER = False
 DEFAULT_SEARCH_C = 1024.0
-DEFAULT_N_LAMS = 15
+DEFAULT_N_LAMS = 10
 DEFAULT_LAM_RATIO = 1e-2
-DEFAULT_MAX_ITER = 300
+DEFAULT_MAX_ITER = 100
 
 
 # --------------------------------------------------------------------------- validation helpers
@@ -486,6 +486,18 @@ class _Problem:
         Lap, _ = laplacian(W, n)
         self.lowrank = (sp.identity(n, format="csr") + self.lambda1 * Lap, self.lambda2, sq)
         v0, g0 = _evaluate(self.X, self.beta0, self.M, self.objective)
+        self.start_doublings = 0
+        if np.ndim(beta_init) == 0:
+            # A start before the hump (every gradient > 0) leads to beta = 0 for every lam.  This happens
+            # when one direction dominates X X' (e.g. raw, uncentred expression levels: the mean
+            # direction carries most of the trace).  Double the start level until some gene has a
+            # negative gradient (at most 40 times).
+            while np.max(-g0) <= 0 and self.start_doublings < 40:
+                self.beta0 = 2.0 * self.beta0
+                self.start_doublings += 1
+                v0, g0 = _evaluate(self.X, self.beta0, self.M, self.objective)
+            if self.start_doublings:
+                log.info("glfs: start level doubled %d times to pass the hump", self.start_doublings)
         self.g0 = g0
         self.xscale = float(np.mean(self.beta0[self.beta0 > 0]))
         self.fscale = max(float(np.max(np.abs(g0))) * self.xscale, abs(v0), 1e-300)
@@ -614,15 +626,18 @@ def glfs_path(
         lambda2.  beta = 0 is a stationary point and the global minimiser of
         the exact objective (V >= 0 = V(0)), so the start must lie beyond the
         hump of Q where some genes have a negative gradient; kappa = 2 was best
-        on the planted simulation.  An array is used as given.
+        on the planted simulation.  If no gene has a negative gradient at that
+        start, kappa is doubled until one does (``params["start_doublings"]``).
+        An array is used as given.
     n_lams, lam_ratio : int, float
         Size and depth of the default path.
     search_C : float, default 1024
         The constant C of the halving search (floor(log2 C) + 1 solves).
     lam_init : float, optional
         lambda_0 of the halving search; default max_i -dQ/dbeta_i at beta_init.
-    max_iter : int, default 300
-        Iterations per solve.
+    max_iter : int, default 100
+        L-BFGS-B iterations per solve (non-converged points are recorded in
+        ``converged``).
 
     Returns
     -------
@@ -633,7 +648,8 @@ def glfs_path(
     Notes
     -----
     The first path point is solved from ``beta_init`` (cold); each next one
-    starts from the previous solution (warm) unless that is empty.  Genes enter
+    starts from the last non-empty solution (warm; cold again only while every
+    solution so far is empty).  Genes enter
     when their gradient falls below -lam.  Cost: (number of solves) x
     (iterations) x O(n^3 + n^2 d), O(n^2 + n d) memory.
     """
@@ -672,11 +688,13 @@ def glfs_path(
         first, search = _first
     betas, path, conv = [], [], []
     prev = None
+    last_nonempty = None
     for k, lam in enumerate(lams):
         if k == 0 and first is not None and first[0] == lam:
             sol = first[1]  # the halving search's cold solution at lam*
         else:
-            start = prev.beta if (prev is not None and np.any(prev.beta > 0)) else prob.beta0
+            # warm start from the last non-empty solution; cold (beta_init) only until there is one
+            start = last_nonempty.beta if last_nonempty is not None else prob.beta0
             sol = prob.solve(float(lam), start)
         betas.append(sol.beta)
         path.append((float(lam), int(np.sum(sol.beta > 0)), float(sol.value)))
@@ -684,6 +702,8 @@ def glfs_path(
         if not sol.success:
             log.info("glfs path: lam=%.4g solver: %s", lam, sol.message)
         prev = sol
+        if np.any(sol.beta > 0):
+            last_nonempty = sol
     entry_a, order_a = _rank_from_path(prob, lams, betas, prev)
     ranking = np.concatenate([prob.active[order_a], np.flatnonzero(prob.const)])
     entry = prob.full(entry_a, fill=np.nan)
@@ -704,6 +724,7 @@ def glfs_path(
         "search_C": float(search_C),
         "max_iter": prob.max_iter,
         "n_constant": int(prob.const.sum()),
+        "start_doublings": int(prob.start_doublings),
     }
     return GLFSResult(
         weights=b0,
