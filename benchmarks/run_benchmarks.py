@@ -214,6 +214,10 @@ def _worker(spec):
         run = lambda: glfs.laplacian_score(X, ctx["W"])  # noqa: E731
     elif kind == "graph+ls":
         run = lambda: glfs.laplacian_score(X, graph())  # noqa: E731
+    elif kind == "graph_pcs+ls":  # neighbours on 50 principal components (similarity_graph n_pcs)
+        run = lambda: glfs.laplacian_score(  # noqa: E731
+            X, glfs.similarity_graph(X, n_neighbors=spec.get("k", N_NEIGHBORS), kernel="heat", n_pcs=50)
+        )
     elif kind == "naive_ls":
         ctx["W"] = graph()
         run = lambda: naive_dense_laplacian_score(X, ctx["W"])  # noqa: E731
@@ -672,6 +676,7 @@ def main(argv=None):
         impls = [
             ("glfs graph+ls", "graph+ls", 0),
             ("glfs graph+ls 2 threads", "graph+ls", 0),
+            ("glfs graph(50 PCs)+ls 2 threads", "graph_pcs+ls", 0),
             ("glfs ls", "ls", 0),
             ("naive_dense ls", "naive_ls", 3),  # dense W, D, L
             ("skfeature ls", "skfeature_ls", 2),  # W.todense(), D.todense()
