@@ -808,11 +808,13 @@ def glfs(
         if best is None:
             msg = (
                 f"glfs: the halving search found no lam with a non-empty solution (tried {len(history)} values, "
-                f"smallest {min(h[0] for h in history):.4g}); increase beta_init or give lam"
+                f"smallest {min(h[0] for h in history):.4g}); using the default path from lam_max instead"
             )
-            raise RuntimeError(msg)
-        lams = best[0] * np.geomspace(1.0, lam_ratio, int(n_lams))
-        res = glfs_path(None, None, lams, _first=((best[0], best[1]), history), **common)
+            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+            res = glfs_path(None, None, None, **common)
+        else:
+            lams = best[0] * np.geomspace(1.0, lam_ratio, int(n_lams))
+            res = glfs_path(None, None, lams, _first=((best[0], best[1]), history), **common)
     else:
         res = glfs_path(None, None, None, _pick=n_features, **common)
     if res.n_selected == 0:
