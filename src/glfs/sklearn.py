@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -84,7 +84,6 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
         return np.asarray(self.selection_.selected)
 
 
-from sklearn.base import ClassifierMixin  # noqa: E402  (GLFSClassifier section, appended)
 
 
 class GLFSClassifier(ClassifierMixin, BaseEstimator):
