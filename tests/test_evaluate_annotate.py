@@ -111,3 +111,20 @@ def test_atomic_path_leaves_nothing_on_failure(tmp_path):
             fh.write("ok")
     assert target.read_text() == "ok"
     assert [p.name for p in tmp_path.iterdir()] == ["out.tsv"]
+
+
+def test_atomic_outputs_get_umask_permissions(tmp_path):
+    import os
+    import stat
+
+    import pandas as pd
+
+    from glfs._annotate import write_tsv
+
+    old = os.umask(0o022)
+    try:
+        write_tsv(pd.DataFrame({"a": [1]}), tmp_path / "t.tsv")
+    finally:
+        os.umask(old)
+    mode = stat.S_IMODE(os.stat(tmp_path / "t.tsv").st_mode)
+    assert mode == 0o644, oct(mode)  # mkstemp alone would give 0o600

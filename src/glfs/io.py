@@ -116,6 +116,9 @@ def _atomic_path(dest, suffix=""):
             stale.unlink()
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=f".part{suffix}", dir=dest.parent)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; outputs get the usual permissions
     tmp = Path(tmp)
     try:
         yield tmp
