@@ -17,6 +17,6 @@ include: "workflow/rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_outputs(),
-    default_target: True

@@ -37,7 +37,7 @@ def test_snakefmt_check():
 
 @pytest.mark.workflow
 def test_default_workflow_dry_run():
-    r = _run([_tool("snakemake"), "-n", "--cores", "2", "--quiet", "rules"])
+    r = _run([_tool("snakemake"), "-n", "--forceall", "--cores", "2", "--quiet", "rules"])
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout + r.stderr
     for rule in ["prepare_dataset", "build_graph", "select_features", "make_report"]:
