@@ -5,22 +5,14 @@ provenance record atomically.  On any error nothing is written.
 """
 
 import logging
-import signal
 import sys
 
+from glfs._annotate import log_to
 from glfs.io import fetch_dataset_files, write_json_atomic
 
 
-def _terminate(signum, frame):
-    """SIGTERM (snakemake interrupted) -> SystemExit, so temporary files are removed."""
-    raise SystemExit(128 + signum)
-
-
 def main(smk):
-    signal.signal(signal.SIGTERM, _terminate)
-    logging.basicConfig(
-        filename=smk.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    log_to(smk.log[0])  # log file, warnings captured, SIGTERM -> clean exit
     log = logging.getLogger("fetch_dataset")
     try:
         prov = fetch_dataset_files(smk.wildcards.dataset, smk.params.dataset, smk.params.fetch)

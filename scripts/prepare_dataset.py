@@ -6,24 +6,15 @@ results/{dataset}/prepared.h5ad atomically.  On any error nothing is written.
 
 import json
 import logging
-import signal
 import sys
 import warnings
 
+from glfs._annotate import log_to
 from glfs.io import check_provenance, prepare_dataset, write_h5ad_atomic
 
 
-def _terminate(signum, frame):
-    """SIGTERM (snakemake interrupted) -> SystemExit, so temporary files are removed."""
-    raise SystemExit(128 + signum)
-
-
 def main(smk):
-    signal.signal(signal.SIGTERM, _terminate)
-    logging.basicConfig(
-        filename=smk.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    logging.captureWarnings(True)
+    log_to(smk.log[0])  # log file, warnings captured, SIGTERM -> clean exit
     log = logging.getLogger("prepare_dataset")
     name = smk.wildcards.dataset
     with open(smk.input.provenance) as fh:

@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
-import yaml
+from tinysplit import snapshot_workflow, tiny_split_config
 
 REPO = Path(__file__).resolve().parents[2]
 N_RUNS = 2  # clustering.n_runs of the tiny config (checked below)
@@ -32,58 +30,15 @@ N_RUNS = 2  # clustering.n_runs of the tiny config (checked below)
 pytestmark = pytest.mark.workflow
 
 
-def _snapshot(dst: Path) -> Path:
-    """Copy the workflow and the tiny data once, so edits to the repository during
-    the test cannot make the runs differ."""
-    for item in ["Snakefile", "config.yaml", "workflow", "scripts", "envs", "profiles"]:
-        src = REPO / item
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, dst / item)
-    (dst / "resources").mkdir()
-    shutil.copy(REPO / "resources" / "paper_table3.tsv", dst / "resources")
-    shutil.copytree(REPO / "tests/workflow/tiny", dst / "tiny")
-    return dst
 
 
 def _tiny_config(snap: Path) -> dict:
-    """The tiny config with absolute paths, ``tiny`` as .h5ad with a train/test split
-    and two classes (grp0 / rest)."""
-    import anndata
-
-    cfg = yaml.safe_load((snap / "tiny/config.yaml").read_text())
-    for ds in cfg["datasets"].values():
-        for key in ("expression", "labels"):
-            if key in ds:
-                ds[key] = str(snap / "tiny" / Path(ds[key]).name)
-    expr = pd.read_csv(snap / "tiny/expression.tsv", sep="\t", index_col=0).T  # samples x genes
-    split = np.where(np.arange(expr.shape[0]) % 3 == 0, "test", "train")
-    ad = anndata.AnnData(
-        X=expr.to_numpy(dtype=float),
-        obs=pd.DataFrame({"split": split}, index=expr.index.astype(str)),
-        var=pd.DataFrame(index=expr.columns.astype(str)),
-    )
-    ad.write_h5ad(snap / "tiny_split.h5ad")
-    tiny = cfg["datasets"]["tiny"]
-    # two classes (grp0 versus the rest): the classification stage is the binary Golub protocol
-    labels = pd.read_csv(tiny["labels"], sep="\t")
-    col = tiny["label_column"]
-    labels[col] = np.where(labels[col] == "grp0", "grp0", "rest")
-    labels.to_csv(snap / "tiny_split_labels.tsv", sep="\t", index=False)
-    cfg["datasets"]["tiny_split"] = {
-        "expression": str(snap / "tiny_split.h5ad"),
-        "labels": str(snap / "tiny_split_labels.tsv"),
-        "sample_column": tiny["sample_column"],
-        "label_column": tiny["label_column"],
-    }
-    cfg["run"] = ["tiny_split", "tiny_unlabelled"]
-    cfg["classification"] = {"datasets": ["tiny_split"], "cv_folds": 3}
+    cfg = tiny_split_config(snap)
     assert cfg["clustering"]["n_runs"] == N_RUNS
     assert "seed" not in cfg  # the default seed (0) of config.yaml applies
     return cfg
-
-
-@pytest.fixture(scope="module")
 def runs(tmp_path_factory, snakemake_run):
-    snap = _snapshot(tmp_path_factory.mktemp("snapshot"))
+    snap = snapshot_workflow(tmp_path_factory.mktemp("snapshot"))
     config = _tiny_config(snap)
     dirs = {}
     for name in ("a", "b", "s7"):
