@@ -203,6 +203,9 @@ def test_adata_contract_and_scanpy(run_dir):
         assert np.array_equal(ad.var[f"{m}_rank"].to_numpy(), t["rank"].to_numpy())
     assert "glfs_weight" in ad.var
     sc.pp.pca(ad, n_comps=2, mask_var="glfs_exact")
+    sc.pp.pca(ad, n_comps=2, mask_var="glfs")  # the default variant under the plain key
+    assert ad.uns["glfs"]["params"]["variant"] == "glfs_exact"
+    assert (ad.var["glfs"] == ad.var["glfs_exact"]).all() and (ad.var["glfs_weight"] == ad.var["glfs_exact_weight"]).all()
     assert ad.obsm["X_pca"].shape == (36, 2)
     sc.pp.pca(ad, n_comps=2, mask_var="fisher_score")
 
