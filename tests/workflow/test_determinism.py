@@ -30,13 +30,14 @@ N_RUNS = 2  # clustering.n_runs of the tiny config (checked below)
 pytestmark = pytest.mark.workflow
 
 
-
-
 def _tiny_config(snap: Path) -> dict:
     cfg = tiny_split_config(snap)
     assert cfg["clustering"]["n_runs"] == N_RUNS
     assert "seed" not in cfg  # the default seed (0) of config.yaml applies
     return cfg
+
+
+@pytest.fixture(scope="module")
 def runs(tmp_path_factory, snakemake_run):
     snap = snapshot_workflow(tmp_path_factory.mktemp("snapshot"))
     config = _tiny_config(snap)
