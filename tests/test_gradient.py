@@ -175,7 +175,7 @@ def test_lbfgsb_solution_satisfies_kkt(objective):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_planted_recovery_exact(seed):
     # easy setting with more genes than samples (the expression-data regime); with d < n the
-    # default start level can fail (docs/methods/glfs.md records it)
+    # default start level can fail (docs/methods.md records it)
     X, W, informative = _small_problem(seed=seed, n=100, d=204, sigma=0.2)
     res = glfs.glfs(X, W, objective="exact", n_features=4)
     assert recovery_score(res.ranking, informative) == 1.0
@@ -188,7 +188,7 @@ def test_path_lams_decrease_and_support_grows_for_exact():
     lams = [p[0] for p in res.path]
     counts = [p[1] for p in res.path]
     assert all(a > b for a, b in zip(lams, lams[1:]))
-    # monotone here (warm starts, genes only enter); docs/methods/glfs.md says where it need not hold
+    # monotone here (warm starts, genes only enter); docs/methods.md says where it need not hold
     assert all(a <= b for a, b in zip(counts, counts[1:]))
     assert counts[-1] > 0
 

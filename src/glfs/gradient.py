@@ -7,7 +7,7 @@ the column f_i = X[:, i] (length n).  With beta >= 0 (one weight per gene)
     M = lambda2 (I + lambda1 L)^{-1}    (n x n, L = D - W the graph Laplacian)
     R = (M + A)^{-1},  K = R M
 
-and three objectives (DESIGN.md section 4 and its errata; docs/methods/glfs.md):
+and three objectives (DESIGN.md section 4 and its errata; docs/methods.md):
 
 - ``"exact"``  : V(beta) = Tr(A [(M+A)^{-1} M]^2) = Tr(K' A K) >= 0, the exact
   A-optimal trace of Cov(w) of LapRLS up to the constant sigma^2 / lambda2^2:
@@ -65,7 +65,7 @@ __all__ = [
 OBJECTIVES = ("paper", "exact", "printed")
 SCALES = ("unit", "none", "standardize")
 
-# Defaults (chosen on the planted simulation, benchmarks/glfs_defaults.py; see docs/methods/glfs.md).
+# Defaults (chosen on the planted simulation, benchmarks/glfs_defaults.py; see docs/methods.md).
 DEFAULT_LAMBDA1 = 0.01
 DEFAULT_LAMBDA2 = 0.01
 DEFAULT_BETA_INIT = 2.0
