@@ -287,6 +287,12 @@ def _max_x_with_full_recovery(d: pd.DataFrame, x: str):
     return best, (agg.index.min() if len(agg) else None), (agg.index.max() if len(agg) else None)
 
 
+def _failing_points(d: pd.DataFrame, x: str) -> list:
+    """Grid values of x where the mean Score is below 1."""
+    agg = d.groupby(x)["score"].mean().sort_index()
+    return [v.item() if hasattr(v, "item") else v for v in agg.index[agg < 1.0 - 1e-12]]
+
+
 def paper_vs_run(ctx: dict) -> pd.DataFrame:
     """Rows comparing the paper's claims with this run's numbers (computed from the results)."""
     rows = []
@@ -302,6 +308,9 @@ def paper_vs_run(ctx: dict) -> pd.DataFrame:
                 note = f"grid {lo}..{hi}; resolution limits the comparison"
                 if best is not None and best >= hi:
                     note += "; full recovery at every sigma tried"
+                failing = _failing_points(a[a["method"] == m], "sigma")
+                if failing:
+                    note += f"; Score < 1 at sigma = {failing}"
                 rows.append({"item": f"simulation, largest sigma with Score = 1 ({m})", "paper": f"{val} ({ref})",
                              "this run": "none" if best is None else best, "note": note})
             bestn, lo, hi = _max_x_with_full_recovery(b[b["method"] == m], "n_noise")
@@ -311,6 +320,9 @@ def paper_vs_run(ctx: dict) -> pd.DataFrame:
                 note = f"grid N = {lo}..{hi}"
                 if hi is not None and hi < val:
                     note += f"; the grid stops below the paper's {val} (run `snakemake simulate_full` for N up to 60000)"
+                failing = _failing_points(b[b["method"] == m], "n_noise")
+                if failing:
+                    note += f"; Score < 1 at N = {failing} (counted from the smallest N, as the paper's 'up to')"
                 rows.append({"item": f"simulation, largest N with Score = 1 ({m})", "paper": f"{val} ({ref})",
                              "this run": "none" if bestn is None else bestn, "note": note})
     supervised = set(ctx.get("supervised") or ())
