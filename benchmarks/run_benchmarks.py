@@ -990,6 +990,27 @@ def _m(r):
     return f"{r['peak_rss_mb']:.0f} MB (+{r['peak_delta_mb']:.0f})"
 
 
+def _method_cell(r) -> str:
+    if r is None:
+        return "-"
+    if r["status"] == "ok":
+        return f"{_t(r)}<br>{_m(r)}"
+    if r["status"] == "not_available":
+        return "not available"
+    if r["status"] == "timeout" or not r.get("note"):
+        return r["status"]
+    return f"{r['status']}: {r['note']}"[:110]
+
+
+def _method_table(w, R, group, rows) -> None:
+    """Markdown table: one row per method (impl), one column per case."""
+    cases = list(dict.fromkeys(r["case"] for r in rows))
+    w("| method | " + " | ".join(cases) + " |")
+    w("|---|" + "---|" * len(cases))
+    for m in dict.fromkeys(r["impl"] for r in rows):
+        w(f"| {m} | " + " | ".join(_method_cell(_get(R, group, c, m)) for c in cases) + " |")
+
+
 def summary_md(args, R, dinfo, minfo, avail, idle, total):
     L = []
     w = L.append
@@ -1236,22 +1257,7 @@ def summary_md(args, R, dinfo, minfo, avail, idle, total):
             "Graph built beforehand (not timed). Time / peak RSS (+extra). Memory guard: skipped when ~k dense n x n "
             f"matrices are predicted to exceed {args.max_mem_gb:g} GB; time limit {args.method_timeout:.0f} s per case.\n"
         )
-        cases = list(dict.fromkeys(r["case"] for r in rows))
-        w("| method | " + " | ".join(cases) + " |")
-        w("|---|" + "---|" * len(cases))
-        for m in dict.fromkeys(r["impl"] for r in rows):
-            cells = []
-            for c in cases:
-                r = _get(R, "methods", c, m)
-                if r is None:
-                    cells.append("-")
-                elif r["status"] == "ok":
-                    cells.append(f"{_t(r)}<br>{_m(r)}")
-                elif r["status"] == "not_available":
-                    cells.append("not available")
-                else:
-                    cells.append(f"{r['status']}" + (f": {r.get('note', '')}"[:90] if r["status"] != "timeout" else ""))
-            w(f"| {m} | " + " | ".join(cells) + " |")
+        _method_table(w, R, "methods", rows)
         w("")
         lim = args.max_mem_gb * 2**30
         w(
@@ -1270,20 +1276,7 @@ def summary_md(args, R, dinfo, minfo, avail, idle, total):
             f"skipped when predicted (~n^3 from the previous size) to exceed {args.method_timeout:.0f} s or when the "
             f"dense n x n matrices are predicted to exceed {args.max_mem_gb:g} GB.\n"
         )
-        cases = list(dict.fromkeys(r["case"] for r in rows))
-        w("| method | " + " | ".join(cases) + " |")
-        w("|---|" + "---|" * len(cases))
-        for m in dict.fromkeys(r["impl"] for r in rows):
-            cells = []
-            for c in cases:
-                r = _get(R, "nn_scaling", c, m)
-                if r is None:
-                    cells.append("-")
-                elif r["status"] == "ok":
-                    cells.append(f"{_t(r)}<br>{_m(r)}")
-                else:
-                    cells.append(r["status"] + (f" ({r.get('note', '')})" if r["status"].startswith("skipped") else ""))
-            w(f"| {m} | " + " | ".join(cells) + " |")
+        _method_table(w, R, "nn_scaling", rows)
         w("")
     return "\n".join(L) + "\n"
 
