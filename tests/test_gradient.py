@@ -258,7 +258,7 @@ def test_constant_genes_never_selected_and_warned():
     assert sel.weights[[2, 5]].tolist() == [0.0, 0.0]
 
 
-@pytest.mark.parametrize("method", ["glfs", "glfs_exact", "glfs_paper", "glfs_printed"])
+@pytest.mark.parametrize("method", ["glfs_exact", "glfs_paper", "glfs_printed"])  # "glfs" is glfs.design now
 def test_select_registry_returns_selection(method):
     X, W, _ = _small_problem(seed=9)
     with warnings.catch_warnings():
@@ -268,7 +268,7 @@ def test_select_registry_returns_selection(method):
     assert sel.higher_is_better
     np.testing.assert_array_equal(sel.indices, sel.ranking[:4])
     assert "path" in sel.extra
-    expected = {"glfs": "exact", "glfs_exact": "exact", "glfs_paper": "paper", "glfs_printed": "printed"}[method]
+    expected = {"glfs_exact": "exact", "glfs_paper": "paper", "glfs_printed": "printed"}[method]
     assert sel.params["objective"] == expected
 
 

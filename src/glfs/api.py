@@ -61,7 +61,7 @@ METHODS: dict[str, MethodInfo] = {
         _M("variance", "glfs.api:_select_variance", False, False, False, "per-gene variance baseline"),
         _M("lapaofs", "glfs.optimal:select_lapaofs", True, False, False, "LapAOFS greedy A-optimal (He 2011)"),
         _M("lapdofs", "glfs.optimal:select_lapdofs", True, False, False, "LapDOFS greedy D-optimal (He 2011)"),
-        _M("glfs", "glfs.gradient:select_glfs", True, False, True, "GLFS (Wang & Goldenberg 2013), objective param"),
+        _M("glfs", "glfs.design:select_glfs_design", True, False, False, "well-posed GLFS: budgeted A-optimal design, greedy + exchange"),
         _M("glfs_paper", "glfs.gradient:select_glfs_paper", True, False, True, "GLFS, Eq. 7 with its true gradient"),
         _M("glfs_exact", "glfs.gradient:select_glfs_exact", True, False, True, "GLFS, exact covariance trace"),
         _M("glfs_printed", "glfs.gradient:select_glfs_printed", True, False, True, "GLFS, Eq. 7 values with printed Eq. 9"),
