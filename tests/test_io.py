@@ -1,5 +1,7 @@
-"""Readers on the real vendored files; expected numbers are independent facts
-from ../shared/data/MANIFEST.md (and the papers), not the code's own output."""
+"""Readers on the real vendored files (expected numbers are independent facts
+from the files' documentation in resources/README.md and the papers, not the
+code's own output), and the input cases users really have (issue 11): labels
+in an .h5ad, raw counts, odd ids, unsafe file names, a full disk."""
 
 from __future__ import annotations
 
@@ -255,3 +257,250 @@ def test_check_provenance_names_vanished_or_changed_file(tmp_path):
     f.unlink()
     with pytest.raises(gio.DataError, match=r"m\.tsv .*no longer exists"):
         gio.check_provenance(prov)
+
+
+# ---------------------------------------------------------------- issue 11: inputs as users have them
+
+
+def _prepare(cfg, paths, n_neighbors=2, name="d"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return gio.prepare_dataset(name, cfg, paths, n_neighbors=n_neighbors)
+
+
+def _h5ad(path, obs=None, X=None, n=8, d=5):
+    import anndata as ad
+
+    if X is None:
+        X = np.random.default_rng(3).normal(size=(n, d))
+    n, d = X.shape
+    obs = pd.DataFrame(obs or {}, index=[f"s{i}" for i in range(n)])
+    ad.AnnData(X=X, obs=obs, var=pd.DataFrame(index=[f"g{j}" for j in range(d)])).write_h5ad(path)
+    return path
+
+
+def test_h5ad_labels_from_named_obs_column(tmp_path):
+    cell = ["T/NK", "B", "T/NK", "B", "$x$", "B", "T/NK", "$x$"]
+    p = _h5ad(tmp_path / "a.h5ad", {"cell_type": pd.Categorical(cell), "label": ["other"] * 8})
+    cfg = {"expression": str(p), "label_column": "cell_type"}
+    assert gio.dataset_has_labels(cfg)
+    a = _prepare(cfg, {"expression": p})
+    assert list(a.obs["label"]) == cell
+    assert a.uns["dataset"]["labelled"] is True
+    assert a.uns["dataset"]["n_clusters"] == 3
+    # label counts survive a write/read round trip whatever the labels contain ("/" made nested groups)
+    a.write_h5ad(tmp_path / "b.h5ad")
+    import anndata as ad
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # h5py's FutureWarning about "/" in keys must not appear
+        b = ad.read_h5ad(tmp_path / "b.h5ad")
+    lc = b.uns["dataset"]["label_counts"]
+    assert dict(zip(lc["labels"], (int(c) for c in lc["counts"]))) == {"$x$": 2, "B": 3, "T/NK": 3}
+
+
+def test_h5ad_without_label_column_is_unlabelled_even_with_a_label_column_in_obs(tmp_path, caplog):
+    p = _h5ad(tmp_path / "a.h5ad", {"label": ["c0", "c1"] * 4})
+    cfg = {"expression": str(p)}
+    assert not gio.dataset_has_labels(cfg)
+    with caplog.at_level("WARNING", logger="glfs.io"):
+        a = _prepare(cfg, {"expression": p})
+    assert a.uns["dataset"]["labelled"] is False
+    assert "label_counts" not in a.uns["dataset"]
+    assert "label_column" in a.uns["dataset"]["warnings"]
+    assert "obs column 'label' is not used" in caplog.text
+
+
+def test_dataset_has_labels_follows_the_config():
+    assert gio.dataset_has_labels({"expression": "x.tsv", "labels": "l.tsv"})
+    assert not gio.dataset_has_labels({"expression": "x.tsv"})
+    assert gio.dataset_has_labels({"expression": "data/x.h5ad", "label_column": "c"})
+    assert not gio.dataset_has_labels({"expression": "data/x.h5ad"})
+    assert not gio.dataset_has_labels({"expression": "x.tsv", "label_column": "c"})  # needs a labels table
+    assert gio.dataset_has_labels({"expression": {"url": "https://h/get?id=3", "filename": "x.h5ad"}, "label_column": "c"})
+    assert gio.dataset_has_labels({"expression": "x.rda", "format": "stategra", "extra_files": {}})
+    assert gio.dataset_has_labels({"expression": "x.txt", "format": "clanc840"})
+
+
+@pytest.mark.parametrize(
+    "obs,cfg,match",
+    [
+        ({"cell_type": ["a", "b"] * 4}, {"label_column": "kind"},
+         r"a\.h5ad: obs column 'kind' \(config key label_column\) not found; obs columns are \['cell_type'\]"),
+        ({"cell_type": pd.Categorical(["a", "b", None, "a", "b", "a", None, "b"])}, {"label_column": "cell_type"},
+         r"a\.h5ad: obs column 'cell_type' \(config key label_column\): no label for 2 of 8 samples: \['s2', 's6'\]"),
+        ({"cell_type": ["a", "b", "a", "NA", "b", "a", "a", "b"]}, {"label_column": "cell_type"},
+         r"obs column 'cell_type'.*no label for 1 of 8 samples: \['s3'\]"),
+    ],
+)
+def test_h5ad_bad_labels(tmp_path, obs, cfg, match):
+    p = _h5ad(tmp_path / "a.h5ad", obs)
+    with pytest.raises(gio.DataError, match=match):
+        _prepare({"expression": str(p), **cfg}, {"expression": p})
+
+
+def test_h5ad_missing_labels_dropped_when_asked(tmp_path):
+    p = _h5ad(tmp_path / "a.h5ad", {"ct": ["a", "b", None, "a", "b", "a", "b", "b"]})
+    a = _prepare({"expression": str(p), "label_column": "ct", "drop_unlabelled": True}, {"expression": p})
+    assert "s2" not in a.obs_names and a.n_obs == 7
+    assert a.uns["dataset"]["labels"]["n_samples_unlabelled_dropped"] == 1
+
+
+def test_label_counts_round_trip_from_a_labels_table(tmp_path):
+    import anndata as ad
+
+    df = _planted_frame()
+    df.T.to_csv(tmp_path / "m.tsv", sep="\t")
+    pd.DataFrame({"sample": df.index, "kind": ["a/b", "c"] * 4}).to_csv(tmp_path / "l.tsv", sep="\t", index=False)
+    a = _prepare({"expression": "m.tsv", "labels": "l.tsv", "label_column": "kind"}, {"expression": tmp_path / "m.tsv", "labels": tmp_path / "l.tsv"})
+    a.write_h5ad(tmp_path / "p.h5ad")
+    lc = ad.read_h5ad(tmp_path / "p.h5ad").uns["dataset"]["label_counts"]
+    assert list(lc["labels"]) == ["a/b", "c"] and [int(c) for c in lc["counts"]] == [4, 4]
+
+
+def _counts(n=12, d=30, seed=0):
+    """Negative-binomial counts with a few very highly expressed genes (raw RNA-seq-like)."""
+    rng = np.random.default_rng(seed)
+    mean = np.exp(rng.normal(1.0, 2.0, d))
+    mean[:2] = 2e5
+    return rng.negative_binomial(2, 2 / (2 + mean), size=(n, d)).astype(float)
+
+
+def test_count_like_detection():
+    assert gio.looks_like_counts(_counts())
+    rng = np.random.default_rng(0)
+    assert not gio.looks_like_counts(np.log1p(_counts()))  # logged: not integers
+    assert not gio.looks_like_counts(rng.normal(5, 1, (10, 20)).round(3))
+    assert not gio.looks_like_counts(np.round(rng.normal(100, 300, (10, 20))))  # negative values (Golub-like)
+    assert not gio.looks_like_counts(rng.integers(0, 2, (10, 20)).astype(float))  # binary: no dynamic range
+    assert not gio.looks_like_counts(np.zeros((4, 3)))
+
+
+def test_raw_counts_warned_and_preprocess_options(tmp_path, caplog):
+    X = _counts()
+    df = pd.DataFrame(X, index=[f"s{i}" for i in range(X.shape[0])], columns=[f"g{j}" for j in range(X.shape[1])])
+    df.to_csv(tmp_path / "c.csv")
+    cfg = {"expression": "c.csv", "orientation": "samples_by_genes"}
+    paths = {"expression": tmp_path / "c.csv"}
+    with caplog.at_level("WARNING", logger="glfs.io"):
+        a = _prepare(cfg, paths)
+    assert "look like raw counts" in caplog.text and "preprocess: normalize_log1p" in caplog.text
+    assert "raw counts" in a.uns["dataset"]["warnings"]
+    np.testing.assert_array_equal(a.X, X)  # preprocess none: unchanged
+    # log1p: log(1 + x); normalize_log1p: each sample scaled to the median library size, then log1p
+    b = _prepare({**cfg, "preprocess": "log1p"}, paths)
+    np.testing.assert_allclose(b.X, np.log(1.0 + X))
+    c = _prepare({**cfg, "preprocess": "normalize_log1p"}, paths)
+    lib = X.sum(axis=1)
+    np.testing.assert_allclose(np.expm1(c.X).sum(axis=1), np.full(X.shape[0], np.median(lib)))
+    np.testing.assert_allclose(c.X, np.log1p(X / lib[:, None] * np.median(lib)))
+    assert c.uns["dataset"]["preprocess_params"]["target_sum"] == pytest.approx(np.median(lib))
+    assert "raw counts" not in c.uns["dataset"]["warnings"]
+    d = _prepare({**cfg, "preprocess": "normalize_log1p", "preprocess_params": {"target_sum": 1e4}}, paths)
+    np.testing.assert_allclose(np.expm1(d.X).sum(axis=1), 1e4)
+
+
+def test_normalize_log1p_agrees_with_scanpy():
+    sc = pytest.importorskip("scanpy")
+    import anndata as ad
+
+    X = _counts(seed=4)
+    a = ad.AnnData(X.copy())
+    sc.pp.normalize_total(a)
+    sc.pp.log1p(a)
+    got, _, _ = gio.preprocess(X, [f"g{j}" for j in range(X.shape[1])], "normalize_log1p")
+    np.testing.assert_allclose(got, a.X, rtol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "X,method,match",
+    [
+        (np.array([[1.0, -2.0], [3.0, 4.0]]), "log1p", r"preprocess 'log1p' needs non-negative values; gene 'b' has -2\.0 at sample 's0'"),
+        (np.array([[0.0, 0.0], [3.0, 4.0]]), "normalize_log1p", r"preprocess 'normalize_log1p': sample 's0' has a total of 0"),
+    ],
+)
+def test_log1p_bad_values(X, method, match):
+    with pytest.raises(gio.DataError, match=match):
+        gio.preprocess(X, ["a", "b"], method, samples=["s0", "s1"])
+
+
+@pytest.mark.parametrize("value", [0.0, 3.5])
+def test_all_constant_matrix_rejected_in_preparation(tmp_path, value):
+    pd.DataFrame(np.full((4, 6), value), index=[f"g{j}" for j in range(4)], columns=[f"s{i}" for i in range(6)]).to_csv(tmp_path / "m.tsv", sep="\t")
+    with pytest.raises(gio.DataError, match=rf"m\.tsv: every one of the 4 genes is constant across the 6 samples.*nothing to select"):
+        _prepare({"expression": "m.tsv"}, {"expression": tmp_path / "m.tsv"})
+
+
+def test_header_ids_stripped_like_row_ids(tmp_path):
+    (tmp_path / "m.tsv").write_text("sample\tG1 \t G2\tG3\ns1 \t1\t2\t3\n s2\t4\t5\t7\n")
+    m = gio.read_matrix(tmp_path / "m.tsv", orientation="samples_by_genes")
+    assert m.genes == ["G1", "G2", "G3"] and m.samples == ["s1", "s2"]
+    (tmp_path / "d.tsv").write_text("sample\tG1 \tG1\tG3\ns1\t1\t2\t3\ns2\t4\t5\t7\n")
+    with pytest.raises(gio.DataError, match=r"d\.tsv: duplicate gene ids in the header line: \['G1'\]"):
+        gio.read_matrix(tmp_path / "d.tsv", orientation="samples_by_genes")
+
+
+def test_spreadsheet_dates_and_control_characters_in_ids_warned(tmp_path, caplog):
+    genes = ["1-Mar", "SEPT2", "2-Sep", "Dec-1", "G\tTAB", "G5", "G6"]
+    X = np.random.default_rng(0).normal(size=(6, len(genes)))
+    pd.DataFrame(X, index=[f"s{i}" for i in range(6)], columns=genes).to_csv(tmp_path / "m.csv")
+    with caplog.at_level("WARNING", logger="glfs.io"):
+        a = _prepare({"expression": "m.csv", "orientation": "samples_by_genes"}, {"expression": tmp_path / "m.csv"})
+    assert list(a.var_names) == genes  # kept as given, only warned
+    assert "3 gene ids look like dates a spreadsheet made from gene symbols" in caplog.text
+    assert "['1-Mar', '2-Sep', 'Dec-1']" in caplog.text
+    assert "1 gene ids contain tabs, newlines or other control characters: ['G\\tTAB']" in caplog.text
+    w = a.uns["dataset"]["warnings"]
+    assert "spreadsheet" in w and "control characters" in w
+
+
+@pytest.mark.parametrize("skip,fmt", [(0, "tsv"), (2, "gct")])
+def test_unclosed_quote_names_the_file_line(tmp_path, skip, fmt):
+    lines = ["#1.2", "30\t2"][:skip] + ["gene\t" + ("Description\t" if fmt == "gct" else "") + "a\tb"]
+    lines += [f"G{i}\t" + ("d\t" if fmt == "gct" else "") + "1\t2" for i in range(30)]
+    bad = skip + 21  # 0-based index of file line 22 + skip
+    lines[bad] = lines[bad].replace("\t1", '\t"1', 1)
+    (tmp_path / f"m.{fmt}").write_text("\n".join(lines) + "\n")
+    with pytest.raises(gio.DataError, match=rf"m\.{fmt}: unclosed quote: the '\"' opened on line {bad + 1} is never closed"):
+        gio.read_matrix(tmp_path / f"m.{fmt}")
+
+
+@pytest.mark.parametrize("name", ["../../../../x", "/tmp/abs", "a/b", "..", ".", "a\\b", "x\ny"])
+def test_file_spec_filename_must_be_a_plain_name(tmp_path, name):
+    spec = {"url": "https://example.org/data.tsv", "filename": name}
+    with pytest.raises(gio.FetchError, match=r"dataset 'd' file 'expression': filename must be a plain file name"):
+        gio.resolve_file(spec, dataset="d", role="expression", download_dir=str(tmp_path / "dl"))
+    assert not any((tmp_path / "dl").rglob("*")) if (tmp_path / "dl").exists() else True
+
+
+def test_disk_full_is_one_clear_error(tmp_path, monkeypatch):
+    import errno
+
+    import anndata as ad
+
+    a = ad.AnnData(np.zeros((3, 2)))
+
+    def full(self, path, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ad.AnnData, "write_h5ad", full)
+    with pytest.raises(gio.DiskFullError, match=r"^no space left on device while writing .*p\.h5ad$"):
+        gio.write_h5ad_atomic(a, tmp_path / "p.h5ad")
+    assert list(tmp_path.iterdir()) == []
+    # an h5py-style error (errno in the text, wrapped by anndata) is recognised too
+    def wrapped(self, path, *args, **kwargs):
+        try:
+            raise OSError("Can't write data (file write failed: errno = 28, error message = 'No space left on device')")
+        except OSError as e:
+            raise OSError(f"{e}\n\nAbove error raised while writing key 'X'") from e
+
+    monkeypatch.setattr(ad.AnnData, "write_h5ad", wrapped)
+    with pytest.raises(gio.DiskFullError, match=r"no space left on device while writing"):
+        gio.write_h5ad_atomic(a, tmp_path / "p.h5ad")
+    with pytest.raises(gio.DiskFullError):
+        with gio._atomic_path(tmp_path / "t.json") as tmp:
+            raise OSError(errno.ENOSPC, "No space left on device")
+    # any other error passes through unchanged
+    with pytest.raises(PermissionError):
+        with gio._atomic_path(tmp_path / "t.json") as tmp:
+            raise PermissionError(errno.EACCES, "denied")

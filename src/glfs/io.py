@@ -18,6 +18,7 @@ failed step never leaves a partial file where a later run would trust it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import hashlib
 import http.client
@@ -25,6 +26,7 @@ import io as _io
 import json
 import logging
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -44,6 +46,10 @@ log = logging.getLogger(__name__)
 __all__ = [
     "DataError",
     "FetchError",
+    "DiskFullError",
+    "dataset_has_labels",
+    "expression_format",
+    "looks_like_counts",
     "is_url",
     "sha256_file",
     "download",
@@ -72,6 +78,32 @@ class DataError(ValueError):
 
 class FetchError(RuntimeError):
     """A file could not be resolved, downloaded or verified."""
+
+
+class DiskFullError(OSError):
+    """The device filled up while an output was written (errno ENOSPC); the message names the file."""
+
+    def __init__(self, dest):
+        super().__init__(f"no space left on device while writing {dest}")
+        self.errno = errno.ENOSPC  # (no strerror/filename: str() stays the one-line message)
+        self.path = str(dest)
+
+
+def _is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` or an exception it was raised from is ENOSPC.
+
+    h5py reports a full disk as an ``OSError`` whose text carries
+    ``errno = 28``, and anndata re-raises it wrapped; both are recognised.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError):
+            text = str(exc)
+            if exc.errno == errno.ENOSPC or "No space left on device" in text or f"errno = {errno.ENOSPC}," in text:
+                return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 # --------------------------------------------------------------------------
@@ -107,6 +139,9 @@ def _atomic_path(dest, suffix=""):
     """Yield a temporary path next to ``dest``; on success fsync and rename it.
 
     On any exception the temporary file is removed and ``dest`` is untouched.
+    A full disk (ENOSPC, however deep in the writer's exception chain) becomes
+    one :class:`DiskFullError` naming ``dest`` instead of the writer's
+    traceback (h5py's runs to hundreds of lines).
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -127,9 +162,11 @@ def _atomic_path(dest, suffix=""):
             os.fsync(fh.fileno())
         os.replace(tmp, dest)
         _fsync_dir(dest.parent)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
+        if isinstance(exc, Exception) and not isinstance(exc, DiskFullError) and _is_disk_full(exc):
+            raise DiskFullError(dest) from None
         raise
 
 
@@ -261,6 +298,24 @@ def _spec(spec) -> dict:
     return out
 
 
+def plain_filename_problem(name) -> str | None:
+    """Why ``name`` is not a plain file name (None when it is).
+
+    A file spec's ``filename`` becomes ``<download_dir>/<dataset>/<filename>``,
+    so it must not hold a directory part, be absolute, be ``.``/``..`` or
+    contain control characters: otherwise a download could be written outside
+    the download directory.
+    """
+    name = str(name)
+    if name in ("", ".", ".."):
+        return f"{name!r} is not a file name"
+    if "/" in name or "\\" in name or Path(name).is_absolute():
+        return f"{name!r} has a directory part"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return f"{name!r} contains control characters"
+    return None
+
+
 def _verify_local(path: Path, expected: str | None, what: str) -> str:
     if not path.exists():
         msg = f"{what}: file {path} does not exist"
@@ -308,7 +363,16 @@ def resolve_file(
         rec.update(source="local", path=str(p), sha256=digest, size=p.stat().st_size, time=_now())
         log.info("%s: local file %s (sha256 %s)", what, p, digest)
         return rec
-    filename = s["filename"] or Path(urllib.parse.urlparse(url).path).name or f"{role}.dat"
+    if s["filename"] is not None:
+        problem = plain_filename_problem(s["filename"])
+        if problem:
+            msg = f"{what}: filename must be a plain file name (no directory, not '.' or '..', no control characters); {problem}"
+            raise FetchError(msg)
+        filename = s["filename"]
+    else:
+        filename = Path(urllib.parse.urlparse(url).path).name
+        if plain_filename_problem(filename):
+            filename = f"{role}.dat"
     candidates = []
     if s["mirror"]:
         candidates.append(Path(s["mirror"]))
@@ -437,6 +501,43 @@ def infer_format(path, fmt: str = "auto") -> str:
     raise DataError(msg)
 
 
+def expression_format(cfg: dict) -> str | None:
+    """The reader a dataset config selects, from ``format`` or the file name; None if unknown.
+
+    Works on the config alone (no file is opened), so the workflow can decide
+    at DAG-building time what :func:`prepare_dataset` will do.  The name is the
+    file spec's ``filename`` when given, else the path or URL path.
+    """
+    fmt = cfg.get("format", "auto") or "auto"
+    if fmt != "auto":
+        return fmt
+    spec = _spec(cfg["expression"])
+    for name in (spec.get("filename"), spec.get("url")):
+        if name:
+            name = urllib.parse.urlparse(name).path if is_url(name) else name
+            with contextlib.suppress(DataError):
+                return infer_format(name)
+    return None
+
+
+def dataset_has_labels(cfg: dict) -> bool:
+    """Whether a dataset has class labels, from its config alone.
+
+    True with a ``labels`` table; for the stategra and clanc840 readers (the
+    labels are in the file); for an ``.h5ad`` whose config names an ``obs``
+    column with ``label_column``.  An ``.h5ad`` without ``label_column`` is
+    unlabelled even if its ``obs`` has a column called ``label``:
+    :func:`prepare_dataset` says so in a warning.  The workflow (rules
+    ``common.smk``) and :func:`prepare_dataset` both decide with this function.
+    """
+    if cfg.get("labels"):
+        return True
+    fmt = expression_format(cfg)
+    if fmt in ("stategra", "clanc840"):
+        return True
+    return fmt == "h5ad" and cfg.get("label_column") is not None
+
+
 def _read_raw_table(path: Path, sep: str, skiprows: int = 0) -> list[list[str]]:
     text = _read_text(path)
     if not text.strip():
@@ -457,9 +558,34 @@ def _read_raw_table(path: Path, sep: str, skiprows: int = 0) -> list[list[str]]:
         msg = f"{path}: file is empty"
         raise DataError(msg) from None
     except pd.errors.ParserError as exc:
-        msg = f"{path}: cannot parse as a {'tab' if sep == chr(9) else repr(sep)}-separated table: {exc}"
-        raise DataError(msg) from None
+        raise _parse_error(path, text, sep, exc, "a {}-separated table".format("tab" if sep == chr(9) else repr(sep))) from None
     return df
+
+
+def _unclosed_quote_line(text: str, sep: str) -> int | None:
+    """1-based line of the '"' that opens a field and is never closed (None if every quote closes).
+
+    Only run after pandas failed: pandas reports the place as a 0-based
+    "row", which users read as a line number one too low.
+    """
+    line, start, in_quote, prev = 1, None, False, "\n"
+    for ch in text:
+        if in_quote:
+            if ch == '"':
+                in_quote = False
+        elif ch == '"' and prev in (sep, "\n", "\r"):
+            in_quote, start = True, line
+        if ch == "\n":
+            line += 1
+        prev = ch
+    return start if in_quote else None
+
+
+def _parse_error(path, text: str, sep: str, exc, what: str) -> DataError:
+    line = _unclosed_quote_line(text, sep) if "EOF inside string" in str(exc) else None
+    if line is not None:
+        return DataError(f"{path}: unclosed quote: the '\"' opened on line {line} is never closed (a quoted field runs to the end of the file)")
+    return DataError(f"{path}: cannot parse as {what}: {exc}")
 
 
 def _to_float(values: pd.DataFrame, path: Path, row_ids, col_ids, row_kind: str, col_kind: str, line0: int) -> np.ndarray:
@@ -534,7 +660,7 @@ def read_matrix(path, *, fmt: str = "auto", orientation: str = "genes_by_samples
     sep = "," if fmt == "csv" else "\t"
     skip = 2 if fmt == "gct" else 0
     df = _read_raw_table(path, sep, skiprows=skip)
-    header = [str(h) for h in df.iloc[0].tolist()]
+    header = [str(h).strip() for h in df.iloc[0].tolist()]  # stripped like the row ids
     body = df.iloc[1:]
     if body.shape[0] == 0:
         msg = f"{path}: header only, no data rows; expected one row per {'gene' if orientation == 'genes_by_samples' else 'sample'}"
@@ -774,8 +900,7 @@ def read_table(path) -> pd.DataFrame:
     try:
         df = pd.read_csv(_io.StringIO(text), sep=sep, dtype=str, keep_default_na=False)
     except pd.errors.ParserError as exc:
-        msg = f"{path}: cannot parse the table: {exc}"
-        raise DataError(msg) from None
+        raise _parse_error(path, text, sep, exc, "a table") from None
     if df.shape[0] == 0:
         msg = f"{path}: header only, no rows"
         raise DataError(msg)
@@ -878,10 +1003,74 @@ PREPROCESS_DEFAULTS = {
     "log2": {"floor": 20.0, "ceiling": 16000.0},
     "zscore": {},
     "dudoit": {"floor": 100.0, "ceiling": 16000.0, "min_fold": 5.0, "min_diff": 500.0},
+    "log1p": {},
+    "normalize_log1p": {"target_sum": None},
 }
 
+# how far the largest count must lie above the median non-zero count to call a matrix count-like
+COUNT_DYNAMIC_RANGE = 100.0
 
-def preprocess(X: np.ndarray, genes: list, method: str = "none", params: dict | None = None):
+
+def looks_like_counts(X: np.ndarray) -> bool:
+    """Whether X (n_samples, n_genes) looks like unnormalised counts.
+
+    True when every value is a non-negative integer and the largest value is
+    at least :data:`COUNT_DYNAMIC_RANGE` (100) times the median of the
+    non-zero values: raw read or UMI counts, whose few very highly expressed
+    genes dominate every distance and variance (log-scale data are not
+    integers; microarray intensities such as Golub's have negative values;
+    0/1 data have no dynamic range).  O(n d) time, one boolean copy of X.
+    """
+    X = np.asarray(X)
+    if X.size == 0 or X.min() < 0:
+        return False
+    if not np.array_equal(X, np.floor(X)):
+        return False
+    pos = X[X > 0]
+    if pos.size == 0:
+        return False
+    return bool(X.max() >= COUNT_DYNAMIC_RANGE * max(float(np.median(pos)), 1.0))
+
+
+_MONTHS = "jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec"
+_SPREADSHEET_DATE = re.compile(
+    rf"(?:\d{{1,2}}-(?:{_MONTHS})|(?:{_MONTHS})-\d{{1,2}}|\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}/\d{{1,2}}/\d{{2,4}})",
+    re.IGNORECASE,
+)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def id_warnings(ids, kind: str) -> list[str]:
+    """Warnings about ids that tools mangle or that break line-based files.
+
+    - ids that look like dates made by a spreadsheet from gene symbols
+      (Zeeberg et al. 2004, BMC Bioinformatics 5:80: SEPT2 -> ``2-Sep``,
+      MARCH1 -> ``1-Mar``; also ISO and d/m/y dates);
+    - ids with tabs, newlines or other control characters: the workflow's
+      tables quote them (CSV quoting, read back exactly by any CSV reader),
+      but line-based tools (cut, awk, grep) split them.
+
+    Returns one message per kind of problem (empty when none); the ids are
+    kept as given.
+    """
+    ids = [str(i) for i in ids]
+    out = []
+    dates = [i for i in ids if _SPREADSHEET_DATE.fullmatch(i)]
+    if dates:
+        out.append(
+            f"{len(dates)} {kind} ids look like dates a spreadsheet made from gene symbols "
+            f"(SEPT2 -> 2-Sep, MARCH1 -> 1-Mar): {dates[:10]}; fix them in the source file"
+        )
+    odd = [i for i in ids if _CONTROL.search(i)]
+    if odd:
+        out.append(
+            f"{len(odd)} {kind} ids contain tabs, newlines or other control characters: {odd[:10]}; "
+            "the output tables quote them, but line-based tools (cut, awk, grep) will split them"
+        )
+    return out
+
+
+def preprocess(X: np.ndarray, genes: list, method: str = "none", params: dict | None = None, *, samples: list | None = None):
     """Apply a preprocessing option to X (n_samples, n_genes).
 
     - ``none``: unchanged (Wang & Goldenberg 2013: "no pre-processing").
@@ -893,7 +1082,13 @@ def preprocess(X: np.ndarray, genes: list, method: str = "none", params: dict | 
       thresholding (floor 100, ceiling 16000), filtering (keep genes with
       max/min > 5 and max - min > 500), base-10 log.  On Golub's 72 samples
       this keeps 3571 genes, the number the paper reports.
+    - ``log1p``: log(1 + x), for counts; values must be >= 0.
+    - ``normalize_log1p``: library-size normalisation then log1p, for raw
+      counts: each sample is scaled to total ``target_sum`` (default the
+      median of the samples' totals), then log(1 + x), as scanpy's
+      ``normalize_total`` + ``log1p``.  A sample with total 0 is an error.
 
+    ``samples`` (ids, optional) only names samples in error messages.
     Returns (X, kept gene mask (n_genes,) bool, params used).
     """
     params = {k: v for k, v in (params or {}).items() if v is not None or k in ("floor", "ceiling")}
@@ -909,6 +1104,23 @@ def preprocess(X: np.ndarray, genes: list, method: str = "none", params: dict | 
         sd = X.std(axis=0)
         sd_safe = np.where(sd > 0, sd, 1.0)
         return (X - mu) / sd_safe, keep, used
+    if method in ("log1p", "normalize_log1p"):
+        sample_ids = samples if samples is not None else [str(i) for i in range(X.shape[0])]
+        if X.min() < 0:
+            i, j = np.unravel_index(int(np.argmin(X)), X.shape)
+            msg = f"preprocess {method!r} needs non-negative values; gene {genes[j]!r} has {X[i, j]} at sample {sample_ids[i]!r}"
+            raise DataError(msg)
+        if method == "log1p":
+            return np.log1p(X), keep, used
+        totals = X.sum(axis=1)
+        if (totals <= 0).any():
+            i = int(np.flatnonzero(totals <= 0)[0])
+            msg = f"preprocess {method!r}: sample {sample_ids[i]!r} has a total of 0 over all genes; remove it or use preprocess 'log1p'"
+            raise DataError(msg)
+        target = used.get("target_sum")
+        target = float(np.median(totals)) if target is None else float(target)
+        used = {**used, "target_sum": target}
+        return np.log1p(X * (target / totals)[:, None]), keep, used
     lo, hi = used.get("floor"), used.get("ceiling")
     Xc = np.clip(X, lo if lo is not None else -np.inf, hi if hi is not None else np.inf)
     if method == "log2":
@@ -932,6 +1144,32 @@ def preprocess(X: np.ndarray, genes: list, method: str = "none", params: dict | 
 # --------------------------------------------------------------------------
 # prepare: the whole step
 # --------------------------------------------------------------------------
+
+
+def _h5ad_labels(m: Matrix, expr, cfg: dict) -> tuple[Matrix, dict]:
+    """Labels of an .h5ad from the ``obs`` column named by ``label_column``.
+
+    A column that does not exist, or samples without a label (NaN, empty or
+    an NA spelling), are errors naming the column and the samples (or, with
+    ``drop_unlabelled``, the samples are dropped), as for a labels table.
+    """
+    col = cfg["label_column"]
+    where = f"{expr}: obs column {col!r} (config key label_column)"
+    if m.obs is None or col not in m.obs.columns:
+        cols = [] if m.obs is None else list(m.obs.columns)
+        msg = f"{where} not found; obs columns are {cols[:20]}"
+        raise DataError(msg)
+    raw = m.obs[col]
+    text = raw.astype(object).where(raw.notna(), None)
+    values = [None if v is None else str(v).strip() for v in text]
+    values = [np.nan if v is None or v.lower() in _NA_STRINGS else v for v in values]
+    if col != "label" and "label" in m.obs.columns:
+        log.warning("%s: obs column 'label' is replaced by the labels of column %r", expr, col)
+    labels = pd.Series(values, index=pd.Index(m.samples), name="label", dtype=object)
+    return attach_labels(
+        m, labels, path=where, label_map=cfg.get("label_map"),
+        drop_unlabelled=bool(cfg.get("drop_unlabelled", False)),
+    )
 
 
 def _plain(x):
@@ -984,16 +1222,30 @@ def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int = 5, 
     else:
         m = read_matrix(expr, fmt=fmt, orientation=cfg.get("orientation", "genes_by_samples"))
 
+    notes = []
     label_report = {}
+    labelled = True
+    is_h5ad = fmt not in ("golub", "stategra", "clanc840") and infer_format(expr, fmt) == "h5ad"
     if paths.get("labels"):
         labels = read_labels(paths["labels"], cfg.get("sample_column", "sample"), cfg.get("label_column", "label"))
         m, label_report = attach_labels(
             m, labels, path=paths["labels"], match=cfg.get("labels_match", "exact"),
             label_map=cfg.get("label_map"), drop_unlabelled=bool(cfg.get("drop_unlabelled", False)),
         )
-    elif m.obs is not None and "label" in m.obs:
+    elif is_h5ad and cfg.get("label_column") is not None:
+        m, label_report = _h5ad_labels(m, expr, cfg)
+    elif fmt in ("stategra", "clanc840") and m.obs is not None and "label" in m.obs:
         lm = cfg.get("label_map") or {}
         m.obs["label"] = [lm.get(v, v) for v in m.obs["label"]]
+    else:
+        labelled = False
+        if m.obs is not None and "label" in m.obs:
+            note = (
+                f"obs column 'label' is not used as class labels: datasets.{name}.label_column is not set, "
+                f"so the dataset is unlabelled (set label_column: label to evaluate against it)"
+            )
+            log.warning("%s: %s", expr, note)
+            notes.append(note)
 
     n, d = m.X.shape
     if n < 2:
@@ -1002,25 +1254,45 @@ def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int = 5, 
     if n <= n_neighbors:
         msg = f"{expr}: {n} samples but graph.n_neighbors = {n_neighbors}; a kNN graph needs more samples than neighbours (lower graph.n_neighbors or add samples)"
         raise DataError(msg)
-    notes = []
     if n > d:
         note = f"{n} samples > {d} genes: orientation {cfg.get('orientation', 'genes_by_samples')!r} kept as configured (not transposed); check it is right"
         log.warning("%s: %s", expr, note)
         notes.append(note)
 
+    for kind, ids in (("gene", m.genes), ("sample", m.samples)):
+        for note in id_warnings(ids, kind):
+            log.warning("%s: %s", expr, note)
+            notes.append(note)
     method = cfg.get("preprocess", "none") or "none"
-    X, keep, used = preprocess(m.X, m.genes, method, cfg.get("preprocess_params"))
+    if method == "none" and looks_like_counts(m.X):
+        pos = m.X[m.X > 0]
+        note = (
+            f"values look like raw counts (non-negative integers up to {m.X.max():.4g}, "
+            f"{m.X.max() / np.median(pos):.3g} times the median non-zero value {np.median(pos):.4g}): "
+            "distances, variances and GLFS are then driven by a few very highly expressed genes; "
+            f"set datasets.{name}.preprocess: normalize_log1p (library-size normalisation + log1p) "
+            "or log1p (docs/data.md)"
+        )
+        log.warning("%s: %s", expr, note)
+        notes.append(note)
+    X, keep, used = preprocess(m.X, m.genes, method, cfg.get("preprocess_params"), samples=m.samples)
     var = m.var.loc[np.asarray(m.genes)[keep]].copy() if not keep.all() else m.var.copy()
     if not keep.all():
         log.info("preprocess %s kept %d of %d genes", method, int(keep.sum()), d)
     const = np.ptp(X, axis=0) == 0
     const_names = list(np.asarray(var.index)[const])
+    if const.all():
+        zero = " (all zero)" if not X.any() else ""
+        msg = (
+            f"{expr}: every one of the {X.shape[1]} genes is constant across the {n} samples{zero}; "
+            "nothing to select (check the file, `orientation` and `preprocess`)"
+        )
+        raise DataError(msg)
     if const.any():
         log.warning("%s: %d constant genes (allowed; they get NaN scores from score-based methods): %s", expr, len(const_names), const_names[:10])
 
     obs = m.obs.copy() if m.obs is not None else pd.DataFrame(index=pd.Index(m.samples))
     obs.index = pd.Index([str(s) for s in m.samples])
-    labelled = "label" in obs.columns
     if labelled:
         obs["label"] = pd.Categorical(obs["label"].astype(str))
         n_classes = int(obs["label"].nunique())
@@ -1055,7 +1327,9 @@ def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int = 5, 
         "files": {k: {kk: vv for kk, vv in v.items()} for k, v in (provenance or {}).get("files", {}).items()},
     }
     if labelled:
-        info["label_counts"] = {str(k): int(v) for k, v in obs["label"].value_counts().sort_index().items()}
+        # two parallel lists, not a dict: labels may hold "/" (an HDF5 group separator) or anything else
+        counts = obs["label"].value_counts().sort_index()
+        info["label_counts"] = {"labels": [str(k) for k in counts.index], "counts": [int(v) for v in counts.to_numpy()]}
     adata = ad.AnnData(X=np.ascontiguousarray(X, dtype=np.float64), obs=obs, var=var)
     adata.uns["dataset"] = _plain(info)
     return adata
