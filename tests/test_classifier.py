@@ -18,13 +18,13 @@ def _two_class(seed=0, n=40, n_noise=36, sigma=0.3):
     return X, y, informative, rng
 
 
-FAST = {"n_lams": 5, "max_iter": 80}
+FAST = {"n_lams": 5, "max_iter": 80}  # published variants (objective="exact")
 
 
 def test_planted_two_class_problem_is_classified():
     X, y, _, _ = _two_class(seed=1)
     Xte, yte, _, _ = _two_class(seed=1)  # same generator, same clusters -> same structure
-    clf = glfs.GLFSClassifier(cv=4, glfs_params=FAST).fit(X, y)
+    clf = glfs.GLFSClassifier(objective="exact", cv=4, glfs_params=FAST).fit(X, y)
     assert list(clf.classes_) == ["ALL", "AML"]
     assert clf.n_genes_ >= 1
     assert clf.cv_errors_.shape == clf.lams_.shape
@@ -36,7 +36,7 @@ def test_planted_two_class_problem_is_classified():
 
 def test_label_graph_variant_and_decision_scale():
     X, y, _, _ = _two_class(seed=2)
-    clf = glfs.GLFSClassifier(graph="labels", cv=3, glfs_params=FAST).fit(X, y)
+    clf = glfs.GLFSClassifier(objective="exact", graph="labels", cv=3, glfs_params=FAST).fit(X, y)
     s = clf.decision_function(X)
     assert s.shape == (X.shape[0],)
     pred = clf.predict(X)
@@ -45,7 +45,7 @@ def test_label_graph_variant_and_decision_scale():
 
 def test_cross_val_score_and_pipeline_work():
     X, y, _, _ = _two_class(seed=3)
-    clf = glfs.GLFSClassifier(cv=3, glfs_params=FAST)
+    clf = glfs.GLFSClassifier(objective="exact", cv=3, glfs_params=FAST)
     scores = cross_val_score(clf, X, y, cv=3)
     assert scores.shape == (3,)
     assert np.all((scores >= 0) & (scores <= 1))
@@ -65,7 +65,7 @@ def test_sklearn_basics_clone_params_and_errors():
         glfs.GLFSClassifier(cv=3).fit(X, np.arange(X.shape[0]) % 3)
     with pytest.raises(ValueError, match="graph must be 'knn' or 'labels'"):
         glfs.GLFSClassifier(graph="bad", cv=3).fit(X, y)
-    fitted = glfs.GLFSClassifier(cv=3, glfs_params=FAST).fit(X, y)
+    fitted = glfs.GLFSClassifier(objective="exact", cv=3, glfs_params=FAST).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         fitted.predict(X[:, :5])
 
@@ -73,7 +73,79 @@ def test_sklearn_basics_clone_params_and_errors():
 def test_intercept_is_unpenalised_shift():
     # adding a constant to every gene must not change the predictions (centring = free intercept)
     X, y, _, _ = _two_class(seed=6)
-    a = glfs.GLFSClassifier(cv=3, glfs_params={**FAST, "center": True}).fit(X, y)
-    b = glfs.GLFSClassifier(cv=3, glfs_params={**FAST, "center": True}).fit(X + 7.0, y)
+    a = glfs.GLFSClassifier(objective="exact", cv=3, glfs_params={**FAST, "center": True}).fit(X, y)
+    b = glfs.GLFSClassifier(objective="exact", cv=3, glfs_params={**FAST, "center": True}).fit(X + 7.0, y)
     np.testing.assert_array_equal(a.support_, b.support_)
     np.testing.assert_allclose(a.decision_function(X), b.decision_function(X + 7.0), atol=1e-8)
+
+
+# ---------------------------------------------------------------- the well-posed GLFS ("design", the default)
+def test_design_classifier_supervised_on_planted_problem():
+    X, y, informative, _ = _two_class(seed=1, n=60, n_noise=200)
+    clf = glfs.GLFSClassifier(graph="labels", cv=4, n_genes_grid=(1, 2, 4, 8)).fit(X, y)
+    assert clf.selection_converged_
+    assert clf.lams_.tolist() == [1.0, 2.0, 4.0, 8.0] and clf.grid_sizes_.tolist() == [1, 2, 4, 8]
+    assert clf.n_genes_ == int(clf.lam_)
+    Xte, yte, _, _ = _two_class(seed=1, n=60, n_noise=200)
+    noisy = Xte + np.random.default_rng(3).normal(0, 0.05, size=Xte.shape)
+    assert np.mean(clf.predict(noisy) == yte) >= 0.9
+
+
+def test_design_cv_ties_go_to_the_smallest_gene_set():
+    X, y, _, _ = _two_class(seed=2, n=60, n_noise=50, sigma=0.1)
+    clf = glfs.GLFSClassifier(cv=3, n_genes_grid=(2, 4, 8, 16)).fit(X, y)
+    best = clf.cv_errors_.min()
+    tied = np.flatnonzero(clf.cv_errors_ == best)
+    assert clf.n_genes_ == clf.grid_sizes_[tied].min()
+
+
+def test_published_path_cv_ties_go_to_the_smallest_support():
+    X, y, _, _ = _two_class(seed=3)
+    clf = glfs.GLFSClassifier(objective="exact", cv=3, glfs_params=FAST).fit(X, y)
+    tied = np.flatnonzero(clf.cv_errors_ == clf.cv_errors_.min())
+    assert clf.n_genes_ == clf.grid_sizes_[tied].min()
+
+
+def test_selection_inside_each_fold_never_sees_held_out_labels(monkeypatch):
+    from sklearn.model_selection import StratifiedKFold
+
+    X, y, _, _ = _two_class(seed=4, n=40, n_noise=30)
+    calls = []
+    orig = glfs.GLFSClassifier._supports
+
+    def spy(self, Xa, ya, grid=None):
+        calls.append((Xa.copy(), ya.copy()))
+        return orig(self, Xa, ya, grid)
+
+    monkeypatch.setattr(glfs.GLFSClassifier, "_supports", spy)
+    glfs.GLFSClassifier(graph="labels", cv=4, n_genes_grid=(2, 4), random_state=7).fit(X, y)
+    codes = (y == "AML").astype(int)
+    folds = list(StratifiedKFold(n_splits=4, shuffle=True, random_state=7).split(X, codes))
+    assert len(calls) == 1 + len(folds)
+    for (Xa, ya), (tr, te) in zip(calls[1:], folds):
+        np.testing.assert_array_equal(Xa, X[tr])  # only the fold's training samples ...
+        np.testing.assert_array_equal(ya, codes[tr].astype(float))  # ... and only their labels
+    # and the fold's selection is a function of those alone: changing held-out labels leaves it unchanged
+    tr, te = folds[0]
+    y2 = codes.astype(float).copy()
+    y2[te] = 1 - y2[te]
+    clf = glfs.GLFSClassifier(graph="labels", cv=4, n_genes_grid=(2, 4))
+    a = orig(clf, X[tr], codes[tr].astype(float), [2, 4])[2]
+    b = orig(clf, X[tr], y2[tr], [2, 4])[2]
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"objective": "bad"}, "objective must be one of"),
+        ({"cv": 1}, "cv must be an integer >= 2"),
+        ({"n_genes_grid": ()}, "n_genes_grid must be a non-empty"),
+        ({"n_genes_grid": (0, 2)}, "n_genes_grid must be a non-empty"),
+        ({"n_genes_grid": (1.5,)}, "n_genes_grid must be a non-empty"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    X, y, _, _ = _two_class(seed=5)
+    with pytest.raises(ValueError, match=match):
+        glfs.GLFSClassifier(**kwargs).fit(X, y)

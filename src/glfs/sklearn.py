@@ -90,60 +90,80 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
     """GLFS gene selection + LapRLS classifier (Wang & Goldenberg, ICML 2013, Sec. 3.4, Eq. 11).
 
     ``fit`` (on the training samples only): build the patient graph on X (kNN,
-    or the supervised class graph with ``graph="labels"``), run the GLFS lam
-    path (:func:`glfs.glfs_path`), choose lam by stratified ``cv``-fold
-    cross-validation *inside the training set* (the GLFS path is recomputed on
-    every fold's training part with the same lam grid, so held-out samples never
-    influence the selection), then fit LapRLS (Eq. 3) on the genes selected at
-    that lam on the whole training set.
+    or the supervised class graph with ``graph="labels"``, as the paper's
+    abstract describes the supervised use), select genes, choose the size of the
+    gene set by stratified ``cv``-fold cross-validation *inside the training
+    set* (the graph and the selection are recomputed on every fold's training
+    part, so no label of a held-out fold touches its selection), then fit
+    LapRLS (Eq. 3) on the genes selected on the whole training set.
 
-    Two classes of any labels; internally coded 0/1 (``classes_[0]`` -> 0) as in
-    the paper.  Prediction: ``classes_[1]`` when w'x >= 0.5.  Intercept: the
-    paper's Eq. 11 has none; we centre the selected genes and y on the training
-    means, which is exactly LapRLS with an unpenalised intercept (L 1 = 0, so the
-    Laplacian term does not see the intercept).  Without it the 0/1 threshold of
-    0.5 would depend on the genes' raw levels.
+    Selection, by ``objective``:
+
+    - ``"design"`` (default): the well-posed GLFS (:func:`glfs.design.glfs_design`,
+      registry name ``"glfs"``) for every k of ``n_genes_grid``; CV chooses k.
+    - ``"exact"``, ``"paper"``, ``"printed"``: the published readings; the GLFS
+      lam path (:func:`glfs.glfs_path`) and CV chooses lam.
+
+    CV ties go to the smallest gene set.  Two classes of any labels; internally
+    coded 0/1 (``classes_[0]`` -> 0) as in the paper.  Prediction:
+    ``classes_[1]`` when w'x >= 0.5.  Intercept: the paper's Eq. 11 has none; we
+    centre the selected genes and y on the training means, which is exactly
+    LapRLS with an unpenalised intercept (L 1 = 0, so the Laplacian term does not
+    see the intercept).
 
     Parameters
     ----------
-    objective : {"exact", "paper", "printed"}, default "exact"
+    objective : {"design", "exact", "paper", "printed"}, default "design"
     graph : {"knn", "labels"}, default "knn"
         Unsupervised kNN patient graph (:func:`glfs.similarity_graph`) or the
-        supervised class graph (:func:`glfs.label_graph`).
+        supervised class graph (:func:`glfs.label_graph`), for the selection and
+        for LapRLS.
     n_neighbors : int, default 5
     kernel : str, default "heat"
     lambda1, lambda2 : float, default 0.01
-        LapRLS weights, used both by GLFS and by the classifier.
+        LapRLS weights of the classifier (Eq. 3); the published variants also
+        select with them.  The "design" selection uses its own scale-free
+        ``graph_weight``/``ridge`` (pass them in ``glfs_params``).
     cv : int, default 10
         Folds (capped at the size of the smaller class).
     random_state : int, default 0
         Seed of the fold shuffling.
+    n_genes_grid : sequence of int, default (2, 4, 8, 16, 32, 50)
+        Candidate gene-set sizes for ``objective="design"`` (capped at the
+        number of genes).
     glfs_params : dict, optional
-        Extra parameters of :func:`glfs.glfs_path` (``beta_init``, ``n_lams``, ...).
+        Extra parameters of :func:`glfs.design.glfs_design` ("design") or
+        :func:`glfs.glfs_path` (published variants).
 
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
-    lam_ : float
-        Chosen lam (ties: the largest, i.e. sparsest, lam with the fewest CV errors).
     lams_ : ndarray
-        The lam grid (from the GLFS path on the whole training set).
-    cv_errors_ : ndarray of shape (n_lams,)
-        Misclassified held-out samples summed over the folds, per lam.
+        The CV grid: lam values (published variants, from the path on the whole
+        training set) or gene-set sizes k ("design").
+    lam_ : float
+        The chosen grid value.
+    cv_errors_ : ndarray of shape (len(lams_),)
+        Misclassified held-out samples summed over the folds, per grid value.
+    grid_sizes_ : ndarray of int
+        Gene-set size at each grid value (on the whole training set).
     support_ : ndarray of bool, shape (n_features_in_,)
     n_genes_ : int
     coef_ : ndarray of shape (n_genes_,)
-    path_ : glfs.GLFSResult
+    path_ : glfs.GLFSResult (published variants) or None
+    selection_converged_ : bool
+        Whether the final selection converged (exchange: no improving swap;
+        path: the chosen point converged, if the path reports it).
 
     Notes
     -----
-    Cost: (cv + 1) GLFS paths (each O(n^2) memory, see :func:`glfs.glfs`) and
-    (cv + 1) x n_lams small LapRLS solves.
+    Cost: (cv + 1) selections; "design": one greedy + exchange per k and fold
+    (feature space, no n x n matrix).
     """
 
     def __init__(
         self,
-        objective="exact",
+        objective="design",
         graph="knn",
         n_neighbors=5,
         kernel="heat",
@@ -151,6 +171,7 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
         lambda2=0.01,
         cv=10,
         random_state=0,
+        n_genes_grid=(2, 4, 8, 16, 32, 50),
         glfs_params=None,
     ):
         self.objective = objective
@@ -161,6 +182,7 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
         self.lambda2 = lambda2
         self.cv = cv
         self.random_state = random_state
+        self.n_genes_grid = n_genes_grid
         self.glfs_params = glfs_params
 
     def _graph(self, X, y01):
@@ -187,6 +209,25 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
             )
         return W, res
 
+    def _supports(self, X, y01, grid=None):
+        """(W, grid, supports (len(grid), d) bool, converged (len(grid),) bool, path or None)."""
+        if self.objective == "design":
+            from .design import glfs_design
+
+            W = self._graph(X, y01)
+            supports, conv = [], []
+            for k in grid:
+                res = glfs_design(X, W, int(min(k, X.shape[1])), **(self.glfs_params or {}))
+                sup = np.zeros(X.shape[1], dtype=bool)
+                sup[res.selected] = True
+                supports.append(sup)
+                conv.append(res.converged)
+            return W, np.asarray(grid, dtype=np.float64), np.array(supports), np.array(conv), None
+        W, res = self._path(X, y01, grid)
+        lams = np.array([p[0] for p in res.path])
+        conv = np.asarray(getattr(res, "converged", [True] * lams.size), dtype=bool)
+        return W, lams, res.path_weights > 0, conv, res
+
     @staticmethod
     def _fit_rls(X, y01, W, support, lambda1, lambda2):
         from .gradient import laprls_fit
@@ -198,46 +239,60 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
         coef = laprls_fit(X[:, support] - mx, y01 - my, W, lambda1, lambda2)
         return mx, my, coef
 
+    def _check_params(self):
+        if self.objective not in ("design", "exact", "paper", "printed"):
+            msg = f"objective must be one of ('design', 'exact', 'paper', 'printed'); got {self.objective!r}"
+            raise ValueError(msg)
+        if isinstance(self.cv, bool) or not isinstance(self.cv, (int, np.integer)) or self.cv < 2:
+            msg = f"cv must be an integer >= 2; got {self.cv!r}"
+            raise ValueError(msg)
+        grid = np.asarray(self.n_genes_grid)
+        if grid.ndim != 1 or grid.size == 0 or not np.issubdtype(grid.dtype, np.integer) or grid.min() < 1:
+            msg = f"n_genes_grid must be a non-empty sequence of positive integers; got {self.n_genes_grid!r}"
+            raise ValueError(msg)
+
     def fit(self, X, y):
         from sklearn.model_selection import StratifiedKFold
 
         from ._validation import check_labels, check_X, constant_features
 
+        self._check_params()
         X = check_X(X, dense=True)
         n, d = X.shape
         classes, codes = check_labels(y, n, name="y")
         if classes.size != 2:
             msg = f"y must have exactly 2 classes for GLFSClassifier; got {classes.size} ({list(classes)})"
             raise ValueError(msg)
-        if not isinstance(self.cv, (int, np.integer)) or self.cv < 2:
-            msg = f"cv must be an integer >= 2; got {self.cv!r}"
-            raise ValueError(msg)
         y01 = codes.astype(np.float64)
-        W, path = self._path(X, y01)
-        lams = np.array([p[0] for p in path.path])
-        supports = path.path_weights > 0
+        grid0 = sorted({int(min(k, d)) for k in self.n_genes_grid}) if self.objective == "design" else None
+        W, grid, supports, conv, path = self._supports(X, y01, grid0)
         n_splits = int(min(self.cv, np.bincount(codes).min()))
-        errors = np.zeros(lams.size)
+        errors = np.zeros(grid.size)
         if n_splits >= 2:
             folds = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=self.random_state)
             for tr, te in folds.split(X, codes):
                 Xtr = X[tr]
                 if constant_features(Xtr).all():
                     continue
-                Wtr, ptr = self._path(Xtr, y01[tr], lams)
-                for k in range(lams.size):
-                    sup = ptr.path_weights[k] > 0
+                fold_grid = grid0 if self.objective == "design" else grid
+                Wtr, _, sup_tr, _, _ = self._supports(Xtr, y01[tr], fold_grid)
+                for k in range(grid.size):
+                    sup = sup_tr[k]
                     mx, my, coef = self._fit_rls(Xtr, y01[tr], Wtr, sup, self.lambda1, self.lambda2)
                     score = (X[te][:, sup] - mx) @ coef + my
                     errors[k] += np.sum((score >= 0.5).astype(int) != codes[te])
-        best = int(np.argmin(errors))  # first minimum = largest lam = sparsest
+        sizes = supports.sum(axis=1)
+        # fewest CV errors; ties to the smallest gene set (then the first grid value)
+        best = int(np.lexsort((np.arange(grid.size), sizes, errors))[0])
         self.classes_ = classes
         self.n_features_in_ = d
-        self.lams_ = lams
+        self.lams_ = grid
         self.cv_errors_ = errors
-        self.lam_ = float(lams[best])
+        self.grid_sizes_ = sizes
+        self.lam_ = float(grid[best])
         self.support_ = supports[best].copy()
         self.n_genes_ = int(self.support_.sum())
+        self.selection_converged_ = bool(conv[best])
         self.path_ = path
         self.mean_x_, self.mean_y_, self.coef_ = self._fit_rls(X, y01, W, self.support_, self.lambda1, self.lambda2)
         return self
