@@ -1,10 +1,9 @@
 """Rule annotate_adata: prepared.h5ad + every method's selection -> results/{dataset}/adata.h5ad.
 
-Layout: DESIGN.md section 7 (the same as glfs.tl.select).  GLFS variants keep
-their weights in var[f"{method}_weight"]; the default variant
-(params.glfs_weight_method, glfs_exact unless configured otherwise) is also
-written under the plain key "glfs": var["glfs"], var["glfs_score"],
-var["glfs_rank"], var["glfs_weight"], uns["glfs"]["params"]["variant"].
+Layout: the same as glfs.tl.select (README, "Outputs").  Methods with weights keep
+them in var[f"{method}_weight"]; the well-posed GLFS (method "glfs", the
+recommended one) is under the plain key "glfs": var["glfs"], var["glfs_score"],
+var["glfs_rank"], var["glfs_weight"].
 """
 
 import json
@@ -37,9 +36,6 @@ try:
             weight_key=f"{m}_weight",
             uns_params={"n_features": meta["n_features"], "graph": "obsp:patient_similarity" if meta["graph"] != "none" else "none"},
         )
-        if sel.weights is not None and m == par.glfs_weight_method:
-            # the default GLFS variant also under the plain key "glfs" (sc.pp.pca(adata, mask_var="glfs"))
-            write_selection(adata, sel, key="glfs", weight_key="glfs_weight", uns_params={"variant": m})
         log.info("wrote var[%r], var[%r_score], var[%r_rank]", m, m, m)
     with atomic_path(snakemake.output[0]) as tmp:  # noqa: F821
         adata.write_h5ad(tmp)

@@ -2,13 +2,14 @@
 
 Train on obs["split"] == "train" only; every hyper-parameter (GLFS lam, the
 baselines' regularisation) is chosen by CV inside the training set; the test
-samples are used once.  Rows: the GLFS variants (glfs.sklearn.GLFSClassifier,
-when available) and the scikit-learn baselines of glfs.evaluate.  A classifier
+samples are used once.  Rows: the well-posed GLFS ("glfs": kNN graph;
+"glfs_supervised": the class graph of the training labels, rebuilt inside each
+CV fold), the published GLFS readings (glfs.sklearn.GLFSClassifier) and the
+scikit-learn baselines of glfs.evaluate.  A classifier
 that fails gets a row with empty error counts and the error message in
 ``params`` (logged with its traceback), so the others are still reported.
 """
 
-import inspect
 import json
 
 import anndata
@@ -23,18 +24,25 @@ COLUMNS = ["method", "cv_errors", "cv_n", "test_errors", "test_n", "n_genes", "p
 log = log_to(snakemake.log[0])  # noqa: F821
 
 
-def glfs_estimators(variants, cv, seed):
-    try:
-        from glfs.sklearn import GLFSClassifier
-    except ImportError:
-        log.warning("glfs.sklearn.GLFSClassifier is not available: no GLFS rows")
-        return {}
-    accepted = set(inspect.signature(GLFSClassifier).parameters)
+def glfs_estimators(variants, cv, seed, graph, params):
+    """GLFSClassifier per GLFS row, with the workflow's graph and selection parameters."""
+    from glfs.sklearn import GLFSClassifier
+
+    common = {
+        "cv": int(cv.get_n_splits()),
+        "random_state": seed,
+        "n_neighbors": int(graph["n_neighbors"]),
+        "kernel": graph["kernel"],
+    }
     out = {}
     for v in variants:
-        objective = {"glfs_exact": "exact", "glfs_paper": "paper", "glfs_printed": "printed"}.get(v)
-        kw = {"objective": objective, "cv": int(cv.get_n_splits()), "random_state": seed}
-        out[v] = GLFSClassifier(**{k: x for k, x in kw.items() if k in accepted and x is not None})
+        if v == "glfs":
+            design = dict(params.get("glfs", {}))
+            out["glfs"] = GLFSClassifier(objective="design", glfs_params=design or None, **common)
+            out["glfs_supervised"] = GLFSClassifier(objective="design", graph="labels", glfs_params=design or None, **common)
+        else:
+            objective = {"glfs_exact": "exact", "glfs_paper": "paper", "glfs_printed": "printed"}[v]
+            out[v] = GLFSClassifier(objective=objective, glfs_params=dict(params.get(v, {})) or None, **common)
     return out
 
 
@@ -58,7 +66,8 @@ try:
     if variants and np.unique(y).size != 2:
         log.warning("GLFSClassifier is a two-class classifier; %d classes here: no GLFS rows", np.unique(y).size)
         variants = []
-    estimators = {**glfs_estimators(variants, cv, seed), **baseline_classifiers(cv, random_state=seed)}
+    graph, params = dict(par.graph), dict(par.method_params)
+    estimators = {**glfs_estimators(variants, cv, seed, graph, params), **baseline_classifiers(cv, random_state=seed)}
     rows = []
     for name, est in estimators.items():
         try:

@@ -28,7 +28,9 @@ rule classify_samples:
         runtime=get_runtime("classify"),
     params:
         cv_folds=config.get("classification", {}).get("cv_folds", 10),
-        glfs_variants=[m for m in GLFS_VARIANTS if m in config["methods"]],
+        glfs_variants=[m for m in ["glfs", *GLFS_VARIANTS] if m in config["methods"]],
+        graph=config["graph"],
+        method_params=config.get("selection", {}).get("params", {}),
         seed=seed(),
     script:
         "../../scripts/classify_samples.py"

@@ -57,7 +57,6 @@ rule annotate_adata:
         mem_mb=get_mem_mb("annotate"),
         runtime=get_runtime("annotate"),
     params:
-        glfs_weight_method=glfs_path_method(),
         graph=config["graph"],
     script:
         "../../scripts/annotate_adata.py"
