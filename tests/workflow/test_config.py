@@ -83,6 +83,24 @@ CASES = {
     "classification_undefined": (_with("classification", {"datasets": ["golub"]}), r"config key classification\.datasets\[0\]: dataset 'golub' is not defined"),
     "golub_without_independent": (_with("datasets.d.format", "golub"), r"config key datasets\.d\.extra_files\.independent is required for format 'golub'"),
     "bad_resources": (_with("resources", {"default": {"threads": 0}}), r"config key resources\.default\.threads: 0 is less than the minimum of 1"),
+    # issue 11: names and paths as users really write them
+    "dataset_name_newline": (
+        {"run": ["abc\n"], "datasets": {"abc\n": {"expression": "data/m.tsv"}}},
+        r"config key (datasets|run\.0): 'abc\\n' does not match .*\(dataset names: letters, digits and _ only\)",
+    ),
+    "filename_escapes": (
+        _with("datasets.d.expression", {"url": "https://example.org/m.tsv", "filename": "../../../../x"}),
+        r"config key datasets\.d\.expression\.filename: filename must be a plain file name .*'\.\./\.\./\.\./\.\./x' has a directory part",
+    ),
+    "filename_absolute": (
+        _with("datasets.d.extra_files", {"more": {"url": "https://example.org/x", "filename": "/tmp/x"}}),
+        r"config key datasets\.d\.extra_files\.more\.filename: filename must be a plain file name",
+    ),
+    "label_column_without_labels": (
+        _with("datasets.d.label_column", "subtype"),
+        r"config key datasets\.d\.label_column: given but the dataset has no `labels` table \(only an \.h5ad",
+    ),
+    "bad_preprocess_param": (_with("datasets.d.preprocess_params", {"target_sum": 0}), r"config key datasets\.d\.preprocess_params\.target_sum: 0 is less than or equal to the minimum of 0"),
 }
 
 
@@ -109,3 +127,20 @@ def test_valid_minimal_config_dry_runs(tmp_path, mini_workflow, snakemake_run):
     proc = snakemake_run(mini_workflow(tmp_path), tmp_path, BASE, ["results/d/prepared.h5ad"], "-n", timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "prepare_dataset" in proc.stdout + proc.stderr
+
+
+@pytest.mark.workflow
+def test_h5ad_label_column_and_counts_options_dry_run(tmp_path, mini_workflow, snakemake_run):
+    cfg = {"run": ["d"], "datasets": {"d": {"expression": "data/m.h5ad", "label_column": "cell_type", "drop_unlabelled": True, "preprocess": "normalize_log1p", "preprocess_params": {"target_sum": 10000}}}}
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data/m.h5ad").write_bytes(b"")
+    proc = snakemake_run(mini_workflow(tmp_path), tmp_path, cfg, ["results/d/prepared.h5ad"], "-n", timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_schema_preprocess_options_match_the_library():
+    from glfs.io import PREPROCESS_DEFAULTS
+
+    enum = SCHEMA["definitions"]["dataset"]["properties"]["preprocess"]["enum"]
+    assert set(enum) == set(PREPROCESS_DEFAULTS)
+    assert "label" not in str(SCHEMA["definitions"]["dataset"]["properties"]["label_column"].get("default", ""))

@@ -7,7 +7,13 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from glfs.io import dataset_file_specs, is_url
+from glfs.io import (
+    dataset_file_specs,
+    dataset_has_labels,
+    expression_format,
+    is_url,
+    plain_filename_problem,
+)
 
 
 class ConfigError(Exception):
@@ -21,6 +27,12 @@ def _schema_message(err):
     if err.context:
         err = best_match(err.context)
     path = [str(p) for p in err.absolute_path]
+    if (
+        err.validator == "pattern"
+        and isinstance(err.schema, dict)
+        and err.schema.get("description")
+    ):
+        return f"config key {'.'.join(path) or '(top level)'}: {err.message} ({err.schema['description']})"
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = sorted(err.schema.get("properties", {}))
         unknown = sorted(k for k in err.instance if k not in allowed)
@@ -73,6 +85,16 @@ def _check_config(cfg):
                     raise ConfigError(msg)
     needs = {"golub": ["independent"], "stategra": ["sample_map"]}
     for name, dc in datasets.items():
+        for role, spec in dataset_file_specs(dc).items():
+            problem = spec.get("filename") is not None and plain_filename_problem(
+                spec["filename"]
+            )
+            if problem:
+                key = (
+                    role if role in ("expression", "labels") else f"extra_files.{role}"
+                )
+                msg = f"config key datasets.{name}.{key}.filename: filename must be a plain file name (no directory, not '.' or '..', no control characters); {problem}"
+                raise ConfigError(msg)
         fmt = dc.get("format", "auto")
         for role in needs.get(fmt, []):
             if role not in (dc.get("extra_files") or {}):
@@ -81,12 +103,23 @@ def _check_config(cfg):
         if dc.get("split") is not None and fmt != "golub":
             msg = f"config key datasets.{name}.split is only supported for format 'golub' (got format {fmt!r})"
             raise ConfigError(msg)
+        h5ad_labels = (
+            expression_format(dc) == "h5ad" and dc.get("label_column") is not None
+        )
+        if (
+            dc.get("labels") is None
+            and dc.get("label_column") is not None
+            and not h5ad_labels
+        ):
+            msg = f"config key datasets.{name}.label_column: given but the dataset has no `labels` table (only an .h5ad reads labels from an obs column without one)"
+            raise ConfigError(msg)
         if (
             dc.get("labels") is None
             and (dc.get("drop_unlabelled") or dc.get("label_map"))
             and fmt not in ("stategra", "clanc840")
+            and not h5ad_labels
         ):
-            msg = f"config key datasets.{name}: drop_unlabelled/label_map given but the dataset has no `labels` table"
+            msg = f"config key datasets.{name}: drop_unlabelled/label_map given but the dataset has no `labels` table (nor an .h5ad label_column)"
             raise ConfigError(msg)
 
 
@@ -115,9 +148,10 @@ def dataset_config(dataset):
 
 
 def has_labels(dataset):
-    """Whether a dataset has class labels (labels table, or a reader that carries them)."""
-    dc = dataset_config(dataset)
-    return dc.get("labels") is not None or dc.get("format") in ("stategra", "clanc840")
+    """Whether a dataset has class labels: a labels table, a reader that carries them,
+    or an .h5ad with `label_column` (glfs.io.dataset_has_labels, which prepare_dataset
+    also follows)."""
+    return dataset_has_labels(dataset_config(dataset))
 
 
 def seed():
