@@ -7,12 +7,14 @@ var["glfs_rank"], var["glfs_weight"].
 """
 
 import json
+import sys
 from pathlib import Path
 
 import anndata
 import scipy.sparse as sp
 
 from glfs._annotate import atomic_path, log_to, read_tsv, selection_from_table, write_graph, write_selection
+from glfs.io import DiskFullError
 
 log = log_to(snakemake.log[0])  # noqa: F821
 try:
@@ -24,8 +26,10 @@ try:
     for table, meta_path in zip(inp.tables, inp.metas):
         meta = json.loads(Path(meta_path).read_text())
         df = read_tsv(table)
-        if list(df["gene"].astype(str)) != list(adata.var_names):
-            msg = f"{table}: genes differ from {inp.adata} var_names"
+        if list(df["gene"]) != list(adata.var_names):  # read_tsv reads ids as exact text
+            diff = [i for i, (a, b) in enumerate(zip(df["gene"], adata.var_names)) if a != b]
+            where = f"row {diff[0] + 2}: {df['gene'].iloc[diff[0]]!r} vs {adata.var_names[diff[0]]!r}" if diff else f"{len(df)} rows vs {adata.n_vars} genes"
+            msg = f"{table}: genes differ from {inp.adata} var_names ({where})"
             raise ValueError(msg)
         sel = selection_from_table(df, meta)
         m = sel.method
@@ -39,6 +43,10 @@ try:
         log.info("wrote var[%r], var[%r_score], var[%r_rank]", m, m, m)
     with atomic_path(snakemake.output[0]) as tmp:  # noqa: F821
         adata.write_h5ad(tmp)
+except DiskFullError as exc:  # one line, not h5py's error stack
+    log.error("%s", exc)
+    sys.stderr.write(f"annotate_adata: {exc}\n")
+    raise SystemExit(1) from None
 except Exception:
     log.exception("annotate_adata failed")
     raise

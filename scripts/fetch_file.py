@@ -16,11 +16,11 @@ def main(smk):
     log = logging.getLogger("fetch_dataset")
     try:
         prov = fetch_dataset_files(smk.wildcards.dataset, smk.params.dataset, smk.params.fetch)
+        write_json_atomic(prov, smk.output.provenance)  # a full disk: one DiskFullError line
     except Exception as exc:
         log.error("%s", exc)
         sys.stderr.write(f"fetch_dataset {smk.wildcards.dataset}: {exc}\n")
         raise SystemExit(1) from None
-    write_json_atomic(prov, smk.output.provenance)
     log.info("wrote %s", smk.output.provenance)
 
 

@@ -1,9 +1,11 @@
 """Rule make_report: results/report.html (self-contained) and its figures as PNG files."""
 
+import sys
 from pathlib import Path
 
 from glfs._annotate import atomic_path, log_to
 from glfs._report import build_report
+from glfs.io import DiskFullError
 
 log = log_to(snakemake.log[0])  # noqa: F821
 try:
@@ -12,6 +14,10 @@ try:
     with atomic_path(snakemake.output.html) as tmp:  # noqa: F821
         Path(tmp).write_text(html, encoding="utf-8")
     log.info("report: %d characters, %d figures", len(html), len(par.figures))
+except DiskFullError as exc:  # one line, not a traceback
+    log.error("%s", exc)
+    sys.stderr.write(f"make_report: {exc}\n")
+    raise SystemExit(1) from None
 except Exception:
     log.exception("make_report failed")
     raise

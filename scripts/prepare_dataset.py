@@ -24,11 +24,11 @@ def main(smk):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
             adata = prepare_dataset(name, smk.params.dataset, paths, n_neighbors=smk.params.n_neighbors, provenance=prov)
+        write_h5ad_atomic(adata, smk.output.h5ad)  # a full disk: one DiskFullError line, no traceback
     except Exception as exc:
         log.error("%s", exc)
         sys.stderr.write(f"prepare_dataset {name}: {exc}\n")
         raise SystemExit(1) from None
-    write_h5ad_atomic(adata, smk.output.h5ad)
     log.info("wrote %s: %d samples x %d genes", smk.output.h5ad, adata.n_obs, adata.n_vars)
 
 

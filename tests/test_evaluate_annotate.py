@@ -128,3 +128,43 @@ def test_atomic_outputs_get_umask_permissions(tmp_path):
         os.umask(old)
     mode = stat.S_IMODE(os.stat(tmp_path / "t.tsv").st_mode)
     assert mode == 0o644, oct(mode)  # mkstemp alone would give 0o600
+
+
+# ---------------------------------------------------------------- issue 11: names users really have
+
+ODD_IDS = ["NA", "007", "null", "1e3", "True", "nan", "N/A", "-nan", "", "00123", "G\tTAB", "G\nNL", 'say "hi"', "$\\alpha$"]
+
+
+def test_tables_read_back_ids_as_text(tmp_path):
+    from glfs._annotate import read_tsv
+
+    d = len(ODD_IDS)
+    sel = glfs._result.make_selection("variance", np.r_[np.nan, np.arange(d - 1.0)], higher_is_better=True, n_features=3)
+    t = selection_table(sel, ODD_IDS)
+    write_tsv(t, tmp_path / "s.tsv")
+    back = read_tsv(tmp_path / "s.tsv")
+    assert back["gene"].tolist() == ODD_IDS  # not NaN, 7, 1000.0, True, ...
+    assert np.isnan(back["score"][0]) and back["score"][1:].tolist() == list(np.arange(d - 1.0))
+    assert back["selected"].dtype == bool and back["rank"].dtype.kind == "i"
+    assert back["weight"].isna().all()
+    # the other tables: method names that look like numbers or NA stay text, numbers stay numbers
+    c = pd.DataFrame({"method": ["NA", "1"], "n_features": [5, 10], "nmi": [0.5, np.nan]})
+    write_tsv(c, tmp_path / "c.tsv")
+    back = read_tsv(tmp_path / "c.tsv")
+    assert back["method"].tolist() == ["NA", "1"] and back["n_features"].tolist() == [5, 10]
+    assert back["nmi"][0] == 0.5 and np.isnan(back["nmi"][1])
+
+
+def test_report_figures_draw_names_that_look_like_math_text():
+    pytest.importorskip("matplotlib")
+    from glfs._report import figure_heatmap, figure_nmi, figure_paths
+
+    rng = np.random.default_rng(0)
+    genes = ["$\\foo$", "a$b", "$x_{1}$", "G\tTAB"]
+    labels = ["$\\unknown$", "$\\unknown$", "b/c", "b/c", "$"]
+    png = figure_heatmap(rng.normal(size=(5, 4)), genes, labels, "d$s", "$m$")
+    assert png[:4] == b"\x89PNG"
+    nmi = pd.DataFrame({"method": ["$\\bad$"] * 2, "n_features": [1, 2], "run": [0, 0], "nmi": [0.1, 0.2]})
+    assert figure_nmi(nmi, "$\\bad$")[:4] == b"\x89PNG"
+    path = pd.DataFrame({"lam": [1.0, 0.5], "n_selected": [1, 2], "objective": [0.0, 0.0]})
+    assert figure_paths({"$\\bad$": path}, "d")[:4] == b"\x89PNG"

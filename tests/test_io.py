@@ -504,3 +504,82 @@ def test_disk_full_is_one_clear_error(tmp_path, monkeypatch):
     with pytest.raises(PermissionError):
         with gio._atomic_path(tmp_path / "t.json") as tmp:
             raise PermissionError(errno.EACCES, "denied")
+
+
+@pytest.fixture
+def restore_logging():
+    """The workflow scripts' log_to() reconfigures logging and SIGTERM; put both back."""
+    import logging
+    import signal
+
+    root = logging.getLogger()
+    handlers, level, term = root.handlers[:], root.level, signal.getsignal(signal.SIGTERM)
+    yield
+    for h in root.handlers[:]:
+        root.removeHandler(h)
+        h.close()
+    for h in handlers:
+        root.addHandler(h)
+    root.setLevel(level)
+    logging.captureWarnings(False)
+    signal.signal(signal.SIGTERM, term)
+
+
+def _enospc(self, path, *args, **kwargs):
+    import errno
+
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_scripts_report_a_full_disk_in_one_line(tmp_path, monkeypatch, restore_logging):
+    """prepare_dataset.py and annotate_adata.py: one log line naming the output, no traceback, no file."""
+    import json
+    import runpy
+    from types import SimpleNamespace as NS
+
+    import anndata as ad
+    import scipy.sparse as sp
+
+    import glfs
+    from glfs._annotate import selection_meta, selection_table, write_tsv
+
+    scripts = RES.parent / "scripts"
+    df = _planted_frame()
+    df.T.to_csv(tmp_path / "m.tsv", sep="\t")
+    prov = gio.fetch_dataset_files("d", {"expression": str(tmp_path / "m.tsv")})
+    (tmp_path / "prov.json").write_text(json.dumps(prov))
+    monkeypatch.setattr(ad.AnnData, "write_h5ad", _enospc)
+    mod = runpy.run_path(str(scripts / "prepare_dataset.py"))
+    smk = NS(
+        wildcards=NS(dataset="d"), input=NS(provenance=str(tmp_path / "prov.json")),
+        output=NS(h5ad=str(tmp_path / "out/prepared.h5ad")), log=[str(tmp_path / "prep.log")],
+        params=NS(dataset={"expression": str(tmp_path / "m.tsv")}, n_neighbors=2),
+    )
+    with pytest.raises(SystemExit) as e:
+        mod["main"](smk)
+    assert e.value.code == 1
+    text = (tmp_path / "prep.log").read_text()
+    assert text.count(f"no space left on device while writing {tmp_path / 'out/prepared.h5ad'}") == 1
+    assert "Traceback" not in text and len(text.splitlines()) <= 3
+    assert list((tmp_path / "out").iterdir()) == []
+
+    # annotate_adata.py: a script run as snakemake runs it (global `snakemake`)
+    monkeypatch.undo()
+    a = ad.AnnData(df.to_numpy(), obs=pd.DataFrame(index=df.index), var=pd.DataFrame(index=df.columns))
+    a.write_h5ad(tmp_path / "prepared.h5ad")
+    sp.save_npz(tmp_path / "graph.npz", glfs.similarity_graph(a.X, n_neighbors=2))
+    sel = glfs.select(a.X, "variance", n_features=2)
+    write_tsv(selection_table(sel, a.var_names), tmp_path / "variance.tsv")
+    (tmp_path / "variance.json").write_text(json.dumps(selection_meta(sel, n_features=2, graph="none")))
+    monkeypatch.setattr(ad.AnnData, "write_h5ad", _enospc)
+    smk = NS(
+        input=NS(adata=str(tmp_path / "prepared.h5ad"), graph=str(tmp_path / "graph.npz"),
+                 tables=[str(tmp_path / "variance.tsv")], metas=[str(tmp_path / "variance.json")]),
+        params=NS(graph={"n_neighbors": 2}), output=[str(tmp_path / "res/adata.h5ad")], log=[str(tmp_path / "ann.log")],
+    )
+    with pytest.raises(SystemExit) as e:
+        runpy.run_path(str(scripts / "annotate_adata.py"), init_globals={"snakemake": smk})
+    assert e.value.code == 1
+    text = (tmp_path / "ann.log").read_text()
+    assert text.count("no space left on device while writing") == 1 and "Traceback" not in text
+    assert list((tmp_path / "res").iterdir()) == []

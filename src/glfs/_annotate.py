@@ -1,8 +1,8 @@
 """Workflow adapters: selection tables, precomputed Selections into AnnData, atomic writes.
 
 Used by the workflow's ``scripts/``; not part of the stable API.  The AnnData
-layout written by :func:`write_selection` is the one of DESIGN.md section 7
-and of :func:`glfs.tl.select`:
+layout written by :func:`write_selection` is the one of the README's
+"Outputs" section and of :func:`glfs.tl.select`:
 
 - ``var[f"{key}_score"]`` float, ``var[f"{key}_rank"]`` int (1 = best),
   ``var[key]`` bool (selected), ``var["glfs_weight"]`` for GLFS methods
@@ -98,8 +98,28 @@ def write_json(obj, path) -> None:
         json.dump(_plain(obj), fh, indent=1, sort_keys=True, default=str)
 
 
+# Columns of the workflow's tables that hold ids: always read as text, never as
+# numbers or missing values (a gene "NA", "007" or "1e3" stays that string).
+TEXT_COLUMNS = ("gene", "method", "dataset", "sample", "label", "rule", "job", "variant", "item")
+
+
 def read_tsv(path) -> pd.DataFrame:
-    return pd.read_csv(path, sep="\t")
+    """Read a table written by :func:`write_tsv`: id columns as exact text, the rest parsed.
+
+    The id columns (:data:`TEXT_COLUMNS`) keep every value as written
+    (pandas' defaults would turn ``NA``/``null`` into NaN and ``007`` into 7);
+    in the other columns only ``NaN``, ``nan`` and empty cells are missing.
+    Quoted cells (ids with tabs or newlines) are read back exactly.
+    """
+    header = pd.read_csv(path, sep="\t", nrows=0).columns
+    text = [c for c in header if c in TEXT_COLUMNS]
+    return pd.read_csv(
+        path,
+        sep="\t",
+        dtype={c: str for c in text},
+        keep_default_na=False,
+        na_values={c: ["NaN", "nan", ""] for c in header if c not in text},
+    )
 
 
 # ---- selection tables -----------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import functools
 import html
 import io
 import json
@@ -77,6 +78,25 @@ def _img(png: bytes, alt: str) -> str:
     return f'<img alt="{_esc(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}"/>'
 
 
+def _no_mathtext(fn):
+    """Draw every text of a figure as plain text.
+
+    Gene, label and method names are the user's: a ``$`` in one would
+    otherwise be parsed as matplotlib math text (``$\\foo$`` raises
+    ``ParseFatalException: Unknown symbol``).
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        import matplotlib
+
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_no_mathtext
 def _placeholder(text: str) -> bytes:
     import matplotlib.pyplot as plt
 
@@ -87,10 +107,12 @@ def _placeholder(text: str) -> bytes:
 
 
 def _read_tsv(path):
+    from ._annotate import read_tsv  # ids (genes, methods) read as text
+
     p = Path(path)
     if not p.exists():
         return None
-    return pd.read_csv(p, sep="\t")
+    return read_tsv(p)
 
 
 # ---- figures ---------------------------------------------------------------------------
@@ -105,6 +127,7 @@ def _grid_ticks(ax, values):
     ax.xaxis.set_minor_locator(NullLocator())
 
 
+@_no_mathtext
 def figure_nmi(df: pd.DataFrame, dataset: str) -> bytes:
     """Mean +- sd of spectral-clustering NMI against the number of genes, one line per method."""
     import matplotlib.pyplot as plt
@@ -126,6 +149,7 @@ def figure_nmi(df: pd.DataFrame, dataset: str) -> bytes:
     return _png(fig)
 
 
+@_no_mathtext
 def figure_paths(paths: dict, dataset: str) -> bytes:
     """Number of non-zero GLFS weights against lam, one line per GLFS variant (Fig. 2A)."""
     import matplotlib.pyplot as plt
@@ -154,6 +178,7 @@ def figure_paths(paths: dict, dataset: str) -> bytes:
     return _png(fig)
 
 
+@_no_mathtext
 def figure_simulation(df: pd.DataFrame, sim: dict) -> bytes:
     """Recovery Score (mean +- sd over replicates) over sigma and over N (Fig. 1A, 1B)."""
     import matplotlib.pyplot as plt
@@ -182,6 +207,7 @@ def figure_simulation(df: pd.DataFrame, sim: dict) -> bytes:
     return _png(fig)
 
 
+@_no_mathtext
 def figure_heatmap(X, genes, labels, dataset: str, method: str) -> bytes:
     """Expression of the top genes of ``method`` (z-scored per gene), samples grouped by label."""
     import matplotlib.pyplot as plt
@@ -451,7 +477,7 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None)
         parts.append(f"<h2>Dataset {_esc(name)}</h2>")
         ad = anndata.read_h5ad(d["adata"])
         parts.append(f"<p>{ad.n_obs} samples x {ad.n_vars} genes.")
-        if "label" in ad.obs:
+        if d["labelled"] and "label" in ad.obs:  # an unlabelled dataset's own obs 'label' is not its labels
             counts = ad.obs["label"].astype(str).value_counts().sort_index()
             parts.append(" Labels: " + ", ".join(f"{_esc(k)} {v}" for k, v in counts.items()) + ".")
         if "split" in ad.obs:
