@@ -25,7 +25,7 @@ try:
     sel = glfs.select(
         adata.X,
         method=par.method,
-        graph=W,
+        graph=W if info.needs_graph else None,  # glfs.select warns about an unused graph
         n_features=n_features,
         labels=labels,
         random_state=int(par.seed),

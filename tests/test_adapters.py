@@ -1,5 +1,7 @@
 """AnnData adapter (glfs.tl) and scikit-learn selector."""
 
+import re
+
 import anndata as ad
 import numpy as np
 import pandas as pd
@@ -152,3 +154,63 @@ def test_feature_selector_caps_n_features(planted):
     X, _ = planted
     sel = FeatureSelector(method="variance", n_features=500).fit(X[:, :10])
     assert sel.get_support().sum() == 10
+
+
+# ---------------------------------------------------------------- issue 11: first days with the API
+def test_select_accepts_an_anndata(adata):
+    a = glfs.select(adata, "laplacian_score", n_features=3)
+    b = glfs.select(adata.X, "laplacian_score", n_features=3)
+    np.testing.assert_array_equal(a.ranking, b.ranking)
+    np.testing.assert_allclose(a.scores, b.scores)
+    empty = ad.AnnData(obs=pd.DataFrame(index=["a", "b"]), var=pd.DataFrame(index=["g"]))
+    with pytest.raises(ValueError, match=r"X is an AnnData whose \.X is None; pass adata\.layers\[\.\.\.\], or use glfs\.tl\.select\(adata, layer=\.\.\.\)"):
+        glfs.select(empty, "variance", n_features=1)
+
+
+@pytest.mark.parametrize("method", ["ufi", "variance", "q_alpha"])
+def test_graph_given_to_a_method_without_one_is_warned(planted, method):
+    X, _ = planted
+    W = glfs.similarity_graph(X, n_neighbors=5)
+    with pytest.warns(UserWarning, match=rf"method '{method}' uses no graph; the graph passed is ignored"):
+        glfs.select(X, method, graph=W, n_features=3)
+
+
+def test_tl_select_obsp_for_ufi_warns(adata):
+    adata.obsp["connectivities"] = glfs.similarity_graph(adata.X, n_neighbors=5)
+    with pytest.warns(UserWarning, match="method 'ufi' uses no graph"):
+        glfs.tl.select(adata, method="ufi", n_features=3, obsp="connectivities")
+
+
+def test_tl_select_weights_go_under_the_key(adata):
+    glfs.tl.select(adata, method="q_alpha", n_features=3)
+    assert "q_alpha_weight" in adata.var and "glfs_weight" not in adata.var
+    glfs.tl.select(adata, method="q_alpha", n_features=3, key_added="qa")
+    assert "qa_weight" in adata.var and "glfs_weight" not in adata.var
+    np.testing.assert_array_equal(adata.var["qa_weight"], adata.var["q_alpha_weight"])
+    glfs.tl.select(adata, method="glfs_exact", n_features=3)
+    np.testing.assert_array_equal(adata.var["glfs_exact_weight"], adata.var["glfs_weight"])  # GLFS: both, as before
+
+
+def test_tl_select_says_what_it_does(adata, caplog):
+    with caplog.at_level("INFO", logger="glfs"):
+        glfs.tl.select(adata, method="laplacian_score", n_features=3)
+    text = caplog.text
+    assert "tl.select: laplacian_score on 60 samples x 40 genes" in text
+    assert "building a kNN patient-similarity graph (n_neighbors=5, kernel='heat')" in text
+    assert "scoring 40 genes with laplacian_score" in text
+    assert re.search(r"laplacian_score done in \d+\.\d s; wrote var\['laplacian_score'\]", text)
+
+
+def test_tl_select_warns_on_raw_counts(caplog):
+    rng = np.random.default_rng(0)
+    counts = rng.negative_binomial(2, 0.5, size=(30, 20)).astype(float)
+    counts[:, 0] *= 1000  # one very highly expressed gene
+    a = ad.AnnData(counts)
+    with caplog.at_level("WARNING", logger="glfs"):
+        glfs.tl.select(a, method="variance", n_features=3)
+    assert "adata.X looks like raw counts" in caplog.text and "sc.pp.log1p" in caplog.text
+    caplog.clear()
+    b = ad.AnnData(np.log1p(counts))
+    with caplog.at_level("WARNING", logger="glfs"):
+        glfs.tl.select(b, method="variance", n_features=3)
+    assert "raw counts" not in caplog.text

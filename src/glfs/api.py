@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,14 +102,17 @@ def select(
 
     Parameters
     ----------
-    X : array-like or sparse of shape (n_samples, n_features)
+    X : array-like or sparse of shape (n_samples, n_features), or AnnData
         Samples (patients, cells) in rows, genes in columns.  Not modified.
+        An AnnData is read through its ``.X`` (nothing is written into it;
+        :func:`glfs.tl.select` writes the result into ``.var``).
     method : str
         One of :data:`METHODS` (``glfs.METHODS.keys()``).
     graph : sparse (n_samples, n_samples), optional
         Patient-similarity graph for graph-based methods; when omitted it is
         built with :func:`glfs.similarity_graph` and ``graph_params`` (default
-        5 neighbours, heat kernel).  Ignored by methods that need no graph.
+        5 neighbours, heat kernel).  Methods that need no graph ignore it,
+        with a ``UserWarning``.
     n_features : int in [1, n_features], optional
         How many to select.  Required except for GLFS, which otherwise keeps
         the support its lam search finds.
@@ -127,8 +131,17 @@ def select(
         ``weights``, ``params``.
     """
     info = method_info(method)
+    if _is_anndata(X):
+        if X.X is None:
+            msg = "X is an AnnData whose .X is None; pass adata.layers[...], or use glfs.tl.select(adata, layer=...)"
+            raise ValueError(msg)
+        log.info("select: X is an AnnData; using its .X (glfs.tl.select(adata, ...) writes the result into adata.var)")
+        X = X.X
     X = check_X(X)
     n, d = X.shape
+    if graph is not None and not info.needs_graph:
+        msg = f"method {method!r} uses no graph; the graph passed is ignored"
+        warnings.warn(msg, UserWarning, stacklevel=2)
     n_features = check_n_features(n_features, d, allow_none=info.own_support)
     if n_features is None and not info.own_support:
         msg = f"n_features must be an integer in [1, {d}] for method {method!r}; got None"
@@ -149,6 +162,11 @@ def select(
         msg = f"internal error: {method} did not return a Selection over {d} features"
         raise RuntimeError(msg)
     return sel
+
+
+def _is_anndata(X) -> bool:
+    """An AnnData (duck-typed: the core modules do not import anndata)."""
+    return all(hasattr(X, a) for a in ("obs", "var", "obs_names", "var_names", "X"))
 
 
 def _plain(v):

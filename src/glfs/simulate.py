@@ -123,7 +123,7 @@ def recovery_experiment(
     list of dict
         Records ``method, sigma, n_noise, replicate, score``.
     """
-    from .api import select
+    from .api import method_info, select
     from .graph import similarity_graph
 
     if not isinstance(replicates, (int, np.integer)) or replicates < 1:
@@ -137,7 +137,7 @@ def recovery_experiment(
             X, informative, _ = make_planted(
                 n_samples, n_noise, sigma, n_informative=n_informative, random_state=seed
             )
-            W = similarity_graph(X, **gp)
+            W = similarity_graph(X, **gp) if method_info(method).needs_graph else None
             sel = select(
                 X,
                 method=method,

@@ -5,17 +5,22 @@ Writes, for ``key = key_added or method``:
 - ``adata.var[f"{key}_score"]`` float score (NaN where a gene cannot be scored),
 - ``adata.var[f"{key}_rank"]`` int, 1 = best (fixes each method's direction),
 - ``adata.var[key]`` bool, selected (``sc.pp.pca(adata, mask_var=key)``),
-- ``adata.var["glfs_weight"]`` for GLFS methods (beta),
+- ``adata.var[f"{key}_weight"]`` for methods with weights (GLFS beta,
+  Q-alpha weights); GLFS methods also keep ``adata.var["glfs_weight"]``
+  (backward compatibility),
 - ``adata.uns[key]["params"]`` plain values,
 - ``adata.obsp["patient_similarity"]`` the graph used (when the method uses one).
 
 Everything is computed before anything is written, so a failed call leaves
-the AnnData unchanged.
+the AnnData unchanged.  What it does is logged at INFO on the ``glfs``
+loggers (``logging.basicConfig(level=logging.INFO)`` shows it).
 """
 
 from __future__ import annotations
 
 import logging
+import time
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -72,6 +77,7 @@ def select(
     None or pandas.DataFrame
     """
     info = method_info(method)
+    t0 = time.perf_counter()
     key = key_added or method
     if layer is not None and layer not in adata.layers:
         msg = f"layer must name one of adata.layers {list(adata.layers)}; got {layer!r}"
@@ -89,6 +95,15 @@ def select(
             )
             raise ValueError(msg)
         graph = adata.obsp[obsp]
+        if not info.needs_graph:
+            msg = f"method {method!r} uses no graph; the graph passed is ignored (obsp={obsp!r})"
+            warnings.warn(msg, UserWarning, stacklevel=2)
+            graph = None
+    log.info(
+        "tl.select: %s on %d samples x %d genes (%s; %s)",
+        method, adata.n_obs, adata.n_vars, f"layer {layer!r}" if layer is not None else "adata.X", info.description,
+    )
+    _warn_if_counts(X, layer)
     labels = None
     if info.needs_labels:
         if labels_key is None or labels_key not in adata.obs:
@@ -99,7 +114,12 @@ def select(
         from .graph import similarity_graph
 
         gp = {"n_neighbors": 5, "kernel": "heat", **(graph_params or {})}
+        log.info("tl.select: building a kNN patient-similarity graph (n_neighbors=%s, kernel=%r)", gp["n_neighbors"], gp["kernel"])
         graph = similarity_graph(X, **gp)
+    elif graph is not None:
+        log.info("tl.select: using the graph adata.obsp[%r]", obsp)
+    log.info("tl.select: scoring %d genes with %s (n_features=%s)", adata.n_vars, method, n_features)
+    t1 = time.perf_counter()
     sel = _select(
         X,
         method=method,
@@ -119,6 +139,7 @@ def select(
     )
     if sel.weights is not None:
         df["weight"] = np.asarray(sel.weights)
+    log.info("tl.select: %s took %.1f s", method, time.perf_counter() - t1)
     if not inplace:
         return df
     # all computation done: now write (the one writer shared with the workflow)
@@ -126,13 +147,36 @@ def select(
         adata,
         sel,
         key=key,
+        weight_key=f"{key}_weight",
         uns_params={
             "n_features": -1 if n_features is None else int(n_features),
             "graph": "obsp:" + obsp if obsp is not None else ("knn" if info.needs_graph else "none"),
             "layer": layer if layer is not None else "X",
         },
     )
+    if sel.weights is not None and method.startswith("glfs"):
+        adata.var["glfs_weight"] = np.asarray(sel.weights)  # the name GLFS weights had before f"{key}_weight"
     if info.needs_graph and obsp is None:
         write_graph(adata, graph)
-    log.info("tl.select: wrote var[%r], var[%r_score], var[%r_rank]", key, key, key)
+    log.info(
+        "tl.select: %s done in %.1f s; wrote var[%r], var['%s_score'], var['%s_rank']",
+        method, time.perf_counter() - t0, key, key, key,
+    )
     return None
+
+
+def _warn_if_counts(X, layer) -> None:
+    """Log a warning when the matrix looks like raw counts (glfs.io.looks_like_counts)."""
+    import scipy.sparse as sp
+
+    from .io import looks_like_counts
+
+    values = X.data if sp.issparse(X) else np.asarray(X)
+    if values.size and looks_like_counts(values):
+        where = f"adata.layers[{layer!r}]" if layer is not None else "adata.X"
+        log.warning(
+            "tl.select: %s looks like raw counts (non-negative integers with a large dynamic range); "
+            "graph-based scores and GLFS then follow a few very highly expressed genes: "
+            "normalise first (sc.pp.normalize_total(adata); sc.pp.log1p(adata))",
+            where,
+        )
