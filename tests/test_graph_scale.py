@@ -1,0 +1,205 @@
+"""Neighbour search at scale: the exact/approximate switch of glfs.similarity_graph.
+
+The approximate path (pynndescent on principal components) compiles its search
+with numba once per process, so the first test that uses it takes tens of seconds.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import glfs
+import glfs.graph as gg
+
+
+def latent_clusters(n=1500, d=200, n_clusters=6, rank=8, noise=0.05, seed=0):
+    """Cells on a low-dimensional latent space (clusters + within-cluster spread), mapped to d genes.
+
+    Genes 0..n_clusters-1 are planted markers (one per cluster); the others
+    load on the latent space at random, plus small Gaussian noise.  The
+    nearest neighbours are then set by the latent positions, which the first
+    principal components capture.
+    """
+    rng = np.random.default_rng(seed)
+    groups = rng.integers(0, n_clusters, n)
+    centres = rng.normal(0, 4.0, size=(n_clusters, rank))
+    latent = centres[groups] + rng.normal(0, 1.0, size=(n, rank))
+    X = latent @ rng.normal(0, 1.0, size=(rank, d)) / np.sqrt(rank) + rng.normal(0, noise, size=(n, d))
+    # planted marker genes: high in one cluster, noise elsewhere
+    X[:, :n_clusters] = 3.0 * (groups[:, None] == np.arange(n_clusters)) + rng.normal(0, 0.3, size=(n, n_clusters))
+    return X, groups
+
+
+def neighbour_sets(W):
+    W = sp.csr_matrix(W)
+    return [set(W.indices[W.indptr[i] : W.indptr[i + 1]]) for i in range(W.shape[0])]
+
+
+def knn_sets(rows, cols, n):
+    out = [set() for _ in range(n)]
+    for r, c in zip(rows, cols):
+        out[r].add(c)
+    return out
+
+
+def recall(found, truth):
+    return np.mean([len(f & t) / len(t) for f, t in zip(found, truth)])
+
+
+@pytest.fixture(scope="module")
+def data():
+    return latent_clusters()
+
+
+@pytest.fixture(scope="module")
+def approx_knn(data):
+    X, _ = data
+    return gg.nearest_neighbors(X, 5, method="approx", random_state=0)
+
+
+def test_approx_recall_against_exact(data, approx_knn):
+    X, _ = data
+    n = X.shape[0]
+    exact_all = knn_sets(*gg.nearest_neighbors(X, 5, method="exact")[:2], n)
+    exact_pcs = knn_sets(*gg.nearest_neighbors(X, 5, method="exact", n_pcs=50)[:2], n)
+    approx = knn_sets(*approx_knn[:2], n)
+    assert all(len(s) == 5 for s in approx)
+    # the index itself (same 50 components) and the whole approximation (PCs + index) against all genes
+    assert recall(approx, exact_pcs) >= 0.95
+    assert recall(approx, exact_all) >= 0.9
+
+
+def test_approx_distances_are_true_distances_on_components(data, approx_knn):
+    X, _ = data
+    rows, cols, dist = approx_knn
+    _, _, dist_exact = gg.nearest_neighbors(X, 5, method="exact", n_pcs=50)
+    # per-row sorted distances: the approximate k-th distance can only be >= the exact one
+    a = dist.reshape(-1, 5)
+    e = dist_exact.reshape(-1, 5)
+    assert np.all(np.diff(a, axis=1) >= 0)
+    assert np.all(a[:, -1] >= e[:, -1] - 1e-4 * e[:, -1])
+
+
+@pytest.mark.parametrize("kernel", ["heat", "binary", "snf", "cosine"])
+def test_approx_graph_is_a_valid_graph(data, kernel):
+    X, _ = data
+    W = glfs.similarity_graph(X, n_neighbors=5, kernel=kernel, method="approx")
+    assert sp.isspmatrix_csr(W) or isinstance(W, sp.csr_array)
+    assert W.shape == (X.shape[0], X.shape[0])
+    assert abs(W - W.T).max() == 0
+    assert W.diagonal().max() == 0
+    assert W.data.min() > 0
+    assert np.all(np.diff(W.indptr) >= 5)  # union symmetrisation: every sample keeps its 5 neighbours
+
+
+def test_approx_cosine_neighbours(data):
+    X, _ = data
+    X = X + 5.0  # make cosine and Euclidean neighbourhoods differ
+    n = X.shape[0]
+    r, c, dist = gg.nearest_neighbors(X, 5, method="approx", metric="cosine", n_pcs=50)
+    r2, c2, dist2 = gg.nearest_neighbors(X, 5, method="exact", metric="cosine")
+    assert recall(knn_sets(r, c, n), knn_sets(r2, c2, n)) >= 0.9
+    assert np.all((dist >= 0) & (dist <= 2))
+
+
+def test_approx_deterministic_given_random_state(data):
+    X, _ = data
+    W1 = glfs.similarity_graph(X, n_neighbors=5, method="approx", random_state=3)
+    W2 = glfs.similarity_graph(X, n_neighbors=5, method="approx", random_state=3)
+    assert (W1 != W2).nnz == 0
+
+
+def test_laplacian_score_on_approx_graph_recovers_planted_genes():
+    # 6 marker genes shifted by 4 in one of 6 clusters each, 94 pure-noise genes
+    rng = np.random.default_rng(1)
+    n, d, k = 2000, 100, 6
+    groups = rng.integers(0, k, n)
+    X = rng.normal(size=(n, d))
+    X[:, :k] += 4.0 * (groups[:, None] == np.arange(k))
+    W = glfs.similarity_graph(X, n_neighbors=5, method="approx")
+    s = glfs.laplacian_score(X, W)
+    assert set(np.argsort(s)[:k]) == set(range(k))
+    assert np.nanmax(s[:k]) < np.nanmin(s[k:])
+
+
+# ---------------------------------------------------------------- the switch rule
+@pytest.mark.parametrize(
+    "n,d,method,n_pcs,expected",
+    [
+        (173, 1740, "auto", None, ("exact", None)),  # bulk cohort: exact, all genes
+        (3000, 20000, "auto", None, ("exact", None)),
+        (gg.AUTO_APPROX_MIN_SAMPLES - 1, 2000, "auto", None, ("exact", None)),
+        (gg.AUTO_APPROX_MIN_SAMPLES, 2000, "auto", None, ("approx", 50)),
+        (50000, 2000, "auto", None, ("approx", 50)),
+        (50000, 30, "auto", None, ("approx", None)),  # few genes: no PCA
+        (50000, 2000, "auto", 20, ("approx", 20)),
+        (50000, 2000, "exact", None, ("exact", None)),  # forced
+        (100, 500, "approx", None, ("approx", 50)),  # forced
+        (100, 500, "exact", 10, ("exact", 10)),
+    ],
+)
+def test_choose_neighbor_method(n, d, method, n_pcs, expected):
+    assert gg.choose_neighbor_method(n, d, method, n_pcs) == expected
+
+
+def _spy(monkeypatch):
+    calls = []
+    real = gg._knn_approx
+
+    def spy(*a, **k):
+        calls.append(a[0].shape)
+        return real(*a, **k)
+
+    monkeypatch.setattr(gg, "_knn_approx", spy)
+    return calls
+
+
+def test_auto_switches_at_threshold(monkeypatch, data):
+    X, _ = data
+    calls = _spy(monkeypatch)
+    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", X.shape[0] + 1)
+    W_auto = glfs.similarity_graph(X, n_neighbors=5)
+    assert calls == []
+    assert (W_auto != glfs.similarity_graph(X, n_neighbors=5, method="exact")).nnz == 0
+    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", X.shape[0])
+    W_big = glfs.similarity_graph(X, n_neighbors=5)
+    assert calls == [(X.shape[0], 50)]  # approximate, on 50 components
+    assert (W_big != glfs.similarity_graph(X, n_neighbors=5, method="approx")).nnz == 0
+
+
+def test_forcing_either_way(monkeypatch, data):
+    X, _ = data
+    calls = _spy(monkeypatch)
+    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", 10)  # auto would go approximate
+    glfs.similarity_graph(X, n_neighbors=5, method="exact")
+    assert calls == []
+    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", 10**9)  # auto would stay exact
+    glfs.similarity_graph(X, n_neighbors=5, method="approx", n_pcs=20)
+    assert calls == [(X.shape[0], 20)]
+
+
+def test_sparse_input_approx(data):
+    X, _ = data
+    Xs = sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
+    n = X.shape[0]
+    r, c, _ = gg.nearest_neighbors(Xs, 5, method="approx", n_pcs=30)
+    r2, c2, _ = gg.nearest_neighbors(Xs.toarray(), 5, method="exact", n_pcs=30)
+    assert recall(knn_sets(r, c, n), knn_sets(r2, c2, n)) >= 0.9
+
+
+BAD = [
+    ("unknown method", lambda X: glfs.similarity_graph(X, method="fast"), r"method must be one of \('auto', 'exact', 'approx'\); got 'fast'"),
+    (
+        "approx metric",
+        lambda X: glfs.similarity_graph(X, method="approx", metric="manhattan"),
+        r"metric must be 'euclidean' or 'cosine' for the approximate search \(method='approx'\); got 'manhattan'",
+    ),
+    ("approx n_pcs", lambda X: glfs.similarity_graph(X, method="approx", n_pcs=0), r"n_pcs must be an integer in \[1, 8\]"),
+]
+
+
+@pytest.mark.parametrize("case,call,match", BAD, ids=[b[0] for b in BAD])
+def test_bad_input(case, call, match):
+    X = np.random.default_rng(0).normal(size=(30, 8))
+    with pytest.raises(ValueError, match=match):
+        call(X)
