@@ -8,6 +8,15 @@ key, and no prepared.h5ad or temporary file is left for that dataset.  The
 allowed-but-reported cases (a constant gene, more samples than genes) must
 succeed and carry the report in the log and in `uns["dataset"]`.  A missing
 input file stops snakemake before any job runs, so it has its own run.
+
+Issue 11 (inputs as users really have them) adds: labels in an .h5ad's obs,
+ids with trailing spaces, all-constant matrices, unclosed quotes, raw
+counts, spreadsheet-mangled gene names (prepare step), and a second run
+through the whole workflow (`odd_run`) with the names that used to break a
+later step: gene ids pandas reads as NA or numbers, `$` and `/` in genes and
+labels, an .h5ad whose labels come from `label_column`.  Config-level cases
+(unsafe `filename`, a dataset name with a newline) are in test_config.py;
+the full disk is simulated in tests/test_io.py.  docs/data.md lists every case.
 """
 
 from __future__ import annotations
@@ -52,6 +61,28 @@ def _cell(text, line, col, value):
 X0, GENES, SAMPLES = _matrix()
 GOOD = _tsv(X0, GENES, SAMPLES)
 
+
+def _h5ad(obs):
+    """A writer of an .h5ad with X0 (samples x genes) and the given obs columns."""
+
+    def write(path):
+        import anndata as ad
+        import pandas as pd
+
+        ad.AnnData(X0.T.copy(), obs=pd.DataFrame(obs, index=SAMPLES), var=pd.DataFrame(index=GENES)).write_h5ad(path)
+
+    return write
+
+
+def _raw_counts():
+    rng = np.random.default_rng(5)
+    mean = np.exp(rng.normal(1.0, 2.0, len(GENES)))
+    mean[:2] = 1e5
+    return rng.negative_binomial(2, 2 / (2 + mean[:, None]), size=(len(GENES), len(SAMPLES)))
+
+
+CELL = ["a", "b", None, "a", "b", "a", "b", None, "a", "b", "a", "b"]
+
 # name: (files {name: text or bytes}, dataset config (paths relative to data/), expected log regex or None = must succeed)
 CASES = {
     "empty": ({"m.tsv": ""}, {}, r"data/m\.tsv: file is empty"),
@@ -92,9 +123,25 @@ CASES = {
     "checksum": ({"m.tsv": GOOD}, {"sha256": "0" * 64}, r"data/m\.tsv: expected sha256 0{64}, got"),
     "unreadable": ({"m.tsv/placeholder": ""}, {}, r"data/m\.tsv is not a readable file"),
     "bad_extension": ({"m.dat": GOOD}, {}, r"data/m\.dat: cannot tell the format from the file name"),
+    # issue 11
+    "h5ad_label_column_absent": (
+        {"m.h5ad": _h5ad({"cell_type": ["a", "b"] * 6})},
+        {"label_column": "kind"},
+        r"data/m\.h5ad: obs column 'kind' \(config key label_column\) not found; obs columns are \['cell_type'\]",
+    ),
+    "h5ad_label_missing": (
+        {"m.h5ad": _h5ad({"cell_type": CELL})},
+        {"label_column": "cell_type"},
+        r"data/m\.h5ad: obs column 'cell_type' \(config key label_column\): no label for 2 of 12 samples: \['S02', 'S07'\]",
+    ),
+    "all_zero": ({"m.tsv": _tsv(np.zeros((20, 12)), GENES, SAMPLES)}, {}, r"data/m\.tsv: every one of the 20 genes is constant across the 12 samples \(all zero\)"),
+    "header_id_spaces": ({"m.tsv": _cell(GOOD, 0, 5, "S03 ")}, {}, r"data/m\.tsv: duplicate sample ids in the header line: \['S03'\]"),
+    "unclosed_quote": ({"m.tsv": _cell(GOOD, 13, 3, '"5.1')}, {}, r"data/m\.tsv: unclosed quote: the '\"' opened on line 14 is never closed"),
     # allowed, reported
     "constant_gene": ({"m.tsv": _tsv(np.vstack([X0[:5], np.full((1, 12), 7.0), X0[6:]]), GENES, SAMPLES)}, {}, None),
     "more_samples_than_genes": ({"m.tsv": _tsv(_matrix(30, 8)[0].T, _matrix(30, 8)[2], _matrix(30, 8)[1], "sample")}, {"orientation": "samples_by_genes"}, None),
+    "raw_counts": ({"m.tsv": _tsv(_raw_counts(), GENES, SAMPLES)}, {}, None),
+    "spreadsheet_dates": ({"m.tsv": _tsv(X0, ["1-Mar", "2-Sep", *GENES[2:]], SAMPLES)}, {}, None),
 }
 
 
@@ -107,7 +154,10 @@ def bad_run(tmp_path_factory, mini_workflow, snakemake_run):
         d.mkdir(parents=True)
         for fname, content in files.items():
             (d / fname).parent.mkdir(parents=True, exist_ok=True)
-            (d / fname).write_bytes(content if isinstance(content, bytes) else content.encode())
+            if callable(content):
+                content(d / fname)
+            else:
+                (d / fname).write_bytes(content if isinstance(content, bytes) else content.encode())
         main = next(f for f in files if f.startswith("m.")).split("/")[0]
         cfg = {"expression": f"data/{name}/{main}", **extra}
         if "labels" in cfg:
@@ -116,7 +166,7 @@ def bad_run(tmp_path_factory, mini_workflow, snakemake_run):
         datasets[name] = cfg
     config = {"run": sorted(CASES), "graph": {"n_neighbors": N_NEIGHBORS}, "datasets": datasets}
     targets = [f"results/{n}/prepared.h5ad" for n in CASES]
-    proc = snakemake_run(mini_workflow(work), work, config, targets, "--keep-going")
+    proc = snakemake_run(mini_workflow(work), work, config, targets, "--keep-going", timeout=1200)
     return work, proc
 
 
@@ -176,3 +226,133 @@ def test_missing_file_names_it(tmp_path, mini_workflow, snakemake_run):
     assert proc.returncode != 0
     assert "data/nothing_here.tsv" in proc.stderr + proc.stdout
     assert not (tmp_path / "results/gone").exists()
+
+
+def _prepared(work, case):
+    import anndata as ad
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ad.read_h5ad(work / f"results/{case}/prepared.h5ad")
+
+
+@pytest.mark.workflow
+def test_raw_counts_allowed_and_warned(bad_run):
+    work, _ = bad_run
+    a = _prepared(work, "raw_counts")
+    np.testing.assert_array_equal(a.X, _raw_counts().T)  # preprocess none: unchanged
+    assert "look like raw counts" in a.uns["dataset"]["warnings"]
+    log = (work / "logs/prepare_dataset/raw_counts.log").read_text()
+    assert "look like raw counts" in log and "preprocess: normalize_log1p" in log
+    assert "raw counts" not in _prepared(work, "constant_gene").uns["dataset"]["warnings"]
+
+
+@pytest.mark.workflow
+def test_spreadsheet_dates_allowed_and_warned(bad_run):
+    work, _ = bad_run
+    a = _prepared(work, "spreadsheet_dates")
+    assert list(a.var_names[:2]) == ["1-Mar", "2-Sep"]
+    assert "2 gene ids look like dates a spreadsheet made" in a.uns["dataset"]["warnings"]
+
+
+# ---------------------------------------------------------------- the whole workflow on odd names
+
+ODD_GENES = ["NA", "007", "null", "1e3", "TRUE", "$\\foo$", "a/b", "1-Mar"] + [f"G{j:03d}" for j in range(8, 30)]
+ODD_LABELS = ["T/NK", "$\\alpha$ cells", "B"]
+
+
+def _odd_inputs(d: Path):
+    """Three planted groups; the odd gene ids carry them (so they are the top genes)."""
+    import anndata as ad
+    import pandas as pd
+
+    rng = np.random.default_rng(11)
+    n = 24
+    groups = np.repeat([0, 1, 2], n // 3)
+    X = rng.normal(0.0, 1.0, (n, len(ODD_GENES)))
+    for j in range(6):
+        X[:, j] += 4.0 * (groups == j % 3)
+    samples = [f"p{i:02d}" for i in range(n)]
+    pd.DataFrame(X.T, index=pd.Index(ODD_GENES, name="gene"), columns=samples).to_csv(d / "odd.tsv", sep="\t")
+    pd.DataFrame({"sample": samples, "kind": [ODD_LABELS[g] for g in groups]}).to_csv(d / "odd_labels.tsv", sep="\t", index=False)
+    obs = pd.DataFrame({"cell_type": pd.Categorical([ODD_LABELS[g] for g in groups])}, index=samples)
+    ad.AnnData(X, obs=obs, var=pd.DataFrame(index=[f"g{j}" for j in range(X.shape[1])])).write_h5ad(d / "labelled.h5ad")
+    obs = pd.DataFrame({"label": [f"c{g}" for g in groups]}, index=samples)
+    ad.AnnData(X, obs=obs, var=pd.DataFrame(index=[f"g{j}" for j in range(X.shape[1])])).write_h5ad(d / "own_label.h5ad")
+    return X, groups
+
+
+@pytest.fixture(scope="module")
+def odd_run(tmp_path_factory, snakemake_run):
+    work = tmp_path_factory.mktemp("odd")
+    (work / "data").mkdir()
+    X, groups = _odd_inputs(work / "data")
+    (work / "resources").symlink_to(Path(__file__).resolve().parents[2] / "resources")
+    config = {
+        "run": ["odd_ids", "h5ad_labels", "h5ad_own_label"],
+        "methods": ["laplacian_score", "variance"],
+        "graph": {"n_neighbors": 4},
+        "selection": {"n_features": 5},
+        "clustering": {"n_runs": 2, "feature_grid": [3, "all"]},
+        "classification": {"datasets": []},
+        "simulation": {"enabled": False},
+        "datasets": {
+            "odd_ids": {"expression": "data/odd.tsv", "labels": "data/odd_labels.tsv", "label_column": "kind"},
+            "h5ad_labels": {"expression": "data/labelled.h5ad", "label_column": "cell_type"},
+            "h5ad_own_label": {"expression": "data/own_label.h5ad"},
+        },
+    }
+    repo = Path(__file__).resolve().parents[2]
+    proc = snakemake_run(repo / "Snakefile", work, config, [], timeout=1200)
+    return work, proc, X, groups
+
+
+@pytest.mark.workflow
+def test_odd_names_run_end_to_end(odd_run):
+    from glfs._annotate import read_tsv
+
+    work, proc, _, _ = odd_run
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    a = _read_adata(work / "results/odd_ids/adata.h5ad")
+    assert list(a.var_names) == ODD_GENES  # "NA", "007", "1e3" ... are still the genes they were
+    t = read_tsv(work / "results/odd_ids/selection/laplacian_score.tsv")
+    assert t["gene"].tolist() == ODD_GENES
+    top = set(t.sort_values("rank")["gene"].head(6))
+    assert top == set(ODD_GENES[:6])  # the planted genes, whatever their names
+    assert "spreadsheet" in a.uns["dataset"]["warnings"]
+
+
+@pytest.mark.workflow
+def test_h5ad_label_column_gives_a_labelled_dataset(odd_run):
+    work, proc, _, groups = odd_run
+    assert proc.returncode == 0
+    a = _read_adata(work / "results/h5ad_labels/adata.h5ad")
+    assert list(a.obs["label"].astype(str)) == [ODD_LABELS[g] for g in groups]
+    lc = a.uns["dataset"]["label_counts"]
+    assert dict(zip(lc["labels"], (int(c) for c in lc["counts"]))) == {lab: 8 for lab in ODD_LABELS}
+    assert (work / "results/h5ad_labels/clustering_nmi.tsv").exists()  # labels decided at DAG time
+    report = (work / "results/report.html").read_text()
+    section = report.split("<h2>Dataset h5ad_labels</h2>")[1].split("<h2>")[0]
+    assert "Labels: $\\alpha$ cells 8, B 8, T/NK 8." in section
+    assert "has no labels" not in section
+
+
+@pytest.mark.workflow
+def test_h5ad_obs_label_without_label_column_is_unlabelled(odd_run):
+    work, proc, _, _ = odd_run
+    assert proc.returncode == 0
+    a = _read_adata(work / "results/h5ad_own_label/adata.h5ad")
+    assert a.uns["dataset"]["labelled"] is False
+    assert "label_column is not set" in a.uns["dataset"]["warnings"]
+    assert not (work / "results/h5ad_own_label/clustering_nmi.tsv").exists()
+    report = (work / "results/report.html").read_text()
+    section = report.split("<h2>Dataset h5ad_own_label</h2>")[1].split("<h2>")[0]
+    assert "has no labels" in section and "Labels:" not in section
+
+
+def _read_adata(path):
+    import anndata as ad
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ad.read_h5ad(path)
