@@ -19,6 +19,9 @@ SUPERVISED_METHODS = {
 # report.  The well-posed "glfs" (glfs.design) has no lam path: it is a plain method.
 GLFS_VARIANTS = ["glfs_exact", "glfs_paper", "glfs_printed"]
 
+# Gene-set sizes of the glfs-vs-greedy criterion table (issue 8; capped at the number of genes).
+GLFS_VS_GREEDY_KS = [10, 25, 50, 100]
+
 _ALL_METHOD_NAMES = sorted(
     set(config.get("methods", []))
     | set(config.get("simulation", {}).get("methods", []))
@@ -32,17 +35,11 @@ METHOD_RE = "|".join(
 )
 
 
-def dataset_has_labels(dataset):
-    """Whether a dataset carries class labels (known when the DAG is built)."""
-    fn = globals().get("has_labels")  # common.smk's helper, when it provides one
-    if callable(fn) and fn(dataset):
-        return True
-    dc = dataset_config(dataset)
-    return dc.get("labels") is not None or dc.get("format") in (
-        "golub",
-        "stategra",
-        "clanc840",
-    )
+def dataset_labelled(dataset):
+    """Whether a dataset carries class labels (known when the DAG is built): common.smk's
+    has_labels (glfs.io.dataset_has_labels).  Not named dataset_has_labels, which would
+    shadow the glfs.io function that has_labels calls (infinite recursion)."""
+    return has_labels(dataset)
 
 
 def dataset_methods(dataset):
@@ -50,7 +47,7 @@ def dataset_methods(dataset):
     return [
         m
         for m in config["methods"]
-        if dataset_has_labels(dataset) or m not in SUPERVISED_METHODS
+        if dataset_labelled(dataset) or m not in SUPERVISED_METHODS
     ]
 
 
@@ -64,7 +61,7 @@ def glfs_path_method():
 
 def labelled_datasets():
     """Datasets of config["run"] with labels (label-based evaluations run on these)."""
-    return [d for d in run_datasets() if dataset_has_labels(d)]
+    return [d for d in run_datasets() if dataset_labelled(d)]
 
 
 # ---- selection ----
@@ -115,7 +112,7 @@ def clustering_tables(wildcards):
 def classification_datasets():
     """Datasets of config["run"] named in classification.datasets that have labels."""
     wanted = config.get("classification", {}).get("datasets", [])
-    return [d for d in run_datasets() if d in wanted and dataset_has_labels(d)]
+    return [d for d in run_datasets() if d in wanted and dataset_labelled(d)]
 
 
 CLASSIFY_RE = (
@@ -172,7 +169,7 @@ def report_layout():
     datasets = []
     for ds in run_datasets():
         methods = dataset_methods(ds)
-        labelled = dataset_has_labels(ds)
+        labelled = dataset_labelled(ds)
         datasets.append(
             {
                 "name": ds,
@@ -183,9 +180,20 @@ def report_layout():
                 "metas": {
                     m: f"results/{ds}/selection/{m}.json"
                     for m in methods
-                    if m in GLFS_VARIANTS
+                    if m in GLFS_VARIANTS or m == "glfs"
                 },
                 "clustering": f"results/{ds}/clustering_nmi.tsv" if labelled else None,
+                "random_floor": (
+                    f"results/{ds}/clustering_random.tsv" if labelled else None
+                ),
+                "sensitivity": (
+                    f"results/{ds}/glfs_sensitivity.tsv"
+                    if labelled and "glfs" in methods
+                    else None
+                ),
+                "glfs_vs_greedy": (
+                    f"results/{ds}/glfs_vs_greedy.tsv" if "glfs" in methods else None
+                ),
                 "glfs_path": f"results/{ds}/glfs_path.tsv" if gm else None,
                 "heatmap_method": gm or (methods[0] if methods else None),
             }
@@ -222,7 +230,7 @@ def report_figures():
     for d in lay["datasets"]:
         if d["labelled"]:
             figs[f"nmi_{d['name']}"] = f"results/figures/nmi_{d['name']}.png"
-        if d["metas"]:
+        if any(m in GLFS_VARIANTS for m in d["metas"]):
             figs[f"glfs_path_{d['name']}"] = (
                 f"results/figures/glfs_path_{d['name']}.png"
             )

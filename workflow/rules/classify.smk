@@ -31,6 +31,7 @@ rule classify_samples:
         glfs_variants=[m for m in ["glfs", *GLFS_VARIANTS] if m in config["methods"]],
         graph=config["graph"],
         method_params=config.get("selection", {}).get("params", {}),
+        random_floor=config.get("random_floor", {}),
         seed=seed(),
     script:
         "../../scripts/classify_samples.py"

@@ -1,0 +1,40 @@
+# Stage: the random-genes floor.  Random gene sets of every grid size, evaluated with
+# the clustering protocol of evaluate_clustering (several seeded draws); the report
+# shows the floor beside every method.  (The Golub `random_genes` classification row
+# is computed by classify_samples.)
+
+
+rule evaluate_random_floor:
+    input:
+        adata="results/{dataset}/prepared.h5ad",
+    output:
+        report(
+            "results/{dataset}/clustering_random.tsv",
+            caption="../report/clustering_random.rst",
+            category="Clustering",
+            labels={"dataset": "{dataset}"},
+        ),
+    log:
+        "logs/evaluate_random_floor/{dataset}.log",
+    benchmark:
+        "benchmarks/evaluate_random_floor/{dataset}.tsv"
+    wildcard_constraints:
+        dataset=DATASET_RE,
+    conda:
+        "../../envs/glfs.yaml"
+    threads: get_threads("evaluate")
+    resources:
+        mem_mb=get_mem_mb("evaluate"),
+        runtime=get_runtime("evaluate"),
+    params:
+        clustering=config["clustering"],
+        n_draws=config.get("random_floor", {}).get("n_draws", 10),
+        n_clusters=n_clusters,
+        seed=seed(),
+    script:
+        "../../scripts/evaluate_random_floor.py"
+
+
+ALL_TARGETS.extend(
+    expand("results/{dataset}/clustering_random.tsv", dataset=labelled_datasets())
+)

@@ -1,0 +1,73 @@
+# Stage: checks of the well-posed GLFS ("glfs", glfs.design) on the run's data:
+# its criterion against greedy LapAOFS at GLFS_VS_GREEDY_KS genes (every dataset), and a
+# post-hoc lambda1 sensitivity panel (labelled datasets; not tuning: the default
+# graph_weight was chosen on the planted simulation).  Only when "glfs" is in `methods`.
+
+
+rule compare_glfs_greedy:
+    input:
+        adata="results/{dataset}/prepared.h5ad",
+        graph="results/{dataset}/graph.npz",
+    output:
+        "results/{dataset}/glfs_vs_greedy.tsv",
+    log:
+        "logs/compare_glfs_greedy/{dataset}.log",
+    benchmark:
+        "benchmarks/compare_glfs_greedy/{dataset}.tsv"
+    wildcard_constraints:
+        dataset=DATASET_RE,
+    conda:
+        "../../envs/glfs.yaml"
+    threads: get_threads("select")
+    resources:
+        mem_mb=get_mem_mb("select"),
+        runtime=get_runtime("select"),
+    params:
+        ks=GLFS_VS_GREEDY_KS,
+        method_params=config["selection"]["params"].get("glfs", {}),
+    script:
+        "../../scripts/compare_glfs_greedy.py"
+
+
+rule glfs_sensitivity:
+    input:
+        adata="results/{dataset}/prepared.h5ad",
+        graph="results/{dataset}/graph.npz",
+    output:
+        report(
+            "results/{dataset}/glfs_sensitivity.tsv",
+            caption="../report/glfs_sensitivity.rst",
+            category="GLFS sensitivity",
+            labels={"dataset": "{dataset}"},
+        ),
+    log:
+        "logs/glfs_sensitivity/{dataset}.log",
+    benchmark:
+        "benchmarks/glfs_sensitivity/{dataset}.tsv"
+    wildcard_constraints:
+        dataset=DATASET_RE,
+    conda:
+        "../../envs/glfs.yaml"
+    threads: get_threads("evaluate")
+    resources:
+        mem_mb=get_mem_mb("evaluate"),
+        runtime=get_runtime("evaluate"),
+    params:
+        graph_weights=config["glfs_sensitivity"]["graph_weights"],
+        feature_grid=config["glfs_sensitivity"]["feature_grid"],
+        n_features=config["selection"]["n_features"],
+        method_params=config["selection"]["params"].get("glfs", {}),
+        clustering=config["clustering"],
+        n_clusters=n_clusters,
+        seed=seed(),
+    script:
+        "../../scripts/glfs_sensitivity.py"
+
+
+if "glfs" in config["methods"]:
+    ALL_TARGETS.extend(
+        expand("results/{dataset}/glfs_vs_greedy.tsv", dataset=run_datasets())
+    )
+    ALL_TARGETS.extend(
+        expand("results/{dataset}/glfs_sensitivity.tsv", dataset=labelled_datasets())
+    )
