@@ -1,12 +1,25 @@
-"""Swapping in a user's matrix (issue 3 item 10): entries as in DESIGN.md
-section 6, one with labels and one without, run end to end through the whole
-workflow (the real Snakefile) in a temporary working directory.
+"""Swapping in a user's matrix (issue 3 item 10): entries as in the README's
+"Your own data", one with labels and one without, run end to end through the
+whole workflow (the real Snakefile) in a temporary working directory.
 
 The labelled matrix has planted group genes, so the Laplacian score's top
-genes are known in advance."""
+genes are known in advance.
+
+A user's first days (issue 11): the documented recovery after a SIGKILL
+(`--unlock`, then the same command) works and gives the same results; a
+target after `--configfile` fails the way the README says, and the forms it
+recommends work; the README and the data/cluster docs link only to files in
+the repository."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -105,3 +118,106 @@ def test_unlabelled_user_dataset(user_run):
     # supervised methods and label-based evaluations are skipped, not failed
     assert not (work / "results/nolabels/selection/fisher_score.tsv").exists()
     assert (work / "results/nolabels/selection/variance.tsv").exists()
+
+
+# ---------------------------------------------------------------- issue 11: first days
+
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+
+
+def _small_inputs(wd: Path, k=3):
+    (wd / "data").mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(k):
+        X = rng.normal(size=(30, 12))
+        pd.DataFrame(X, index=[f"g{j}" for j in range(30)], columns=[f"s{c}" for c in range(12)]).to_csv(wd / f"data/m{i}.tsv", sep="\t")
+    return {"run": [f"d{i}" for i in range(k)], "graph": {"n_neighbors": 3}, "datasets": {f"d{i}": {"expression": f"data/m{i}.tsv"} for i in range(k)}}
+
+
+def _cmd(snakefile, wd, cfg, *extra):
+    targets = [f"results/{d}/prepared.h5ad" for d in cfg["run"]]
+    return [SNAKEMAKE, "-s", str(snakefile), "-d", str(wd), "--cores", "1", *targets, "--configfile", str(wd / "c.json"), *extra]
+
+
+@pytest.mark.workflow
+def test_recovery_after_sigkill_is_unlock_then_the_same_command(tmp_path, mini_workflow):
+    ref, wd = tmp_path / "ref", tmp_path / "killed"
+    for d in (ref, wd):
+        d.mkdir()
+        cfg = _small_inputs(d)
+        (d / "c.json").write_text(json.dumps(cfg))
+    snakefile = mini_workflow(tmp_path)
+    proc = subprocess.run(_cmd(snakefile, ref, cfg), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+    cmd = _cmd(snakefile, wd, cfg)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    locks, t0 = wd / ".snakemake/locks", time.monotonic()
+    while not (locks.exists() and any(locks.iterdir())) and time.monotonic() - t0 < 300 and p.poll() is None:
+        time.sleep(0.02)
+    assert p.poll() is None, "snakemake finished before it could be killed"
+    os.killpg(p.pid, signal.SIGKILL)  # snakemake and its jobs: no chance to release the lock
+    p.wait(timeout=60)
+
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert again.returncode != 0 and "Directory cannot be locked" in again.stdout + again.stderr  # what the README says
+    unlock = subprocess.run([*cmd, "--unlock"], capture_output=True, text=True, timeout=600)
+    assert unlock.returncode == 0 and "Unlocked" in unlock.stdout + unlock.stderr
+    final = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert final.returncode == 0, final.stderr[-2000:]
+    for d in cfg["run"]:
+        a, b = _read(ref / f"results/{d}/prepared.h5ad"), _read(wd / f"results/{d}/prepared.h5ad")
+        np.testing.assert_array_equal(a.X, b.X)
+        assert list(a.obs_names) == list(b.obs_names) and list(a.var_names) == list(b.var_names)
+    leftovers = [q.name for q in wd.rglob("*.part*")]
+    assert leftovers == []
+
+    readme = (REPO / "README.md").read_text()
+    para = readme.split("**If a run is interrupted.**")[1].split("## ")[0]
+    assert "SIGKILL" in para and "Directory" in para and "cannot be locked" in para.replace("\n", " ")
+    assert "--unlock" in para
+
+
+@pytest.mark.workflow
+def test_target_after_configfile(tmp_path, mini_workflow):
+    cfg = _small_inputs(tmp_path, k=1)
+    (tmp_path / "c.json").write_text(json.dumps(cfg))
+    snakefile, target = mini_workflow(tmp_path), "results/d0/prepared.h5ad"
+    base = [SNAKEMAKE, "-n", "-s", str(snakefile), "-d", str(tmp_path), "--cores", "1"]
+    after = subprocess.run([*base, "--configfile", str(tmp_path / "c.json"), target], capture_output=True, text=True, timeout=300)
+    out = after.stdout + after.stderr
+    assert after.returncode != 0
+    assert "FileNotFoundError" in out and target in out  # snakemake's own message, quoted in the README
+    for form in ([target, "--configfile", str(tmp_path / "c.json")], [f"--configfile={tmp_path / 'c.json'}", target]):
+        ok = subprocess.run([*base, *form], capture_output=True, text=True, timeout=300)
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+        assert "prepare_dataset" in ok.stdout + ok.stderr
+    section = (REPO / "README.md").read_text().split("## Your own data")[1].split("\n## ")[0]
+    flat = " ".join(section.split())
+    assert "Targets go *before* `--configfile`" in flat and "--configfile=my.yaml" in flat
+    assert "FileNotFoundError" in flat
+
+
+DOCS = ["README.md", "docs/data.md", "docs/cluster.md"]
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_docs_cite_only_files_in_the_repository(doc):
+    text = (REPO / doc).read_text()
+    assert "DESIGN.md" not in text and "shared/papers" not in text and "../shared" not in text
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+        if re.match(r"[a-z]+://", target):
+            continue
+        assert (REPO / Path(doc).parent / target).exists(), f"{doc}: link to {target} which the repository does not have"
+
+
+def test_readme_keeps_day_one_and_leaves_slurm_detail_to_cluster_md():
+    readme = (REPO / "README.md").read_text()
+    cluster = (REPO / "docs/cluster.md").read_text()
+    headings = re.findall(r"^## (.+)$", readme, flags=re.M)
+    for h in ["Quick start", "What the workflow does", "Outputs", "Using the library", "Your own data", "Running on a cluster", "Runtime"]:
+        assert h in headings, f"README lost the section {h!r}"
+    for detail in ["slurm-status-command", "MinJobAge", "mem_mb_per_mcell", "--conda-create-envs-only", "slurmctld"]:
+        assert detail in cluster and detail not in readme, detail
+    assert "docs/cluster.md" in readme.split("## Running on a cluster")[1]
+    assert len(readme.splitlines()) < 250  # was 342, about half SLURM detail
