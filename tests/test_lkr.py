@@ -176,3 +176,69 @@ def test_bad_input_combinations():
         select_lkr_score_supervised(X, None, n_features=2)
     with pytest.raises(ValueError, match="accepts parameters"):
         select_lkr_score(X, W, n_features=2, kernel="x")
+
+
+# ---------------------------------------------------------------- scale: no stored sum_l N_l^2 coefficients
+def _dense_form(X, B, deg, center):
+    """The score as it was computed before: R = F - B F with the full coefficient matrix B."""
+    mu = deg @ X / deg.sum()
+    F = X - mu if center else X
+    R = F - B @ F
+    return np.einsum("i,ij,ij->j", deg, R, R) / np.einsum("i,ij,ij->j", deg, X - mu, X - mu)
+
+
+@pytest.mark.parametrize("center", [False, True])
+def test_supervised_loo_residuals_equal_coefficient_form(center):
+    rng = np.random.default_rng(21)
+    X = rng.normal(size=(45, 12)) + rng.uniform(0, 5, size=12)
+    labels = np.repeat(["a", "b", "c"], [20, 15, 10])
+    B, h = lkr_coefficients(X, labels=labels)
+    expected = _dense_form(X, B.toarray(), np.ones(45), center)
+    np.testing.assert_allclose(lkr_score(X, labels=labels, center=center), expected, rtol=1e-8)
+    # the default width, computed without the N x N distances, equals the one from them
+    from glfs.lkr import _class_groups, _within_class_h, _row_sq_norms
+
+    assert _within_class_h(X, _row_sq_norms(X), _class_groups(labels, 45)) == pytest.approx(h, rel=1e-10)
+
+
+def test_unsupervised_gene_blocks_equal_dense_form(monkeypatch):
+    import glfs.lkr as lk
+
+    rng = np.random.default_rng(22)
+    X = rng.normal(size=(60, 23)) + 3.0
+    W = glfs.similarity_graph(X, n_neighbors=4)
+    B, _ = lkr_coefficients(X, W)
+    deg = np.asarray(W.sum(axis=1)).ravel()
+    monkeypatch.setattr(lk, "_GENE_BLOCK", 5)  # 5 blocks, the last one partial
+    for center in (False, True):
+        np.testing.assert_allclose(lkr_score(X, W, center=center), _dense_form(X, B.toarray(), deg, center), rtol=1e-10)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "limit", "match"),
+    [
+        ([30000, 20000], None, r"lkr_score_supervised: the kernel of the largest class \(30000 x 30000, three such matrices\) would need 20\.1 GB, above the size limit of 4 GB.*unsupervised lkr_score"),
+        ([6250] * 8, None, None),  # 50,000 cells in 8 classes: 0.9 GB
+        ([40, 30], 1e-5, r"largest class \(40 x 40.*size limit of 1e-05 GB"),
+    ],
+)
+def test_supervised_size_limit(sizes, limit, match):
+    from glfs.lkr import supervised_size_check
+
+    if match is None:
+        supervised_size_check(sizes, limit_gb=limit)
+        return
+    with pytest.raises(ValueError, match=match):
+        supervised_size_check(sizes, limit_gb=limit)
+
+
+def test_supervised_refuses_before_allocating(monkeypatch):
+    import glfs._limits
+
+    monkeypatch.setattr(glfs._limits, "DENSE_LIMIT_GB", 1e-6)
+    X = np.random.default_rng(23).normal(size=(40, 5))
+    labels = np.repeat([0, 1], 20)
+    with pytest.raises(ValueError, match=r"largest class \(20 x 20.*size limit"):
+        glfs.select(X, method="lkr_score_supervised", labels=labels, n_features=2)
+    with pytest.raises(ValueError, match=r"largest class \(20 x 20.*size limit"):
+        lkr_coefficients(X, labels=labels)

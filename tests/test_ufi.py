@@ -6,7 +6,8 @@ import scipy.sparse as sp
 
 import glfs
 from glfs.simulate import make_planted, recovery_score
-from glfs.ufi import _State, select_ufi, ufi
+import glfs._limits
+from glfs.ufi import _PrimalState, _State, select_ufi, ufi, ufi_form
 
 
 def _trace(X, S, T, lam):
@@ -31,14 +32,15 @@ def _brute_instances(X, S, T, lam, target, removed):
         T.remove(i)
 
 
+@pytest.mark.parametrize("form", ["dual", "primal"])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_feature_only_equals_brute_force_backward_elimination(seed):
+def test_feature_only_equals_brute_force_backward_elimination(seed, form):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(10, 8)) + 0.5
     lam = 0.3
     order = []
     _brute_features(X, list(range(8)), list(range(10)), lam, 0, order)
-    res = ufi(X, n_features=1, ridge=lam, relative_ridge=False, full_ranking=True)
+    res = ufi(X, n_features=1, ridge=lam, relative_ridge=False, full_ranking=True, form=form)
     assert res.removed_features.tolist() == order
     assert res.features.tolist() == [order[-1]]
 
@@ -182,3 +184,91 @@ def test_bad_params_in_select():
     X = np.random.default_rng(12).normal(size=(8, 10))
     with pytest.raises(ValueError, match="accepts parameters"):
         select_ufi(X, n_features=2, lambda1=1.0)
+
+
+# ---------------------------------------------------------------- primal form and size limits
+@pytest.mark.parametrize("shape", [(40, 15), (25, 25), (12, 30)])
+@pytest.mark.parametrize("scale", [1.0, 600.0])
+def test_primal_equals_dual(shape, scale):
+    """The gene-space (primal) removals equal the instance-space (dual) ones, values to 1e-8."""
+    rng = np.random.default_rng(13)
+    X = scale * (rng.normal(size=shape) + rng.uniform(0, 2, size=shape[1]))
+    d = ufi(X, n_features=3, full_ranking=True, form="dual", refresh_every=7)
+    p = ufi(X, n_features=3, full_ranking=True, form="primal", refresh_every=7)
+    np.testing.assert_array_equal(p.removed_features, d.removed_features)
+    np.testing.assert_array_equal(p.features, d.features)
+    np.testing.assert_allclose(p.removal_criterion, d.removal_criterion, rtol=1e-8)
+    # Eq. 9 after each iteration, directly: the primal value is exact; the dual one,
+    # (p - q)/lam + Tr(P), cancels when q > p, so it is only compared loosely
+    from glfs.ufi import _schedule
+
+    lam = p.ridge
+    direct = []
+    for count in _schedule(shape[1], 3, 20)[1:]:
+        kept = np.setdiff1d(np.arange(shape[1]), p.removed_features[: shape[1] - count])
+        direct.append(_trace(X, list(kept), list(range(shape[0])), lam))
+    np.testing.assert_allclose(p.objective, direct, rtol=1e-9)
+    np.testing.assert_allclose(d.objective, direct, rtol=1e-5)
+
+
+def test_primal_updates_equal_direct_inverse():
+    rng = np.random.default_rng(14)
+    X = rng.normal(size=(50, 20))
+    lam = 0.05
+    st = _PrimalState(X, lam, np.arange(20))
+    for _ in range(9):
+        st.remove_feature(int(np.argmin(st.criterion())))
+    cols = st.cols
+    G = np.linalg.inv(X[:, cols].T @ X[:, cols] + lam * np.eye(cols.size))
+    live = st.live
+    np.testing.assert_allclose(st.Ginv[np.ix_(live, live)], G, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(st.g[live], np.diag(G), rtol=1e-9)
+    np.testing.assert_allclose(st.s[live], np.diag(G @ G), rtol=1e-9)
+    # the criterion is the dual Eq. 12 value f'P^2 f / (1 - f'Pf)
+    Z = X[:, cols]
+    P = np.linalg.inv(Z @ Z.T + lam * np.eye(50))
+    dual = np.array([f @ P @ P @ f / (1 - f @ P @ f) for f in Z.T])
+    np.testing.assert_allclose(st.criterion()[live], dual, rtol=1e-8)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ((173, 1740, None), "dual"),  # bulk: more genes than samples
+        ((50000, 2000, None), "primal"),  # single-cell, feature selection: 2000 x 2000
+        ((50000, 2000, 50000), "primal"),  # n_instances = all
+        ((5000, 2000, 100), "dual"),  # instance removal needs the dual: 5000^2 fits
+    ],
+)
+def test_form_rule(args, expected):
+    assert ufi_form(*args) == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "match"),
+    [
+        ((50000, 2000, 1000), {}, r"ufi: the dual inverse P \(50000 x 50000\) would need 55\.9 GB, above the size limit of 4 GB.*n_instances=None.*primal form over the genes \(2000 x 2000\)"),
+        ((50000, 60000, None), {}, r"ufi: the dual inverse P \(50000 x 50000\).*size limit.*form='auto'"),
+        ((200, 12000, None), {"form": "primal"}, None),
+        ((100000, 30000, None), {}, r"ufi: the primal inverse \(30000 x 30000\) would need 20\.\d GB.*size limit.*Pre-filter the genes"),
+        ((300, 200, None), {"limit_gb": 1e-4}, r"ufi: the primal inverse \(200 x 200\).*size limit of 0\.0001 GB"),
+        ((300, 200, 100), {"form": "primal"}, r"form='primal' supports feature selection only"),
+        ((300, 200, None), {"form": "fast"}, r"form must be 'auto', 'primal' or 'dual'; got 'fast'"),
+    ],
+)
+def test_form_size_limit_refusals(args, kwargs, match):
+    if match is None:
+        assert ufi_form(*args, **kwargs) == "primal"
+        return
+    with pytest.raises(ValueError, match=match):
+        ufi_form(*args, **kwargs)
+
+
+def test_refuses_before_allocating(monkeypatch):
+    """Through ufi() and glfs.select with a tiny limit: the error comes before any n x n allocation."""
+    monkeypatch.setattr(glfs._limits, "DENSE_LIMIT_GB", 1e-6)
+    X = np.random.default_rng(15).normal(size=(40, 10))
+    with pytest.raises(ValueError, match=r"ufi: the dual inverse P \(40 x 40\).*size limit"):
+        ufi(X, n_features=2, n_instances=20)
+    with pytest.raises(ValueError, match=r"ufi: the primal inverse \(10 x 10\).*size limit"):
+        glfs.select(X, method="ufi", n_features=2)

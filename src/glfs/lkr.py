@@ -33,12 +33,21 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
+from ._limits import check_dense_size
 from ._result import Selection, make_selection
 from ._validation import check_graph, check_labels, check_X, constant_features, warn_constant
 
 log = logging.getLogger(__name__)
 
-__all__ = ["lkr_score", "lkr_coefficients", "select_lkr_score", "select_lkr_score_supervised"]
+__all__ = [
+    "lkr_score",
+    "lkr_coefficients",
+    "select_lkr_score",
+    "select_lkr_score_supervised",
+    "supervised_size_check",
+]
+
+_GENE_BLOCK = 256  # genes per block when forming residuals
 
 
 def _positive(value, name):
@@ -92,6 +101,9 @@ def lkr_coefficients(X, W=None, *, labels=None, h=None, ridge=0.1):
     of i in W (i excluded).  Supervised: N_i = the other samples of i's class;
     then all leave-one-out coefficients of a class come from one inverse,
     beta_i = -P_{-i,i} / P_ii with P = (K_class + lambda I)^-1 (block inverse).
+    The supervised B is dense within each class (sum_l N_l^2 entries);
+    :func:`lkr_score` does not form it (it uses the leave-one-out residual
+    (P f)_i / P_ii directly).
 
     Returns
     -------
@@ -103,12 +115,8 @@ def lkr_coefficients(X, W=None, *, labels=None, h=None, ridge=0.1):
     sq = _row_sq_norms(X)
     ridge = _positive(ridge, "ridge")
     if labels is not None:
-        _, codes = check_labels(labels, n)
-        groups = [np.flatnonzero(codes == c) for c in range(codes.max() + 1)]
-        small = [int(g.size) for g in groups if g.size < 2]
-        if small:
-            msg = f"labels: every class needs at least 2 samples for the supervised LKR score; got a class of size {small[0]}"
-            raise ValueError(msg)
+        groups = _class_groups(labels, n)
+        supervised_size_check([g.size for g in groups])
         with threadpool_limits(limits=1, user_api="blas"):
             D2s = [_sq_dist_block(X, sq, g, g) for g in groups]
         if h is None:
@@ -171,6 +179,67 @@ def _knn_gaussian_graph(X, n_neighbors, h):
     return sp.csr_matrix((vals, A.indices.copy(), A.indptr.copy()), shape=A.shape), h
 
 
+def _class_groups(labels, n):
+    _, codes = check_labels(labels, n)
+    groups = [np.flatnonzero(codes == c) for c in range(codes.max() + 1)]
+    small = [int(g.size) for g in groups if g.size < 2]
+    if small:
+        msg = f"labels: every class needs at least 2 samples for the supervised LKR score; got a class of size {small[0]}"
+        raise ValueError(msg)
+    return groups
+
+
+def supervised_size_check(class_sizes, *, limit_gb=None):
+    """Refuse the supervised LKR score when its per-class kernels do not fit (docs/methods.md, "Size limits").
+
+    The supervised neighbourhoods are whole classes (Eq. 6), so each class of
+    N_l samples needs a dense N_l x N_l kernel and its inverse (about three
+    such matrices at once).  Raises ``ValueError`` ("size limit") when the
+    largest class exceeds ``limit_gb`` (default
+    :data:`glfs._limits.DENSE_LIMIT_GB`).
+    """
+    n_max = int(max(class_sizes))
+    check_dense_size(
+        "lkr_score_supervised",
+        f"the kernel of the largest class ({n_max} x {n_max}, three such matrices)",
+        3.0 * n_max**2,
+        "Use the unsupervised lkr_score on a kNN graph, or subsample each class.",
+        limit_gb=limit_gb,
+    )
+
+
+def _within_class_h(X, sq, groups):
+    """Mean squared distance between distinct samples of the same class, without the N x N matrix.
+
+    sum_{i != j} ||x_i - x_j||^2 = 2 N sum_i ||x_i||^2 - 2 ||sum_i x_i||^2 over each class.
+    """
+    tot, cnt = 0.0, 0
+    for g in groups:
+        s = np.asarray(X[g].sum(axis=0)).ravel()
+        tot += 2.0 * g.size * float(sq[g].sum()) - 2.0 * float(s @ s)
+        cnt += g.size * (g.size - 1)
+    tot = max(tot, 0.0)
+    return tot / cnt if tot > 0 else 1.0
+
+
+def _class_inverse(X, sq, g, h, ridge):
+    """P = (K + ridge I)^-1 for one class (Cholesky; K Gaussian with width h)."""
+    from scipy.linalg import cho_factor, lapack
+
+    K = _sq_dist_block(X, sq, g, g)
+    np.divide(K, -h, out=K)
+    np.exp(K, out=K)
+    K[np.diag_indices_from(K)] += ridge
+    c, _ = cho_factor(K, lower=False, overwrite_a=True, check_finite=False)
+    P, info = lapack.dpotri(c, lower=False, overwrite_c=True)
+    if info != 0:
+        msg = f"internal error: Cholesky inverse of a class kernel failed (LAPACK info {info})"
+        raise RuntimeError(msg)
+    iu = np.triu_indices_from(P, 1)
+    P[(iu[1], iu[0])] = P[iu]  # dpotri fills the upper triangle
+    return P
+
+
 def lkr_score(X, W=None, *, labels=None, h=None, ridge: float = 0.1, n_neighbors: int = 10, center: bool = False):
     """LKR score of every gene (Cheung & Zeng, TKDE 2009, Eq. 16).  Lower is better.
 
@@ -209,11 +278,14 @@ def lkr_score(X, W=None, *, labels=None, h=None, ridge: float = 0.1, n_neighbors
 
     Notes
     -----
-    Cost: the local regressions are O(sum_i n_i^2 d + n_i^3) (unsupervised,
-    n_i = |N_i|) or O(sum_l N_l^2 d + N_l^3) (supervised, one inverse per
-    class); the scores are one sparse product B X, O(nnz(B) d).  Memory
-    O(n d + nnz(B)); the supervised B holds sum_l N_l^2 entries (dense within
-    each class, as the paper's neighbourhoods are).
+    Cost, unsupervised: the local regressions are O(sum_i n_i^2 d + n_i^3)
+    (n_i = |N_i|), the scores one sparse product B X, O(nnz(B) d), in gene
+    blocks; memory O(n d + nnz(B)).  Supervised: one Cholesky inverse
+    P = (K_l + lambda I)^-1 per class and the leave-one-out residuals
+    (P f)_i / P_ii (the same numbers as F - B F), O(sum_l N_l^2 d + N_l^3)
+    time and O(n d + max_l N_l^2) memory: the sum_l N_l^2 coefficients are
+    never stored.  Refused above the size limit (:func:`supervised_size_check`,
+    docs/methods.md "Size limits").
     """
     X = check_X(X)
     n, d = X.shape
@@ -222,9 +294,27 @@ def lkr_score(X, W=None, *, labels=None, h=None, ridge: float = 0.1, n_neighbors
         raise ValueError(msg)
     if h is not None:
         h = _positive(h, "h")
+    Xd = X.toarray() if sp.issparse(X) else X
+    const = constant_features(Xd)
     if labels is not None:
-        B, h_used = lkr_coefficients(X, labels=labels, h=h, ridge=ridge)
         deg = np.ones(n)  # label graph of Eq. 6 with its diagonal: D = I
+        groups = _class_groups(labels, n)
+        supervised_size_check([g.size for g in groups])
+        ridge = _positive(ridge, "ridge")
+        sq = _row_sq_norms(Xd)
+        h_used = _within_class_h(Xd, sq, groups) if h is None else h
+        mu = Xd.mean(axis=0)
+        num = np.zeros(d)
+        for g in groups:
+            # leave-one-out kernel ridge residual of sample i within its class:
+            # f_i - beta_i' f_{-i} = (P f)_i / P_ii  (block inverse; = F - B F with B of lkr_coefficients)
+            P = _class_inverse(Xd, sq, g, h_used, ridge)
+            Fg = Xd[g] - mu if center else Xd[g]
+            R = P @ Fg
+            R /= np.diag(P)[:, None]
+            num += np.einsum("ij,ij->j", R, R)
+            del P, R
+        log.debug("lkr_score: supervised, %d classes (largest %d)", len(groups), max(g.size for g in groups))
     else:
         if W is None:
             if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, (int, np.integer)) or n_neighbors < 1:
@@ -237,14 +327,18 @@ def lkr_score(X, W=None, *, labels=None, h=None, ridge: float = 0.1, n_neighbors
             msg = f"W must give every sample a positive degree; got {int(np.sum(deg <= 0))} isolated sample(s)"
             raise ValueError(msg)
         B, h_used = lkr_coefficients(X, W, h=h, ridge=ridge)
-    Xd = X.toarray() if sp.issparse(X) else X
-    const = constant_features(Xd)
-    mu = deg @ Xd / deg.sum()
-    Xc = Xd - mu
-    F = Xc if center else Xd
-    R = F - B @ F
-    num = np.einsum("i,ij,ij->j", deg, R, R)
-    den = np.einsum("i,ij,ij->j", deg, Xc, Xc)
+        mu = deg @ Xd / deg.sum()
+        num = np.zeros(d)
+        for start in range(0, d, _GENE_BLOCK):  # gene blocks: memory O(n * block), not several n x d copies
+            blk = slice(start, min(d, start + _GENE_BLOCK))
+            F = Xd[:, blk] - mu[blk] if center else Xd[:, blk]
+            R = F - B @ F
+            num[blk] = np.einsum("i,ij,ij->j", deg, R, R)
+    den = np.zeros(d)
+    for start in range(0, d, _GENE_BLOCK):
+        blk = slice(start, min(d, start + _GENE_BLOCK))
+        Xc = Xd[:, blk] - mu[blk]
+        den[blk] = np.einsum("i,ij,ij->j", deg, Xc, Xc)
     with np.errstate(invalid="ignore", divide="ignore"):
         scores = num / den
     scores[const] = np.nan

@@ -31,6 +31,23 @@ argmax_i (P^2)_ii / P_ii, and P <- P_{-i,-i} - P_{-i,i} P_{i,-i} / P_ii.  This
 equals the paper's feature-space Eq. 16 (checked by brute force in the tests)
 but costs O(q^2) per removal instead of O(p^2).
 
+Primal form (many samples)
+--------------------------
+When every instance is kept (feature selection only, as :func:`select_ufi`
+does) and there are more samples than genes, the same greedy removals are
+computed in the (p x p) gene space instead: with G = Z'Z + lambda I_p and
+Ginv = G^-1, removing gene k lowers the trace by (Ginv^2)_kk / Ginv_kk (block
+inverse), so
+
+    c(f_k) = 1/lambda - (Ginv^2)_kk / Ginv_kk        (the same Eq. 12 value as above),
+
+and Ginv <- Ginv - a a' / a_k with a = Ginv[:, k] (the removed row and column
+become zero).  The Gram X'X is formed once (O(n d^2)); each removal costs
+O(p^2), so the full ranking is O(n d^2 + d^3) time and O(d^2) memory: nothing
+n x n.  ``form="auto"`` picks it when n_samples > n_features and no instance
+is removed; the dual form, whose P is n x n, refuses above the size limit
+(docs/methods.md, "Size limits").
+
 Step sizes: the printed "alpha = n - p/t" is garbled; each iteration removes
 about (n_features_total - p) / t genes and (n_samples - q) / t instances; the
 counts after iteration i are round(d - i (d - p) / t) and round(m - i (m - q) / t).
@@ -46,12 +63,13 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ._limits import check_dense_size
 from ._result import Selection, make_selection
 from ._validation import check_n_features, check_X, constant_features, warn_constant
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ufi", "UFIResult", "select_ufi"]
+__all__ = ["ufi", "UFIResult", "select_ufi", "ufi_form"]
 
 
 @dataclass(frozen=True)
@@ -167,6 +185,104 @@ class _State:
         self.Z = self.Z[keep]
 
 
+class _PrimalState:
+    """Ginv = (Z'Z + lam I_p)^-1 over the live genes, all instances kept (module docstring, primal form).
+
+    Same interface as :class:`_State` (``idx``, ``live``, ``since``,
+    ``refresh``, ``criterion``, ``remove_feature``, ``trace_primal``); no
+    instance removal.  g = diag(Ginv), s = diag(Ginv^2).
+    """
+
+    def __init__(self, X, lam, cols):
+        self.lam = lam
+        self.rows = np.arange(X.shape[0])
+        self.idx = np.asarray(cols)
+        Z = X if self.idx.size == X.shape[1] else X[:, self.idx]
+        G = Z.T @ Z  # (p, p) Gram over the genes, formed once: O(n p^2)
+        G[np.diag_indices_from(G)] += lam
+        self.G = G
+        self.pos = np.arange(self.idx.size)  # row/column of each live gene in G
+        self.live = np.ones(self.idx.size, dtype=bool)
+        self.refresh()
+
+    @property
+    def cols(self):
+        return self.idx[self.live]
+
+    def refresh(self):
+        keep = self.live
+        self.idx, self.pos = self.idx[keep], self.pos[keep]
+        self.live = np.ones(self.idx.size, dtype=bool)
+        Ginv = np.linalg.inv(self.G[np.ix_(self.pos, self.pos)])
+        self.Ginv = (Ginv + Ginv.T) / 2
+        self.g = np.diag(self.Ginv).copy()
+        self.s = np.einsum("ij,ij->j", self.Ginv, self.Ginv)
+        self.since = 0
+
+    def trace_primal(self):
+        return float(self.g[self.live].sum())
+
+    def criterion(self):
+        c = np.full(self.g.shape, np.inf)
+        live = self.live
+        c[live] = 1.0 / self.lam - self.s[live] / self.g[live]
+        return c
+
+    def remove_feature(self, k):
+        """Remove gene k: block-inverse downdate of Ginv, O(p^2)."""
+        a = self.Ginv[:, k].copy()
+        al = a[k]
+        b = self.Ginv @ a  # row k of Ginv^2
+        self.s = self.s - 2.0 * a * b / al + a**2 * float(a @ a) / al**2
+        self.g = self.g - a**2 / al
+        self.Ginv -= np.outer(a, a / al)
+        self.live[k] = False
+        self.since += 1
+        dead = self.live.size - int(self.live.sum())
+        if dead > 0.1 * self.live.size and dead > 8:  # compact
+            keep = self.live
+            self.Ginv = self.Ginv[np.ix_(keep, keep)]
+            self.g, self.s, self.idx, self.pos = self.g[keep], self.s[keep], self.idx[keep], self.pos[keep]
+            self.live = np.ones(self.idx.size, dtype=bool)
+
+
+def ufi_form(n_samples: int, n_features: int, n_instances: int | None = None, form: str = "auto", *, limit_gb=None):
+    """Which form UFI uses, after checking its size (docs/methods.md, "Size limits").
+
+    ``"primal"`` (genes x genes, all instances kept) when ``form="auto"``,
+    every instance is kept and n_samples > n_features; ``"dual"`` (samples x
+    samples) otherwise.  Raises ``ValueError`` ("size limit") when the dense
+    matrices of the chosen form (three of its size at once) exceed
+    ``limit_gb`` (default :data:`glfs._limits.DENSE_LIMIT_GB`).
+    """
+    if form not in ("auto", "primal", "dual"):
+        msg = f"form must be 'auto', 'primal' or 'dual'; got {form!r}"
+        raise ValueError(msg)
+    keep_all = n_instances is None or n_instances >= n_samples
+    if form == "primal" and not keep_all:
+        msg = f"form='primal' supports feature selection only (n_instances=None); got n_instances={n_instances}"
+        raise ValueError(msg)
+    if form == "auto":
+        form = "primal" if keep_all and n_samples > n_features else "dual"
+    if form == "dual":
+        alt = (
+            "With all instances kept (n_instances=None) UFI runs in the primal form over the genes "
+            f"({n_features} x {n_features}); otherwise subsample the samples."
+            if not keep_all
+            else "Use form='auto' (primal form over the genes) or subsample the samples."
+        )
+        check_dense_size("ufi", f"the dual inverse P ({n_samples} x {n_samples})", 3.0 * n_samples**2, alt, limit_gb=limit_gb)
+    else:
+        check_dense_size(
+            "ufi",
+            f"the primal inverse ({n_features} x {n_features})",
+            3.0 * n_features**2,
+            "Pre-filter the genes (e.g. by variance or sc.pp.highly_variable_genes) before UFI.",
+            limit_gb=limit_gb,
+        )
+    return form
+
+
 def ufi(
     X,
     *,
@@ -177,6 +293,7 @@ def ufi(
     relative_ridge: bool = True,
     full_ranking: bool = False,
     refresh_every: int | None = None,
+    form: str = "auto",
 ) -> UFIResult:
     """Unified feature and instance selection (Zhang et al., TIP 2012, Algorithm 1).
 
@@ -203,6 +320,12 @@ def ufi(
         Recompute P from scratch after this many rank-one updates (controls
         round-off and compacts the gene matrix).  Default 1000: measured drift
         after 3000 updates without refresh is below 1e-11 (relative).
+    form : {"auto", "dual", "primal"}, default "auto"
+        "dual": the (q x q) instance-space inverse (the paper's M); "primal":
+        the (p x p) gene-space inverse, only with all instances kept.  "auto":
+        primal when all instances are kept and n_samples > n_features.  Both
+        give the same removals (module docstring).  Checked against the size
+        limit before anything is allocated (:func:`ufi_form`).
 
     Returns
     -------
@@ -212,9 +335,9 @@ def ufi(
     -----
     Cost: one (q x q) inverse per iteration and per refresh, O(q^2 p); each gene
     removal O(q p + q^2), each instance removal O(q^2).  Removing all d genes
-    (``full_ranking``) is O(d (n d + n^2)) time.  **Memory O(n^2 + n d)**: the
-    instance-space inverse P is a dense n x n matrix (the paper's M); nothing
-    d x d is formed.
+    (``full_ranking``) is O(d (n d + n^2)) time.  Dual form: **memory O(n^2 +
+    n d)**, the instance-space inverse P is a dense n x n matrix (the paper's
+    M).  Primal form: O(n d^2 + d^3) time, O(n d + d^2) memory, nothing n x n.
     """
     X = check_X(X, dense=True)
     m, d = X.shape
@@ -247,7 +370,9 @@ def ufi(
     if p < n_features:
         log.warning("ufi: only %d non-constant genes; keeping %d", p, p)
 
-    st = _State(X, lam, np.arange(m), alive)
+    form = ufi_form(m, int(alive.size), n_instances, form)
+    log.info("ufi: %d samples x %d genes, %s form", m, alive.size, form)
+    st = _PrimalState(X, lam, alive) if form == "primal" else _State(X, lam, np.arange(m), alive)
     feat_counts = _schedule(alive.size, p, n_iter)
     inst_counts = _schedule(m, n_instances, n_iter)
     # thousands of small (2 x q)(q x u) products: multi-threaded BLAS only adds
@@ -316,7 +441,7 @@ def select_ufi(X, W=None, *, n_features, labels=None, random_state=None, **param
     NaN, ranked last.  Parameters: ``ridge``, ``relative_ridge``, ``n_instances``,
     ``n_iter`` (see :func:`ufi`).
     """
-    allowed = {"ridge", "relative_ridge", "n_instances", "n_iter", "refresh_every"}
+    allowed = {"ridge", "relative_ridge", "n_instances", "n_iter", "refresh_every", "form"}
     bad = sorted(set(params) - allowed)
     if bad:
         msg = f"method 'ufi' accepts parameters {sorted(allowed)}; got unknown {bad}"

@@ -1,0 +1,47 @@
+"""Size limits: methods that need dense intermediates check their size before allocating.
+
+A method that cannot handle an input refuses at once with a ``ValueError``
+whose message says "size limit", names the sizes, the limit and the
+alternative (docs/methods.md, "Size limits"), instead of allocating its way
+into swap or an out-of-memory kill.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DENSE_LIMIT_GB", "check_dense_size"]
+
+#: Budget for the dense intermediates of one method call, in GB (2**30 bytes).
+#: With X itself and its copies this keeps 50,000 x 2,000 inputs below 8 GB.
+DENSE_LIMIT_GB = 4.0
+
+
+def check_dense_size(method: str, what: str, n_elements: float, alternative: str, *, limit_gb: float | None = None):
+    """Raise ``ValueError`` when ``n_elements`` float64 values exceed the limit.
+
+    Parameters
+    ----------
+    method : str
+        Name of the method (first word of the message).
+    what : str
+        The intermediate, with its shape, e.g. ``"the dual inverse P (50000 x 50000)"``.
+    n_elements : float
+        Number of float64 values the intermediates hold at once.
+    alternative : str
+        What to do instead (one sentence).
+    limit_gb : float, optional
+        Default :data:`DENSE_LIMIT_GB`.
+
+    Returns
+    -------
+    float
+        The predicted size in GB (when within the limit).
+    """
+    limit = DENSE_LIMIT_GB if limit_gb is None else float(limit_gb)
+    need = 8.0 * float(n_elements) / 2**30
+    if need > limit:
+        msg = (
+            f"{method}: {what} would need {need:.1f} GB, above the size limit of {limit:g} GB "
+            f"for dense intermediates (docs/methods.md, 'Size limits'). {alternative}"
+        )
+        raise ValueError(msg)
+    return need
