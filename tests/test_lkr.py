@@ -242,3 +242,21 @@ def test_supervised_refuses_before_allocating(monkeypatch):
         glfs.select(X, method="lkr_score_supervised", labels=labels, n_features=2)
     with pytest.raises(ValueError, match=r"largest class \(20 x 20.*size limit"):
         lkr_coefficients(X, labels=labels)
+
+
+def test_batched_local_regressions_equal_per_sample_solves(monkeypatch):
+    """The batched solves (grouped by neighbourhood size, several batches) equal one solve per sample."""
+    import glfs.lkr as lk
+
+    rng = np.random.default_rng(24)
+    X = rng.normal(size=(70, 9)) * rng.uniform(0.5, 3, size=9)
+    W = glfs.similarity_graph(X, n_neighbors=4)  # union symmetrisation: neighbourhood sizes vary
+    assert np.unique(np.diff(W.indptr)).size > 1
+    monkeypatch.setattr(lk, "_BATCH_BYTES", 8 * 5 * 9 * 6)  # a handful of samples per batch
+    B, h = lkr_coefficients(X, W, ridge=0.1)
+    for i in range(70):
+        nb = W.indices[W.indptr[i] : W.indptr[i + 1]]
+        D2 = ((X[nb][:, None, :] - X[nb][None, :, :]) ** 2).sum(-1)
+        k = np.exp(-((X[nb] - X[i]) ** 2).sum(-1) / h)
+        beta = np.linalg.solve(np.exp(-D2 / h) + 0.1 * np.eye(nb.size), k)
+        np.testing.assert_allclose(B[i, nb].toarray().ravel(), beta, rtol=1e-9, atol=1e-12)
