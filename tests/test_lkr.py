@@ -215,21 +215,25 @@ def test_unsupervised_gene_blocks_equal_dense_form(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("sizes", "limit", "match"),
+    ("sizes", "d", "kw", "match"),
     [
-        ([30000, 20000], None, r"lkr_score_supervised: the kernel of the largest class \(30000 x 30000, three such matrices\) would need 20\.1 GB, above the size limit of 4 GB.*unsupervised lkr_score"),
-        ([6250] * 8, None, None),  # 50,000 cells in 8 classes: 0.9 GB
-        ([40, 30], 1e-5, r"largest class \(40 x 40.*size limit of 1e-05 GB"),
+        ([30000, 20000], 10, {}, r"lkr_score_supervised: the kernel of the largest class \(30000 x 30000, three such matrices\) would need 20\.1 GB, above the size limit of 4 GB.*unsupervised lkr_score"),
+        # 50,000 cells in 8 classes: the kernels fit (0.9 GB) but the work does not: 8 (6250^3 + 4 6250^2 2000) = 4.5e12
+        ([6250] * 8, 2000, {}, r"8 classes of up to 6250 samples x 2000 genes need 4\.5e\+12 floating-point operations.*size limit of 2e\+12"),
+        ([2500] * 8, 2000, {}, None),  # 20,000 cells in 8 classes: 5.3e11
+        ([38, 34], 7129, {}, None),  # Golub
+        ([40, 30], 1, {"limit_gb": 1e-5}, r"largest class \(40 x 40.*size limit of 1e-05 GB"),
+        ([40, 30], 1, {"max_flops": 1e4}, r"2 classes of up to 40 samples x 1 genes need 1\.0e\+05 .*size limit of 1e\+04"),
     ],
 )
-def test_supervised_size_limit(sizes, limit, match):
+def test_supervised_size_limit(sizes, d, kw, match):
     from glfs.lkr import supervised_size_check
 
     if match is None:
-        supervised_size_check(sizes, limit_gb=limit)
+        supervised_size_check(sizes, d, **kw)
         return
     with pytest.raises(ValueError, match=match):
-        supervised_size_check(sizes, limit_gb=limit)
+        supervised_size_check(sizes, d, **kw)
 
 
 def test_supervised_refuses_before_allocating(monkeypatch):

@@ -45,6 +45,7 @@ __all__ = [
     "select_lkr_score",
     "select_lkr_score_supervised",
     "supervised_size_check",
+    "SUPERVISED_MAX_FLOPS",
 ]
 
 _GENE_BLOCK = 256  # genes per block when forming residuals
@@ -149,7 +150,7 @@ def lkr_coefficients(X, W=None, *, labels=None, h=None, ridge=0.1):
     ridge = _positive(ridge, "ridge")
     if labels is not None:
         groups = _class_groups(labels, n)
-        supervised_size_check([g.size for g in groups])
+        supervised_size_check([g.size for g in groups], X.shape[1])
         with threadpool_limits(limits=1, user_api="blas"):
             D2s = [_sq_dist_block(X, sq, g, g) for g in groups]
         if h is None:
@@ -214,23 +215,41 @@ def _class_groups(labels, n):
     return groups
 
 
-def supervised_size_check(class_sizes, *, limit_gb=None):
-    """Refuse the supervised LKR score when its per-class kernels do not fit (docs/methods.md, "Size limits").
+#: Work limit of the supervised LKR score, in floating-point operations
+#: sum_l (N_l^3 + 4 N_l^2 d) (one Cholesky inverse and two N_l x N_l x d products
+#: per class); about 1-2 minutes on 2 idle cores.
+SUPERVISED_MAX_FLOPS = 2e12
+
+
+def supervised_size_check(class_sizes, n_features: int = 1, *, limit_gb=None, max_flops=None):
+    """Refuse the supervised LKR score when its per-class kernels are too large (docs/methods.md, "Size limits").
 
     The supervised neighbourhoods are whole classes (Eq. 6), so each class of
     N_l samples needs a dense N_l x N_l kernel and its inverse (about three
-    such matrices at once).  Raises ``ValueError`` ("size limit") when the
-    largest class exceeds ``limit_gb`` (default
-    :data:`glfs._limits.DENSE_LIMIT_GB`).
+    such matrices at once) and O(N_l^3 + N_l^2 d) work.  Raises ``ValueError``
+    ("size limit") when the largest class exceeds ``limit_gb`` (default
+    :data:`glfs._limits.DENSE_LIMIT_GB`) or the work sum_l (N_l^3 + 4 N_l^2 d)
+    exceeds ``max_flops`` (default :data:`SUPERVISED_MAX_FLOPS`).
     """
-    n_max = int(max(class_sizes))
+    sizes = np.asarray(class_sizes, dtype=float)
+    n_max = int(sizes.max())
+    alt = "Use the unsupervised lkr_score on a kNN graph, or subsample each class (a few thousand samples per class)."
     check_dense_size(
         "lkr_score_supervised",
         f"the kernel of the largest class ({n_max} x {n_max}, three such matrices)",
         3.0 * n_max**2,
-        "Use the unsupervised lkr_score on a kNN graph, or subsample each class.",
+        alt,
         limit_gb=limit_gb,
     )
+    limit = SUPERVISED_MAX_FLOPS if max_flops is None else float(max_flops)
+    work = float(np.sum(sizes**3 + 4.0 * sizes**2 * n_features))
+    if work > limit:
+        msg = (
+            f"lkr_score_supervised: {sizes.size} classes of up to {n_max} samples x {n_features} genes need "
+            f"{work:.1e} floating-point operations (sum of N^3 + 4 N^2 d per class), above the size limit of "
+            f"{limit:.0e} (docs/methods.md, 'Size limits'). {alt}"
+        )
+        raise ValueError(msg)
 
 
 def _within_class_h(X, sq, groups):
@@ -324,7 +343,7 @@ def lkr_score(X, W=None, *, labels=None, h=None, ridge: float = 0.1, n_neighbors
     if labels is not None:
         deg = np.ones(n)  # label graph of Eq. 6 with its diagonal: D = I
         groups = _class_groups(labels, n)
-        supervised_size_check([g.size for g in groups])
+        supervised_size_check([g.size for g in groups], d)
         ridge = _positive(ridge, "ridge")
         sq = _row_sq_norms(Xd)
         h_used = _within_class_h(Xd, sq, groups) if h is None else h
