@@ -9,11 +9,13 @@ from snakemake.utils import validate
 
 from glfs.io import (
     dataset_file_specs,
-    dataset_has_labels,
     expression_format,
     is_url,
     plain_filename_problem,
 )
+
+# under a private name, so that no function of a later .smk file can shadow it
+from glfs.io import dataset_has_labels as _io_has_labels
 
 
 class ConfigError(Exception):
@@ -151,7 +153,7 @@ def has_labels(dataset):
     """Whether a dataset has class labels: a labels table, a reader that carries them,
     or an .h5ad with `label_column` (glfs.io.dataset_has_labels, which prepare_dataset
     also follows)."""
-    return dataset_has_labels(dataset_config(dataset))
+    return _io_has_labels(dataset_config(dataset))
 
 
 def seed():
