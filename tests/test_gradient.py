@@ -8,7 +8,8 @@ import scipy.sparse as sp
 
 import glfs
 from glfs import ConstantFeatureWarning
-from glfs.gradient import _exact_lowrank, _m_matrix, glfs_objective
+import glfs.gradient as gradient
+from glfs.gradient import KKT_TOL, GLFSConvergenceWarning, _m_matrix, glfs_objective
 from glfs.graph import laplacian
 from glfs.simulate import make_planted, recovery_score
 
@@ -64,16 +65,55 @@ def test_gradient_at_zero_is_squared_norm():
         np.testing.assert_allclose(g, np.sum(X**2, axis=0), rtol=1e-10)
 
 
-def test_lowrank_exact_equals_dense():
-    rng, X, W = _toy(4, n=20, d=30)
-    lambda1, lambda2 = 0.2, 0.05
+def _forms(X, W, beta, lambda1, lambda2, objective):
+    """(dense state, low-rank state) of the same point, both forms forced."""
+    P = gradient._p_matrix(W, X.shape[0], lambda1)
+    model = gradient._Model(X, P, lambda2, objective)
+    idx = np.flatnonzero(beta > 0)
+    return gradient._DenseState(model, beta, idx), gradient._LowRankState(model, beta, idx)
+
+
+@pytest.mark.parametrize("objective", ["exact", "paper", "printed"])
+@pytest.mark.parametrize(("seed", "k"), [(4, 1), (5, 6), (6, 6), (7, 25)])
+def test_lowrank_equals_dense(objective, seed, k):
+    # the Woodbury form (no n x n matrix) against the dense n x n form, small random support (k = 25 > n too)
+    rng, X, W = _toy(seed, n=20, d=30)
     beta = np.zeros(30)
-    beta[rng.choice(30, 6, replace=False)] = rng.uniform(0.1, 2.0, 6)
-    value, grad = glfs_objective(beta, X, W, lambda1=lambda1, lambda2=lambda2, objective="exact")
-    P = sp.identity(20, format="csr") + lambda1 * laplacian(W)[0]
-    v2, g2 = _exact_lowrank(X, beta, P, lambda2, np.sum(X**2, axis=0))
-    assert v2 == pytest.approx(value, rel=1e-9)
-    np.testing.assert_allclose(g2, grad, rtol=1e-7, atol=1e-10 * np.max(np.abs(grad)))
+    beta[rng.choice(30, k, replace=False)] = rng.uniform(0.1, 2.0, k)
+    dense, low = _forms(X, W, beta, 0.2, 0.05, objective)
+    assert low.value == pytest.approx(dense.value, rel=1e-8)
+    gd, gl = dense.grad(), low.grad()
+    np.testing.assert_allclose(gl, gd, rtol=1e-8, atol=1e-8 * np.max(np.abs(gd)))
+    cols = np.array([3, 0, 17])
+    np.testing.assert_allclose(low.grad(cols), gd[cols], rtol=1e-8, atol=1e-8 * np.max(np.abs(gd)))
+
+
+@pytest.mark.parametrize("objective", ["exact", "paper", "printed"])
+def test_single_gene_closed_form(objective):
+    # one gene of weight b: A = b f f'.  With t = b f'Pf / lambda2 the exact trace is
+    # V = lambda2 t / (1 + t)^2 * (f'f / f'Pf) and dV/db = f'f (1 - t) / (1 + t)^3 (the hump at t = 1,
+    # the largest -dV/db = f'f / 27 at t = 2); Eq. 7 for one gene: Q = b s/D - b^2 mu nu / D^2 with
+    # D = 1 + b f'M^{-1}f, mu = f'Mf, nu = f'M^{-2}f (Sherman-Morrison), dQ/db = (s D - 2 b mu nu) / D^3.
+    rng, X, W = _toy(8, n=15, d=5)
+    lambda1, lambda2 = 0.5, 0.2
+    f = X[:, 2]
+    P = np.eye(15) + lambda1 * laplacian(W)[0].toarray()
+    M = lambda2 * np.linalg.inv(P)
+    s, alpha = f @ f, f @ P @ f / lambda2
+    mu, nu = f @ M @ f, f @ np.linalg.solve(M @ M, f)
+    for b in (0.01, 0.3, 4.0):
+        beta = np.zeros(5)
+        beta[2] = b
+        value, grad = glfs_objective(beta, X, W, lambda1=lambda1, lambda2=lambda2, objective=objective)
+        D = 1 + b * alpha
+        t = b * alpha
+        if objective == "exact":
+            assert value == pytest.approx(b * s / D**2, rel=1e-9)
+            assert grad[2] == pytest.approx(s * (1 - t) / (1 + t) ** 3, rel=1e-8)
+        else:
+            assert value == pytest.approx(b * s / D - b**2 * mu * nu / D**2, rel=1e-9)
+            if objective == "paper":
+                assert grad[2] == pytest.approx((s * D - 2 * b * mu * nu) / D**3, rel=1e-8)
 
 
 # ---------------------------------------------------------------- objectives against naive formulas
@@ -155,21 +195,100 @@ def _small_problem(seed=0, n=40, d=30, sigma=0.15):
     return X, W, informative
 
 
-@pytest.mark.parametrize("objective", ["exact", "paper"])
-def test_lbfgsb_solution_satisfies_kkt(objective):
-    X, W, _ = _small_problem()
-    res = glfs.glfs(X, W, objective=objective, n_features=4, n_lams=6, max_iter=2000)
-    # KKT at every path point, in the preprocessed units the solver used
-    Xp = X / np.sqrt(np.mean(X**2))  # default preprocessing: no centring, global "unit" scale
+def _unit(X):
+    """The default preprocessing of glfs (no centring, one global "unit" scale; no constant genes here)."""
+    return X / np.sqrt(np.mean(X**2))
+
+
+def _residual(beta, direction):
+    return np.where(beta > 0, np.abs(direction), np.maximum(0.0, -direction))
+
+
+@pytest.mark.parametrize("objective", ["exact", "paper", "printed"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_converged_points_satisfy_kkt(objective, seed):
+    # recompute the gradient (Eq. 9 direction for printed) independently at every returned point
+    X, W, _ = _small_problem(seed=seed, n=40, d=120, sigma=0.3)
+    res = glfs.glfs_path(X, W, objective=objective, n_lams=6)
+    assert all(res.converged)
+    assert res.params["n_converged"] == len(res.path)
     kw = {"lambda1": 0.01, "lambda2": 0.01, "objective": objective}
-    for (lam, k, _), beta in zip(res.path, res.path_weights):
-        if k == 0:
-            continue
-        _, g = glfs_objective(beta, Xp, W, lam=lam, **kw)  # gradient incl. lam
-        scale = np.max(np.abs(g - lam)) + lam
-        on = beta > 0
-        assert np.all(g[~on] >= -1e-4 * scale)
-        assert np.max(np.abs(g[on])) <= 1e-3 * scale
+    n_nonempty = 0
+    for (lam, k, value), beta, kkt in zip(res.path, res.path_weights, res.kkt):
+        F, g = glfs_objective(beta, _unit(X), W, lam=lam, **kw)  # gradient incl. lam
+        r = _residual(beta, g).max()
+        assert r <= 1.01 * KKT_TOL * lam
+        assert r / lam == pytest.approx(kkt, rel=1e-3, abs=1e-3 * KKT_TOL)
+        assert F == pytest.approx(value, rel=1e-9, abs=1e-12)
+        n_nonempty += k > 0
+    assert n_nonempty >= 3
+
+
+def test_unconverged_points_are_flagged_and_warned():
+    X, W, _ = _small_problem(seed=2, n=40, d=120, sigma=0.3)
+    with pytest.warns(GLFSConvergenceWarning, match="did not reach the KKT tolerance"):
+        res = glfs.glfs_path(X, W, objective="exact", n_lams=4, max_iter=1)
+    assert not any(res.converged)
+    assert all(r > KKT_TOL for r in res.kkt)
+    assert res.params["n_converged"] == 0
+    sel_warn = pytest.warns(GLFSConvergenceWarning)
+    with sel_warn:
+        sel = glfs.select(X, method="glfs_exact", graph=W, n_features=5, n_lams=4, max_iter=1)
+    assert sel.params["n_converged"] == 0
+    assert [row["converged"] for row in sel.extra["path"]] == [False] * 4
+
+
+def test_chosen_point_and_ranking_come_from_converged_points():
+    # started at a converged solution, the first two points converge within 20 steps, the last one
+    # (lam 1e4 times smaller: the weights must grow a lot) does not: neither the chosen weights nor the
+    # ranking may come from it
+    X, W, _ = _small_problem(seed=3, n=40, d=120, sigma=0.3)
+    ref = glfs.glfs_path(X, W, objective="exact", n_lams=2)
+    lams = [ref.path[0][0], ref.path[1][0], 1e-4 * ref.path[1][0]]
+    with pytest.warns(GLFSConvergenceWarning, match="1 of 3 path points"):
+        # _pick: what glfs(n_features=120) passes
+        res = glfs.glfs_path(X, W, lams, objective="exact", beta_init=ref.path_weights[1], max_iter=20, _pick=120)
+    assert res.converged == (True, True, False)
+    assert res.lam == lams[1]  # no converged point has 120 genes: the last converged one
+    np.testing.assert_array_equal(res.weights, res.path_weights[1])
+    _, g = glfs_objective(res.path_weights[1], _unit(X), W, objective="exact")
+    np.testing.assert_allclose(res.gradient, g, rtol=1e-8, atol=1e-10 * np.abs(g).max())
+
+
+def _planted_background(seed=0):
+    """30 x 600: planted genes on a positive log-normal background (expression-like levels).
+
+    Seed 0 is a case where the converged support grows along the path (137 -> 151 genes when
+    written); most seeds give a 1-4 gene support at every lam.
+    """
+    X, informative, _ = make_planted(30, 596, 0.3, random_state=seed)
+    X = X + np.exp(np.random.default_rng(seed).normal(0.0, 0.5, size=(2, 30, 600))[1])
+    return X, glfs.similarity_graph(X, n_neighbors=5), informative
+
+
+@pytest.mark.parametrize("objective", ["exact", "paper", "printed"])
+def test_support_grows_as_lam_falls_on_planted_case(objective):
+    X, W, _ = _planted_background()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GLFSConvergenceWarning)  # printed: one point stalls
+        res = glfs.glfs_path(X, W, objective=objective, n_lams=8)
+    lams = [p[0] for p in res.path]
+    assert all(a > b for a, b in zip(lams, lams[1:]))
+    conv = np.flatnonzero(res.converged)
+    assert conv.size >= (8 if objective != "printed" else 6)
+    support = res.path_weights[conv] > 0
+    for a, b in zip(support, support[1:]):  # nested: nothing leaves as lam decreases
+        assert not np.any(a & ~b)
+    counts = support.sum(axis=1)
+    assert counts[-1] > counts[counts > 0][0] > 100  # and it does grow here
+    assert res.params["monotone"] is True
+
+
+def test_monotone_flag_reports_a_gene_that_leaves():
+    # the flag is computed from the supports: shrink one point's support artificially
+    betas = [np.array([1.0, 0.0, 0.0]), np.array([1.0, 1.0, 0.0]), np.array([0.0, 1.0, 1.0])]
+    assert gradient._nested(betas, [0, 1])
+    assert not gradient._nested(betas, [0, 1, 2])
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -182,20 +301,33 @@ def test_planted_recovery_exact(seed):
     assert set(np.flatnonzero(res.selected)) == set(informative)
 
 
-def test_path_lams_decrease_and_support_grows_for_exact():
-    X, W, _ = _small_problem(seed=2)
-    res = glfs.glfs_path(X, W, objective="exact", n_lams=8)
-    lams = [p[0] for p in res.path]
-    counts = [p[1] for p in res.path]
-    assert all(a > b for a, b in zip(lams, lams[1:]))
-    # monotone here (warm starts, genes only enter); docs/methods.md says where it need not hold
-    assert all(a <= b for a, b in zip(counts, counts[1:]))
-    assert counts[-1] > 0
+def test_ranking_by_weight_of_converged_points():
+    # the rule of rank_by="weight", written out: genes non-zero at some converged point first, by the
+    # largest such lam, then by the weight there; then the rest by -gradient at the last converged point
+    X, W, _ = _planted_background(seed=0)  # genes enter at several lams
+    res = glfs.glfs_path(X, W, objective="exact", n_lams=6)
+    assert res.params["rank_by"] == "weight"
+    lams = np.array([p[0] for p in res.path])
+    used = np.flatnonzero(res.converged)
+    on = res.path_weights[used] > 0
+    seen = on.any(axis=0)
+    first = np.argmax(on, axis=0)
+    key_lam = np.where(seen, lams[used][first], -np.inf)
+    key_w = np.where(seen, res.path_weights[used][first, np.arange(X.shape[1])], 0.0)
+    ranked = res.ranking[: int(seen.sum())]
+    assert set(ranked) == set(np.flatnonzero(seen))
+    pairs = list(zip(key_lam[ranked], key_w[ranked]))
+    assert pairs == sorted(pairs, key=lambda p: (-p[0], -p[1]))
+    rest = res.ranking[int(seen.sum()) :]
+    assert np.all(np.diff(-res.gradient[rest]) <= 1e-12 * np.abs(res.gradient).max())
+    # scores agree with the ranking
+    assert np.all(np.diff(res.entry_lam[res.ranking]) <= 0)
 
 
-def test_ranking_is_entry_order_along_path():
+def test_ranking_entry_rule_is_an_option():
     X, W, _ = _small_problem(seed=3)
-    res = glfs.glfs_path(X, W, objective="exact", n_lams=8)
+    res = glfs.glfs_path(X, W, objective="exact", n_lams=8, rank_by="entry")
+    assert res.params["rank_by"] == "entry"
     entry_step = np.full(X.shape[1], len(res.path))
     for k, b in reversed(list(enumerate(res.path_weights))):
         entry_step[b > 0] = k
@@ -210,7 +342,7 @@ def test_ranking_is_entry_order_along_path():
 def test_printed_runs_and_records_solver_status():
     X, W, _ = _small_problem(seed=4)
     res = glfs.glfs(X, W, objective="printed", n_features=4, n_lams=5, max_iter=50)
-    assert len(res.converged) == len(res.path)
+    assert len(res.converged) == len(res.path) == len(res.kkt) == len(res.n_iter)
     assert res.ranking.shape == (X.shape[1],)
 
 
@@ -221,6 +353,60 @@ def test_halving_search_gives_nonempty_support():
     assert len(res.search) >= 2
     tried_nonempty = [lam for lam, k in res.search if k > 0]
     assert res.lam == pytest.approx(max(tried_nonempty))
+
+
+# ---------------------------------------------------------------- no n x n beyond DENSE_MAX_N
+@pytest.mark.parametrize("objective", ["exact", "paper", "printed"])
+def test_large_n_never_forms_dense_matrices(objective, monkeypatch):
+    # with the limit lowered to 10 samples, a 40-sample problem must run on the low-rank form only
+    # (the dense M constructor is made to fail) and give the same path as the unrestricted run
+    X, W, _ = _small_problem(seed=6, n=40, d=120, sigma=0.3)
+    ref = glfs.glfs_path(X, W, objective=objective, n_lams=4)
+    monkeypatch.setattr(gradient, "DENSE_MAX_N", 10)
+
+    def no_dense(*args, **kwargs):
+        raise AssertionError("dense n x n matrix formed")
+
+    monkeypatch.setattr(gradient, "_m_dense", no_dense)
+    res = glfs.glfs_path(X, W, objective=objective, n_lams=4)
+    assert res.converged == ref.converged
+    np.testing.assert_array_equal(res.path_weights > 0, ref.path_weights > 0)
+    np.testing.assert_allclose(res.path_weights, ref.path_weights, rtol=1e-5, atol=1e-9 * ref.path_weights.max())
+    beta = ref.path_weights[-1]
+    v1, g1 = glfs_objective(beta, X, W, objective=objective)
+    monkeypatch.undo()
+    v0, g0 = glfs_objective(beta, X, W, objective=objective)
+    assert v1 == pytest.approx(v0, rel=1e-8)
+    np.testing.assert_allclose(g1, g0, rtol=1e-8, atol=1e-8 * np.abs(g0).max())
+
+
+def test_large_n_refuses_a_support_too_large_for_the_lowrank_form(monkeypatch):
+    X, W, _ = _small_problem(seed=6, n=40, d=120, sigma=0.3)
+    monkeypatch.setattr(gradient, "DENSE_MAX_N", 10)
+    monkeypatch.setattr(gradient, "LOWRANK_MAX_K", 50)
+    with pytest.raises(ValueError, match=r"limited to LOWRANK_MAX_K = 50 genes with beta > 0; this point has 120"):
+        glfs.glfs_path(X, W, objective="exact", n_lams=2)  # the uniform start has all 120 genes
+    with pytest.raises(ValueError, match=r"dense forms are limited to n_samples <= 10"):
+        _m_matrix(W, 40, 0.01, 0.01)
+
+
+def test_cost_rule_picks_lowrank_for_small_supports():
+    X, W, _ = _small_problem(seed=6, n=40, d=120)
+    for objective in ("exact", "paper", "printed"):
+        model = gradient._Model(X, gradient._p_matrix(W, 40, 0.01), 0.01, objective)
+        assert not model.dense_cheaper(2, 120)  # 2 genes: Woodbury
+        assert model.dense_cheaper(120, 120)  # every gene (k > n): dense
+        model.n = gradient.DENSE_MAX_N + 1
+        assert not model.dense_cheaper(120, 120)  # never dense above the limit
+
+
+def test_cg_solver_matches_direct_solve():
+    _, X, W = _toy(9, n=30, d=5)
+    P = gradient._p_matrix(W, 30, 3.0)
+    B = np.random.default_rng(0).normal(size=(30, 4))
+    sol, ok = gradient._cg_columns(P, B)
+    assert ok
+    np.testing.assert_allclose(sol, np.linalg.solve(P.toarray(), B), rtol=1e-10, atol=1e-12)
 
 
 # ---------------------------------------------------------------- properties
@@ -302,6 +488,8 @@ def test_objective_bad_input(kwargs, match):
         ({"beta_init": -1.0}, "beta_init must be a positive"),
         ({"lam": -1.0}, "lam must be a non-negative"),
         ({"lam_ratio": 2.0}, r"lam_ratio must be in \(0, 1\)"),
+        ({"rank_by": "order"}, r"rank_by must be one of \('weight', 'entry'\)"),
+        ({"max_iter": 0}, "max_iter must be a positive integer"),
     ],
 )
 def test_glfs_bad_input(kwargs, match):

@@ -1,23 +1,26 @@
 """GLFS: gradient-based Laplacian feature selection (Wang & Goldenberg, ICML 2013).
 
+The three *published* readings of the method live here (``glfs_exact``,
+``glfs_paper``, ``glfs_printed``); docs/methods.md, section GLFS, says what each
+one is and what was measured.
+
 Orientation: X has shape (n_samples, n_features) = (patients, genes); gene i is
 the column f_i = X[:, i] (length n).  With beta >= 0 (one weight per gene)
 
     A = X diag(beta) X'                 (n x n, the paper's X' diag(beta) X)
-    M = lambda2 (I + lambda1 L)^{-1}    (n x n, L = D - W the graph Laplacian)
+    P = I + lambda1 L                   (n x n sparse, L = D - W the graph Laplacian)
+    M = lambda2 P^{-1}                  (n x n, dense if formed)
     R = (M + A)^{-1},  K = R M
 
-and three objectives (DESIGN.md section 4 and its errata; docs/methods.md):
+and three objectives (docs/methods.md, "Errata and the three variants"):
 
 - ``"exact"``  : V(beta) = Tr(A [(M+A)^{-1} M]^2) = Tr(K' A K) >= 0, the exact
-  A-optimal trace of Cov(w) of LapRLS up to the constant sigma^2 / lambda2^2:
-  for a 0/1 beta, V = lambda2^2 Tr(Z^{-1} X_G X_G' Z^{-1}) with X_G the
-  (d_G x n) matrix of the selected genes and Z = X_G (I + lambda1 L) X_G' + lambda2 I
-  (paper Eq. 4-6, without the last, erroneous, step of Eq. 6).
+  A-optimal trace of Cov(w) of LapRLS up to the constant sigma^2 / lambda2^2
+  (paper Eq. 4-6 without the last, erroneous, step of Eq. 6).
   True gradient: dV/dbeta_i = f_i' G f_i, G = K S + S K' - S, S = K K'.
 - ``"paper"``  : Q(beta) = Tr(A (M+A)^{-2} M^2) (paper Eq. 7), which can be
   negative.  True gradient dQ/dbeta_i = f_i' G f_i with
-  G = sym(R^2 M^2 - R^2 M^2 A R - R M^2 A R^2) (DESIGN.md erratum 2).
+  G = R K M K' - K K' + K M K' R = sym(R^2 M^2 - R^2 M^2 A R - R M^2 A R^2).
 - ``"printed"``: the value of Eq. 7 with the printed direction of Eq. 9,
   f_i' (M - A)(M + A)^{-3} M^2 f_i, which is *not* the gradient of Eq. 7 unless
   M and A commute (e.g. lambda1 = 0, M = lambda2 I).
@@ -25,9 +28,19 @@ and three objectives (DESIGN.md section 4 and its errata; docs/methods.md):
 Every objective is minimised together with lam * sum(beta) over beta >= 0
 (the l1 penalty of Eq. 8 is linear in the non-negative orthant).
 
-Memory: every evaluation forms dense n x n matrices (M, A, R, K, S, G): O(n^2)
-memory, O(n^3 + n^2 d) time per evaluation (the gradient of all d genes is one
-n x n x d product).  Nothing d x d is ever formed.
+Two evaluation forms, chosen per evaluation by a flop estimate
+(:meth:`_Model.dense_cheaper`):
+
+- dense: M, A, R, K and G are n x n, O(n^3 + n^2 (k + m)) time for k non-zero
+  weights and m genes whose gradient is wanted; only for n <= ``DENSE_MAX_N``.
+- low-rank (Woodbury over the k genes with beta > 0): U = X_S diag(sqrt(beta_S)),
+  N = M^{-1} U = P U / lambda2, C = I_k + U' N, K = I - N C^{-1} U'; value and
+  gradient need sparse products with P, for paper/printed also M U (columns of
+  M X, solved once per gene by conjugate gradients on P), k x k solves and k x m projections: O(nnz(P) k + n k^2 + k^3
+  + n k m + k^2 m), no n x n matrix.  Beyond ``DENSE_MAX_N`` samples only this form is
+  used, and a support of more than ``LOWRANK_MAX_K`` genes is refused.
+
+Nothing d x d is ever formed.
 """
 
 from __future__ import annotations
@@ -41,7 +54,7 @@ from types import MappingProxyType
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from scipy.optimize import minimize
+import scipy.sparse.linalg as spla
 
 from ._result import Selection, make_selection
 from ._validation import check_graph, check_n_features, check_X, constant_features, warn_constant
@@ -51,6 +64,11 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "OBJECTIVES",
+    "RANK_RULES",
+    "KKT_TOL",
+    "DENSE_MAX_N",
+    "LOWRANK_MAX_K",
+    "GLFSConvergenceWarning",
     "GLFSResult",
     "glfs_objective",
     "glfs",
@@ -64,6 +82,7 @@ __all__ = [
 
 OBJECTIVES = ("paper", "exact", "printed")
 SCALES = ("unit", "none", "standardize")
+RANK_RULES = ("weight", "entry")
 
 # Defaults (chosen on the planted simulation, benchmarks/glfs_defaults.py; see docs/methods.md).
 DEFAULT_LAMBDA1 = 0.01
@@ -74,7 +93,31 @@ DEFAULT_CENTER = False
 DEFAULT_SEARCH_C = 1024.0
 DEFAULT_N_LAMS = 10
 DEFAULT_LAM_RATIO = 1e-2
-DEFAULT_MAX_ITER = 100
+DEFAULT_MAX_ITER = 500
+DEFAULT_RANK_BY = "weight"
+
+#: Convergence tolerance on the KKT conditions of min F(beta) = Q(beta) + lam sum(beta), beta >= 0.
+#: Per gene the residual is r_i = |d_i| where beta_i > 0 and max(0, -d_i) where beta_i = 0, with
+#: d_i = dQ/dbeta_i + lam (for ``"printed"`` the Eq. 9 direction + lam: the fixed-point residual of
+#: its own projected step, not a KKT residual).  A point has converged when
+#: max_i r_i <= KKT_TOL * max(lam, KKT_FLOOR * max_i ||f_i||^2), i.e. relative to lam (both scale
+#: alike with X), the floor only for lam ~ 0.
+KKT_TOL = 1e-6
+KKT_FLOOR = 1e-10
+#: Largest number of samples for which a dense n x n matrix (M, A, R, ...) may be formed.
+DENSE_MAX_N = 2000
+#: Largest support (genes with beta > 0) of the low-rank form when dense is not allowed (k x k systems).
+LOWRANK_MAX_K = 4000
+#: A projected-gradient step may set at most this fraction of the non-zero weights to zero.
+MAX_KILL_FRACTION = 0.5
+_ARMIJO = 1e-4
+_MAX_BACKTRACK = 60
+_NONMONOTONE = 10
+_ZERO_REL = 1e-12
+
+
+class GLFSConvergenceWarning(RuntimeWarning):
+    """A GLFS path point stopped before its KKT residual reached ``KKT_TOL``."""
 
 
 # --------------------------------------------------------------------------- validation helpers
@@ -111,32 +154,59 @@ def _check_beta(beta, d):
     return b
 
 
+def _check_max_iter(max_iter):
+    if not isinstance(max_iter, (int, np.integer)) or isinstance(max_iter, bool) or max_iter < 1:
+        msg = f"max_iter must be a positive integer; got {max_iter!r}"
+        raise ValueError(msg)
+    return int(max_iter)
+
+
+def _check_rank_by(rank_by):
+    if rank_by not in RANK_RULES:
+        msg = f"rank_by must be one of {RANK_RULES}; got {rank_by!r}"
+        raise ValueError(msg)
+    return rank_by
+
+
 # --------------------------------------------------------------------------- core linear algebra
-def _m_matrix(W, n, lambda1, lambda2):
-    """M = lambda2 (I + lambda1 L)^{-1}, dense symmetric (n, n): O(n^3) time, O(n^2) memory."""
-    L, _ = laplacian(W, n)
-    P = np.eye(n) + lambda1 * L.toarray()
-    cf = sla.cho_factor(P, lower=True, check_finite=False)
-    M = lambda2 * sla.cho_solve(cf, np.eye(n), check_finite=False)
-    return 0.5 * (M + M.T)
-
-
 def _sym(B):
     return 0.5 * (B + B.T)
 
 
-def _gram(X, beta):
-    """A = X diag(beta) X' over the non-zero weights only: O(n^2 d+)."""
-    idx = np.flatnonzero(beta > 0)
-    if idx.size == 0:
-        return np.zeros((X.shape[0], X.shape[0]))
-    Xa = X[:, idx]
-    A = (Xa * beta[idx]) @ Xa.T
-    return _sym(A)
+def _refuse_dense(n):
+    msg = (
+        f"GLFS would need a dense {n} x {n} matrix; dense forms are limited to n_samples <= {DENSE_MAX_N} "
+        "(glfs.gradient.DENSE_MAX_N).  Above it only the low-rank (Woodbury) form is used, which needs "
+        f"at most {LOWRANK_MAX_K} genes with beta > 0"
+    )
+    raise ValueError(msg)
+
+
+def _p_matrix(W, n, lambda1):
+    """P = I + lambda1 L, sparse CSR (n, n)."""
+    L, _ = laplacian(W, n)
+    return sp.csr_matrix(sp.identity(n, format="csr") + lambda1 * L)
+
+
+def _m_dense(P, lambda2):
+    """M = lambda2 P^{-1}, dense symmetric (n, n): O(n^3) time, O(n^2) memory; n <= DENSE_MAX_N only."""
+    n = P.shape[0]
+    if n > DENSE_MAX_N:
+        _refuse_dense(n)
+    cf = sla.cho_factor(P.toarray(), lower=True, check_finite=False)
+    M = lambda2 * sla.cho_solve(cf, np.eye(n), check_finite=False)
+    return _sym(M)
+
+
+def _m_matrix(W, n, lambda1, lambda2):
+    """M = lambda2 (I + lambda1 L)^{-1}, dense symmetric (n, n); refuses n > DENSE_MAX_N."""
+    if n > DENSE_MAX_N:
+        _refuse_dense(n)
+    return _m_dense(_p_matrix(W, n, lambda1), lambda2)
 
 
 def _inverse_spd(C):
-    """(R, ok) with R = C^{-1} for symmetric positive definite C (Cholesky)."""
+    """C^{-1} for symmetric positive definite C (Cholesky; pseudo-inverse if it fails)."""
     n = C.shape[0]
     try:
         cf = sla.cho_factor(C, lower=True, check_finite=False)
@@ -146,81 +216,266 @@ def _inverse_spd(C):
     return _sym(R)
 
 
-def _value_matrix(X, beta, M, objective, *, need_grad=True):
-    """Value of the smooth part and the n x n matrix G with dvalue/dbeta_i = f_i' G f_i."""
-    A = _gram(X, beta)
-    R = _inverse_spd(M + A)
-    K = R @ M  # (M + A)^{-1} M
-    if objective == "exact":
-        AK = A @ K
-        value = float(np.einsum("ij,ij->", K, AK))  # Tr(K' A K) = Tr(A K K) >= 0
-        if not need_grad:
-            return value, None
-        S = K @ K.T  # R M^2 R
-        KS = K @ S
-        G = KS + KS.T - S  # = S - R A S - S A R, using R A = I - K
-        return value, _sym(G)
-    # paper / printed value: Tr(A R^2 M^2) = Tr(K M) - Tr(K' K M)  (A R = I - K')
-    KM = K @ M  # R M^2
-    value = float(np.trace(KM) - np.einsum("ij,ij->", KM, K))
-    if not need_grad:
-        return value, None
-    if objective == "paper":
-        R2M2 = R @ KM  # R^2 M^2
-        B = R2M2 - R2M2 @ A @ R - KM @ A @ R @ R
-        return value, _sym(B)
-    # printed Eq. 9: (M - A)(M + A)^{-3} M^2
-    D = (M - A) @ (R @ (R @ KM))  # (M - A) R^3 M^2; f' D f = f' sym(D) f
-    return value, _sym(D)
+def _coldot(A, B):
+    """Column-wise inner products sum_i A_ij B_ij, shape (m,)."""
+    return np.einsum("ij,ij->j", A, B)
 
 
-def _genewise(X, G):
-    """f_i' G f_i for every gene at once: einsum over (n, d); O(n^2 d)."""
-    return np.einsum("ij,ij->j", X, G @ X)
+def _cg_columns(P, B, *, rtol=1e-13, maxiter=2000):
+    """Solve P X = B (P sparse SPD) by conjugate gradients on every column at once.
 
-
-def _exact_lowrank(X, beta, P, lambda2, sq, *, need_grad=True):
-    """Exact objective and gradient when the support k = |beta > 0| is below n.
-
-    With U = X_S diag(sqrt(beta_S)) (n x k), A = U U' and M^{-1} = P / lambda2
-    (P = I + lambda1 L sparse), Woodbury gives K = (M+A)^{-1} M = I - Y U',
-    Y = (P U / lambda2) C^{-1}, C = I_k + U' P U / lambda2.  Then
-    V = Tr((I - J) H (I - J)'), H = U'U, J = U'Y, and with E = Y U'
-    G = I - 2E - 2E' + 3EE' + E^2 + E'^2 - E^2 E' - E E'^2, so for every gene
-    (a = U'f, c = Y'f):  f'Gf = f'f - 4 c'a + 3 c'Hc + 2 c'Ja - 2 c' sym(J H) c.
-    Cost O(nnz(P) k + n k^2 + k^3 + n k d + k^2 d): no n x n matrix.
+    Returns (X, converged).  Start X0 = B (P is I plus a small multiple of L).
     """
-    idx = np.flatnonzero(beta > 0)
-    k = idx.size
-    if k == 0:
-        return 0.0, (sq.copy() if need_grad else None)
-    U = X[:, idx] * np.sqrt(beta[idx])
-    PU = (P @ U) / lambda2
-    C = _sym(np.eye(k) + U.T @ PU)
-    cf = sla.cho_factor(C, lower=True, check_finite=False)
-    Y = sla.cho_solve(cf, PU.T, check_finite=False).T  # PU C^{-1}
-    H = _sym(U.T @ U)
-    J = U.T @ Y
-    T = np.eye(k) - J
-    value = float(np.einsum("ij,ij->", T @ H, T))
-    if not need_grad:
-        return value, None
-    a = U.T @ X
-    c = Y.T @ X
-    JH = J @ H
-    B = 3.0 * H - (JH + JH.T)
-    grad = sq - 4.0 * np.einsum("ij,ij->j", c, a) + np.einsum("ij,ij->j", c, B @ c) + 2.0 * np.einsum("ij,ij->j", c, J @ a)
-    return value, grad
+    B = np.asarray(B, dtype=np.float64)
+    X = B.copy()
+    Rm = B - P @ X
+    D = Rm.copy()
+    rs = _coldot(Rm, Rm)
+    target = (rtol * np.maximum(np.sqrt(_coldot(B, B)), np.finfo(float).tiny)) ** 2
+    for _ in range(maxiter):
+        if np.all(rs <= target):
+            return X, True
+        PD = P @ D
+        den = _coldot(D, PD)
+        active = rs > target
+        alpha = np.where(active, rs / np.where(den > 0, den, 1.0), 0.0)
+        X += alpha * D
+        Rm -= alpha * PD
+        rs_new = _coldot(Rm, Rm)
+        beta = np.where(active, rs_new / np.where(rs > 0, rs, 1.0), 0.0)
+        D = Rm + beta * D
+        rs = rs_new
+    return X, bool(np.all(rs <= target))
 
 
-def _evaluate(X, beta, M, objective, *, need_grad=True, lowrank=None):
-    """(value, per-gene gradient) of the smooth part; ``lowrank = (P, lambda2, sq)`` enables the exact fast path."""
-    if lowrank is not None and objective == "exact" and np.count_nonzero(beta) < 0.5 * X.shape[0]:
-        return _exact_lowrank(X, beta, *lowrank, need_grad=need_grad)
-    value, G = _value_matrix(X, beta, M, objective, need_grad=need_grad)
-    if not need_grad:
-        return value, None
-    return value, _genewise(X, G)
+class _Model:
+    """Data, operators and the choice of evaluation form for one GLFS problem.
+
+    Holds X (n, d) as used (already preprocessed), ||f_i||^2, the sparse
+    P = I + lambda1 L, and lazily the dense M (only n <= DENSE_MAX_N).  The
+    low-rank paper/printed forms need M U = lambda2 P^{-1} U (:meth:`solve_P`).
+    """
+
+    def __init__(self, X, P, lambda2, objective):
+        self.X = X
+        self.n, self.d = X.shape
+        self.P = P
+        self.lambda2 = float(lambda2)
+        self.objective = objective
+        self.sq = _coldot(X, X)
+        self._M = None
+        self._lu = None
+        self._mx = None  # columns of M X computed so far (filled on demand: only genes that enter a support)
+        self._mx_done = np.zeros(self.d, dtype=bool)
+        self.n_dense = 0  # evaluations in each form (diagnostics)
+        self.n_lowrank = 0
+
+    @property
+    def M(self):
+        if self._M is None:
+            self._M = _m_dense(self.P, self.lambda2)
+        return self._M
+
+    def solve_P(self, B):
+        """P^{-1} B for B of shape (n, k): conjugate gradients, all columns at once.
+
+        P = I + lambda1 L is symmetric positive definite with eigenvalues in
+        [1, 1 + lambda1 lambda_max(L)], so CG converges fast: O(nnz(P) k) per
+        iteration, to a relative residual of 1e-13 per column.  (A sparse LU of
+        a kNN-graph Laplacian fills in almost completely: 1.1e7 non-zeros at
+        n = 5,000.)  If CG has not converged after 2,000 iterations, a sparse LU
+        (minimum-degree ordering) is used instead.
+        """
+        X, ok = _cg_columns(self.P, B)
+        if ok:
+            return X
+        if self._lu is None:
+            log.info("glfs: CG on P = I + lambda1 L did not converge; using a sparse LU of P")
+            self._lu = spla.splu(sp.csc_matrix(self.P), permc_spec="MMD_AT_PLUS_A")
+        return self._lu.solve(np.asfortranarray(B))
+
+    def mx(self, idx):
+        """Columns idx of M X = lambda2 P^{-1} X, shape (n, len(idx)); each column is solved once and cached."""
+        if self._mx is None:
+            self._mx = np.empty((self.n, self.d), order="F")
+        todo = idx[~self._mx_done[idx]]
+        if todo.size:
+            self._mx[:, todo] = self.lambda2 * self.solve_P(self.X[:, todo])
+            self._mx_done[todo] = True
+        return self._mx[:, idx]
+
+    def dense_cheaper(self, k, m):
+        """Whether the dense form is cheaper for k non-zero weights and m wanted gradients (flop estimate).
+
+        dense ~ 12 n^3 + 2 n^2 k + 4 n^2 m (inverse and products, A, G X and the
+        column sums); low-rank ~ p nnz(P) k + c n k^2 + k^3 / 3 + 2 q n k m + 8 k^2 m
+        with q = 2 projections (exact) or 4 (paper, printed), c = 3 or 8 k x k
+        Gram matrices and p = 2 or 4 sparse products (M U comes from the cached
+        columns of M X, :meth:`mx`).  Never dense for n > DENSE_MAX_N.
+        """
+        n = self.n
+        if n > DENSE_MAX_N:
+            return False
+        exact = self.objective == "exact"
+        q, c, p = (2, 3, 2) if exact else (4, 8, 4)
+        dense = 12.0 * n**3 + 2.0 * n * n * k + 4.0 * n * n * m
+        lowrank = p * self.P.nnz * k + c * n * k * k + k**3 / 3.0 + 2.0 * q * n * k * m + 8.0 * k * k * m
+        return dense < lowrank
+
+    def state(self, beta, m=None):
+        """Evaluation state at beta (value now, gradients on demand); m = number of gradients wanted."""
+        idx = np.flatnonzero(beta > 0)
+        k = idx.size
+        m = self.d if m is None else m
+        if k == 0:
+            return _ZeroState(self)
+        if self.dense_cheaper(k, m):
+            self.n_dense += 1
+            return _DenseState(self, beta, idx)
+        if self.n > DENSE_MAX_N and k > LOWRANK_MAX_K:
+            msg = (
+                f"GLFS on {self.n} samples (> DENSE_MAX_N = {DENSE_MAX_N}) uses only the low-rank form, "
+                f"whose k x k systems are limited to LOWRANK_MAX_K = {LOWRANK_MAX_K} genes with beta > 0; "
+                f"this point has {k}.  Select among fewer genes (e.g. highly variable genes first) or use "
+                "method='glfs' (the budgeted relaxation)"
+            )
+            raise ValueError(msg)
+        self.n_lowrank += 1
+        return _LowRankState(self, beta, idx)
+
+
+class _ZeroState:
+    """beta = 0: value 0 and, for all three objectives, gradient ||f_i||^2 (K = I, R = M^{-1})."""
+
+    def __init__(self, model):
+        self.model = model
+        self.value = 0.0
+
+    def grad(self, cols=None):
+        sq = self.model.sq
+        return sq.copy() if cols is None else sq[cols]
+
+
+class _DenseState:
+    """Dense n x n form: O(n^2 k + n^3) for the value, + O(n^3 + n^2 m) for m gradients."""
+
+    def __init__(self, model, beta, idx):
+        self.model = model
+        M = model.M
+        Xa = model.X[:, idx]
+        A = _sym((Xa * beta[idx]) @ Xa.T)
+        R = _inverse_spd(M + A)
+        K = R @ M  # (M + A)^{-1} M
+        self.A, self.R, self.K = A, R, K
+        self._G = None
+        if model.objective == "exact":
+            self.value = float(np.einsum("ij,ij->", K, A @ K))  # Tr(K' A K) >= 0
+        else:
+            KM = K @ M  # R M^2
+            self.KM = KM
+            # Tr(A R^2 M^2) = Tr(K M) - Tr(K' K M), using A R = I - K'
+            self.value = float(np.trace(KM) - np.einsum("ij,ij->", KM, K))
+
+    def _gmatrix(self):
+        if self._G is None:
+            A, R, K, M = self.A, self.R, self.K, self.model.M
+            obj = self.model.objective
+            if obj == "exact":
+                S = K @ K.T  # R M^2 R
+                KS = K @ S
+                G = KS + KS.T - S  # = S - R A S - S A R, using R A = I - K
+            elif obj == "paper":
+                R2M2 = R @ self.KM  # R^2 M^2
+                G = R2M2 - R2M2 @ A @ R - self.KM @ A @ R @ R
+            else:  # printed Eq. 9: (M - A)(M + A)^{-3} M^2
+                G = (M - A) @ (R @ (R @ self.KM))
+            self._G = _sym(G)
+        return self._G
+
+    def grad(self, cols=None):
+        X = self.model.X if cols is None else self.model.X[:, cols]
+        return _coldot(X, self._gmatrix() @ X)
+
+
+class _LowRankState:
+    """Woodbury form over the k genes with beta > 0: no n x n matrix.
+
+    U = X_S diag(sqrt(beta_S)) (n x k), N = M^{-1} U = P U / lambda2,
+    C = I + U'N, so (M + A)^{-1} = M^{-1} - N C^{-1} N', R U = N C^{-1} and
+    K = I - N C^{-1} U'.  With H = U'U, for every gene (a = U'f, c = C^{-1} N'f):
+
+    - exact: V = Tr(C^{-1} H C^{-1});  with J = I - C^{-1},
+      f'Gf = f'f - 4 c'a + 3 c'Hc + 2 c'Ja - 2 c' sym(J H) c.
+    - paper: with V_ = M U (cached columns of M X), T = U'M U, F = N'N, e = U'M f,
+      b = N'M^{-1} f:  Q = Tr(C^{-1} H) - Tr(C^{-1} F C^{-1} T) and
+      f'Gf = f'f - 2 a'c + c'Hc - 2 (e - T c)' C^{-1} (b - F c).
+    - printed: with E = N'M^{-1}N, a~ = C^{-1} a, e~ = C^{-1} e,
+      f'Df = f'f - 3 a'c - b'e~ + c'F e~ + 2 a~'E e~ + 2 a~'F a~ - 2 a~'F C^{-1} F e~.
+
+    (Derivations in docs/methods.md, "Low-rank form".)  Cost: O(nnz(P) k
+    + n k^2 + k^3) for the value (+ once per gene that enters a support, a CG
+    solve for its column of M X), + O(n k m + k^2 m) for m genes.
+    """
+
+    def __init__(self, model, beta, idx):
+        self.model = model
+        X, P, l2 = model.X, model.P, model.lambda2
+        k = idx.size
+        U = X[:, idx] * np.sqrt(beta[idx])
+        N = (P @ U) / l2
+        C = _sym(np.eye(k) + U.T @ N)
+        self.cf = sla.cho_factor(C, lower=True, check_finite=False)
+        Ci = _sym(sla.cho_solve(self.cf, np.eye(k), check_finite=False))
+        H = _sym(U.T @ U)
+        self.U, self.N, self.Ci, self.H = U, N, Ci, H
+        if model.objective == "exact":
+            self.value = float(np.einsum("ij,ij->", Ci @ H, Ci))
+            self.S = np.hstack([U, N])
+            return
+        V = model.mx(idx) * np.sqrt(beta[idx])  # M U
+        T = _sym(U.T @ V)
+        F = _sym(N.T @ N)
+        CiF = Ci @ F
+        self.value = float(np.trace(Ci @ H) - np.einsum("ij,ij->", CiF @ Ci, T))
+        Bm = (P @ N) / l2  # M^{-1} N
+        self.T, self.F = T, F
+        if model.objective == "printed":
+            self.E = _sym(N.T @ Bm)
+        self.S = np.hstack([U, N, V, Bm])
+
+    def grad(self, cols=None):
+        model = self.model
+        X = model.X if cols is None else model.X[:, cols]
+        s = model.sq if cols is None else model.sq[cols]
+        k = self.U.shape[1]
+        Z = self.S.T @ X  # (2k or 4k, m) projections
+        a, gN = Z[:k], Z[k : 2 * k]
+        c = sla.cho_solve(self.cf, gN, check_finite=False)
+        H, Ci = self.H, self.Ci
+        obj = model.objective
+        if obj == "exact":
+            J = np.eye(k) - Ci
+            JH = J @ H
+            B = 3.0 * H - (JH + JH.T)
+            return s - 4.0 * _coldot(c, a) + _coldot(c, B @ c) + 2.0 * _coldot(c, J @ a)
+        e, b = Z[2 * k : 3 * k], Z[3 * k :]
+        T, F = self.T, self.F
+        if obj == "paper":
+            u1 = e - T @ c
+            u2 = b - F @ c
+            return s - 2.0 * _coldot(a, c) + _coldot(c, H @ c) - 2.0 * _coldot(u1, Ci @ u2)
+        at = Ci @ a
+        et = Ci @ e
+        Fat = F @ at
+        return (
+            s
+            - 3.0 * _coldot(a, c)
+            - _coldot(b, et)
+            + _coldot(c, F @ et)
+            + 2.0 * _coldot(at, self.E @ et)
+            + 2.0 * _coldot(at, Fat)
+            - 2.0 * _coldot(Fat, Ci @ (F @ et))
+        )
 
 
 def glfs_objective(beta, X, W, *, lambda1=DEFAULT_LAMBDA1, lambda2=DEFAULT_LAMBDA2, objective="paper", lam=0.0):
@@ -258,8 +513,11 @@ def glfs_objective(beta, X, W, *, lambda1=DEFAULT_LAMBDA1, lambda2=DEFAULT_LAMBD
 
     Notes
     -----
-    Cost O(n^2 d + n^3) time and O(n^2 + n d) memory: M, A, (M+A)^{-1} and G are
-    dense n x n (allowed for GLFS; no d x d matrix is formed).
+    The form is chosen by a flop estimate (module docstring): dense, O(n^3 + n^2 d)
+    time and O(n^2 + n d) memory, or low-rank over the k genes with beta > 0,
+    O(nnz(P) k + n k^2 + k^3 + n k d + k^2 d) with no n x n matrix.  Above
+    ``DENSE_MAX_N`` samples only the low-rank form is used (at most
+    ``LOWRANK_MAX_K`` non-zero weights, else ValueError).
     """
     objective = _check_objective(objective)
     X = check_X(X, dense=True)
@@ -269,107 +527,159 @@ def glfs_objective(beta, X, W, *, lambda1=DEFAULT_LAMBDA1, lambda2=DEFAULT_LAMBD
     lambda2 = _check_nonneg(lambda2, "lambda2", strict=True)
     lam = _check_nonneg(lam, "lam")
     W = check_graph(W, n)
-    M = _m_matrix(W, n, lambda1, lambda2)
-    value, grad = _evaluate(X, beta, M, objective)
-    return value + lam * float(beta.sum()), grad + lam
+    model = _Model(X, _p_matrix(W, n, lambda1), lambda2, objective)
+    st = model.state(beta)
+    return st.value + lam * float(beta.sum()), st.grad() + lam
 
 
-# --------------------------------------------------------------------------- solvers
+# --------------------------------------------------------------------------- solver
 @dataclass
 class _Solve:
     beta: np.ndarray
     value: float  # smooth part + lam * sum(beta)
-    grad: np.ndarray  # gradient (or printed direction) of the smooth part at beta
+    grad: np.ndarray  # gradient (or printed direction) of the smooth part at beta, every gene
     n_iter: int
-    success: bool
+    converged: bool
+    kkt: float  # max_i r_i / max(lam, KKT_FLOOR * max ||f||^2)
     message: str
 
 
-def _clean(beta, rel=1e-10):
-    b = np.where(beta > 0, beta, 0.0)
-    mx = b.max() if b.size else 0.0
-    if mx > 0:
-        b[b <= rel * mx] = 0.0
-    return b
+def _kkt_residual(beta, direction):
+    """Per-gene KKT residual of min F, beta >= 0, for direction = dF/dbeta (incl. lam)."""
+    return np.where(beta > 0, np.abs(direction), np.maximum(0.0, -direction))
 
 
-def _solve_lbfgsb(X, M, objective, lam, beta0, *, max_iter, fscale, xscale=1.0, lowrank=None):
-    # optimise u = beta / xscale so that the start is O(1) and the objective is scaled to O(1):
-    # L-BFGS-B's first step has unit length, which in beta units would jump far past the start.
-    def fun(u):
-        b = u * xscale
-        v, g = _evaluate(X, b, M, objective, lowrank=lowrank)
-        return (v + lam * b.sum()) / fscale, (g + lam) * (xscale / fscale)
-
-    res = minimize(
-        fun,
-        beta0 / xscale,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=[(0.0, None)] * beta0.size,
-        options={"maxiter": max_iter, "maxfun": 3 * max_iter, "ftol": 1e-12, "gtol": 1e-9, "maxcor": 20},
-    )
-    b = _clean(res.x * xscale)
-    v, g = _evaluate(X, b, M, objective, lowrank=lowrank)
-    msg = res.message if isinstance(res.message, str) else res.message.decode()
-    return _Solve(b, v + lam * b.sum(), g, int(res.nit), bool(res.success), msg)
+def _kkt_scale(model, lam):
+    return max(float(lam), KKT_FLOOR * float(model.sq.max()))
 
 
-def _solve_printed(X, M, lam, beta0, *, max_iter, fscale):
-    """Projected descent along the printed Eq. 9 direction, backtracking on the Eq. 7 value.
+def _cap_step(alpha, b, direction):
+    """Largest step <= alpha that sets at most MAX_KILL_FRACTION of the non-zero weights to zero."""
+    shrink = (b > 0) & (direction > 0)
+    if not shrink.any():
+        return alpha
+    tau = np.sort(b[shrink] / direction[shrink])  # step at which each shrinking weight reaches 0
+    kmax = max(1, int(MAX_KILL_FRACTION * np.count_nonzero(b > 0)))
+    if tau.size > kmax and alpha > tau[kmax - 1]:
+        return float(tau[kmax - 1])
+    return alpha
 
-    A step beta <- max(0, beta - t (d + lam)) is accepted only if the value
-    Q + lam sum(beta) decreases; t is halved up to 40 times, doubled after an
-    accepted step.  Stops when the relative decrease falls below 1e-10, when no
-    decreasing step is found ("line search failed": the printed direction is not
-    a descent direction there), or after max_iter steps.
+
+def _solve(model, lam, beta_start, *, max_iter, tol=KKT_TOL):
+    """Minimise Q(beta) + lam sum(beta) over beta >= 0 from ``beta_start``, to the KKT tolerance.
+
+    Active-set spectral projected gradient (SPG; Birgin, Martinez & Raydan,
+    SIAM J. Optim. 10, 2000):
+
+    1. the working set is the support plus the genes at 0 whose gradient
+       violates KKT (d_i < -tol/2 * scale, the glmnet strategy); every other
+       gene stays at 0, and genes that reach 0 with d_i >= 0 leave the working
+       set (the projection would keep them at 0 anyway);
+    2. steps beta <- max(0, beta - alpha d) on the working set, alpha from the
+       Barzilai-Borwein ratio s's / s'y (4 x the last step when s'y <= 0), capped
+       so that one step sets at most ``MAX_KILL_FRACTION`` of the non-zero
+       weights to zero (a dense start is thinned over several steps instead of
+       being projected onto beta = 0 -- for the exact objective the global
+       minimum -- in one), halved until F is at most the largest of the last 10
+       accepted values + 1e-4 * d'(beta_new - beta) (non-monotone Armijo, with a
+       rounding allowance of 1e-13 x the magnitude of the terms); weights below
+       1e-12 x the largest start weight are set to 0;
+    3. when the working set satisfies half the tolerance, the gradient of every
+       gene is computed; the solve has converged when max_i r_i <= tol * scale
+       (``KKT_TOL``, :func:`_kkt_residual`), else the violators join the working
+       set and 2. continues.
+
+    For ``"printed"`` d is the Eq. 9 direction + lam, so the "KKT" residual is
+    the fixed-point residual of its own projected step (zero exactly where
+    beta = max(0, beta - alpha d)), not a stationarity measure of Eq. 7; the
+    sufficient decrease is measured with that direction, and since the value
+    need not decrease along it near the fixed point, a step that does not pass
+    the value test is also accepted when it lowers the largest fixed-point
+    residual on the working set by the factor 1 - 1e-4.  If no halving of alpha
+    gives either, the solve stops unconverged ("line search failed").
+    ``max_iter`` bounds the accepted steps.  Cost per step: one evaluation on the
+    working set (dense or low-rank, :meth:`_Model.state`); per round one on all genes.
     """
-    b = beta0.copy()
-    v, dvec = _evaluate(X, b, M, "printed")
-    f = v + lam * b.sum()
-    step = None
-    message = "max_iter reached"
-    success = False
+    scale = _kkt_scale(model, lam)
+    printed = model.objective == "printed"
+    b = np.where(beta_start > 0, beta_start, 0.0).astype(np.float64)
+    bmax = float(b.max()) if b.size else 0.0
+    zero = _ZERO_REL * (bmax if bmax > 0 else 1.0)
+    st = model.state(b)
+    v = st.value
+    g = st.grad()
     it = 0
-    for it in range(1, max_iter + 1):
-        direction = dvec + lam
-        if step is None:
-            scale = np.max(np.abs(direction))
-            if scale == 0:
-                message, success = "zero direction", True
-                break
-            step = 0.1 * max(float(b.max()), 1e-12) / scale
-        accepted = False
-        for _ in range(40):
-            bn = np.maximum(b - step * direction, 0.0)
-            if np.array_equal(bn, b):
-                break
-            vn, _unused = _evaluate(X, bn, M, "printed", need_grad=False)
-            fn = vn + lam * bn.sum()
-            if fn < f:
-                accepted = True
-                break
-            step *= 0.5
-        if not accepted:
-            message, success = "line search failed: no decrease along the printed direction", False
+    alpha = None
+    message = "max_iter reached"
+    converged = False
+    while True:
+        dfull = g + lam
+        r = _kkt_residual(b, dfull)
+        kkt = float(r.max()) / scale if r.size else 0.0
+        if kkt <= tol:
+            converged, message = True, "converged (KKT residual within tolerance)"
             break
-        rel = (f - fn) / max(abs(f), abs(fn), 1e-300)
-        b = _clean(bn)
-        v, dvec = _evaluate(X, b, M, "printed")
-        f = v + lam * b.sum()
-        step *= 2.0
-        if rel < 1e-10:
-            message, success = "converged (relative decrease < 1e-10)", True
+        if it >= max_iter:
             break
-    return _Solve(b, f, dvec, it, success, message)
-
-
-def _solve(X, M, objective, lam, beta0, *, max_iter, fscale, xscale=1.0, lowrank=None):
-    if objective == "printed":
-        return _solve_printed(X, M, lam, beta0, max_iter=max_iter, fscale=fscale)
-    return _solve_lbfgsb(
-        X, M, objective, lam, beta0, max_iter=max_iter, fscale=fscale, xscale=xscale, lowrank=lowrank
-    )
+        ws = np.flatnonzero((b > 0) | (dfull < -0.5 * tol * scale))
+        bw = b[ws].copy()
+        dw = dfull[ws]
+        penalty = lam * float(b.sum())
+        F = v + penalty
+        history = [F]
+        failed = False
+        while it < max_iter:
+            if ws.size == 0 or float(_kkt_residual(bw, dw).max()) <= 0.5 * tol * scale:
+                break
+            if alpha is None:
+                alpha = 0.1 * (float(bw.max()) if bw.max() > 0 else zero / _ZERO_REL) / float(np.abs(dw).max())
+            alpha = _cap_step(alpha, bw, dw)
+            for _ in range(_MAX_BACKTRACK):
+                step = bw - alpha * dw
+                bn = np.where(step > zero, step, 0.0)
+                full = b.copy()
+                full[ws] = bn
+                stn = model.state(full, ws.size)
+                pen_n = lam * float(full.sum())
+                Fn = stn.value + pen_n
+                allowance = 1e-13 * (abs(stn.value) + abs(v) + pen_n + penalty)
+                if Fn <= max(history[-_NONMONOTONE:]) + _ARMIJO * float(dw @ (bn - bw)) + allowance:
+                    dn = stn.grad(ws) + lam
+                    break
+                if printed:
+                    # the Eq. 9 direction is not the gradient of Eq. 7, so near its fixed point the value
+                    # need not decrease along it: accept a step that shrinks the fixed-point residual
+                    dn = stn.grad(ws) + lam
+                    if _kkt_residual(bn, dn).max() <= (1.0 - _ARMIJO) * _kkt_residual(bw, dw).max():
+                        break
+                alpha *= 0.5
+            else:
+                failed = True
+                break
+            s_ = bn - bw
+            y_ = dn - dw
+            sy = float(s_ @ y_)
+            alpha = float(s_ @ s_) / sy if sy > 0 else 4.0 * alpha
+            b, F, v, penalty, st = full, Fn, stn.value, pen_n, stn
+            history.append(F)
+            it += 1
+            # genes at 0 that would not grow stay at 0 under the projection: drop them from the
+            # working set until the next check over all genes (the iterates do not change)
+            keep = (bn > 0) | (dn < 0)
+            ws, bw, dw = ws[keep], bn[keep], dn[keep]
+        if failed:
+            message = (
+                "line search failed: no decrease along the printed direction"
+                if model.objective == "printed"
+                else "line search failed: no decrease (rounding level reached before the tolerance)"
+            )
+            g = st.grad()
+            dfull = g + lam
+            kkt = float(_kkt_residual(b, dfull).max()) / scale
+            converged = kkt <= tol
+            break
+        g = st.grad()
+    return _Solve(b, v + lam * float(b.sum()), g, it, bool(converged), kkt, message)
 
 
 # --------------------------------------------------------------------------- preprocessing
@@ -404,32 +714,36 @@ class GLFSResult:
         beta at the chosen ``lam`` (for the preprocessed X: centred and scaled,
         see ``params``); 0 for genes not selected and for constant genes.
     ranking : ndarray of shape (n_features,)
-        Gene indices, best first: order of entry along the decreasing-lam path
-        (ties by weight at entry), then never-selected genes by ``entry_lam``
-        (the lam below which the KKT condition would let them enter), constant
-        genes last.
+        Gene indices, best first; rule ``params["rank_by"]`` (see
+        :func:`glfs_path`), constant genes last.
     selected : ndarray of bool, shape (n_features,)
         Support at the chosen lam, or the top ``n_features`` of ``ranking``.
     lam : float
-        The lam of ``weights``.
+        The lam of ``weights`` (a converged point whenever one exists).
     objective : float
         Smooth objective + lam * sum(beta) at ``weights`` (lower is better).
     entry_lam : ndarray of shape (n_features,)
-        Per-gene score, higher is better: the largest path lam at which the gene
-        is non-zero; for genes never non-zero -dQ/dbeta_i at the last path
-        solution (below the smallest lam); NaN for constant genes.
+        Per-gene score, higher is better, consistent with ``ranking``: the
+        largest lam of a path point used for ranking at which the gene is
+        non-zero; for genes never non-zero -dQ/dbeta_i at the last such point
+        (capped just below the smallest lam); NaN for constant genes.
     path : tuple of (lam, n_selected, objective)
         Along the path, decreasing lam.
     path_weights : ndarray of shape (n_lams, n_features)
     search : tuple of (lam, n_selected)
-        Every lam tried by the halving search (empty when lam was given).
+        Every lam tried by the halving search (empty when it did not run).
     gradient : ndarray of shape (n_features,)
         Gradient (printed direction for "printed") of the smooth part at the
-        last path solution.
+        last path point used for ranking.
     converged : tuple of bool
-        Solver success per path point.
+        Per path point: KKT residual <= ``KKT_TOL`` (see :data:`KKT_TOL`).
     params : mapping
-        Plain-valued parameters.
+        Plain-valued parameters, including ``n_converged``, ``monotone`` and
+        ``rank_by``.
+    kkt : tuple of float
+        Per path point: max_i r_i / max(lam, KKT_FLOOR * max_i ||f_i||^2).
+    n_iter : tuple of int
+        Per path point: projected-gradient steps taken.
     """
 
     weights: np.ndarray
@@ -444,6 +758,8 @@ class GLFSResult:
     gradient: np.ndarray
     converged: tuple
     params: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    kkt: tuple = ()
+    n_iter: tuple = ()
 
     @property
     def n_selected(self) -> int:
@@ -451,7 +767,7 @@ class GLFSResult:
 
 
 class _Problem:
-    """Preprocessed data, M, start point and scale shared by the search and the path."""
+    """Preprocessed data, the evaluation model, the start point and lam_ref (shared by search and path)."""
 
     def __init__(self, X, W, *, objective, lambda1, lambda2, center, scale, beta_init, max_iter):
         self.objective = _check_objective(objective)
@@ -460,10 +776,7 @@ class _Problem:
         self.n, self.d = n, d
         self.lambda1 = _check_nonneg(lambda1, "lambda1")
         self.lambda2 = _check_nonneg(lambda2, "lambda2", strict=True)
-        if not isinstance(max_iter, (int, np.integer)) or isinstance(max_iter, bool) or max_iter < 1:
-            msg = f"max_iter must be a positive integer; got {max_iter!r}"
-            raise ValueError(msg)
-        self.max_iter = int(max_iter)
+        self.max_iter = _check_max_iter(max_iter)
         W = check_graph(W, n)
         self.const = constant_features(X)
         self.active = np.flatnonzero(~self.const)
@@ -472,7 +785,8 @@ class _Problem:
             raise ValueError(msg)
         Xp, self.factor = _preprocess(X, center, scale)
         self.X = np.ascontiguousarray(Xp[:, self.active])
-        sq = np.einsum("ij,ij->j", self.X, self.X)
+        self.model = _Model(self.X, _p_matrix(W, n, self.lambda1), self.lambda2, self.objective)
+        sq = self.model.sq
         if np.ndim(beta_init) == 0:
             # start level kappa: A0 = b0 X X' has mean eigenvalue kappa * lambda2 (= kappa * max eig of M)
             kappa = _check_nonneg(beta_init, "beta_init", strict=True)
@@ -482,10 +796,7 @@ class _Problem:
             if not np.any(self.beta0 > 0):
                 msg = "beta_init must have at least one positive entry on a non-constant feature"
                 raise ValueError(msg)
-        self.M = _m_matrix(W, n, self.lambda1, self.lambda2)
-        Lap, _ = laplacian(W, n)
-        self.lowrank = (sp.identity(n, format="csr") + self.lambda1 * Lap, self.lambda2, sq)
-        v0, g0 = _evaluate(self.X, self.beta0, self.M, self.objective)
+        g0 = self.model.state(self.beta0).grad()
         self.start_doublings = 0
         if np.ndim(beta_init) == 0:
             # A start before the hump (every gradient > 0) leads to beta = 0 for every lam.  This happens
@@ -495,19 +806,14 @@ class _Problem:
             while np.max(-g0) <= 0 and self.start_doublings < 40:
                 self.beta0 = 2.0 * self.beta0
                 self.start_doublings += 1
-                v0, g0 = _evaluate(self.X, self.beta0, self.M, self.objective)
+                g0 = self.model.state(self.beta0).grad()
             if self.start_doublings:
                 log.info("glfs: start level doubled %d times to pass the hump", self.start_doublings)
         self.g0 = g0
-        self.xscale = float(np.mean(self.beta0[self.beta0 > 0]))
-        self.fscale = max(float(np.max(np.abs(g0))) * self.xscale, abs(v0), 1e-300)
         self.lam_ref = float(np.max(-g0))
 
     def solve(self, lam, start):
-        return _solve(
-            self.X, self.M, self.objective, lam, start, max_iter=self.max_iter, fscale=self.fscale,
-            xscale=self.xscale, lowrank=self.lowrank,
-        )
+        return _solve(self.model, lam, start, max_iter=self.max_iter)
 
     def full(self, b_active, fill=0.0):
         out = np.full(self.d, fill, dtype=np.float64)
@@ -520,14 +826,17 @@ def _halving_search(prob, *, lam_init, C):
 
     Step t multiplies lam by C^(2^-t) when the solution is non-empty and divides
     by it when it is empty (the printed "lambda_{t+1} = C/2^t lambda_t" with the
-    exponent read in log2 units); floor(log2 C) + 1 solves.  Returns the largest
-    lam with a non-empty solution (and that solution), plus the history.
+    exponent read in log2 units); floor(log2 C) + 1 solves.  A solve that did not
+    converge counts as empty (its iterate is not a solution).  Returns the
+    largest lam with a converged non-empty solution (and that solution), plus the
+    history of (lam, n_selected).
     """
     if lam_init is None:
         if prob.lam_ref <= 0:
             msg = (
-                "beta_init is too small: the gradient at the start point is positive for every gene, "
-                "so beta = 0 is reached for every lam; increase beta_init (or scale)"
+                f"no gene has a negative {'Eq. 9 direction' if prob.objective == 'printed' else 'gradient'} at the "
+                f"start point (beta_init, start level doubled {prob.start_doublings} times), so beta = 0 is reached "
+                "for every lam; seen with fewer genes than samples (docs/methods.md); try another beta_init"
             )
             raise ValueError(msg)
         lam = prob.lam_ref
@@ -538,7 +847,7 @@ def _halving_search(prob, *, lam_init, C):
     best = None
     for t in range(t_max + 1):
         sol = prob.solve(lam, prob.beta0)
-        k = int(np.sum(sol.beta > 0))
+        k = int(np.sum(sol.beta > 0)) if sol.converged else 0
         history.append((float(lam), k))
         log.debug("glfs search t=%d lam=%.4g n_selected=%d (%s)", t, lam, k, sol.message)
         factor = C ** (2.0**-t)
@@ -551,24 +860,33 @@ def _halving_search(prob, *, lam_init, C):
     return best, tuple(history)
 
 
-def _rank_from_path(prob, lams, betas, last):
-    """Entry order along the decreasing-lam path; never-entered genes by -gradient."""
-    da = prob.X.shape[1]
+def _rank_from_path(lams, betas, last_grad, use):
+    """Ranking over the path points ``use`` (indices into lams, decreasing lam).
+
+    Key 1: the largest lam among the used points at which the gene is non-zero
+    (larger first); key 2: the weight at that point (larger first); genes never
+    non-zero at a used point follow, ordered by -gradient at the last used point
+    (most negative gradient first: a gene at 0 would start to grow once
+    lam < -g_i); ties by index.  Returns (entry score, order).
+    """
+    da = betas[0].size
     entry = np.full(da, np.nan)
-    entry_step = np.full(da, np.iinfo(np.int64).max)
     w_at_entry = np.zeros(da)
-    for k, (lam, b) in enumerate(zip(lams, betas)):
+    for k in use:  # decreasing lam: the first point where a gene is non-zero has the largest lam
+        b = betas[k]
         new = (b > 0) & np.isnan(entry)
-        entry[new] = lam
-        entry_step[new] = k
+        entry[new] = lams[k]
         w_at_entry[new] = b[new]
     never = np.isnan(entry)
-    lam_min = float(min(lams))
-    # a gene at 0 with gradient g would start to enter once lam < -g (KKT); keep it below every path lam
-    entry[never] = np.minimum(-last.grad[never], np.nextafter(lam_min, -np.inf))
-    # sort: entry step asc, then weight at entry desc, then (never) entry score desc, then index
-    order = np.lexsort((np.arange(da), -entry, -w_at_entry, entry_step))
+    lam_min = float(min(lams[k] for k in use))
+    entry[never] = np.minimum(-last_grad[never], np.nextafter(lam_min, -np.inf))
+    order = np.lexsort((np.arange(da), -w_at_entry, -entry))
     return entry, order
+
+
+def _nested(betas, use):
+    """Whether the supports of consecutive used points are nested (support grows as lam decreases)."""
+    return all(not np.any((betas[a] > 0) & ~(betas[b] > 0)) for a, b in zip(use, use[1:]))
 
 
 def glfs_path(
@@ -587,6 +905,7 @@ def glfs_path(
     search_C=DEFAULT_SEARCH_C,
     lam_init=None,
     max_iter=DEFAULT_MAX_ITER,
+    rank_by=DEFAULT_RANK_BY,
     _problem=None,
     _first=None,
     _pick=None,
@@ -635,23 +954,42 @@ def glfs_path(
         The constant C of the halving search (floor(log2 C) + 1 solves).
     lam_init : float, optional
         lambda_0 of the halving search; default max_i -dQ/dbeta_i at beta_init.
-    max_iter : int, default 100
-        L-BFGS-B iterations per solve (non-converged points are recorded in
-        ``converged``).
+    max_iter : int, default 500
+        Projected-gradient steps per path point.  A point whose KKT residual is
+        still above ``KKT_TOL`` then is marked ``converged=False`` (and warned
+        about with :class:`GLFSConvergenceWarning`).
+    rank_by : {"weight", "entry"}, default "weight"
+        ``"weight"``: rank by the weights of converged solutions -- key 1 the
+        largest converged lam at which the gene is non-zero (its sparsest
+        converged model on a monotone path), key 2 its weight there; genes never
+        non-zero at a converged point follow by -gradient at the last converged
+        point (the lam below which they would start to grow), ties by index.
+        ``"entry"``: the same keys over every path point, converged or not (the
+        earlier rule: order of first entry along the path, ties by weight at
+        entry, then -gradient at the last point).  The two agree when every
+        point converged.  Without any converged point both use every point.
 
     Returns
     -------
     GLFSResult
-        ``weights``/``lam`` are those of the first (largest) path lam with a
-        non-empty solution (the first path lam if all are empty).
+        ``weights``/``lam`` are those of the first (largest) converged path lam
+        with a non-empty solution (else the first converged point, else the
+        first point); ``converged``, ``kkt`` and ``n_iter`` per point.
 
     Notes
     -----
-    The first path point is solved from ``beta_init`` (cold); each next one
-    starts from the last non-empty solution (warm; cold again only while every
-    solution so far is empty).  Genes enter
-    when their gradient falls below -lam.  Cost: (number of solves) x
-    (iterations) x O(n^3 + n^2 d), O(n^2 + n d) memory.
+    Path: the first point is solved from ``beta_init`` (cold).  Each next point
+    starts from the last converged non-empty solution (warm, as glmnet), or cold
+    again while there is none.  Warm starts at a smaller lam keep the genes
+    that were non-zero (lowering lam lowers the penalty) and add the genes whose
+    gradient has dropped below -lam, so the support does not grow as lam grows;
+    the problem is non-convex and a gene may still leave, and a cold restart
+    after an empty point is not nested with anything before it:
+    ``params["monotone"]`` says whether the supports of consecutive converged
+    points are nested.  Each point is solved to ``KKT_TOL`` by :func:`_solve`.
+    Cost: per step one evaluation on the working set; dense O(n^3 + n^2 d) only
+    while many weights are non-zero (at the dense start), else low-rank
+    O(n k^2 + k^3) on the working set plus O(n k d) per KKT check over all genes.
     """
     if not isinstance(n_lams, (int, np.integer)) or isinstance(n_lams, bool) or n_lams < 1:
         msg = f"n_lams must be a positive integer; got {n_lams!r}"
@@ -664,6 +1002,7 @@ def glfs_path(
     if search_C < 2:
         msg = f"search_C must be >= 2; got {search_C!r}"
         raise ValueError(msg)
+    rank_by = _check_rank_by(rank_by)
     prob = _problem or _Problem(
         X, W, objective=objective, lambda1=lambda1, lambda2=lambda2, center=center, scale=scale,
         beta_init=beta_init, max_iter=max_iter,
@@ -673,8 +1012,9 @@ def glfs_path(
     if lams is None:
         if prob.lam_ref <= 0:
             msg = (
-                "beta_init is too small: the gradient at the start point is positive for every gene, "
-                "so every lam gives beta = 0; increase beta_init"
+                f"no gene has a negative {'Eq. 9 direction' if prob.objective == 'printed' else 'gradient'} at the "
+                f"start point (beta_init, start level doubled {prob.start_doublings} times), so every lam gives "
+                "beta = 0; seen with fewer genes than samples (docs/methods.md); try another beta_init"
             )
             raise ValueError(msg)
         lams = prob.lam_ref * np.geomspace(1.0, lam_ratio, int(n_lams))
@@ -686,31 +1026,44 @@ def glfs_path(
         lams = np.sort(lams)[::-1]
     if _first is not None:
         first, search = _first
-    betas, path, conv = [], [], []
-    prev = None
-    last_nonempty = None
+    sols = []
+    warm = None
     for k, lam in enumerate(lams):
         if k == 0 and first is not None and first[0] == lam:
             sol = first[1]  # the halving search's cold solution at lam*
         else:
-            # warm start from the last non-empty solution; cold (beta_init) only until there is one
-            start = last_nonempty.beta if last_nonempty is not None else prob.beta0
-            sol = prob.solve(float(lam), start)
-        betas.append(sol.beta)
-        path.append((float(lam), int(np.sum(sol.beta > 0)), float(sol.value)))
-        conv.append(bool(sol.success))
-        if not sol.success:
-            log.info("glfs path: lam=%.4g solver: %s", lam, sol.message)
-        prev = sol
-        if np.any(sol.beta > 0):
-            last_nonempty = sol
-    entry_a, order_a = _rank_from_path(prob, lams, betas, prev)
+            sol = prob.solve(float(lam), warm if warm is not None else prob.beta0)
+        sols.append(sol)
+        if sol.converged:
+            warm = sol.beta if np.any(sol.beta > 0) else None
+        else:
+            log.warning(
+                "glfs path (%s): lam=%.4g not converged after %d steps (KKT residual %.3g > %.3g): %s",
+                prob.objective, lam, sol.n_iter, sol.kkt, KKT_TOL, sol.message,
+            )
+    betas = [s.beta for s in sols]
+    conv = [s.converged for s in sols]
+    path = tuple((float(lam), int(np.sum(s.beta > 0)), float(s.value)) for lam, s in zip(lams, sols))
+    n_conv = int(sum(conv))
+    if n_conv < len(sols):
+        bad = ", ".join(f"{lams[k]:.4g}" for k, c in enumerate(conv) if not c)
+        warnings.warn(
+            f"glfs ({prob.objective}): {len(sols) - n_conv} of {len(sols)} path points did not reach the KKT "
+            f"tolerance {KKT_TOL:g} within max_iter={prob.max_iter} (lam = {bad}); they are marked "
+            "converged=False and not used for the ranking or the chosen point"
+            + ("" if n_conv else " -- no point converged, so every point is used"),
+            GLFSConvergenceWarning,
+            stacklevel=2,
+        )
+    usable = [k for k, c in enumerate(conv) if c] or list(range(len(sols)))
+    use = usable if rank_by == "weight" else list(range(len(sols)))
+    entry_a, order_a = _rank_from_path(lams, betas, sols[use[-1]].grad, use)
     ranking = np.concatenate([prob.active[order_a], np.flatnonzero(prob.const)])
     entry = prob.full(entry_a, fill=np.nan)
-    nonempty = [k for k, b in enumerate(betas) if np.any(b > 0)]
-    k_w = nonempty[0] if nonempty else 0
-    if _pick is not None:  # first path point with at least _pick genes, else the last point
-        k_w = next((k for k, b in enumerate(betas) if np.sum(b > 0) >= _pick), len(betas) - 1)
+    nonempty = [k for k in usable if np.any(betas[k] > 0)]
+    k_w = nonempty[0] if nonempty else usable[0]
+    if _pick is not None:  # first usable point with at least _pick genes, else the last usable point
+        k_w = next((k for k in usable if np.sum(betas[k] > 0) >= _pick), usable[-1])
     b0 = prob.full(betas[k_w])
     params = {
         "objective": prob.objective,
@@ -725,6 +1078,11 @@ def glfs_path(
         "max_iter": prob.max_iter,
         "n_constant": int(prob.const.sum()),
         "start_doublings": int(prob.start_doublings),
+        "kkt_tol": KKT_TOL,
+        "n_points": len(sols),
+        "n_converged": n_conv,
+        "monotone": bool(_nested(betas, usable)),
+        "rank_by": rank_by,
     }
     return GLFSResult(
         weights=b0,
@@ -733,12 +1091,14 @@ def glfs_path(
         lam=float(lams[k_w]),
         objective=path[k_w][2],
         entry_lam=entry,
-        path=tuple(path),
+        path=path,
         path_weights=np.vstack([prob.full(b) for b in betas]),
         search=search,
-        gradient=prob.full(prev.grad, fill=np.nan),
-        converged=tuple(conv),
+        gradient=prob.full(sols[use[-1]].grad, fill=np.nan),
+        converged=tuple(bool(c) for c in conv),
         params=MappingProxyType(params),
+        kkt=tuple(float(s.kkt) for s in sols),
+        n_iter=tuple(int(s.n_iter) for s in sols),
     )
 
 
@@ -759,12 +1119,15 @@ def glfs(
     search_C=DEFAULT_SEARCH_C,
     lam_init=None,
     max_iter=DEFAULT_MAX_ITER,
+    rank_by=DEFAULT_RANK_BY,
 ) -> GLFSResult:
     """Gradient-based Laplacian feature selection (Wang & Goldenberg, ICML 2013, Eq. 8).
 
-    Minimises Q(beta) + lam * sum(beta) over beta >= 0 with L-BFGS-B (projected
-    descent along Eq. 9 for ``objective="printed"``), where Q is one of the
-    three objectives of :func:`glfs_objective` evaluated on the preprocessed X.
+    Minimises Q(beta) + lam * sum(beta) over beta >= 0 to the KKT tolerance
+    ``KKT_TOL`` with an active-set projected-gradient method (for
+    ``objective="printed"`` along the Eq. 9 direction, to the fixed point of its
+    projected step), where Q is one of the three objectives of
+    :func:`glfs_objective` evaluated on the preprocessed X.
 
     Parameters
     ----------
@@ -774,11 +1137,13 @@ def glfs(
         Patient-similarity graph.
     lam : float >= 0, optional
         l1 weight.  None: the halving search of Sec. 2.3.2 (largest lam with a
-        non-empty solution from ``beta_init``).
+        converged non-empty solution from ``beta_init``).
     n_features : int in [1, n_features], optional
         Select the top ``n_features`` of the path ranking instead of the
-        support at ``lam``.
-    objective, lambda1, lambda2, center, scale, beta_init, n_lams, lam_ratio, search_C, lam_init, max_iter
+        support at ``lam``; the weights are those of the first converged path
+        point with at least ``n_features`` non-zero genes (else the last
+        converged point).
+    objective, lambda1, lambda2, center, scale, beta_init, n_lams, lam_ratio, search_C, lam_init, max_iter, rank_by
         See :func:`glfs_path`.  The path below ``lam`` gives the full ranking.
 
     Returns
@@ -788,16 +1153,16 @@ def glfs(
 
     Notes
     -----
-    Memory O(n^2 + n d) (dense n x n M, A, (M+A)^{-1}); time per evaluation
-    O(n^3 + n^2 d).  The whole run is about (search solves + n_lams) x
-    iterations evaluations.
+    Memory O(n^2 + n d) while the dense form is in use (n <= ``DENSE_MAX_N``),
+    else O(n k + k^2 + n d).  The run is (search solves +) n_lams solves of a few
+    to a few hundred projected-gradient steps each; see :func:`glfs_path`.
     """
     prob = _Problem(
         X, W, objective=objective, lambda1=lambda1, lambda2=lambda2, center=center, scale=scale,
         beta_init=beta_init, max_iter=max_iter,
     )
     n_features = check_n_features(n_features, prob.d, allow_none=True)
-    common = {"n_lams": n_lams, "lam_ratio": lam_ratio, "_problem": prob}
+    common = {"n_lams": n_lams, "lam_ratio": lam_ratio, "_problem": prob, "rank_by": rank_by}
     if lam is not None:
         lam = _check_nonneg(lam, "lam")
         lams = lam * np.geomspace(1.0, lam_ratio, int(n_lams)) if lam > 0 else np.array([0.0])
@@ -807,8 +1172,8 @@ def glfs(
         best, history = _halving_search(prob, lam_init=lam_init, C=C)
         if best is None:
             msg = (
-                f"glfs: the halving search found no lam with a non-empty solution (tried {len(history)} values, "
-                f"smallest {min(h[0] for h in history):.4g}); using the default path from lam_max instead"
+                f"glfs: the halving search found no lam with a converged non-empty solution (tried {len(history)} "
+                f"values, smallest {min(h[0] for h in history):.4g}); using the default path from lam_max instead"
             )
             warnings.warn(msg, RuntimeWarning, stacklevel=2)
             res = glfs_path(None, None, None, **common)
@@ -817,7 +1182,7 @@ def glfs(
             res = glfs_path(None, None, lams, _first=((best[0], best[1]), history), **common)
     else:
         res = glfs_path(None, None, None, _pick=n_features, **common)
-    if res.n_selected == 0:
+    if np.sum(res.weights > 0) == 0:
         warnings.warn(
             f"glfs: the solution at lam={res.lam:.4g} is empty (beta = 0); the ranking comes from the gradient",
             RuntimeWarning,
@@ -848,6 +1213,8 @@ def glfs(
         gradient=res.gradient,
         converged=res.converged,
         params=MappingProxyType(params),
+        kkt=res.kkt,
+        n_iter=res.n_iter,
     )
 
 
@@ -902,11 +1269,16 @@ def laprls_fit(X_G, y, W, lambda1=DEFAULT_LAMBDA1, lambda2=DEFAULT_LAMBDA2):
 def select_glfs(X, W, *, n_features, labels=None, random_state=0, objective="exact", **params) -> Selection:
     """GLFS as a :class:`glfs.Selection` (for :func:`glfs.select`).
 
-    scores = ``entry_lam`` (higher is better): the largest path lam at which the
-    gene is non-zero, or, for genes never selected, -dQ/dbeta_i at the last path
-    solution (the lam below which it would enter); NaN for constant genes.
-    ranking = path ranking; weights = beta at the chosen lam.  ``random_state``
-    is accepted for the uniform interface; GLFS is deterministic (uniform start).
+    scores = ``entry_lam`` (higher is better): the largest lam of a path point
+    used for ranking (converged points, ``rank_by="weight"``) at which the gene
+    is non-zero, or, for genes never non-zero there, -dQ/dbeta_i at the last
+    such point (the lam below which it would start to grow); NaN for constant
+    genes.  ranking = path ranking (:func:`glfs_path`, ``rank_by``); weights =
+    beta at the chosen converged point.  params gain ``n_points``,
+    ``n_converged``, ``monotone``, ``kkt_tol``; ``extra["path"]`` is one record
+    per point: lam, n_selected, objective, converged, kkt (the scaled KKT
+    residual, see :data:`KKT_TOL`).  ``random_state`` is accepted for the
+    uniform interface; GLFS is deterministic (uniform start).
     """
     name = {"exact": "glfs_exact", "paper": "glfs_paper", "printed": "glfs_printed"}.get(objective, "glfs")
     _check_objective(objective)
@@ -925,7 +1297,13 @@ def select_glfs(X, W, *, n_features, labels=None, random_state=0, objective="exa
         selected=res.selected,
         weights=res.weights,
         params=plain,
-        extra={"path": [list(p) for p in res.path], "search": [list(s) for s in res.search]},
+        extra={
+            "path": [
+                {"lam": lam, "n_selected": k, "objective": obj, "converged": bool(c), "kkt": float(r)}
+                for (lam, k, obj), c, r in zip(res.path, res.converged, res.kkt)
+            ],
+            "search": [list(s) for s in res.search],
+        },
     )
 
 
