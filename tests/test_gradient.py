@@ -537,3 +537,46 @@ def test_m_matrix_is_the_definition():
     M = _m_matrix(W, X.shape[0], 0.3, 0.2)
     L = laplacian(W)[0].toarray()
     np.testing.assert_allclose(M, 0.2 * np.linalg.inv(np.eye(X.shape[0]) + 0.3 * L), rtol=1e-10)
+
+
+# ---------------------------------------------------------------- workflow script
+def test_extract_glfs_path_script_writes_converged_columns(tmp_path):
+    """scripts/extract_glfs_path.py, run as snakemake runs it: lam, n_selected, objective, then converged, kkt_residual."""
+    import json
+    import logging
+    import runpy
+    import signal
+    from pathlib import Path
+    from types import SimpleNamespace as NS
+
+    import pandas as pd
+
+    from glfs._annotate import selection_meta
+
+    X, W, _ = _small_problem(seed=9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GLFSConvergenceWarning)
+        sel = glfs.select(X, method="glfs_exact", graph=W, n_features=4, n_lams=4, max_iter=8)
+    (tmp_path / "m.json").write_text(json.dumps(selection_meta(sel, n_features=4, graph="given")))
+    smk = NS(input=NS(meta=str(tmp_path / "m.json")), output=[str(tmp_path / "path.tsv")], log=[str(tmp_path / "p.log")])
+    root = logging.getLogger()
+    handlers, level, term = root.handlers[:], root.level, signal.getsignal(signal.SIGTERM)
+    try:
+        runpy.run_path(str(Path(__file__).parents[1] / "scripts" / "extract_glfs_path.py"), init_globals={"snakemake": smk})
+    finally:  # log_to() reconfigures logging and SIGTERM; put both back
+        for h in root.handlers[:]:
+            root.removeHandler(h)
+            h.close()
+        for h in handlers:
+            root.addHandler(h)
+        root.setLevel(level)
+        logging.captureWarnings(False)
+        signal.signal(signal.SIGTERM, term)
+    df = pd.read_csv(tmp_path / "path.tsv", sep="\t")
+    assert list(df.columns) == ["method", "lam", "n_selected", "objective", "converged", "kkt_residual"]
+    rows = sel.extra["path"]
+    assert df["converged"].tolist() == [r["converged"] for r in rows]
+    np.testing.assert_allclose(df["kkt_residual"], [r["kkt"] for r in rows], rtol=1e-12)
+    np.testing.assert_allclose(df["lam"], [r["lam"] for r in rows], rtol=1e-12)
+    if not all(df["converged"]):
+        assert "did not converge" in (tmp_path / "p.log").read_text()
