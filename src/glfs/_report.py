@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import _findings as F
+
 log = logging.getLogger(__name__)
 
 # Claims of Wang & Goldenberg (ICML 2013) we compare against; quoted, never ours.
@@ -48,6 +50,7 @@ table{border-collapse:collapse;font-size:0.85em;margin:0.5em 0}
 td,th{border:1px solid #ccc;padding:2px 6px;text-align:right} th{background:#eee}
 .note{background:#fff8e0;border-left:4px solid #e0b000;padding:0.4em 0.8em}
 .paper{background:#eef4ff;border-left:4px solid #4070c0;padding:0.4em 0.8em}
+.findings{background:#eef8ee;border-left:4px solid #40a040;padding:0.4em 0.8em}
 img{max-width:100%} pre{background:#f4f4f4;padding:0.5em;font-size:0.8em;overflow-x:auto}
 """
 
@@ -72,6 +75,32 @@ def _png(fig) -> bytes:
 
     plt.close(fig)
     return buf.getvalue()
+
+
+def _findings_html(sentences) -> str:
+    """A findings block: plain sentences computed from the results (glfs._findings)."""
+    sentences = [s for s in sentences or [] if s]
+    if not sentences:
+        return ""
+    return "<div class='findings'><b>Findings.</b> " + " ".join(_esc(s) for s in sentences) + "</div>"
+
+
+def _gene_notes(var, genes=None) -> dict:
+    """Gene id -> symbol or description carried by the data (a var column that differs from the ids), or {}."""
+    ids = var.index.astype(str)
+    for col in ("gene_symbol", "symbol", "gene_name", "description"):
+        if col in var and (var[col].astype(str).to_numpy() != ids.to_numpy()).any():
+            col_values = var[col].astype(object)  # categorical columns (h5ad strings) cannot take a new fill value
+            notes = dict(zip(ids, col_values.where(col_values.notna(), "").astype(str)))
+            return {g: notes[g] for g in (genes if genes is not None else ids) if notes.get(g)}
+    return {}
+
+
+def _with_note(gene: str, notes: dict, width=32) -> str:
+    note = notes.get(gene, "")
+    if not note or note == gene:
+        return gene
+    return f"{gene} ({note[:width]}{'...' if len(note) > width else ''})"
 
 
 def _img(png: bytes, alt: str) -> str:
@@ -128,13 +157,22 @@ def _grid_ticks(ax, values):
 
 
 @_no_mathtext
-def figure_nmi(df: pd.DataFrame, dataset: str) -> bytes:
-    """Mean +- sd of spectral-clustering NMI against the number of genes, one line per method."""
+def figure_nmi(df: pd.DataFrame, dataset: str, floor: pd.DataFrame | None = None) -> bytes:
+    """Mean +- sd of spectral-clustering NMI against the number of genes, one line per method.
+
+    ``floor`` (glfs._findings.floor_summary): the random-genes floor, drawn as a grey band (mean +- sd).
+    """
     import matplotlib.pyplot as plt
 
     if df is None or df.empty:
         return _placeholder(f"{dataset}: no clustering results")
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    if floor is not None and not floor.empty:
+        fl = floor.sort_values("n_features")
+        sd = fl["floor_sd"].fillna(0.0)
+        ax.fill_between(fl["n_features"], fl["floor_mean"] - sd, fl["floor_mean"] + sd, color="0.8", zorder=0,
+                        label=f"random genes (floor, mean +- sd of {int(fl['n_draws'].max())} draws)")
+        ax.plot(fl["n_features"], fl["floor_mean"], color="0.5", lw=1, zorder=0)
     agg = df.groupby(["method", "n_features"])["nmi"].agg(["mean", "std"]).reset_index()
     for m, g in agg.groupby("method", sort=False):
         g = g.sort_values("n_features")
@@ -259,6 +297,37 @@ def nmi_summary(df: pd.DataFrame, ks=(10, 25, 50, 100)) -> pd.DataFrame:
     )
     extra.columns = [f"{c}@{100 if 100 in keep else 'all'}" for c in extra.columns]
     return wide.join(extra).reset_index()
+
+
+def nmi_summary_with_floor(df: pd.DataFrame, random_df: pd.DataFrame | None, ks=(10, 25, 50, 100)) -> pd.DataFrame:
+    """:func:`nmi_summary` with the random-genes floor beside every method.
+
+    Adds a row "random genes (floor)" (means over the draws), a row with the sd
+    over the draws, and a column "clears floor at" listing the gene counts where
+    the method's mean NMI is above the floor's mean + 1 sd (glfs._findings.floor_comparison).
+    """
+    if random_df is None or random_df.empty:
+        return nmi_summary(df, ks)
+    rnd = random_df.drop(columns=["draw"], errors="ignore").assign(method="random genes (floor)")
+    tab = nmi_summary(pd.concat([df, rnd], ignore_index=True), ks)
+    comp = F.floor_comparison(df, random_df)
+    kmax = int(df["n_features"].max())
+    shown = [c for c in tab.columns if c.startswith("NMI@")]
+    grid = sorted(int(k) for k in comp["n_features"].unique() if k < kmax)
+    clears = {m: [int(k) for k in g.loc[g["clears"] & (g["n_features"] < kmax), "n_features"]]
+              for m, g in comp.groupby("method", sort=False)}
+    tab["clears floor at"] = [
+        ("" if m == "random genes (floor)" else
+         ("every k" if clears.get(m) == grid and grid else (", ".join(map(str, clears.get(m, []))) or "never")))
+        for m in tab["method"]
+    ]
+    fl = F.floor_summary(random_df).set_index("n_features")
+    sd_row = {"method": "random genes: sd over draws"}
+    for c in shown:
+        k = int(c.split("@")[1].split("(")[1].rstrip(")")) if "(" in c else int(c.split("@")[1])
+        sd_row[c] = float(fl.loc[k, "floor_sd"]) if k in fl.index else np.nan
+    tab = pd.concat([tab, pd.DataFrame([sd_row])], ignore_index=True)
+    return tab
 
 
 def runtime_table(bench_dir) -> pd.DataFrame:
@@ -407,6 +476,100 @@ def paper_vs_run(ctx: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["item", "paper", "this run", "note"])
 
 
+# ---- the GLFS section ------------------------------------------------------------------------
+
+SENSITIVITY_LABEL = ("Post-hoc sensitivity on the evaluated data, not tuning: the default graph_weight was chosen "
+                     "on the planted simulation (benchmarks/results/glfs_design_defaults.txt).")
+
+
+def sensitivity_table(sens: pd.DataFrame) -> pd.DataFrame:
+    """One row per graph_weight: lambda1, criterion, converged and mean NMI at each k (the default marked)."""
+    wide = sens.pivot_table(index="graph_weight", columns="k", values="nmi_mean", aggfunc="first")
+    wide.columns = [f"NMI@{int(k)}" for k in wide.columns]
+    first = sens.drop_duplicates("graph_weight").set_index("graph_weight")
+    out = first[["lambda1", "criterion", "greedy_criterion", "converged", "n_swaps"]].join(wide).reset_index()
+    out.insert(1, "default", np.where(first["is_default"].astype(bool).to_numpy(), "default", ""))
+    return out
+
+
+def glfs_section(layout: dict, *, metas: dict, paths: dict, path_tsvs: dict, clustering: dict, random: dict,
+                 classification: dict) -> str:
+    """HTML of the GLFS section: convergence, the published path, why it collapses, side by side, vs greedy, sensitivity.
+
+    ``metas``: (dataset, method) -> selection JSON of every GLFS method; ``paths``:
+    (dataset, method) -> path table of the published readings; ``path_tsvs``:
+    dataset -> results/{dataset}/glfs_path.tsv; ``clustering``/``random``: dataset
+    -> clustering_nmi.tsv / clustering_random.tsv rows; ``classification``:
+    dataset -> classification.tsv.
+    """
+    out = ["<h2>GLFS: convergence, the published relaxation, and the well-posed glfs</h2>"]
+    out.append("<p><code>glfs</code> is the well-posed GLFS (the recommended one): the budgeted LapRLS A-optimal "
+               "design, min Tr(H_S<sup>-1</sup>) over sets of k genes, solved by a greedy start and single swaps to a "
+               "certified 1-swap local optimum (docs/methods.md). <code>glfs_exact</code>, <code>glfs_paper</code> "
+               "and <code>glfs_printed</code> are the published method's readings (lam paths).</p>")
+    conv = F.convergence_table(metas)
+    out.append("<h3>Converged or not</h3>")
+    out.append(_findings_html(F.convergence_findings(conv)))
+    out.append(_table(conv) if not conv.empty else "<p>No GLFS selection in this run.</p>")
+
+    gm = layout.get("glfs_method")
+    if path_tsvs:
+        out.append(f"<h3>The published path ({_esc(gm)})</h3>")
+        out.append(_findings_html([s for ds, p in path_tsvs.items() for s in F.path_findings(p, gm, ds)]))
+        for ds, p in path_tsvs.items():
+            if p is not None and len(p):
+                cols = [c for c in p.columns if c != "method"]
+                note = "" if "converged" in p else " (this run's path records no converged column)"
+                out.append(f"<p>{_esc(ds)}{_esc(note)}:</p>" + _table(p[cols], "{:.4g}"))
+    if paths:
+        out.append("<h3>Why the published relaxation collapses</h3>")
+        out.append("<p>The published GLFS minimises a LapRLS covariance trace V(beta) plus lam sum(beta) over "
+                   "gene weights beta &gt;= 0 without a budget. For the exact trace, V(beta) &gt;= 0 = V(0): "
+                   "beta = 0 is the global minimum, and the l1 term only adds to it. A solver therefore stops "
+                   "where its start point and iteration limit leave it, and solves run to convergence collapse "
+                   "towards very few genes. The numbers of this run:</p>")
+        out.append(_findings_html(F.collapse_findings(paths)))
+
+    sbs = [ds for ds, c in clustering.items() if c is not None and not c.empty]
+    if sbs or classification:
+        out.append("<h3>Side by side</h3>")
+        out.append("<p>Mean spectral-clustering NMI of the GLFS family, the Laplacian score, LapAOFS and random "
+                   "genes of the same count (the floor every method must clear).</p>")
+    for ds in sbs:
+        tab = F.side_by_side(clustering[ds], random.get(ds))
+        out.append(f"<h4>{_esc(ds)}</h4>" + _table(tab))
+    for ds, c in classification.items():
+        if c is None or c.empty:
+            continue
+        keep = [m for m in ["glfs", "glfs_supervised", *F.PUBLISHED_GLFS, "random_genes"] if m in set(c["method"])]
+        if keep:
+            rows = c.set_index("method").loc[keep].reset_index()
+            cols = [x for x in ["method", "cv_errors", "cv_n", "test_errors", "test_n", "n_genes"] if x in rows]
+            out.append(f"<h4>{_esc(ds)}: classification (Table 3 protocol)</h4>" + _table(rows[cols]))
+
+    greedy = {d["name"]: _read_tsv(d["glfs_vs_greedy"]) for d in layout["datasets"] if d.get("glfs_vs_greedy")}
+    greedy = {k: v for k, v in greedy.items() if v is not None}
+    if greedy:
+        out.append("<h3>glfs against greedy LapAOFS on the same criterion</h3>")
+        out.append("<p>Tr(H_S<sup>-1</sup>) (He et al. 2011, Eq. 12; lower is better) of greedy LapAOFS (the start) "
+                   "and of glfs (after the swaps), same X, graph and lambdas.</p>")
+        out.append(_findings_html(F.greedy_findings(greedy)))
+        tab = pd.concat([t.assign(dataset=ds) for ds, t in greedy.items()], ignore_index=True)
+        out.append(_table(tab[["dataset", *[c for c in tab.columns if c != "dataset"]]], "{:.4g}"))
+
+    sens = {d["name"]: _read_tsv(d["sensitivity"]) for d in layout["datasets"] if d.get("sensitivity")}
+    sens = {k: v for k, v in sens.items() if v is not None and not v.empty}
+    if sens:
+        out.append("<h3>lambda1 sensitivity of glfs</h3>")
+        out.append(f"<p class='note'>{_esc(SENSITIVITY_LABEL)} lambda1 = graph_weight / mean degree of the graph; "
+                   "NMI as in the clustering tables (mean over runs); criterion values are not comparable across "
+                   "graph weights.</p>")
+        out.append(_findings_html([s for ds, t in sens.items() for s in F.sensitivity_findings(t, ds)]))
+        for ds, t in sens.items():
+            out.append(f"<h4>{_esc(ds)}</h4>" + _table(sensitivity_table(t), "{:.4g}"))
+    return "".join(out)
+
+
 # ---- the document --------------------------------------------------------------------------
 
 
@@ -437,6 +600,7 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None)
     # --- what was run
     ds_names = [d["name"] for d in layout["datasets"]]
     parts.append("<h2>What was run</h2>")
+    parts.append(_findings_html(F.run_findings(layout, config)))
     parts.append("<table>" + "".join(f"<tr><th>{_esc(k)}</th><td style='text-align:left'>{_esc(v)}</td></tr>" for k, v in [
         ("datasets", ", ".join(ds_names)),
         ("methods", ", ".join(config.get("methods", []))),
@@ -456,22 +620,28 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None)
 
     # --- data provenance
     parts.append("<h2>Data provenance</h2>")
+    prov_parts, prov_tables = [], {}
     for d in layout["datasets"]:
         prov_path = (layout.get("provenance") or {}).get(d["name"])
-        parts.append(f"<h3>{_esc(d['name'])}</h3>")
+        prov_parts.append(f"<h3>{_esc(d['name'])}</h3>")
         note = (config.get("datasets", {}).get(d["name"], {}) or {}).get("note")
         if note:
-            parts.append(f"<p class='note'>{_esc(note)}</p>")
+            prov_parts.append(f"<p class='note'>{_esc(note)}</p>")
         if prov_path and Path(prov_path).exists():
             try:
                 prov = json.loads(Path(prov_path).read_text())
-                parts.append("<pre>" + _esc(json.dumps(prov, indent=1, default=str)) + "</pre>")
-            except (OSError, ValueError) as e:
-                parts.append(f"<p>provenance file {_esc(prov_path)} unreadable: {_esc(e)}</p>")
+                prov_tables[d["name"]] = F.provenance_table(prov)
+                created = f" Recorded {_esc(prov['created'])}." if prov.get("created") else ""
+                prov_parts.append(f"<p>Input files of {_esc(d['name'])} ({_esc(prov_path)}).{created}</p>")
+                prov_parts.append(_table(prov_tables[d["name"]]))
+            except (OSError, ValueError, AttributeError) as e:
+                prov_parts.append(f"<p>provenance file {_esc(prov_path)} unreadable: {_esc(e)}</p>")
         else:
-            parts.append("<p>No provenance record found.</p>")
+            prov_parts.append("<p>No provenance record found.</p>")
+    parts.append(_findings_html(F.provenance_findings(prov_tables)))
+    parts.extend(prov_parts)
 
-    clustering_dfs, path_dfs = {}, {}
+    clustering_dfs, path_dfs, random_dfs, glfs_metas, all_paths, notes_of = {}, {}, {}, {}, {}, {}
     for d in layout["datasets"]:
         name = d["name"]
         parts.append(f"<h2>Dataset {_esc(name)}</h2>")
@@ -493,22 +663,34 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None)
             t = _read_tsv(p)
             if t is not None:
                 top[m] = t.sort_values("rank")["gene"].astype(str).head(10).tolist()
+        notes = _gene_notes(ad.var, sorted({g for v in top.values() for g in v}))
+        notes_of[name] = notes
         if top:
             parts.append("<h3>Top 10 genes per method</h3>")
-            parts.append(_table(pd.DataFrame({m: g + [""] * (10 - len(g)) for m, g in top.items()}, index=range(1, 11)), index=True))
+            parts.append(_findings_html(F.top_gene_findings(top, name, descriptions=notes)))
+            if notes:
+                parts.append("<p>Gene ids with the symbol or description the data carry (var column) in brackets.</p>")
+            shown = {m: [_with_note(x, notes) for x in g] for m, g in top.items()}
+            parts.append(_table(pd.DataFrame({m: g + [""] * (10 - len(g)) for m, g in shown.items()}, index=range(1, 11)), index=True))
 
         # clustering
         if d["labelled"] and d.get("clustering"):
             cdf = _read_tsv(d["clustering"])
             clustering_dfs[name] = cdf
+            rdf = _read_tsv(d["random_floor"]) if d.get("random_floor") else None
+            random_dfs[name] = rdf
             key = f"nmi_{name}"
-            figs[key] = figure_nmi(cdf, name)
+            figs[key] = figure_nmi(cdf, name, F.floor_summary(rdf))
             parts.append("<h3>Spectral-clustering NMI against the labels</h3>")
+            parts.append(_findings_html(F.clustering_findings(cdf, rdf, name, supervised=layout.get("supervised", ()))))
             parts.append(_img(figs[key], f"NMI vs genes, {name}"))
             parts.append("<p>Mean over runs. NMI@k: arithmetic normalisation; extra columns at 100 genes "
                          "(or all): NMI with max-entropy normalisation (He et al. 2011), k-means ACC and NMI "
-                         "(best of 10 restarts), leave-one-out 1-NN accuracy.</p>")
-            parts.append(_table(nmi_summary(cdf)))
+                         "(best of 10 restarts), leave-one-out 1-NN accuracy. The random-genes floor: random gene "
+                         "sets of the same size, evaluated the same way (mean and sd over the draws); "
+                         "'clears floor at' lists the gene counts where a method's mean NMI is above the floor's "
+                         "mean + 1 sd.</p>")
+            parts.append(_table(nmi_summary_with_floor(cdf, rdf)))
 
         # GLFS paths
         paths = {}
@@ -517,9 +699,11 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None)
                 meta = json.loads(Path(p).read_text())
             except (OSError, ValueError):
                 continue
-            from ._annotate import path_table
-
-            paths[m] = path_table(meta)
+            glfs_metas[(name, m)] = meta
+            pf = F.path_frame(meta)
+            if pf is not None:
+                paths[m] = pf
+                all_paths[(name, m)] = pf
         if d.get("glfs_path"):
             gp = _read_tsv(d["glfs_path"])
             path_dfs[name] = gp
@@ -527,6 +711,7 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None)
             key = f"glfs_path_{name}"
             figs[key] = figure_paths(paths, name)
             parts.append("<h3>GLFS sparsity path</h3>")
+            parts.append(_findings_html([s for m, p in paths.items() for s in F.path_findings(p, m, name)]))
             parts.append(_img(figs[key], f"GLFS path {name}"))
             for m, p in paths.items():
                 if p is not None and len(p):
@@ -540,7 +725,9 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None)
             X = ad.X[:, idx]
             X = X.toarray() if hasattr(X, "toarray") else X
             key = f"heatmap_{name}"
-            figs[key] = figure_heatmap(X, list(ad.var_names[idx].astype(str)), ad.obs["label"].to_numpy(), name, hm)
+            hm_genes = list(ad.var_names[idx].astype(str))
+            hm_notes = _gene_notes(ad.var, hm_genes)
+            figs[key] = figure_heatmap(X, [_with_note(g, hm_notes, 24) for g in hm_genes], ad.obs["label"].to_numpy(), name, hm)
             parts.append(f"<h3>Top {len(idx)} genes of {_esc(hm)} by label</h3>")
             parts.append(_img(figs[key], f"heatmap {name}"))
 
@@ -555,13 +742,25 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None)
             c = _read_tsv(p)
             cls_all.append(c)
             parts.append(f"<h3>This run: {_esc(ds)}</h3>")
+            parts.append(_findings_html(F.classification_findings(c, ds)))
             parts.append(_table(c))
+        if any(c is not None and "random_genes" in set(c["method"]) for c in cls_all):
+            parts.append("<p>random_genes: the floor; LapRLS exactly as the glfs_supervised row fits it, on random "
+                         "genes as many as that row uses; the median errors over seeded draws (params give the "
+                         "number of draws and the ranges).</p>")
     paper_table = _read_tsv(layout["paper_table"]) if layout.get("paper_table") else None
+    glfs_html = glfs_section(
+        layout, metas=glfs_metas, paths=all_paths, path_tsvs={k: v for k, v in path_dfs.items() if v is not None},
+        clustering=clustering_dfs, random=random_dfs,
+        classification={ds: c for ds, c in zip(layout.get("classification") or {}, cls_all)},
+    )
     if paper_table is not None and layout.get("classification"):
         parts.append("<div class='paper'><h3>Paper (not this run): Wang &amp; Goldenberg, ICML 2013, Table 3</h3>")
         parts.append("<p>Quoted for comparison only. Rows other than GLFS are reproduced there from Zou &amp; Hastie (2005), "
                      "who screened genes before fitting.</p>")
         parts.append(_table(paper_table) + "</div>")
+
+    parts.append(glfs_html)
 
     # --- simulation
     sim_df = None
@@ -569,6 +768,7 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None)
         sim_df = _read_tsv(layout["simulation"])
         figs["simulation"] = figure_simulation(sim_df, config.get("simulation", {}))
         parts.append("<h2>Planted-feature simulation (Figure 1 protocol)</h2>")
+        parts.append(_findings_html(F.simulation_findings(sim_df, config.get("simulation", {}))))
         parts.append(_img(figs["simulation"], "simulation curves"))
         if sim_df is not None and not sim_df.empty:
             agg = sim_df.groupby(["method", "sigma", "n_noise"])["score"].agg(["mean", "std", "count"]).reset_index()
@@ -590,12 +790,16 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None)
     parts.append("<h2>Paper versus this run</h2>")
     parts.append("<p>Numbers on the right are computed from this run's result files; the paper's come from its "
                  "text and tables. Differences are expected where the data or protocol differ (notes).</p>")
-    parts.append(_table(paper_vs_run(ctx)))
+    pvr = paper_vs_run(ctx)
+    parts.append(_findings_html(F.paper_findings(pvr)))
+    parts.append(_table(pvr))
 
     # --- runtime and software
     parts.append("<h2>Runtime per rule</h2><p>From Snakemake <code>benchmark:</code> files (wall seconds; "
                  "jobs of earlier runs that were not re-run keep their old files).</p>")
-    parts.append(_table(runtime_table(layout.get("benchmarks", "benchmarks")), "{:.1f}"))
+    rt = runtime_table(layout.get("benchmarks", "benchmarks"))
+    parts.append(_findings_html(F.runtime_findings(rt)))
+    parts.append(_table(rt, "{:.1f}"))
     parts.append("<h2>Software versions</h2>")
     parts.append(_table(software_versions()))
     parts.append("</body></html>")

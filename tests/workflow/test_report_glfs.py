@@ -1,0 +1,275 @@
+"""The random-genes floor, the glfs sensitivity panel, the glfs-vs-greedy table and the report's
+GLFS section and findings.
+
+Two parts:
+
+- ``build_report`` on a small hand-made results set (no workflow run): the
+  findings follow the numbers (a method below the floor is named so; moving the
+  floor changes the sentence), the floor is shown beside every method, sex genes
+  on top are flagged, provenance is a table, the published path and its
+  converged column are shown.
+- the real workflow on a tiny config with ``glfs``: the new outputs exist with
+  their columns, the floor covers every grid point of every labelled dataset,
+  the sensitivity panel uses the protocol of clustering_nmi.tsv (at the default
+  graph weight it reproduces the glfs rows exactly), glfs is never worse than
+  greedy, and the Golub-style table has a random_genes row sized like
+  glfs_supervised.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+
+
+# ---- build_report on a fake results set ---------------------------------------------------------
+
+
+def _fake_results(d: Path, *, floor_mean=0.30) -> dict:
+    """A labelled dataset 'toy' with methods glfs, glfs_exact, laplacian_score, bad; returns the layout."""
+    import anndata
+
+    genes = ["RPS4Y1", "DDX3Y", *[f"G{i:02d}" for i in range(18)]]
+    n = 12
+    rng = np.random.default_rng(0)
+    ad = anndata.AnnData(X=rng.normal(size=(n, len(genes))),
+                         obs=pd.DataFrame({"label": np.repeat(["a", "b"], n // 2)}, index=[f"s{i}" for i in range(n)]),
+                         var=pd.DataFrame(index=genes))
+    methods = ["glfs", "glfs_exact", "laplacian_score", "bad"]
+    for m in methods:
+        order = list(range(len(genes))) if m == "glfs" else list(rng.permutation(len(genes)))
+        rank = np.empty(len(genes), dtype=int)
+        rank[order] = np.arange(1, len(genes) + 1)
+        ad.var[f"{m}_rank"] = rank
+        pd.DataFrame({"gene": genes, "score": -rank.astype(float), "rank": rank, "selected": rank <= 5,
+                      "weight": np.nan}).to_csv(d / f"{m}.tsv", sep="\t", index=False)
+    ad.write_h5ad(d / "adata.h5ad")
+    nmi = {"glfs": 0.8, "glfs_exact": 0.5, "laplacian_score": 0.6, "bad": 0.05}
+    rows = [{"method": m, "n_features": k, "run": r, "nmi": (v if k < 20 else 0.4) + 0.01 * r, "nmi_max": 0.1,
+             "kmeans_acc": 0.5, "kmeans_nmi": 0.1, "loo_1nn_acc": 0.5, "seed": r}
+            for m, v in nmi.items() for k in (5, 10, 20) for r in range(2)]
+    pd.DataFrame(rows).to_csv(d / "clustering_nmi.tsv", sep="\t", index=False)
+    rnd = [{"method": "random_genes", "n_features": k, "draw": i, "run": 0, "nmi": (floor_mean if k < 20 else 0.4) + 0.02 * (i - 1),
+            "nmi_max": 0.0, "kmeans_acc": 0.3, "kmeans_nmi": 0.0, "loo_1nn_acc": 0.4, "seed": i}
+           for k in (5, 10, 20) for i in range(3)]
+    pd.DataFrame(rnd).to_csv(d / "clustering_random.tsv", sep="\t", index=False)
+    path = [[4.0, 9, 0.9, True, 1e-10], [2.0, 3, 0.5, False, 0.2], [1.0, 1, 0.2, True, 1e-9]]
+    metas = {
+        "glfs": {"method": "glfs", "params": {"converged": True, "n_swaps": 2, "criterion": 0.5, "greedy_criterion": 0.6},
+                 "extra": {"history": [0.6, 0.5]}},
+        "glfs_exact": {"method": "glfs_exact", "params": {"lam": 2.0}, "extra": {"path": path}},
+    }
+    for m, meta in metas.items():
+        (d / f"{m}.json").write_text(json.dumps(meta))
+    pd.DataFrame(path, columns=["lam", "n_selected", "objective", "converged", "kkt_residual"]).assign(
+        method="glfs_exact").to_csv(d / "glfs_path.tsv", sep="\t", index=False)
+    pd.DataFrame({"k": [5, 10], "greedy_criterion": [1.0, 2.0], "criterion": [0.9, 2.0], "pct_lower": [10.0, 0.0],
+                  "n_swaps": [1, 0], "converged": [True, True], "lambda1": 0.1, "lambda2": 0.12}).to_csv(
+        d / "glfs_vs_greedy.tsv", sep="\t", index=False)
+    sens = [{"graph_weight": gw, "is_default": gw == 0.1, "lambda1": gw, "lambda2": 0.12, "n_selected": 5,
+             "criterion": 1.0, "greedy_criterion": 1.0, "converged": True, "n_swaps": 0, "k": k,
+             "nmi_mean": 0.5 + gw / 10, "nmi_sd": 0.0, "nmi_max_mean": 0.3, "n_runs": 2}
+            for gw in (0.0, 0.1, 1.0) for k in (5, 10)]
+    pd.DataFrame(sens).to_csv(d / "glfs_sensitivity.tsv", sep="\t", index=False)
+    (d / "provenance.json").write_text(json.dumps({"created": "2026-01-01T00:00:00Z", "files": {"expression": {
+        "sha256": "ab" * 32, "expected_sha256": "ab" * 32, "source": "mirror", "path": "x.tsv", "size": 10}}}))
+    return {
+        "datasets": [{
+            "name": "toy", "labelled": True, "methods": methods, "adata": str(d / "adata.h5ad"),
+            "selections": {m: str(d / f"{m}.tsv") for m in methods},
+            "metas": {m: str(d / f"{m}.json") for m in metas},
+            "clustering": str(d / "clustering_nmi.tsv"), "random_floor": str(d / "clustering_random.tsv"),
+            "sensitivity": str(d / "glfs_sensitivity.tsv"), "glfs_vs_greedy": str(d / "glfs_vs_greedy.tsv"),
+            "glfs_path": str(d / "glfs_path.tsv"), "heatmap_method": "glfs_exact",
+        }],
+        "glfs_method": "glfs_exact", "supervised": ["fisher_score"], "classification": {},
+        "paper_table": None, "simulation": None, "benchmarks": str(d / "benchmarks"),
+        "provenance": {"toy": str(d / "provenance.json")},
+    }
+
+
+def _report(tmp_path, **kw) -> str:
+    from glfs._report import build_report
+
+    layout = _fake_results(tmp_path, **kw)
+    return build_report(layout, {"methods": layout["datasets"][0]["methods"], "seed": 0})
+
+
+def test_fake_report_findings_follow_the_numbers(tmp_path):
+    html = _report(tmp_path)
+    # floor 0.30 +- 0.02: bad (0.05) is below it, the others clear it
+    assert "At 10 genes, 3 of 4 methods clear the random floor" in html
+    assert "Below it (under the mean - 1 sd): bad." in html
+    assert "Never above the floor at any grid size below all genes: bad." in html
+    assert "random genes (floor)" in html and "clears floor at" in html
+    # sex genes on top of glfs are flagged
+    assert "Sex: the top 10 genes of glfs (2 of 10: RPS4Y1, DDX3Y)" in html
+    # the published path: shrinks as lam falls, converged column and counts shown
+    assert "The glfs_exact path on toy shrinks as lam falls (from 9 genes at lam = 4 to 1 at lam = 1)" in html
+    assert "2 of 3 path points" in html and "chosen lam 2: NOT converged" in html
+    assert "<th>converged</th>" in html and "<th>kkt_residual</th>" in html
+    # glfs section parts
+    for part in ["Converged or not", "Why the published relaxation collapses", "Side by side",
+                 "glfs against greedy LapAOFS on the same criterion", "lambda1 sensitivity of glfs",
+                 "Post-hoc sensitivity on the evaluated data, not tuning: the default graph_weight was chosen on the "
+                 "planted simulation (benchmarks/results/glfs_design_defaults.txt)."]:
+        assert part in html, part
+    assert "objective 0.2 to 0.9 at the 3 non-empty path points, against 0 at beta = 0" in html
+    assert "no worse than greedy LapAOFS at every k on every dataset (2 cases)" in html
+    assert "the default 0.1 gives 0.510 (rank 2 of 3)" in html
+    # provenance is a table, not raw JSON
+    assert "1 of 1 input files match their expected sha256" in html
+    assert "matches expected" in html and '"expected_sha256"' not in html
+
+
+def test_fake_report_findings_change_with_the_floor(tmp_path):
+    html = _report(tmp_path, floor_mean=0.02)  # now every method clears it
+    assert "At 10 genes, 4 of 4 methods clear the random floor" in html
+    assert "Below it" not in html and "Within the spread" not in html and "Never above the floor" not in html
+
+
+# ---- the workflow on a tiny config ------------------------------------------------------------
+
+METHODS = ["glfs", "glfs_exact", "laplacian_score", "lapaofs", "fisher_score"]
+GRID = [2, 6, "all"]
+
+
+def _write_data(d: Path):
+    import anndata
+
+    rng = np.random.default_rng(1)
+    n, g = 36, 40
+    groups = np.repeat(["A", "B"], n // 2)
+    X = rng.normal(0.0, 1.0, size=(n, g))
+    X[groups == "A", :4] += 3.0  # genes 0-3 carry the classes
+    samples = [f"S{i:02d}" for i in range(n)]
+    split = np.where(np.arange(n) % 3 == 0, "test", "train")
+    ad = anndata.AnnData(X=X, obs=pd.DataFrame({"split": split, "group": groups}, index=samples),
+                         var=pd.DataFrame(index=[f"GENE{j:02d}" for j in range(g)]))
+    ad.write_h5ad(d / "two.h5ad")
+    pd.DataFrame(rng.normal(5.0, 1.0, size=(15, 12)), index=[f"g{j}" for j in range(15)],
+                 columns=[f"c{i}" for i in range(12)]).to_csv(d / "un.tsv", sep="\t", index_label="gene")
+
+
+def _config(d: Path) -> dict:
+    return {
+        "run": ["two", "un"],
+        "methods": METHODS,
+        "graph": {"n_neighbors": 4},
+        "selection": {"n_features": 5},
+        "clustering": {"n_runs": 2, "feature_grid": GRID},
+        "classification": {"datasets": ["two"], "cv_folds": 3},
+        "random_floor": {"n_draws": 3, "classification_draws": 5},
+        "glfs_sensitivity": {"graph_weights": [0, 0.1, 1], "feature_grid": [2, 6]},
+        "simulation": {"enabled": False},
+        "datasets": {
+            "two": {"expression": str(d / "two.h5ad"), "label_column": "group", "note": "test: 2 planted classes"},
+            "un": {"expression": str(d / "un.tsv"), "orientation": "genes_by_samples"},
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    wd = tmp_path_factory.mktemp("glfs_report")
+    for item in ["Snakefile", "config.yaml", "workflow", "scripts", "envs"]:
+        src = ROOT / item
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, wd / item)
+    (wd / "resources").mkdir()
+    shutil.copy(ROOT / "resources" / "paper_table3.tsv", wd / "resources")
+    data = wd / "userdata"
+    data.mkdir()
+    _write_data(data)
+    (wd / "test_config.json").write_text(json.dumps(_config(data)))
+    r = subprocess.run([SNAKEMAKE, "--cores", "2", "--configfile", "test_config.json"], cwd=wd, capture_output=True,
+                       text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-8000:]
+    return wd
+
+
+def _tsv(run_dir, rel):
+    return pd.read_csv(run_dir / rel, sep="\t")
+
+
+@pytest.mark.workflow
+def test_random_floor_table(run_dir):
+    r = _tsv(run_dir, "results/two/clustering_random.tsv")
+    assert list(r.columns) == ["method", "n_features", "draw", "run", "nmi", "nmi_max", "kmeans_acc", "kmeans_nmi",
+                               "loo_1nn_acc", "seed"]
+    c = _tsv(run_dir, "results/two/clustering_nmi.tsv")
+    assert set(r["n_features"]) == set(c["n_features"]) == {2, 6, 40}
+    assert (r.groupby("n_features")["draw"].nunique() == 3).all()
+    assert r["nmi"].between(0, 1).all()
+    # different draws are different gene sets: at 2 genes the NMI is not the same for every draw
+    assert r[r["n_features"] == 2]["nmi"].nunique() > 1 or r[r["n_features"] == 2]["loo_1nn_acc"].nunique() > 1
+    assert not (run_dir / "results/un/clustering_random.tsv").exists()  # no labels, no floor
+
+
+@pytest.mark.workflow
+def test_random_genes_classification_row(run_dir):
+    t = _tsv(run_dir, "results/two/classification.tsv")
+    rows = t.set_index("method")
+    assert {"glfs", "glfs_supervised", "random_genes"} <= set(rows.index)
+    assert rows.loc["random_genes", "n_genes"] == rows.loc["glfs_supervised", "n_genes"]
+    p = json.loads(rows.loc["random_genes", "params"])
+    assert p["statistic"] == "median over 5 seeded random gene sets" and p["n_genes_as"] == "glfs_supervised"
+    lo, hi = p["test_errors_range"]
+    assert lo <= rows.loc["random_genes", "test_errors"] <= hi <= rows.loc["random_genes", "test_n"]
+
+
+@pytest.mark.workflow
+def test_sensitivity_panel_uses_the_clustering_protocol(run_dir):
+    s = _tsv(run_dir, "results/two/glfs_sensitivity.tsv")
+    assert list(s.columns) == ["graph_weight", "is_default", "lambda1", "lambda2", "n_selected", "criterion",
+                               "greedy_criterion", "converged", "n_swaps", "k", "nmi_mean", "nmi_sd", "nmi_max_mean",
+                               "n_runs"]
+    assert sorted(s["graph_weight"].unique()) == [0.0, 0.1, 1.0] and set(s["k"]) == {2, 6}
+    assert s.loc[s["is_default"], "graph_weight"].unique().tolist() == [0.1]
+    assert (s.loc[s["graph_weight"] == 0, "lambda1"] == 0).all() and (s.loc[s["graph_weight"] == 1, "lambda1"] > 0).all()
+    assert (s["criterion"] <= s["greedy_criterion"] * (1 + 1e-12)).all() and s["converged"].all()
+    # the default graph weight with the configured n_features is the workflow's glfs: same NMI as clustering_nmi.tsv
+    c = _tsv(run_dir, "results/two/clustering_nmi.tsv")
+    ref = c[c["method"] == "glfs"].groupby("n_features")["nmi"].mean()
+    got = s[s["is_default"]].set_index("k")["nmi_mean"]
+    for k in (2, 6):
+        assert got[k] == pytest.approx(ref[k], abs=1e-12)
+    assert not (run_dir / "results/un/glfs_sensitivity.tsv").exists()
+
+
+@pytest.mark.workflow
+def test_glfs_vs_greedy_table(run_dir):
+    for ds, n_genes in [("two", 40), ("un", 15)]:
+        t = _tsv(run_dir, f"results/{ds}/glfs_vs_greedy.tsv")
+        assert list(t.columns) == ["k", "greedy_criterion", "criterion", "pct_lower", "n_swaps", "converged", "lambda1",
+                                   "lambda2"]
+        assert t["k"].tolist() == sorted({min(k, n_genes) for k in (10, 25, 50, 100)})
+        assert (t["criterion"] <= t["greedy_criterion"] * (1 + 1e-12)).all() and (t["pct_lower"] >= -1e-9).all()
+        assert t["converged"].all()
+
+
+@pytest.mark.workflow
+def test_report_has_the_floor_and_the_glfs_section(run_dir):
+    html = (run_dir / "results/report.html").read_text()
+    assert "random genes (floor)" in html and "clears floor at" in html
+    for part in ["GLFS: convergence, the published relaxation, and the well-posed glfs", "Converged or not",
+                 "Why the published relaxation collapses", "Side by side", "lambda1 sensitivity of glfs",
+                 "not tuning", "glfs against greedy LapAOFS on the same criterion", "Findings."]:
+        assert part in html, part
+    # every method of the labelled dataset is compared with the floor in the findings
+    c = _tsv(run_dir, "results/two/clustering_nmi.tsv")
+    sentence = html.split("At 2 genes, ")[1].split("</div>")[0]
+    for m in set(c["method"]):
+        assert m in sentence, m
+    # the random_genes row and the floor sentence on the classification table
+    assert "Random genes (" in html and "random_genes" in html
+    assert "glfs converged (no single swap lowers its criterion) on 2 of 2 datasets." in html
