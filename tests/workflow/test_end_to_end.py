@@ -1,13 +1,13 @@
 """The whole workflow on a tiny configuration, in a temporary copy of the repository.
 
-Two user datasets that this test writes (DESIGN.md section 6, "swapping data"):
+Two user datasets that this test writes (README, "Your own data"):
 
 - ``user_split``: an .h5ad matrix (36 samples x 50 genes, 3 planted groups),
   labels from a separate table, and ``obs["split"]`` so the classification
   protocol runs on it;
 - ``user_unlabelled``: a genes x samples TSV without labels.
 
-Checks every contracted output of DESIGN.md section 7, the AnnData in scanpy,
+Checks every contracted output of the README ("Outputs"), the AnnData in scanpy,
 that the report is self-contained, ``snakemake --report``, and determinism
 (re-running the selection, clustering and classification jobs gives
 identical tables).
