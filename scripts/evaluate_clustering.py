@@ -29,6 +29,7 @@ try:
             n_runs=int(cl.get("n_runs", 10)),
             affinity_neighbors=int(cl.get("affinity_neighbors", 10)),
             random_state=int(par.seed),
+            max_samples=cl.get("max_samples"),
         )
         df = pd.DataFrame.from_records(records)
         df.insert(0, "method", par.method)

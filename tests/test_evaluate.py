@@ -309,3 +309,82 @@ def test_evaluate_classifier_uses_an_estimators_own_cv_errors():
     r = evaluate_classifier(TunesLam(strategy="most_frequent"), X[:10], y[:10], X[10:], y[10:], cv=cv_splitter(y[:10], 5))
     assert r["cv_errors"] == 4
     assert r["params"] == {"lam": 0.5}
+
+
+# ---------------------------------------------------------------- scale: affinity once, approximate 1-NN, subsample
+def _blobs_big(n=300, d=6, k=3, seed=31):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    X = rng.normal(size=(n, d)) + 6.0 * np.eye(k, d)[y]
+    return X, y
+
+
+def test_knn_affinity_equals_scikit_learns_nearest_neighbors_affinity():
+    from sklearn.cluster import SpectralClustering
+
+    from glfs.evaluate import knn_affinity
+
+    X, _ = _blobs_big()
+    ref = SpectralClustering(n_clusters=3, affinity="nearest_neighbors", n_neighbors=10).fit(X).affinity_matrix_
+    A = knn_affinity(X, 10)
+    assert abs(A - ref).max() == 0
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_precomputed_affinity_gives_the_labels_of_the_old_call(seed):
+    """spectral_cluster (affinity built once) equals SpectralClustering(affinity="nearest_neighbors") per seed."""
+    from sklearn.cluster import SpectralClustering
+
+    from glfs.evaluate import knn_affinity
+
+    rng = np.random.default_rng(32)
+    X = rng.normal(size=(120, 5)) + 1.5 * np.eye(4, 5)[rng.integers(0, 4, 120)]  # overlapping: labels depend on details
+    old = SpectralClustering(
+        n_clusters=4, affinity="nearest_neighbors", n_neighbors=10, assign_labels="kmeans", random_state=seed, n_init=10
+    ).fit_predict(X)
+    new = spectral_cluster(X, 4, random_state=seed, affinity=knn_affinity(X, 10))
+    np.testing.assert_array_equal(new, old)
+    np.testing.assert_array_equal(spectral_cluster(X, 4, random_state=seed), old)
+
+
+def test_loo_1nn_uses_the_approximate_search_for_many_samples(monkeypatch):
+    import glfs.graph as gg
+
+    X, y = _blobs_big(n=400, d=60)
+    exact = loo_1nn_accuracy(X, y)
+    calls = []
+    real = gg._knn_approx
+    monkeypatch.setattr(gg, "_knn_approx", lambda *a, **k: calls.append(a[0].shape) or real(*a, **k))
+    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", 100)
+    approx = loo_1nn_accuracy(X, y)
+    assert calls == [(400, 50)]
+    assert exact == 1.0  # separated blobs: every nearest neighbour is in the same class
+    assert approx >= 0.99  # the approximate neighbour may miss a few
+
+
+def test_stratified_subsample():
+    from glfs.evaluate import stratified_subsample
+
+    y = np.repeat(["a", "b", "c"], [700, 250, 50])
+    idx = stratified_subsample(y, 100, random_state=3)
+    assert idx.size == 100 and np.all(np.diff(idx) > 0)
+    _, counts = np.unique(y[idx], return_counts=True)
+    assert counts.tolist() == [70, 25, 5]
+    np.testing.assert_array_equal(idx, stratified_subsample(y, 100, random_state=3))
+    assert not np.array_equal(idx, stratified_subsample(y, 100, random_state=4))
+    np.testing.assert_array_equal(stratified_subsample(y, 5000), np.arange(1000))
+    with pytest.raises(ValueError, match=r"max_samples must be an integer >= 2; got 1"):
+        stratified_subsample(y, 1)
+
+
+def test_evaluate_ranking_max_samples_evaluates_the_subsample():
+    from glfs.evaluate import stratified_subsample
+
+    X, y = _blobs_big(n=200, d=8)
+    ranking = np.arange(8)
+    kw = dict(feature_grid=[3, "all"], n_runs=2, random_state=5)
+    sub = evaluate_ranking(X, y, ranking, max_samples=90, **kw)
+    keep = stratified_subsample(y, 90, 5)
+    direct = evaluate_ranking(X[keep], y[keep], ranking, **kw)
+    assert sub == direct
+    assert evaluate_ranking(X, y, ranking, max_samples=500, **kw) == evaluate_ranking(X, y, ranking, **kw)

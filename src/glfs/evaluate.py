@@ -3,7 +3,7 @@
 X is always (n_samples, n_features) = (patients or cells, genes).  Everything
 here is a pure function of arrays (numpy, scipy, scikit-learn); no file I/O.
 
-Protocols (see DESIGN.md section 5):
+Protocols (see docs/methods.md and the README):
 
 - spectral clustering on the top-k genes, NMI against the known labels
   (Wang & Goldenberg, ICML 2013, Sec. 3.3: 10 runs, mean NMI), reported with
@@ -20,6 +20,7 @@ Protocols (see DESIGN.md section 5):
 from __future__ import annotations
 
 import logging
+import time
 import warnings
 
 import numpy as np
@@ -41,6 +42,8 @@ __all__ = [
     "nmi_max",
     "clustering_accuracy",
     "spectral_cluster",
+    "knn_affinity",
+    "stratified_subsample",
     "kmeans_best_of",
     "loo_1nn_accuracy",
     "run_seeds",
@@ -113,12 +116,44 @@ def _as_dense(X):
     return X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
 
 
-def spectral_cluster(X, n_clusters: int, *, n_neighbors: int = 10, random_state=0) -> np.ndarray:
+def knn_affinity(X, n_neighbors: int = 10, *, method: str = "auto", random_state=0):
+    """Sparse kNN affinity of scikit-learn's ``SpectralClustering(affinity="nearest_neighbors")``.
+
+    A = 0.5 (C + C') with C the connectivity of each sample to itself and its
+    ``n_neighbors - 1`` nearest other samples (scikit-learn's
+    ``kneighbors_graph(include_self=True)``), built with
+    :func:`glfs.graph.nearest_neighbors`: exact search below 8192 samples,
+    approximate (pynndescent on 50 principal components) above, as
+    :func:`glfs.similarity_graph` does.
+
+    X : array-like of shape (n_samples, n_features).  Returns a CSR matrix
+    (n_samples, n_samples) with O(n * n_neighbors) entries.
+    """
+    from .graph import nearest_neighbors
+
+    X = _as_dense(X)
+    n = X.shape[0]
+    k = int(min(n_neighbors, n - 1))
+    if k < 1:
+        msg = f"n_neighbors must be a positive integer; got {n_neighbors!r}"
+        raise ValueError(msg)
+    if k > 1:
+        rows, cols, _ = nearest_neighbors(X, k - 1, method=method, random_state=random_state)
+    else:
+        rows = cols = np.zeros(0, dtype=np.int64)
+    rows = np.concatenate([np.arange(n), rows])
+    cols = np.concatenate([np.arange(n), cols])
+    C = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
+    return (0.5 * (C + C.T)).tocsr()
+
+
+def spectral_cluster(X, n_clusters: int, *, n_neighbors: int = 10, random_state=0, affinity=None) -> np.ndarray:
     """Spectral clustering of the samples with a sparse kNN affinity.
 
-    scikit-learn ``SpectralClustering(affinity="nearest_neighbors")``: the
-    affinity is the symmetrised connectivity of the ``n_neighbors``-NN graph
-    (sparse, O(n * n_neighbors) entries), labels assigned by k-means on the
+    scikit-learn ``SpectralClustering`` on the sparse affinity of
+    :func:`knn_affinity` (the symmetrised connectivity of the
+    ``n_neighbors``-NN graph, O(n * n_neighbors) entries, the same matrix as
+    its ``affinity="nearest_neighbors"``), labels assigned by k-means on the
     spectral embedding (Ng, Jordan & Weiss; the paper cites Bach & Jordan 2004).
 
     Parameters
@@ -130,21 +165,29 @@ def spectral_cluster(X, n_clusters: int, *, n_neighbors: int = 10, random_state=
         Capped at n_samples - 1.
     random_state : int
         Seeds the eigensolver start and the k-means of the embedding.
+    affinity : sparse (n_samples, n_samples), optional
+        A precomputed :func:`knn_affinity` of X (it does not depend on the
+        seed, so :func:`evaluate_ranking` builds it once per gene count).
 
     Returns
     -------
     labels : ndarray of int, shape (n_samples,)
+
+    Notes
+    -----
+    Cost: the neighbour search (see :func:`knn_affinity`) plus a sparse
+    eigenproblem (ARPACK) on the n x n affinity; nothing n x n is dense.
     """
     X = _as_dense(X)
     n = X.shape[0]
     if not isinstance(n_clusters, (int, np.integer)) or not 2 <= n_clusters < n:
         msg = f"n_clusters must be an integer in [2, {n - 1}]; got {n_clusters!r}"
         raise ValueError(msg)
-    k = int(min(n_neighbors, n - 1))
+    if affinity is None:
+        affinity = knn_affinity(X, n_neighbors)
     model = SpectralClustering(
         n_clusters=int(n_clusters),
-        affinity="nearest_neighbors",
-        n_neighbors=k,
+        affinity="precomputed",
         assign_labels="kmeans",
         random_state=int(random_state),
         n_init=10,
@@ -152,7 +195,7 @@ def spectral_cluster(X, n_clusters: int, *, n_neighbors: int = 10, random_state=
     with warnings.catch_warnings():
         # a kNN graph on very few genes may be disconnected; the embedding is still defined
         warnings.filterwarnings("ignore", message="Graph is not fully connected")
-        return model.fit_predict(X).astype(np.int64)
+        return model.fit_predict(affinity).astype(np.int64)
 
 
 def kmeans_best_of(X, n_clusters: int, *, n_init: int = 10, random_state=0) -> np.ndarray:
@@ -166,20 +209,30 @@ def kmeans_best_of(X, n_clusters: int, *, n_init: int = 10, random_state=0) -> n
     return model.fit_predict(X).astype(np.int64)
 
 
-def loo_1nn_accuracy(X, labels) -> float:
+def loo_1nn_accuracy(X, labels, *, method: str = "auto") -> float:
     """Leave-one-out 1-nearest-neighbour accuracy (Wang & Goldenberg 2013, Eq. 10).
 
     Accuracy = (1/n) sum_i delta(c(x_i), c(x_{l_i})) with x_{l_i} the nearest
-    other sample (Euclidean).  Ties in distance go to the lowest sample index,
-    so the result is deterministic.  Higher is better.
+    other sample (Euclidean).  Higher is better.
 
-    X : array-like of shape (n_samples, n_features).  Distances are computed in
-    row chunks (scikit-learn ``pairwise_distances_chunked``), so memory stays
-    bounded; time O(n^2 n_features).
+    X : array-like of shape (n_samples, n_features).  Below 8192 samples
+    (``method="auto"``) or with ``method="exact"``: exact distances in row
+    chunks (scikit-learn ``pairwise_distances_chunked``, memory bounded, time
+    O(n^2 n_features)); ties in distance go to the lowest sample index, so the
+    result is deterministic.  From 8192 samples on: the nearest neighbour from
+    the approximate search of :func:`glfs.graph.nearest_neighbors`
+    (pynndescent on 50 principal components), close to linear in n.
     """
+    from .graph import choose_neighbor_method, nearest_neighbors
+
     X = _as_dense(X)
     n = X.shape[0]
     _, y = check_labels(labels, n, min_classes=1)
+    if choose_neighbor_method(n, X.shape[1], method)[0] == "approx":
+        rows, cols, _ = nearest_neighbors(X, 1, method="approx")
+        nearest = np.empty(n, dtype=np.int64)
+        nearest[rows] = cols
+        return float(np.mean(y == y[nearest]))
     nearest = np.empty(n, dtype=np.int64)
     start = 0
 
@@ -193,6 +246,33 @@ def loo_1nn_accuracy(X, labels) -> float:
         nearest[start : start + block.size] = block
         start += block.size
     return float(np.mean(y == y[nearest]))
+
+
+def stratified_subsample(labels, max_samples: int, random_state=0) -> np.ndarray:
+    """Sorted indices of a seeded subsample of ``max_samples`` samples, stratified by label.
+
+    Each class keeps its share (largest remainders round up, every class at
+    least one sample).  The same labels and seed give the same subsample, so
+    every method of a run is evaluated on the same cells.
+    """
+    y = np.asarray(labels)
+    n = y.size
+    if isinstance(max_samples, bool) or not isinstance(max_samples, (int, np.integer)) or max_samples < 2:
+        msg = f"max_samples must be an integer >= 2; got {max_samples!r}"
+        raise ValueError(msg)
+    if max_samples >= n:
+        return np.arange(n)
+    classes, codes = np.unique(y, return_inverse=True)
+    counts = np.bincount(codes)
+    share = counts * max_samples / n
+    take = np.maximum(np.floor(share).astype(int), 1)
+    rest = max_samples - take.sum()
+    if rest > 0:
+        take[np.argsort(-(share - np.floor(share)), kind="stable")[:rest]] += 1
+    take = np.minimum(take, counts)
+    rng = np.random.default_rng(0 if random_state is None else int(random_state))
+    idx = [rng.choice(np.flatnonzero(codes == c), size=int(t), replace=False) for c, t in enumerate(take)]
+    return np.sort(np.concatenate(idx))
 
 
 def resolve_feature_grid(grid, n_total: int) -> list[int]:
@@ -227,6 +307,7 @@ def evaluate_ranking(
     affinity_neighbors: int = 10,
     kmeans_restarts: int = 10,
     random_state=0,
+    max_samples: int | None = None,
 ) -> list[dict]:
     """Clustering and 1-NN evaluation of one gene ranking over a grid of top-k.
 
@@ -249,6 +330,18 @@ def evaluate_ranking(
     n_runs : int, default 10
     random_state : int
         Master seed; run r uses ``run_seeds(random_state, n_runs)[r]``.
+    max_samples : int, optional
+        Documented fallback for very large data: evaluate on a seeded
+        subsample of this many samples, stratified by label
+        (:func:`stratified_subsample`, seeded by ``random_state``, so every
+        method is evaluated on the same samples).  Default None: all samples.
+
+    Notes
+    -----
+    The spectral-clustering affinity of each k is built once (it does not
+    depend on the seed) and reused by the ``n_runs`` runs.  Cost per k: one
+    neighbour search (exact below 8192 samples, approximate above), ``n_runs``
+    sparse eigenproblems and k-means fits; nothing n x n is dense.
 
     Returns
     -------
@@ -265,13 +358,20 @@ def evaluate_ranking(
         raise ValueError(msg)
     if n_clusters is None:
         n_clusters = int(np.unique(y).size)
+    if max_samples is not None and max_samples < n:
+        keep = stratified_subsample(y, max_samples, random_state)
+        log.info("evaluate_ranking: %d samples; evaluating a stratified subsample of %d (max_samples)", n, keep.size)
+        X, y, n = X[keep], y[keep], keep.size
     seeds = run_seeds(random_state, n_runs)
     records = []
-    for k in resolve_feature_grid(feature_grid, d):
+    grid = resolve_feature_grid(feature_grid, d)
+    t_start = time.perf_counter()
+    for i_k, k in enumerate(grid):
         Xk = X[:, ranking[:k]]
         loo = loo_1nn_accuracy(Xk, y)
+        affinity = knn_affinity(Xk, affinity_neighbors)
         for r, s in enumerate(seeds):
-            sc = spectral_cluster(Xk, n_clusters, n_neighbors=affinity_neighbors, random_state=int(s))
+            sc = spectral_cluster(Xk, n_clusters, random_state=int(s), affinity=affinity)
             km = kmeans_best_of(Xk, n_clusters, n_init=kmeans_restarts, random_state=int(s))
             records.append(
                 {
@@ -285,7 +385,14 @@ def evaluate_ranking(
                     "loo_1nn_acc": loo,
                 }
             )
-        log.info("evaluate_ranking: k=%d, mean NMI %.3f", k, np.mean([x["nmi"] for x in records[-len(seeds) :]]))
+        log.info(
+            "evaluate_ranking: k=%d (%d/%d), mean NMI %.3f, %.0f s elapsed",
+            k,
+            i_k + 1,
+            len(grid),
+            np.mean([x["nmi"] for x in records[-len(seeds) :]]),
+            time.perf_counter() - t_start,
+        )
     return records
 
 

@@ -1,0 +1,90 @@
+"""A single-cell AnnData through the whole workflow via config (issue 9 item 5).
+
+scanpy's bundled pbmc68k_reduced (700 cells x 765 genes, louvain clusters in
+``obs``) is written as an ``.h5ad`` and named in a config like a user's own
+data, with a ``size_hint``; every method of the library runs on it (GLFS
+variants with a short lam path), the clustering evaluation uses the
+label-stratified subsample fallback (``clustering.max_samples``), and the
+resulting ``adata.h5ad`` carries every method's columns.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import glfs
+
+REPO = Path(__file__).resolve().parents[2]
+METHODS = sorted(glfs.METHODS)
+GLFS_FAST = {"n_lams": 3, "max_iter": 30}
+
+
+@pytest.fixture(scope="module")
+def pbmc_run(tmp_path_factory, snakemake_run):
+    sc = pytest.importorskip("scanpy")
+    work = tmp_path_factory.mktemp("pbmc")
+    (work / "data").mkdir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        adata = sc.datasets.pbmc68k_reduced()
+    adata.write_h5ad(work / "data" / "pbmc.h5ad")
+    (work / "resources").symlink_to(REPO / "resources")  # static tables the report reads
+    config = {
+        "run": ["pbmc"],
+        "methods": METHODS,
+        "graph": {"n_neighbors": 5},
+        "selection": {
+            "n_features": 20,
+            "params": {m: dict(GLFS_FAST) for m in ("glfs_exact", "glfs_paper", "glfs_printed")},
+        },
+        "clustering": {"n_runs": 1, "feature_grid": [20, "all"], "max_samples": 500},
+        "classification": {"datasets": []},
+        "simulation": {"enabled": False},
+        "datasets": {
+            "pbmc": {
+                "expression": "data/pbmc.h5ad",
+                "label_column": "louvain",
+                "size_hint": {"n_samples": 700, "n_genes": 765},
+                "note": "scanpy pbmc68k_reduced (700 cells, 765 genes)",
+            }
+        },
+    }
+    proc = snakemake_run(REPO / "Snakefile", work, config, ["--forceall"], timeout=3000)
+    return work, proc
+
+
+def _read(path):
+    import anndata as ad
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ad.read_h5ad(path)
+
+
+@pytest.mark.workflow
+def test_pbmc_runs_through_the_workflow(pbmc_run):
+    work, proc = pbmc_run
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    a = _read(work / "results/pbmc/adata.h5ad")
+    assert a.shape == (700, 765)
+    for m in METHODS:
+        assert f"{m}_rank" in a.var and m in a.var, m
+        assert sorted(a.var[f"{m}_rank"].tolist()) == list(range(1, 766)), m
+    assert a.obsp["patient_similarity"].shape == (700, 700)
+
+
+@pytest.mark.workflow
+def test_pbmc_clustering_on_the_stratified_subsample(pbmc_run):
+    work, _ = pbmc_run
+    nmi = pd.read_csv(work / "results/pbmc/clustering_nmi.tsv", sep="\t")
+    assert set(nmi["method"]) == set(METHODS)
+    assert set(nmi["n_features"]) == {20, 765}
+    log = (work / "logs/evaluate_clustering/pbmc_laplacian_score.log").read_text()
+    assert "evaluating a stratified subsample of 500" in log
+    assert "k=765 (2/2)" in log  # progress lines
+    graph_log = (work / "logs/build_graph/pbmc.log").read_text()
+    assert "building the graph of 700 samples x 765 genes" in graph_log
