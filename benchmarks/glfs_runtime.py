@@ -73,12 +73,14 @@ def run_one(impl, method, kind, n, d, call):
     X, W, informative = _data(kind, n, d)
     warnings.simplefilter("ignore")
     t = time.perf_counter()
+    c = time.process_time()
     if call == "select":
         if impl == "current":
             sel = glfs.select(X, method=method, graph=W, n_features=100)
         else:
             sel = getattr(_old_module(), f"select_{method}")(X, W, n_features=100)
         dt = time.perf_counter() - t
+        cpu = time.process_time() - c
         path = sel.extra["path"]
         if impl == "current":
             conv = [r["converged"] for r in path]
@@ -88,6 +90,7 @@ def run_one(impl, method, kind, n, d, call):
             counts = [p[1] for p in path]
         rec = {
             "seconds": dt,
+            "cpu": cpu,
             "converged": None if conv is None else f"{sum(conv)}/{len(conv)}",
             "support": counts,
             "recovery": None if informative is None else recovery_score(sel.ranking, informative),
@@ -97,6 +100,7 @@ def run_one(impl, method, kind, n, d, call):
         dt = time.perf_counter() - t
         rec = {
             "seconds": dt,
+            "cpu": time.process_time() - c,
             "converged": f"{sum(res.converged)}/{len(res.converged)}",
             "support": [p[1] for p in res.path],
             "recovery": None,
@@ -121,7 +125,8 @@ def _spawn(args, timeout, threads=None):
 
 
 def _secs(rec, timeout):
-    return f"{rec['seconds']:.1f}" if rec else f">{timeout:.0f}"
+    """Wall seconds (CPU seconds of the process in brackets)."""
+    return f"{rec['seconds']:.1f} ({rec['cpu']:.1f})" if rec else f">{timeout:.0f}"
 
 
 def main(timeout):
@@ -129,10 +134,12 @@ def main(timeout):
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; previous code = {OLD_COMMIT}; "
           f"time limit {timeout:.0f} s per call")
     print("# load = 1-minute load average just before the call (2 cores: > 2 means other jobs were running)")
-    print("# current_s: BLAS threads as the environment sets them; current_1t_s / previous_1t_s: one BLAS thread")
-    print("# (OPENBLAS_NUM_THREADS=1), where an oversubscribed machine does not make multithreaded BLAS spin)")
+    print("# times: wall seconds (CPU seconds of the process); with load L > 2 on 2 cores a process gets about")
+    print("# 2/L of a core, so wall time grows with the load while CPU time does not")
+    print("# current_s: BLAS threads as the environment sets them (the solver itself uses one BLAS thread below")
+    print("# 1,000 samples); current_1t_s / previous_1t_s: OPENBLAS_NUM_THREADS=1 for the whole process")
     print("\n## glfs.select(X, method, graph=W, n_features=100) on 100 x 10,000")
-    print("data\tmethod\tcurrent_s\tcurrent_1t_s\tprevious_1t_s\tspeedup_1t\tconverged\tsupport_along_path\t"
+    print("data\tmethod\tcurrent_s\tcurrent_1t_s\tprevious_1t_s\tspeedup_1t_cpu(wall)\tconverged\tsupport_along_path\t"
           "recovery\tload_current\tload_current_1t\tload_previous")
     for kind in ("lognormal", "planted"):
         for method in VARIANTS:
@@ -144,7 +151,7 @@ def main(timeout):
             l_old = _load()
             old = _spawn(["previous", *args[1:]], timeout, threads=1)
             if new1 and old:
-                ratio = f"{old['seconds'] / new1['seconds']:.1f}"
+                ratio = f"{old['cpu'] / new1['cpu']:.1f} ({old['seconds'] / new1['seconds']:.1f})"
             elif new1:
                 ratio = f">{timeout / new1['seconds']:.1f}"
             else:

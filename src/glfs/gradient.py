@@ -45,6 +45,7 @@ Nothing d x d is ever formed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import warnings
@@ -55,6 +56,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from threadpoolctl import threadpool_limits
 
 from ._result import Selection, make_selection
 from ._validation import check_graph, check_n_features, check_X, constant_features, warn_constant
@@ -108,6 +110,10 @@ KKT_FLOOR = 1e-10
 DENSE_MAX_N = 2000
 #: Largest support (genes with beta > 0) of the low-rank form when dense is not allowed (k x k systems).
 LOWRANK_MAX_K = 4000
+#: Below this many samples the solver runs with one BLAS thread: its products are small (n x n,
+#: k x k) and many, and threads only add synchronisation (on a loaded 2-core machine a 100 x 100
+#: product took 10-50 ms with OpenBLAS threads; benchmarks/results/glfs_runtime.txt).
+SINGLE_THREAD_MAX_N = 1000
 #: A projected-gradient step may set at most this fraction of the non-zero weights to zero.
 MAX_KILL_FRACTION = 0.5
 _ARMIJO = 1e-4
@@ -118,6 +124,13 @@ _ZERO_REL = 1e-12
 
 class GLFSConvergenceWarning(RuntimeWarning):
     """A GLFS path point stopped before its KKT residual reached ``KKT_TOL``."""
+
+
+def _blas_threads(n):
+    """One BLAS thread for small problems (many small products), else unchanged."""
+    if n < SINGLE_THREAD_MAX_N:
+        return threadpool_limits(limits=1, user_api="blas")
+    return contextlib.nullcontext()
 
 
 # --------------------------------------------------------------------------- validation helpers
@@ -796,7 +809,8 @@ class _Problem:
             if not np.any(self.beta0 > 0):
                 msg = "beta_init must have at least one positive entry on a non-constant feature"
                 raise ValueError(msg)
-        g0 = self.model.state(self.beta0).grad()
+        with _blas_threads(n):
+            g0 = self.model.state(self.beta0).grad()
         self.start_doublings = 0
         if np.ndim(beta_init) == 0:
             # A start before the hump (every gradient > 0) leads to beta = 0 for every lam.  This happens
@@ -806,14 +820,16 @@ class _Problem:
             while np.max(-g0) <= 0 and self.start_doublings < 40:
                 self.beta0 = 2.0 * self.beta0
                 self.start_doublings += 1
-                g0 = self.model.state(self.beta0).grad()
+                with _blas_threads(n):
+                    g0 = self.model.state(self.beta0).grad()
             if self.start_doublings:
                 log.info("glfs: start level doubled %d times to pass the hump", self.start_doublings)
         self.g0 = g0
         self.lam_ref = float(np.max(-g0))
 
     def solve(self, lam, start):
-        return _solve(self.model, lam, start, max_iter=self.max_iter)
+        with _blas_threads(self.n):
+            return _solve(self.model, lam, start, max_iter=self.max_iter)
 
     def full(self, b_active, fill=0.0):
         out = np.full(self.d, fill, dtype=np.float64)
