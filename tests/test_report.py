@@ -164,6 +164,8 @@ def test_path_findings_direction(sizes, word):
 def test_path_findings_converged_points():
     p = _path([4, 2, 1], [1, 3, 9], converged=[True, False, True])
     assert "2 of 3 points converged, with support sizes 1, 9." in " ".join(F.path_findings(p, "m", "d"))
+    p = _path([4, 2, 1], [1, 3, 9], converged=[True, True, True])
+    assert "All 3 points converged." in " ".join(F.path_findings(p, "m", "d"))
     p = _path([4, 2, 1], [1, 3, 9], converged=[False, False, False])
     assert "None of its 3 points converged" in " ".join(F.path_findings(p, "m", "d"))
 

@@ -344,7 +344,9 @@ def path_findings(path: pd.DataFrame | None, method: str, dataset: str) -> list[
                    f"{', '.join(str(int(v)) for v in n)}).")
     if "converged" in p and p["converged"].notna().any():
         c = p["converged"].fillna(False).astype(bool).to_numpy()
-        if c.any():
+        if c.all():
+            out.append(f"All {len(c)} points converged.")
+        elif c.any():
             sizes = sorted({int(v) for v in n[c]})
             out.append(f"{int(c.sum())} of {len(c)} points converged, with support sizes "
                        f"{', '.join(map(str, sizes))}.")
