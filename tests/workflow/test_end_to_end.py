@@ -169,6 +169,19 @@ def test_classification_table(run_dir):
     assert not set(t["method"]) & {"Golub", "SVM", "Penalized LR", "NSC", "Elastic net", "GLFS"}
 
 
+def test_random_floor(run_dir):
+    """The random-genes floor: the grid of clustering_nmi.tsv for the labelled dataset only.  With three
+    classes there is no GLFS (LapRLS, two-class) row, so no random_genes row either (the two-class case:
+    tests/workflow/test_report_glfs.py)."""
+    r = pd.read_csv(run_dir / "results/user_split/clustering_random.tsv", sep="\t")
+    c = pd.read_csv(run_dir / "results/user_split/clustering_nmi.tsv", sep="\t")
+    assert set(r["n_features"]) == set(c["n_features"]) and (r["method"] == "random_genes").all()
+    assert r["draw"].nunique() == 10  # config.yaml random_floor.n_draws
+    t = pd.read_csv(run_dir / "results/user_split/classification.tsv", sep="\t")
+    assert not {"glfs_exact", "random_genes"} & set(t["method"])
+    assert not (run_dir / "results/user_unlabelled/clustering_random.tsv").exists()
+
+
 def test_simulation_table(run_dir):
     s = pd.read_csv(run_dir / "results/simulation/recovery.tsv", sep="\t")
     assert list(s.columns) == ["method", "sigma", "n_noise", "replicate", "score"]
@@ -201,11 +214,11 @@ def test_adata_contract_and_scanpy(run_dir):
         # the .h5ad agrees with the selection table
         t = pd.read_csv(run_dir / f"results/user_split/selection/{m}.tsv", sep="\t")
         assert np.array_equal(ad.var[f"{m}_rank"].to_numpy(), t["rank"].to_numpy())
-    assert "glfs_weight" in ad.var
+    # weights under the method's key; the plain key "glfs" belongs to the well-posed glfs, not run here
+    assert "glfs_exact_weight" in ad.var and "glfs" not in ad.var and "glfs_weight" not in ad.var
+    t = pd.read_csv(run_dir / "results/user_split/selection/glfs_exact.tsv", sep="\t")
+    assert np.allclose(ad.var["glfs_exact_weight"].to_numpy(), t["weight"].to_numpy())
     sc.pp.pca(ad, n_comps=2, mask_var="glfs_exact")
-    sc.pp.pca(ad, n_comps=2, mask_var="glfs")  # the default variant under the plain key
-    assert ad.uns["glfs"]["params"]["variant"] == "glfs_exact"
-    assert (ad.var["glfs"] == ad.var["glfs_exact"]).all() and (ad.var["glfs_weight"] == ad.var["glfs_exact_weight"]).all()
     assert ad.obsm["X_pca"].shape == (36, 2)
     sc.pp.pca(ad, n_comps=2, mask_var="fisher_score")
 
