@@ -50,6 +50,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench.procfs import reset_peak, status_kb  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 CACHE = Path(os.environ.get("GLFS_SCALING_CACHE", "/tmp/glfs_scaling_cache"))
@@ -167,23 +170,6 @@ def ensure_graph(n, d):
 
 
 # --------------------------------------------------------------------------- worker
-def _status_kb(field):
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
-
-
-def _reset_peak():
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
 def _planted_top(ranking, planted):
     import numpy as np
 
@@ -275,12 +261,12 @@ def worker(spec):
         raise ValueError(msg)
 
     gc.collect()
-    ok = _reset_peak()
-    rss0 = _status_kb("VmRSS")
+    ok = reset_peak()
+    rss0 = status_kb("VmRSS")
     t0 = time.perf_counter()
     res = run()
     out["time_s"] = time.perf_counter() - t0
-    out["peak_rss_mb"] = _status_kb("VmHWM") / 1024 if ok else float("nan")
+    out["peak_rss_mb"] = status_kb("VmHWM") / 1024 if ok else float("nan")
     out["rss_before_mb"] = rss0 / 1024
     if warm:
         del res

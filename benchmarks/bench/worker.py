@@ -20,6 +20,7 @@ import json
 import sys
 import time
 
+from bench.procfs import reset_peak, status_kb  # noqa: F401 (re-exported)
 from bench.naive import heat_t, naive_dense_laplacian_score, naive_lapaofs, skfeature_graph, skfeature_width
 from bench.settings import (
     BETA_SEED,
@@ -39,25 +40,6 @@ from bench.settings import (
 
 
 # --------------------------------------------------------------------------- memory probes
-def status_kb(field):
-    """A field of /proc/self/status in kB (-1 if absent)."""
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return -1
-
-
-def reset_peak():
-    """Reset VmHWM to the current RSS (Linux >= 4.0); False if not possible."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
 # --------------------------------------------------------------------------- inputs
 def import_timed_modules():
     """Import what every timed worker holds (the same set for every case and the idle one)."""
