@@ -26,6 +26,8 @@ _LAZY = {
     "glfs_path": "glfs.gradient",
     "laprls_fit": "glfs.gradient",
     "GLFSResult": "glfs.gradient",
+    "GLFSConvergenceWarning": "glfs.gradient",
+    "glfs_design": "glfs.design",
     "lkr_score": "glfs.lkr",
     "ufi": "glfs.ufi",
     "spca_score": "glfs.baselines",
