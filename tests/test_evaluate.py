@@ -353,8 +353,8 @@ def test_loo_1nn_uses_the_approximate_search_for_many_samples(monkeypatch):
     X, y = _blobs_big(n=400, d=60)
     exact = loo_1nn_accuracy(X, y)
     calls = []
-    real = gg._knn_approx
-    monkeypatch.setattr(gg, "_knn_approx", lambda *a, **k: calls.append(a[0].shape) or real(*a, **k))
+    real = gg._knn_brute32  # at scale: exact search on 50 principal components (glfs.graph.choose_neighbor_method)
+    monkeypatch.setattr(gg, "_knn_brute32", lambda *a, **k: calls.append(a[0].shape) or real(*a, **k))
     monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", 100)
     approx = loo_1nn_accuracy(X, y)
     assert calls == [(400, 50)]

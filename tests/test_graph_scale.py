@@ -1,7 +1,9 @@
-"""Neighbour search at scale: the exact/approximate switch of glfs.similarity_graph.
+"""Neighbour search at scale: all genes / principal components / approximate index in glfs.similarity_graph.
 
 The approximate path (pynndescent on principal components) compiles its search
 with numba once per process, so the first test that uses it takes tens of seconds.
+The exact search on components runs with faiss when it is installed and with
+scikit-learn otherwise; both are checked against a plain numpy brute force.
 """
 
 import numpy as np
@@ -122,6 +124,64 @@ def test_laplacian_score_on_approx_graph_recovers_planted_genes():
     assert np.nanmax(s[:k]) < np.nanmin(s[k:])
 
 
+# ---------------------------------------------------------------- exact search on components
+def brute_force_knn(Z, k):
+    """The k nearest other rows of Z by a full float64 distance matrix (tiny inputs only)."""
+    Z = np.asarray(Z, dtype=np.float64)
+    D = ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
+    np.fill_diagonal(D, np.inf)
+    return [set(np.argsort(D[i], kind="stable")[:k]) for i in range(Z.shape[0])], np.sort(D, axis=1)[:, :k] ** 0.5
+
+
+BACKENDS = ["sklearn", pytest.param("faiss", marks=pytest.mark.skipif(gg.exact_backend() != "faiss", reason="faiss-cpu not installed"))]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_exact_on_components_equals_brute_force(backend):
+    rng = np.random.default_rng(5)
+    Z = rng.normal(size=(400, 12)) * np.linspace(3, 0.5, 12)  # no ties
+    rows, cols, dist = gg._knn_brute32(Z, 6, backend)
+    truth, tdist = brute_force_knn(Z, 6)
+    found = knn_sets(rows, cols, Z.shape[0])
+    assert recall(found, truth) == 1.0
+    np.testing.assert_allclose(dist.reshape(-1, 6), tdist, rtol=1e-10)  # distances recomputed in float64
+
+
+def test_exact_on_components_duplicates_keep_k():
+    # duplicated samples: the self-match may come second, every row must still get k other samples
+    rng = np.random.default_rng(6)
+    Z = np.repeat(rng.normal(size=(50, 4)), 3, axis=0)
+    rows, cols, dist = gg._knn_brute32(Z, 4)
+    assert np.all(np.bincount(rows, minlength=Z.shape[0]) == 4)
+    assert np.all(rows != cols)
+    assert np.all(dist.reshape(-1, 4)[:, :2] == 0)  # the two copies come first
+
+
+def test_auto_at_scale_is_exact_on_components(monkeypatch, data):
+    # with the threshold lowered, auto = exact search on 50 components: recall 1 against brute force on those components
+    X, _ = data
+    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", X.shape[0])
+    rows, cols, _ = gg.nearest_neighbors(X, 5, random_state=0)
+    Z = gg._pca(gg.check_X(X), 50, 0, float32=True)
+    truth, _ = brute_force_knn(Z, 5)
+    assert recall(knn_sets(rows, cols, X.shape[0]), truth) >= 0.999  # float32 PCs: allow a near-tie or two
+
+
+def test_backends_give_the_same_graph(monkeypatch, data):
+    if gg.exact_backend() != "faiss":
+        pytest.skip("faiss-cpu not installed")
+    X, _ = data
+    W_faiss = glfs.similarity_graph(X, n_neighbors=5, method="exact", n_pcs=30)
+    monkeypatch.setattr(gg, "exact_backend", lambda: "sklearn")
+    W_sk = glfs.similarity_graph(X, n_neighbors=5, method="exact", n_pcs=30)
+    assert (W_faiss != W_sk).nnz == 0
+
+
+def test_unknown_backend():
+    with pytest.raises(ValueError, match=r"backend must be 'faiss' or 'sklearn'; got 'annoy'"):
+        gg._knn_brute32(np.eye(10), 3, "annoy")
+
+
 # ---------------------------------------------------------------- the switch rule
 @pytest.mark.parametrize(
     "n,d,method,n_pcs,expected",
@@ -129,11 +189,11 @@ def test_laplacian_score_on_approx_graph_recovers_planted_genes():
         (173, 1740, "auto", None, ("exact", None)),  # bulk cohort: exact, all genes
         (3000, 20000, "auto", None, ("exact", None)),
         (gg.AUTO_APPROX_MIN_SAMPLES - 1, 2000, "auto", None, ("exact", None)),
-        (gg.AUTO_APPROX_MIN_SAMPLES, 2000, "auto", None, ("approx", 50)),
-        (50000, 2000, "auto", None, ("approx", 50)),
-        (50000, 30, "auto", None, ("approx", None)),  # few genes: no PCA
-        (50000, 2000, "auto", 20, ("approx", 20)),
-        (50000, 2000, "exact", None, ("exact", None)),  # forced
+        (gg.AUTO_APPROX_MIN_SAMPLES, 2000, "auto", None, ("exact", 50)),  # at scale: exact on 50 components
+        (50000, 2000, "auto", None, ("exact", 50)),
+        (50000, 30, "auto", None, ("exact", None)),  # few genes: no PCA
+        (50000, 2000, "auto", 20, ("exact", 20)),
+        (50000, 2000, "exact", None, ("exact", None)),  # forced: all genes
         (100, 500, "approx", None, ("approx", 50)),  # forced
         (100, 500, "exact", 10, ("exact", 10)),
     ],
@@ -142,40 +202,45 @@ def test_choose_neighbor_method(n, d, method, n_pcs, expected):
     assert gg.choose_neighbor_method(n, d, method, n_pcs) == expected
 
 
-def _spy(monkeypatch):
+def _spy(monkeypatch, name):
     calls = []
-    real = gg._knn_approx
+    real = getattr(gg, name)
 
     def spy(*a, **k):
         calls.append(a[0].shape)
         return real(*a, **k)
 
-    monkeypatch.setattr(gg, "_knn_approx", spy)
+    monkeypatch.setattr(gg, name, spy)
     return calls
 
 
 def test_auto_switches_at_threshold(monkeypatch, data):
     X, _ = data
-    calls = _spy(monkeypatch)
+    approx = _spy(monkeypatch, "_knn_approx")
+    pcs = _spy(monkeypatch, "_knn_brute32")
     monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", X.shape[0] + 1)
     W_auto = glfs.similarity_graph(X, n_neighbors=5)
-    assert calls == []
+    assert approx == [] and pcs == []
     assert (W_auto != glfs.similarity_graph(X, n_neighbors=5, method="exact")).nnz == 0
     monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", X.shape[0])
     W_big = glfs.similarity_graph(X, n_neighbors=5)
-    assert calls == [(X.shape[0], 50)]  # approximate, on 50 components
-    assert (W_big != glfs.similarity_graph(X, n_neighbors=5, method="approx")).nnz == 0
+    assert approx == [] and pcs == [(X.shape[0], 50)]  # exact, on 50 components
+    assert (W_big != glfs.similarity_graph(X, n_neighbors=5, method="exact", n_pcs=50)).nnz == 0
+    assert (W_big != W_auto).nnz > 0  # the components do change the graph a little
 
 
 def test_forcing_either_way(monkeypatch, data):
     X, _ = data
-    calls = _spy(monkeypatch)
-    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", 10)  # auto would go approximate
+    approx = _spy(monkeypatch, "_knn_approx")
+    pcs = _spy(monkeypatch, "_knn_brute32")
+    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", 10)  # auto would search components
     glfs.similarity_graph(X, n_neighbors=5, method="exact")
-    assert calls == []
-    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", 10**9)  # auto would stay exact
+    assert approx == [] and pcs == []  # all genes
+    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", 10**9)  # auto would stay on all genes
     glfs.similarity_graph(X, n_neighbors=5, method="approx", n_pcs=20)
-    assert calls == [(X.shape[0], 20)]
+    assert approx == [(X.shape[0], 20)] and pcs == []
+    glfs.similarity_graph(X, n_neighbors=5, method="exact", n_pcs=20)
+    assert pcs == [(X.shape[0], 20)]
 
 
 def test_sparse_input_approx(data):

@@ -148,8 +148,8 @@ def knn_affinity(X, n_neighbors: int = 10, *, method: str = "auto", random_state
     A = 0.5 (C + C') with C the connectivity of each sample to itself and its
     ``n_neighbors - 1`` nearest other samples (scikit-learn's
     ``kneighbors_graph(include_self=True)``), built with
-    :func:`glfs.graph.nearest_neighbors`: exact search below 8192 samples,
-    approximate (pynndescent on 50 principal components) above, as
+    :func:`glfs.graph.nearest_neighbors`: exact search on all genes below 8192
+    samples, exact search on 50 principal components above, as
     :func:`glfs.similarity_graph` does.
 
     X : array-like of shape (n_samples, n_features).  Returns a CSR matrix
@@ -319,16 +319,18 @@ def loo_1nn_accuracy(X, labels, *, method: str = "auto") -> float:
     chunks (scikit-learn ``pairwise_distances_chunked``, memory bounded, time
     O(n^2 n_features)); ties in distance go to the lowest sample index, so the
     result is deterministic.  From 8192 samples on: the nearest neighbour from
-    the approximate search of :func:`glfs.graph.nearest_neighbors`
-    (pynndescent on 50 principal components), close to linear in n.
+    the search of :func:`glfs.graph.nearest_neighbors` on 50 principal
+    components (exact brute force in float32, O(n^2 50); ``method="approx"``:
+    pynndescent's index).
     """
     from .graph import choose_neighbor_method, nearest_neighbors
 
     X = _as_dense(X)
     n = X.shape[0]
     _, y = check_labels(labels, n, min_classes=1)
-    if choose_neighbor_method(n, X.shape[1], method)[0] == "approx":
-        rows, cols, _ = nearest_neighbors(X, 1, method="approx")
+    search, n_pcs = choose_neighbor_method(n, X.shape[1], method)
+    if search == "approx" or n_pcs is not None:  # at scale: on principal components (exact, or approximate if forced)
+        rows, cols, _ = nearest_neighbors(X, 1, method=method)
         nearest = np.empty(n, dtype=np.int64)
         nearest[rows] = cols
         return float(np.mean(y == y[nearest]))

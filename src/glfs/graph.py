@@ -31,11 +31,13 @@ __all__ = [
 KERNELS = ("binary", "heat", "cosine", "snf")
 
 
-#: ``method="auto"`` switches to the approximate search from this many samples on
-#: (the threshold scanpy's ``pp.neighbors`` uses for its exact Euclidean search).
+#: ``method="auto"`` searches on principal components from this many samples on
+#: (the threshold scanpy's ``pp.neighbors`` uses for its exact Euclidean search);
+#: below it, exact search on all genes.
 AUTO_APPROX_MIN_SAMPLES = 8192
-#: Principal components searched by the approximate path when ``n_pcs`` is None
-#: and the data have more genes than this (scanpy's default representation).
+#: Principal components searched when ``n_pcs`` is None and the search runs on
+#: components (``method="auto"`` at scale, or ``"approx"``) and the data have
+#: more genes than this (scanpy's default representation).
 APPROX_N_PCS = 50
 NEIGHBOR_METHODS = ("auto", "exact", "approx")
 
@@ -52,13 +54,20 @@ def _check_n_neighbors(n_neighbors, n):
 def choose_neighbor_method(n_samples: int, n_features: int, method: str = "auto", n_pcs: int | None = None):
     """Which neighbour search :func:`similarity_graph` runs, and on how many dimensions.
 
-    The rule (``method="auto"``): exact search when ``n_samples <
-    AUTO_APPROX_MIN_SAMPLES`` (8192), approximate search otherwise.  Bulk
-    cohorts (a few hundred to a few thousand patients) therefore always get the
-    exact graph on all genes, as before.  The approximate search runs on the
-    first ``n_pcs`` principal components; when ``n_pcs`` is None it uses
-    ``APPROX_N_PCS`` (50) components if the data have more genes than that,
-    else all genes.  The exact search uses all genes unless ``n_pcs`` is given.
+    The rule (``method="auto"``): below ``AUTO_APPROX_MIN_SAMPLES`` (8192)
+    samples, exact search on all genes, so bulk cohorts (a few hundred to a
+    few thousand patients) always get the exact graph on all genes.  From
+    8192 samples on, exact search on the first ``n_pcs`` principal components
+    (``APPROX_N_PCS`` = 50 when ``n_pcs`` is None and the data have more genes
+    than that, else all genes): a brute-force search in float32 (faiss'
+    ``IndexFlatL2`` when faiss-cpu is installed, else scikit-learn's chunked
+    brute force), O(n^2 n_pcs) but with no index to build and no
+    compilation, and the same neighbours whichever backend runs.  The
+    approximate index (pynndescent) is used only when asked for with
+    ``method="approx"``: in a fresh Python process its numba compilation
+    costs more than the exact search on components saves
+    (``benchmarks/results/scaling.md``).  ``method="exact"`` searches all
+    genes unless ``n_pcs`` is given.
 
     Parameters
     ----------
@@ -78,9 +87,10 @@ def choose_neighbor_method(n_samples: int, n_features: int, method: str = "auto"
     if method not in NEIGHBOR_METHODS:
         msg = f"method must be one of {NEIGHBOR_METHODS}; got {method!r}"
         raise ValueError(msg)
+    on_pcs = method == "approx" or (method == "auto" and n_samples >= AUTO_APPROX_MIN_SAMPLES)
     if method == "auto":
-        method = "approx" if n_samples >= AUTO_APPROX_MIN_SAMPLES else "exact"
-    if method == "approx" and n_pcs is None and n_features > APPROX_N_PCS:
+        method = "exact"
+    if on_pcs and n_pcs is None and n_features > APPROX_N_PCS:
         n_pcs = min(APPROX_N_PCS, n_samples)
     return method, n_pcs
 
@@ -107,6 +117,59 @@ def _knn(X, n_neighbors: int, metric: str):
     dist, ind = nn.kneighbors(X)
     rows = np.repeat(np.arange(n), n_neighbors + 1)
     return _keep_k(rows, ind.ravel(), dist.ravel(), n_neighbors)
+
+
+def exact_backend() -> str:
+    """The library behind the exact search on principal components: ``"faiss"`` or ``"sklearn"``.
+
+    faiss (``pip install glfs[scale]``, faiss-cpu) when it can be imported,
+    else scikit-learn.  Both are exact, so the graph does not depend on which
+    one ran (up to float32 rounding of near-equal distances).
+    """
+    try:
+        import faiss  # noqa: F401
+    except ImportError:
+        return "sklearn"
+    return "faiss"
+
+
+def _knn_brute32(Z, n_neighbors: int, backend: str | None = None):
+    """Exact Euclidean kNN on a few dense columns (principal components), brute force in float32.
+
+    ``faiss.IndexFlatL2`` (BLAS distance blocks and a heap per query, OpenMP
+    threads) or scikit-learn ``NearestNeighbors(algorithm="brute")`` (its
+    chunked GEMM + heap ``ArgKmin``); neither holds more than a block of the
+    n x n distances.  Searches ``n_neighbors + 4`` candidates in float32,
+    recomputes their distances in float64 and keeps the nearest
+    ``n_neighbors`` other samples, so float32 rounding cannot reorder them.
+    Cost O(n^2 p) for p columns, memory O(n k) besides Z.
+    """
+    n = Z.shape[0]
+    _check_n_neighbors(n_neighbors, n)
+    k_search = int(min(n, n_neighbors + 5))  # self + n_neighbors + 4 spare
+    Z32 = np.ascontiguousarray(Z, dtype=np.float32)
+    backend = backend or exact_backend()
+    log.info("exact search on %d x %d components with %s (brute force, float32)", n, Z.shape[1], backend)
+    if backend == "faiss":
+        import faiss
+
+        index = faiss.IndexFlatL2(Z32.shape[1])
+        index.add(Z32)
+        _, ind = index.search(Z32, k_search)
+    elif backend == "sklearn":
+        nn = NearestNeighbors(n_neighbors=k_search, algorithm="brute", metric="euclidean").fit(Z32)
+        ind = nn.kneighbors(Z32, return_distance=False)
+    else:
+        msg = f"backend must be 'faiss' or 'sklearn'; got {backend!r}"
+        raise ValueError(msg)
+    rows = np.repeat(np.arange(n), k_search)
+    cols = ind.ravel().astype(np.int64)
+    ok = cols >= 0
+    rows, cols = rows[ok], cols[ok]
+    Zd = np.asarray(Z, dtype=np.float64)
+    diff = Zd[rows] - Zd[cols]
+    d = np.sqrt(np.maximum(np.einsum("ij,ij->i", diff, diff), 0.0))
+    return _keep_k(rows, cols, d, n_neighbors)
 
 
 def _knn_approx(Z, n_neighbors: int, random_state):
@@ -188,8 +251,11 @@ def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state):
     on = f"{n_pcs} principal components" if n_pcs is not None else "all genes"
     log.info("nearest_neighbors: %d samples x %d genes, %s search on %s", n, d, method, on)
     if n_pcs is not None:
-        X = _pca(X, n_pcs, random_state, float32=(method == "approx"))
+        X = _pca(X, n_pcs, random_state, float32=True)
+        log.info("nearest_neighbors: PCA to %d components done", X.shape[1])
     if method == "exact":
+        if n_pcs is not None and metric == "euclidean":
+            return _knn_brute32(X.toarray() if sp.issparse(X) else X, n_neighbors)
         return _knn(X, n_neighbors, metric)
     Z = X.toarray() if sp.issparse(X) else X
     rows, cols, dist = _knn_approx(Z, n_neighbors, random_state)
@@ -278,24 +344,28 @@ def similarity_graph(
         Neighbour metric; default Euclidean (cosine for ``kernel="cosine"``).
     n_pcs : int, optional
         Search neighbours and compute distances on the first ``n_pcs``
-        principal components of X (centred; randomized SVD seeded by
-        ``random_state``) instead of all genes, as scanpy's ``pp.neighbors``
-        does.  Default None: all genes for the exact search, 50 components for
-        the approximate search (when X has more than 50 genes).
+        principal components of X (centred; randomized SVD in float32, seeded
+        by ``random_state``) instead of all genes, as scanpy's ``pp.neighbors``
+        does.  Default None: all genes below 8192 samples and for
+        ``method="exact"``, 50 components otherwise (when X has more than 50
+        genes).
     method : {"auto", "exact", "approx"}, default "auto"
-        Neighbour search.  ``"exact"``: scikit-learn ``NearestNeighbors``
-        (brute force / trees), O(n^2 d).  ``"approx"``: the NN-descent index of
-        pynndescent (Dong et al., WWW 2011) on ``n_pcs`` principal components in
-        float32, about O(n log n) distance evaluations.  ``"auto"`` (default):
-        exact below 8192 samples (``AUTO_APPROX_MIN_SAMPLES``; the threshold
-        of scanpy's ``pp.neighbors``), approximate from there on, see
-        :func:`choose_neighbor_method`.  Bulk cohorts (hundreds to a few
-        thousand patients) always get the exact graph.  The approximate
-        search supports ``metric`` "euclidean" and "cosine" only.
+        Neighbour search.  ``"exact"``: exact search on all genes
+        (scikit-learn ``NearestNeighbors``), or on ``n_pcs`` components when
+        given.  ``"approx"``: the NN-descent index of pynndescent (Dong et al.,
+        WWW 2011) on ``n_pcs`` principal components in float32.  ``"auto"``
+        (default): exact on all genes below 8192 samples
+        (``AUTO_APPROX_MIN_SAMPLES``; the threshold of scanpy's
+        ``pp.neighbors``), exact on 50 principal components from there on
+        (float32 brute force with faiss-cpu if installed, ``pip install
+        glfs[scale]``, else scikit-learn), see :func:`choose_neighbor_method`.
+        Bulk cohorts (hundreds to a few thousand patients) always get the
+        exact graph on all genes.  The approximate search supports ``metric``
+        "euclidean" and "cosine" only.
     random_state : int, optional
         Seed of the randomized SVD and of the NN-descent index: the graph is
-        deterministic given ``random_state`` (the index runs single-threaded,
-        so the core count does not matter).  None: not reproducible.
+        deterministic given ``random_state`` (the exact search is exact, and
+        the index runs single-threaded, so the core count does not matter).  None: not reproducible.
 
     Returns
     -------
@@ -304,13 +374,16 @@ def similarity_graph(
 
     Notes
     -----
-    Cost of the exact search: O(n^2 d) time (computed in chunks, so O(n k)
-    memory besides X).  Approximate search: PCA O(n d n_pcs) plus NN-descent,
-    empirically close to linear in n; on 50,000 x 2,000 it recalled about 94%
-    of the exact 5 nearest neighbours (on the same components).  pynndescent
-    compiles its search with numba the first time it runs in a Python process:
-    a one-off cost of tens of seconds (more on a loaded machine) that later
-    calls in the same process do not pay (see ``benchmarks/results/scaling.md``).
+    Cost of the exact search: O(n^2 d) time on d genes or components
+    (computed in blocks, so O(n k) memory besides X).  On components: PCA
+    O(n d n_pcs) plus O(n^2 n_pcs); at 50,000 x 2,000 on 2 cores about 6 s
+    for the PCA and 9 s (faiss) or 25 s (scikit-learn) for the search on a
+    quiet machine.  Approximate search (``method="approx"``): NN-descent,
+    empirically close to linear in n, recall about 0.91-0.94 of the exact 5
+    nearest neighbours on the same components at 50,000 cells, but
+    pynndescent compiles its search with numba in every new Python process,
+    a one-off cost of 20 s to minutes that its numba cache does not remove
+    (see ``benchmarks/results/scaling.md``).
     The edge weights always use the distances on the searched representation
     (all genes, or the principal components).
     """
