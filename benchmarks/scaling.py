@@ -470,6 +470,8 @@ def summary(rows, info, up_start, up_end, args):
         "",
         f"Load at start: `{up_start}`; at end: `{up_end}`. The machine is shared by several",
         "sessions, so times are pessimistic; compare rows of the same run (ratios) rather than absolute times.",
+        "Rows can come from different runs: each row's start time and load average are in `scaling.tsv`",
+        "(`run_at`, `load1`); `select:*` rows run on the cached graph of their run's defaults.",
         "",
     ]
     # goal case
