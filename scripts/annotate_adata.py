@@ -13,8 +13,11 @@ from pathlib import Path
 import anndata
 import scipy.sparse as sp
 
-from glfs._annotate import atomic_path, log_to, read_tsv, selection_from_table, write_graph, write_selection
-from glfs.io import DiskFullError
+from glfs._anndata import write_graph, write_selection
+from glfs_workflow.files import atomic_path, read_tsv
+from glfs_workflow.logs import log_to
+from glfs_workflow.tables import selection_from_table
+from glfs_workflow.files import DiskFullError
 
 log = log_to(snakemake.log[0])  # noqa: F821
 try:

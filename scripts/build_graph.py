@@ -6,7 +6,8 @@ import anndata
 import scipy.sparse as sp
 
 from glfs import similarity_graph
-from glfs._annotate import atomic_path, log_to
+from glfs_workflow.files import atomic_path
+from glfs_workflow.logs import log_to
 
 log = log_to(snakemake.log[0])  # noqa: F821
 try:

@@ -16,7 +16,8 @@ import anndata
 import numpy as np
 import pandas as pd
 
-from glfs._annotate import log_to, write_tsv
+from glfs_workflow.files import write_tsv
+from glfs_workflow.logs import log_to
 from glfs.evaluate import baseline_classifiers, cv_splitter, evaluate_classifier
 
 COLUMNS = ["method", "cv_errors", "cv_n", "test_errors", "test_n", "n_genes", "params"]

@@ -4,7 +4,8 @@ import anndata
 import numpy as np
 import pandas as pd
 
-from glfs._annotate import log_to, read_tsv, write_tsv
+from glfs_workflow.files import read_tsv, write_tsv
+from glfs_workflow.logs import log_to
 from glfs.evaluate import evaluate_ranking
 
 COLUMNS = ["method", "n_features", "run", "nmi", "nmi_max", "kmeans_acc", "kmeans_nmi", "loo_1nn_acc", "seed"]

@@ -15,7 +15,8 @@ import anndata
 import numpy as np
 import pandas as pd
 
-from glfs._annotate import log_to, write_tsv
+from glfs_workflow.files import write_tsv
+from glfs_workflow.logs import log_to
 from glfs.evaluate import evaluate_ranking, run_seeds
 
 COLUMNS = ["method", "n_features", "draw", "run", "nmi", "nmi_max", "kmeans_acc", "kmeans_nmi", "loo_1nn_acc", "seed"]

@@ -21,7 +21,8 @@ import pandas as pd
 import scipy.sparse as sp
 
 import glfs
-from glfs._annotate import log_to, write_tsv
+from glfs_workflow.files import write_tsv
+from glfs_workflow.logs import log_to
 from glfs.design import DEFAULT_GRAPH_WEIGHT
 from glfs.evaluate import evaluate_ranking
 

@@ -6,16 +6,9 @@ import pandas as pd
 import pytest
 
 import glfs
-from glfs._annotate import (
-    atomic_path,
-    path_table,
-    selection_from_table,
-    selection_meta,
-    selection_table,
-    write_graph,
-    write_selection,
-    write_tsv,
-)
+from glfs._anndata import write_graph, write_selection
+from glfs_workflow.files import atomic_path, write_tsv
+from glfs_workflow.tables import path_table, selection_from_table, selection_meta, selection_table
 
 
 def _data(seed=0, n=30, d=12):
@@ -119,7 +112,7 @@ def test_atomic_outputs_get_umask_permissions(tmp_path):
 
     import pandas as pd
 
-    from glfs._annotate import write_tsv
+    from glfs_workflow.files import write_tsv
 
     old = os.umask(0o022)
     try:
@@ -136,7 +129,7 @@ ODD_IDS = ["NA", "007", "null", "1e3", "True", "nan", "N/A", "-nan", "", "00123"
 
 
 def test_tables_read_back_ids_as_text(tmp_path):
-    from glfs._annotate import read_tsv
+    from glfs_workflow.files import read_tsv
 
     d = len(ODD_IDS)
     sel = glfs._result.make_selection("variance", np.r_[np.nan, np.arange(d - 1.0)], higher_is_better=True, n_features=3)
@@ -157,7 +150,7 @@ def test_tables_read_back_ids_as_text(tmp_path):
 
 def test_report_figures_draw_names_that_look_like_math_text():
     pytest.importorskip("matplotlib")
-    from glfs._report import figure_heatmap, figure_nmi, figure_paths
+    from glfs_workflow.report import figure_heatmap, figure_nmi, figure_paths
 
     rng = np.random.default_rng(0)
     genes = ["$\\foo$", "a$b", "$x_{1}$", "G\tTAB"]

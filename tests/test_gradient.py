@@ -551,7 +551,7 @@ def test_extract_glfs_path_script_writes_converged_columns(tmp_path):
 
     import pandas as pd
 
-    from glfs._annotate import selection_meta
+    from glfs_workflow.tables import selection_meta
 
     X, W, _ = _small_problem(seed=9)
     with warnings.catch_warnings():

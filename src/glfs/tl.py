@@ -25,8 +25,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ._annotate import GRAPH_KEY as _GRAPH_KEY
-from ._annotate import write_graph, write_selection
+from ._anndata import GRAPH_KEY as _GRAPH_KEY
+from ._anndata import write_graph, write_selection
 from .api import method_info, select as _select
 
 log = logging.getLogger(__name__)
@@ -166,10 +166,10 @@ def select(
 
 
 def _warn_if_counts(X, layer) -> None:
-    """Log a warning when the matrix looks like raw counts (glfs.io.looks_like_counts)."""
+    """Log a warning when the matrix looks like raw counts (glfs.preprocessing.looks_like_counts)."""
     import scipy.sparse as sp
 
-    from .io import looks_like_counts
+    from .preprocessing import looks_like_counts
 
     values = X.data if sp.issparse(X) else np.asarray(X)
     if values.size and looks_like_counts(values):

@@ -309,7 +309,7 @@ def odd_run(tmp_path_factory, snakemake_run):
 
 @pytest.mark.workflow
 def test_odd_names_run_end_to_end(odd_run):
-    from glfs._annotate import read_tsv
+    from glfs_workflow.files import read_tsv
 
     work, proc, _, _ = odd_run
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]

@@ -37,8 +37,8 @@ METHOD_RE = "|".join(
 
 def dataset_labelled(dataset):
     """Whether a dataset carries class labels (known when the DAG is built): common.smk's
-    has_labels (glfs.io.dataset_has_labels).  Not named dataset_has_labels, which would
-    shadow the glfs.io function that has_labels calls (infinite recursion)."""
+    has_labels (glfs_workflow.datasets.dataset_has_labels).  Not named dataset_has_labels, which would
+    shadow the glfs_workflow.datasets function that has_labels calls (infinite recursion)."""
     return has_labels(dataset)
 
 
@@ -224,7 +224,7 @@ def report_inputs():
 
 
 def report_figures():
-    """Figure name -> PNG path; names match glfs._report.build_report's."""
+    """Figure name -> PNG path; names match glfs_workflow.report.build_report's."""
     lay = report_layout()
     figs = {}
     for d in lay["datasets"]:

@@ -7,15 +7,11 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from glfs.io import (
-    dataset_file_specs,
-    expression_format,
-    is_url,
-    plain_filename_problem,
-)
+from glfs_workflow.datasets import expression_format
+from glfs_workflow.fetch import dataset_file_specs, is_url, plain_filename_problem
 
 # under a private name, so that no function of a later .smk file can shadow it
-from glfs.io import dataset_has_labels as _io_has_labels
+from glfs_workflow.datasets import dataset_has_labels as _io_has_labels
 
 
 class ConfigError(Exception):
@@ -151,7 +147,7 @@ def dataset_config(dataset):
 
 def has_labels(dataset):
     """Whether a dataset has class labels: a labels table, a reader that carries them,
-    or an .h5ad with `label_column` (glfs.io.dataset_has_labels, which prepare_dataset
+    or an .h5ad with `label_column` (glfs_workflow.datasets.dataset_has_labels, which prepare_dataset
     also follows)."""
     return _io_has_labels(dataset_config(dataset))
 

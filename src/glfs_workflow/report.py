@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import _findings as F
+from . import findings as F
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def _png(fig) -> bytes:
 
 
 def _findings_html(sentences) -> str:
-    """A findings block: plain sentences computed from the results (glfs._findings)."""
+    """A findings block: plain sentences computed from the results (glfs_workflow.findings)."""
     sentences = [s for s in sentences or [] if s]
     if not sentences:
         return ""
@@ -136,7 +136,7 @@ def _placeholder(text: str) -> bytes:
 
 
 def _read_tsv(path):
-    from ._annotate import read_tsv  # ids (genes, methods) read as text
+    from .files import read_tsv  # ids (genes, methods) read as text
 
     p = Path(path)
     if not p.exists():
@@ -160,7 +160,7 @@ def _grid_ticks(ax, values):
 def figure_nmi(df: pd.DataFrame, dataset: str, floor: pd.DataFrame | None = None) -> bytes:
     """Mean +- sd of spectral-clustering NMI against the number of genes, one line per method.
 
-    ``floor`` (glfs._findings.floor_summary): the random-genes floor, drawn as a grey band (mean +- sd).
+    ``floor`` (glfs_workflow.findings.floor_summary): the random-genes floor, drawn as a grey band (mean +- sd).
     """
     import matplotlib.pyplot as plt
 
@@ -304,7 +304,7 @@ def nmi_summary_with_floor(df: pd.DataFrame, random_df: pd.DataFrame | None, ks=
 
     Adds a row "random genes (floor)" (means over the draws), a row with the sd
     over the draws, and a column "clears floor at" listing the gene counts where
-    the method's mean NMI is above the floor's mean + 1 sd (glfs._findings.floor_comparison).
+    the method's mean NMI is above the floor's mean + 1 sd (glfs_workflow.findings.floor_comparison).
     """
     if random_df is None or random_df.empty:
         return nmi_summary(df, ks)
@@ -806,7 +806,7 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None)
 
     for name, path in figures_out.items():
         png = figs.get(name) or _placeholder(f"{name}: not produced in this run")
-        from ._annotate import atomic_path
+        from .files import atomic_path
 
         with atomic_path(path) as tmp:
             Path(tmp).write_bytes(png)
