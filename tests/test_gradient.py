@@ -487,7 +487,7 @@ def test_objective_bad_input(kwargs, match):
         ({"scale": "weird"}, "scale must be one of"),
         ({"beta_init": -1.0}, "beta_init must be a positive"),
         ({"lam": -1.0}, "lam must be a non-negative"),
-        ({"lam_ratio": 2.0}, r"lam_ratio must be in \(0, 1\)"),
+        ({"lam_ratio": 2.0}, r"lam_ratio must be a number in \(0, 1\); got 2.0"),
         ({"rank_by": "order"}, r"rank_by must be one of \('weight', 'entry'\)"),
         ({"max_iter": 0}, "max_iter must be a positive integer"),
     ],

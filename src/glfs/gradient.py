@@ -59,7 +59,17 @@ import scipy.sparse.linalg as spla
 from threadpoolctl import threadpool_limits
 
 from ._result import Selection, make_selection
-from ._validation import check_graph, check_n_features, check_X, constant_features, warn_constant
+from ._validation import (
+    check_graph,
+    check_int,
+    check_n_features,
+    check_nonnegative,
+    check_positive,
+    check_real,
+    check_X,
+    constant_features,
+    warn_constant,
+)
 from .graph import laplacian
 
 log = logging.getLogger(__name__)
@@ -120,6 +130,13 @@ _ARMIJO = 1e-4
 _MAX_BACKTRACK = 60
 _NONMONOTONE = 10
 _ZERO_REL = 1e-12
+#: Relative rounding allowance in the Armijo test (values of size ~1 carry errors of ~1e-16 per term).
+_ROUNDING_REL = 1e-13
+#: Conjugate gradients on P = I + lambda1 L: relative residual per column, and the iteration cap.
+_CG_RTOL = 1e-13
+_CG_MAXITER = 2000
+#: The default start level is doubled at most this many times to pass the hump (_Problem).
+_MAX_START_DOUBLINGS = 40
 
 
 class GLFSConvergenceWarning(RuntimeWarning):
@@ -142,15 +159,9 @@ def _check_objective(objective):
 
 
 def _check_nonneg(value, name, *, strict=False):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        msg = f"{name} must be a {'positive' if strict else 'non-negative'} number; got {value!r}"
-        raise ValueError(msg) from None
-    if not math.isfinite(v) or v < 0 or (strict and v == 0):
-        msg = f"{name} must be a {'positive' if strict else 'non-negative'} finite number; got {value!r}"
-        raise ValueError(msg)
-    return v
+    """A finite number >= 0 (> 0 if ``strict``); numeric strings are read with float(), as always."""
+    check = check_positive if strict else check_nonnegative
+    return check(value, name, coerce=True)
 
 
 def _check_beta(beta, d):
@@ -168,10 +179,14 @@ def _check_beta(beta, d):
 
 
 def _check_max_iter(max_iter):
-    if not isinstance(max_iter, (int, np.integer)) or isinstance(max_iter, bool) or max_iter < 1:
-        msg = f"max_iter must be a positive integer; got {max_iter!r}"
-        raise ValueError(msg)
-    return int(max_iter)
+    return check_int(max_iter, "max_iter", 1)
+
+
+def _check_path_grid(n_lams, lam_ratio):
+    """n_lams a positive integer, lam_ratio in (0, 1): the path lam_max * geomspace(1, lam_ratio, n_lams)."""
+    n_lams = check_int(n_lams, "n_lams", 1)
+    lam_ratio = check_real(lam_ratio, "lam_ratio", 0, 1, include_boundaries="neither", coerce=True)
+    return n_lams, lam_ratio
 
 
 def _check_rank_by(rank_by):
@@ -234,7 +249,7 @@ def _coldot(A, B):
     return np.einsum("ij,ij->j", A, B)
 
 
-def _cg_columns(P, B, *, rtol=1e-13, maxiter=2000):
+def _cg_columns(P, B, *, rtol=_CG_RTOL, maxiter=_CG_MAXITER):
     """Solve P X = B (P sparse SPD) by conjugate gradients on every column at once.
 
     Returns (X, converged).  Start X0 = B (P is I plus a small multiple of L).
@@ -655,7 +670,7 @@ def _solve(model, lam, beta_start, *, max_iter, tol=KKT_TOL):
                 stn = model.state(full, ws.size)
                 pen_n = lam * float(full.sum())
                 Fn = stn.value + pen_n
-                allowance = 1e-13 * (abs(stn.value) + abs(v) + pen_n + penalty)
+                allowance = _ROUNDING_REL * (abs(stn.value) + abs(v) + pen_n + penalty)
                 if Fn <= max(history[-_NONMONOTONE:]) + _ARMIJO * float(dw @ (bn - bw)) + allowance:
                     dn = stn.grad(ws) + lam
                     break
@@ -816,8 +831,8 @@ class _Problem:
             # A start before the hump (every gradient > 0) leads to beta = 0 for every lam.  This happens
             # when one direction dominates X X' (e.g. raw, uncentred expression levels: the mean
             # direction carries most of the trace).  Double the start level until some gene has a
-            # negative gradient (at most 40 times).
-            while np.max(-g0) <= 0 and self.start_doublings < 40:
+            # negative gradient (at most _MAX_START_DOUBLINGS times).
+            while np.max(-g0) <= 0 and self.start_doublings < _MAX_START_DOUBLINGS:
                 self.beta0 = 2.0 * self.beta0
                 self.start_doublings += 1
                 with _blas_threads(n):
@@ -1007,17 +1022,8 @@ def glfs_path(
     while many weights are non-zero (at the dense start), else low-rank
     O(n k^2 + k^3) on the working set plus O(n k d) per KKT check over all genes.
     """
-    if not isinstance(n_lams, (int, np.integer)) or isinstance(n_lams, bool) or n_lams < 1:
-        msg = f"n_lams must be a positive integer; got {n_lams!r}"
-        raise ValueError(msg)
-    lam_ratio = _check_nonneg(lam_ratio, "lam_ratio", strict=True)
-    if lam_ratio >= 1:
-        msg = f"lam_ratio must be in (0, 1); got {lam_ratio!r}"
-        raise ValueError(msg)
-    search_C = _check_nonneg(search_C, "search_C", strict=True)
-    if search_C < 2:
-        msg = f"search_C must be >= 2; got {search_C!r}"
-        raise ValueError(msg)
+    n_lams, lam_ratio = _check_path_grid(n_lams, lam_ratio)
+    search_C = check_real(search_C, "search_C", 2, coerce=True)
     rank_by = _check_rank_by(rank_by)
     prob = _problem or _Problem(
         X, W, objective=objective, lambda1=lambda1, lambda2=lambda2, center=center, scale=scale,
@@ -1178,6 +1184,7 @@ def glfs(
         beta_init=beta_init, max_iter=max_iter,
     )
     n_features = check_n_features(n_features, prob.d, allow_none=True)
+    n_lams, lam_ratio = _check_path_grid(n_lams, lam_ratio)
     common = {"n_lams": n_lams, "lam_ratio": lam_ratio, "_problem": prob, "rank_by": rank_by}
     if lam is not None:
         lam = _check_nonneg(lam, "lam")

@@ -7,6 +7,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ._validation import check_int
 from .api import method_info, select
 
 __all__ = ["FeatureSelector", "GLFSClassifier"]
@@ -243,9 +244,7 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
         if self.objective not in ("design", "exact", "paper", "printed"):
             msg = f"objective must be one of ('design', 'exact', 'paper', 'printed'); got {self.objective!r}"
             raise ValueError(msg)
-        if isinstance(self.cv, bool) or not isinstance(self.cv, (int, np.integer)) or self.cv < 2:
-            msg = f"cv must be an integer >= 2; got {self.cv!r}"
-            raise ValueError(msg)
+        check_int(self.cv, "cv", 2)
         grid = np.asarray(self.n_genes_grid)
         if grid.ndim != 1 or grid.size == 0 or not np.issubdtype(grid.dtype, np.integer) or grid.min() < 1:
             msg = f"n_genes_grid must be a non-empty sequence of positive integers; got {self.n_genes_grid!r}"
