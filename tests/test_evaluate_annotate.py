@@ -73,8 +73,10 @@ def test_weight_key():
     write_selection(a, sel, weight_key="glfs_exact_weight")
     assert "glfs_weight" not in a.var
     np.testing.assert_array_equal(a.var["glfs_exact_weight"], [0, 0, 1, 2])
-    write_selection(a, sel)
-    assert "glfs_weight" in a.var
+    write_selection(a, sel)  # default: f"{key}_weight", never a shared "glfs_weight" (issue 10's q_alpha bug)
+    assert "glfs_weight" not in a.var
+    write_selection(a, sel, key="k")
+    np.testing.assert_array_equal(a.var["k_weight"], [0, 0, 1, 2])
 
 
 @pytest.mark.parametrize(

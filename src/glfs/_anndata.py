@@ -1,7 +1,8 @@
 """Write a :class:`glfs.Selection` and a graph into an AnnData (the layout of :func:`glfs.tl.select`).
 
 - ``var[f"{key}_score"]`` float, ``var[f"{key}_rank"]`` int (1 = best),
-  ``var[key]`` bool (selected), ``var[f"{key}_weight"]`` for methods with weights,
+  ``var[key]`` bool (selected), ``var[f"{key}_weight"]`` for methods with weights
+  (so ``var["glfs_weight"]`` for the well-posed GLFS),
 - ``uns[key]["params"]`` plain values,
 - ``obsp["patient_similarity"]`` the graph (when given).
 
@@ -34,8 +35,7 @@ def write_selection(
     """Write a precomputed Selection into ``adata.var`` / ``adata.uns`` (layout of glfs.tl.select).
 
     ``weight_key`` names the ``var`` column of the weights (methods with
-    weights only); default ``"glfs_weight"`` when ``key`` is the method name,
-    else ``f"{key}_weight"``.  Everything is validated before anything is written, so a failure leaves
+    weights only); default ``f"{key}_weight"``.  Everything is validated before anything is written, so a failure leaves
     ``adata`` unchanged.
     """
     key = key or sel.method
@@ -57,15 +57,13 @@ def write_selection(
     adata.var[f"{key}_rank"] = rank
     adata.var[key] = selected
     if sel.weights is not None:
-        if weight_key is None:
-            weight_key = "glfs_weight" if key == sel.method else f"{key}_weight"
-        adata.var[weight_key] = np.asarray(sel.weights)
+        adata.var[weight_key or f"{key}_weight"] = np.asarray(sel.weights)
     adata.uns[key] = {"params": params}
 
 
-def write_graph(adata, W) -> None:
-    """Store the patient-similarity graph in ``adata.obsp["patient_similarity"]``."""
+def write_graph(adata, W, *, key: str = GRAPH_KEY) -> None:
+    """Store the patient-similarity graph in ``adata.obsp[key]`` (default ``"patient_similarity"``)."""
     if W.shape != (adata.n_obs, adata.n_obs):
         msg = f"graph must be ({adata.n_obs}, {adata.n_obs}); got {W.shape}"
         raise ValueError(msg)
-    adata.obsp[GRAPH_KEY] = W.tocsr()
+    adata.obsp[key] = W.tocsr()

@@ -11,6 +11,7 @@ import logging
 import numpy as np
 import pandas as pd
 
+from glfs._anndata import GRAPH_KEY, write_selection
 from glfs._result import Selection, make_selection
 from glfs.api import _plain
 
@@ -96,3 +97,25 @@ def path_table(meta: dict) -> pd.DataFrame | None:
         df["objective"] = np.nan
     cols = ["lam", "n_selected", "objective"]
     return df[cols + [c for c in df.columns if c not in cols]]
+
+
+def annotate_selection(adata, df: pd.DataFrame, meta: dict, *, table="selection table", source="the AnnData") -> str:
+    """Write one method's selection table and sidecar into ``adata`` as :func:`glfs.tl.select` writes it.
+
+    ``var[m]``, ``var[f"{m}_score"]``, ``var[f"{m}_rank"]``, ``var[f"{m}_weight"]``
+    (methods with weights) and ``uns[m]["params"]`` for the method ``m`` of
+    ``meta``; the table's genes must be ``adata.var_names`` in order.  Returns ``m``.
+    """
+    if list(df["gene"]) != list(adata.var_names):  # read_tsv reads ids as exact text
+        diff = [i for i, (a, b) in enumerate(zip(df["gene"], adata.var_names)) if a != b]
+        where = f"row {diff[0] + 2}: {df['gene'].iloc[diff[0]]!r} vs {adata.var_names[diff[0]]!r}" if diff else f"{len(df)} rows vs {adata.n_vars} genes"
+        msg = f"{table}: genes differ from {source} var_names ({where})"
+        raise ValueError(msg)
+    sel = selection_from_table(df, meta)
+    write_selection(
+        adata,
+        sel,
+        key=sel.method,
+        uns_params={"n_features": meta["n_features"], "graph": f"obsp:{GRAPH_KEY}" if meta["graph"] != "none" else "none"},
+    )
+    return sel.method
