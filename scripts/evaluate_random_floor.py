@@ -40,10 +40,10 @@ try:
                 adata.X,
                 labels,
                 ranking,
-                feature_grid=cl.get("feature_grid", [10, 25, 50, 100, "all"]),
+                feature_grid=cl["feature_grid"],
                 n_clusters=par.n_clusters,
                 n_runs=1,
-                affinity_neighbors=int(cl.get("affinity_neighbors", 10)),
+                affinity_neighbors=int(cl["affinity_neighbors"]),
                 random_state=int(s),
             )
             f = pd.DataFrame.from_records(records)

@@ -25,7 +25,9 @@ def main(smk):
         paths = check_provenance(prov, smk.input.provenance)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            adata = prepare_dataset(name, smk.params.dataset, paths, n_neighbors=smk.params.n_neighbors, provenance=prov)
+            # no graph check here (graph.n_neighbors is not a param of this rule, so changing
+            # a graph setting does not re-run it): build_graph checks k < n_samples
+            adata = prepare_dataset(name, smk.params.dataset, paths, n_neighbors=None, provenance=prov)
         write_h5ad_atomic(adata, smk.output.h5ad)  # a full disk: one DiskFullError line, no traceback
     except Exception as exc:
         log.error("%s", exc)
