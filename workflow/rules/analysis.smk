@@ -3,21 +3,17 @@
 # no rules (snakemake --lint); included from the Snakefile right after common.smk.
 import re
 
-try:
-    from glfs.api import METHODS as _GLFS_METHODS
-except ImportError:  # the DAG can still be built; the jobs need glfs installed
-    _GLFS_METHODS = {}
+from glfs.api import METHODS as _GLFS_METHODS
+from glfs.api import methods_of as _methods_of
 
 # Methods that need class labels; skipped for unlabelled datasets.
-SUPERVISED_METHODS = {
-    name for name, info in _GLFS_METHODS.items() if getattr(info, "needs_labels", False)
-} or {"fisher_score", "lkr_score_supervised"}
+SUPERVISED_METHODS = {name for name, info in _GLFS_METHODS.items() if info.needs_labels}
 
 # The published GLFS readings (lam paths).  The contracted results/{dataset}/glfs_path.tsv
 # is the path of the first of these in config["methods"] (glfs_exact by default); every
 # variant's path is kept in results/{dataset}/selection/{method}.json and drawn in the
 # report.  The well-posed "glfs" (glfs.design) has no lam path: it is a plain method.
-GLFS_VARIANTS = ["glfs_exact", "glfs_paper", "glfs_printed"]
+GLFS_VARIANTS = _methods_of("glfs_published")  # registry order: glfs_exact first
 
 # Gene-set sizes of the glfs-vs-greedy criterion table (issue 8; capped at the number of genes).
 GLFS_VS_GREEDY_KS = [10, 25, 50, 100]
@@ -211,7 +207,7 @@ def report_layout():
                 "metas": {
                     m: selection_meta(ds, m)
                     for m in methods
-                    if m in GLFS_VARIANTS or m == "glfs"
+                    if _GLFS_METHODS[m].is_glfs
                 },
                 "clustering": f"results/{ds}/clustering_nmi.tsv" if labelled else None,
                 "random_floor": (
