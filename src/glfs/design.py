@@ -70,7 +70,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from ._result import Selection, make_selection
+from ._result import PicklableResult, Selection, make_selection
 from ._validation import (
     check_graph,
     check_int,
@@ -101,7 +101,7 @@ _NEGLIGIBLE_LAMBDA1 = 1e-300
 
 
 @dataclass(frozen=True)
-class GLFSDesignResult:
+class GLFSDesignResult(PicklableResult):
     """Result of :func:`glfs_design`.
 
     Attributes

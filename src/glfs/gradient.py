@@ -58,7 +58,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from threadpoolctl import threadpool_limits
 
-from ._result import Selection, make_selection
+from ._result import PicklableResult, Selection, make_selection
 from ._validation import (
     check_graph,
     check_int,
@@ -733,7 +733,7 @@ def _preprocess(X, center, scale):
 
 # --------------------------------------------------------------------------- results
 @dataclass(frozen=True)
-class GLFSResult:
+class GLFSResult(PicklableResult):
     """Result of :func:`glfs` / :func:`glfs_path`.
 
     Attributes
