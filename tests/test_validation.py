@@ -211,3 +211,55 @@ def test_edge_scalar_accepted(fn, arg, value):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         CALLS[fn](**{arg: value})
+
+
+# ---------------------------------------------------------------- the wrapper itself
+def test_check_scalar_closes_what_sklearn_lets_through():
+    import numbers
+
+    from sklearn.utils import check_scalar as sk_check_scalar
+
+    from glfs._validation import ParameterTypeError, check_scalar
+
+    # scikit-learn's check accepts these (why the wrapper guards them) ...
+    assert sk_check_scalar(True, "k", numbers.Integral, min_val=1) is True
+    assert math.isnan(sk_check_scalar(NAN, "r", numbers.Real, min_val=0))
+    assert sk_check_scalar(INF, "r", numbers.Real, min_val=0) == INF
+    # ... the wrapper does not
+    with pytest.raises(ParameterTypeError, match=r"k must be a positive integer; got True \(bool\)"):
+        check_scalar(True, "k", numbers.Integral, min_val=1)
+    with pytest.raises(ParameterTypeError, match=r"r must be a non-negative number; got True \(bool\)"):
+        check_scalar(True, "r", numbers.Real, min_val=0)
+    for bad in (NAN, INF, -INF):
+        with pytest.raises(ValueError, match="r must be a non-negative number"):
+            check_scalar(bad, "r", numbers.Real, min_val=0)
+    assert issubclass(ParameterTypeError, TypeError) and issubclass(ParameterTypeError, ValueError)
+    out = check_scalar(np.int64(3), "k", numbers.Integral, min_val=1)
+    assert out == 3 and type(out) is int
+    out = check_scalar(np.float32(0.5), "r", numbers.Real, min_val=0)
+    assert out == 0.5 and type(out) is float
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "form"),
+    [
+        ({"target_type": "int", "min_val": 1}, "a positive integer"),
+        ({"target_type": "int", "min_val": 0}, "a non-negative integer"),
+        ({"target_type": "int", "min_val": 2}, "an integer >= 2"),
+        ({"target_type": "int", "min_val": 1, "max_val": 7}, r"an integer in \[1, 7\]"),
+        ({"target_type": "real", "min_val": 0, "include_boundaries": "neither"}, "a positive number"),
+        ({"target_type": "real", "min_val": 0}, "a non-negative number"),
+        ({"target_type": "real", "min_val": 0, "max_val": 1, "include_boundaries": "neither"}, r"a number in \(0, 1\)"),
+        ({"target_type": "real", "min_val": 0, "max_val": 1, "include_boundaries": "left"}, r"a number in \[0, 1\)"),
+        ({"target_type": "real", "min_val": 2.5}, "a number >= 2.5"),
+    ],
+)
+def test_check_scalar_message_names_argument_form_and_value(kwargs, form):
+    import numbers
+
+    from glfs._validation import check_scalar
+
+    kwargs = dict(kwargs)
+    target = numbers.Integral if kwargs.pop("target_type") == "int" else numbers.Real
+    with pytest.raises(ValueError, match=rf"^p must be {form}; got -5$"):
+        check_scalar(-5, "p", target, **kwargs)
