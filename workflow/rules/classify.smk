@@ -28,7 +28,9 @@ rule classify_samples:
         runtime=get_runtime("classify"),
     params:
         cv_folds=config["classification"]["cv_folds"],
-        glfs_variants=[m for m in _methods_of("glfs", "glfs_published") if m in config["methods"]],
+        glfs_variants=[
+            m for m in _methods_of("glfs", "glfs_published") if m in config["methods"]
+        ],
         graph=config["graph"],
         method_params=config["selection"]["params"],
         random_floor=config["random_floor"],
