@@ -937,9 +937,6 @@ def glfs_path(
     lam_init=None,
     max_iter=DEFAULT_MAX_ITER,
     rank_by=DEFAULT_RANK_BY,
-    _problem=None,
-    _first=None,
-    _pick=None,
 ):
     """GLFS along a decreasing lam path with warm starts; gives a full gene ranking.
 
@@ -1025,12 +1022,19 @@ def glfs_path(
     n_lams, lam_ratio = _check_path_grid(n_lams, lam_ratio)
     search_C = check_real(search_C, "search_C", 2, coerce=True)
     rank_by = _check_rank_by(rank_by)
-    prob = _problem or _Problem(
+    prob = _Problem(
         X, W, objective=objective, lambda1=lambda1, lambda2=lambda2, center=center, scale=scale,
         beta_init=beta_init, max_iter=max_iter,
     )
-    search = ()
-    first = None
+    lams = _lam_grid(prob, lams, n_lams, lam_ratio)
+    sols = _run_path(prob, lams)
+    return _path_result(
+        prob, lams, sols, rank_by=rank_by, lam_ratio=lam_ratio, search_C=search_C, center=center, scale=scale, beta_init=beta_init
+    )
+
+
+def _lam_grid(prob, lams, n_lams, lam_ratio):
+    """The path's lam values, decreasing: ``lams`` as given (checked), or ``n_lams`` values from lam_max."""
     if lams is None:
         if prob.lam_ref <= 0:
             msg = (
@@ -1039,20 +1043,25 @@ def glfs_path(
                 "beta = 0; seen with fewer genes than samples (docs/methods.md); try another beta_init"
             )
             raise ValueError(msg)
-        lams = prob.lam_ref * np.geomspace(1.0, lam_ratio, int(n_lams))
-    else:
-        lams = np.asarray(lams, dtype=np.float64).ravel()
-        if lams.size == 0 or not np.all(np.isfinite(lams)) or np.any(lams < 0):
-            msg = f"lams must be a non-empty sequence of non-negative finite numbers; got {lams!r}"
-            raise ValueError(msg)
-        lams = np.sort(lams)[::-1]
-    if _first is not None:
-        first, search = _first
+        return prob.lam_ref * np.geomspace(1.0, lam_ratio, int(n_lams))
+    lams = np.asarray(lams, dtype=np.float64).ravel()
+    if lams.size == 0 or not np.all(np.isfinite(lams)) or np.any(lams < 0):
+        msg = f"lams must be a non-empty sequence of non-negative finite numbers; got {lams!r}"
+        raise ValueError(msg)
+    return np.sort(lams)[::-1]
+
+
+def _run_path(prob, lams, first=None):
+    """Solve every lam in turn, warm-starting from the last converged non-empty solution.
+
+    ``first`` = (lam, solution): a solution already computed (the halving
+    search's cold solve at lam*), reused when it is the first lam.
+    """
     sols = []
     warm = None
     for k, lam in enumerate(lams):
         if k == 0 and first is not None and first[0] == lam:
-            sol = first[1]  # the halving search's cold solution at lam*
+            sol = first[1]
         else:
             sol = prob.solve(float(lam), warm if warm is not None else prob.beta0)
         sols.append(sol)
@@ -1063,6 +1072,16 @@ def glfs_path(
                 "glfs path (%s): lam=%.4g not converged after %d steps (KKT residual %.3g > %.3g): %s",
                 prob.objective, lam, sol.n_iter, sol.kkt, KKT_TOL, sol.message,
             )
+    return sols
+
+
+def _path_result(prob, lams, sols, *, rank_by, lam_ratio, search_C, center, scale, beta_init, search=(), pick=None):
+    """A :class:`GLFSResult` from the solved path: ranking, the chosen point, convergence and parameters.
+
+    The chosen point is the first converged non-empty one (else the first
+    converged, else the first); with ``pick`` the first converged point with at
+    least ``pick`` genes, else the last converged point.
+    """
     betas = [s.beta for s in sols]
     conv = [s.converged for s in sols]
     path = tuple((float(lam), int(np.sum(s.beta > 0)), float(s.value)) for lam, s in zip(lams, sols))
@@ -1075,7 +1094,7 @@ def glfs_path(
             "converged=False and not used for the ranking or the chosen point"
             + ("" if n_conv else " -- no point converged, so every point is used"),
             GLFSConvergenceWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     usable = [k for k, c in enumerate(conv) if c] or list(range(len(sols)))
     use = usable if rank_by == "weight" else list(range(len(sols)))
@@ -1084,8 +1103,8 @@ def glfs_path(
     entry = prob.full(entry_a, fill=np.nan)
     nonempty = [k for k in usable if np.any(betas[k] > 0)]
     k_w = nonempty[0] if nonempty else usable[0]
-    if _pick is not None:  # first usable point with at least _pick genes, else the last usable point
-        k_w = next((k for k in usable if np.sum(betas[k] > 0) >= _pick), usable[-1])
+    if pick is not None:
+        k_w = next((k for k in usable if np.sum(betas[k] > 0) >= pick), usable[-1])
     b0 = prob.full(betas[k_w])
     params = {
         "objective": prob.objective,
@@ -1185,11 +1204,12 @@ def glfs(
     )
     n_features = check_n_features(n_features, prob.d, allow_none=True)
     n_lams, lam_ratio = _check_path_grid(n_lams, lam_ratio)
-    common = {"n_lams": n_lams, "lam_ratio": lam_ratio, "_problem": prob, "rank_by": rank_by}
+    rank_by = _check_rank_by(rank_by)
+    C = search_C  # checked where the halving search uses it
+    first, search, pick = None, (), None
     if lam is not None:
         lam = _check_nonneg(lam, "lam")
         lams = lam * np.geomspace(1.0, lam_ratio, int(n_lams)) if lam > 0 else np.array([0.0])
-        res = glfs_path(None, None, lams, **common)
     elif n_features is None:
         C = _check_nonneg(search_C, "search_C", strict=True)
         best, history = _halving_search(prob, lam_init=lam_init, C=C)
@@ -1199,12 +1219,17 @@ def glfs(
                 f"values, smallest {min(h[0] for h in history):.4g}); using the default path from lam_max instead"
             )
             warnings.warn(msg, RuntimeWarning, stacklevel=2)
-            res = glfs_path(None, None, None, **common)
+            lams = None
         else:
             lams = best[0] * np.geomspace(1.0, lam_ratio, int(n_lams))
-            res = glfs_path(None, None, lams, _first=((best[0], best[1]), history), **common)
+            first, search = (best[0], best[1]), history
     else:
-        res = glfs_path(None, None, None, _pick=n_features, **common)
+        lams, pick = None, n_features
+    lams = _lam_grid(prob, lams, n_lams, lam_ratio)
+    res = _path_result(
+        prob, lams, _run_path(prob, lams, first), rank_by=rank_by, lam_ratio=lam_ratio, search_C=C,
+        center=center, scale=scale, beta_init=beta_init, search=search, pick=pick,
+    )
     if np.sum(res.weights > 0) == 0:
         warnings.warn(
             f"glfs: the solution at lam={res.lam:.4g} is empty (beta = 0); the ranking comes from the gradient",
