@@ -6,6 +6,7 @@ configfile: "config.yaml"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/analysis.smk"
 include: "workflow/rules/fetch.smk"
 include: "workflow/rules/prepare.smk"
 include: "workflow/rules/graph.smk"

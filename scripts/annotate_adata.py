@@ -13,8 +13,10 @@ from pathlib import Path
 import anndata
 import scipy.sparse as sp
 
-from glfs._annotate import atomic_path, log_to, read_tsv, selection_from_table, write_graph, write_selection
-from glfs.io import DiskFullError
+from glfs._anndata import write_graph
+from glfs_workflow.files import DiskFullError, atomic_path, read_tsv
+from glfs_workflow.logs import log_to
+from glfs_workflow.tables import annotate_selection
 
 log = log_to(snakemake.log[0])  # noqa: F821
 try:
@@ -24,22 +26,7 @@ try:
     write_graph(adata, W)
     adata.uns["patient_similarity"] = {"params": {k: v for k, v in dict(par.graph).items() if v is not None}}
     for table, meta_path in zip(inp.tables, inp.metas):
-        meta = json.loads(Path(meta_path).read_text())
-        df = read_tsv(table)
-        if list(df["gene"]) != list(adata.var_names):  # read_tsv reads ids as exact text
-            diff = [i for i, (a, b) in enumerate(zip(df["gene"], adata.var_names)) if a != b]
-            where = f"row {diff[0] + 2}: {df['gene'].iloc[diff[0]]!r} vs {adata.var_names[diff[0]]!r}" if diff else f"{len(df)} rows vs {adata.n_vars} genes"
-            msg = f"{table}: genes differ from {inp.adata} var_names ({where})"
-            raise ValueError(msg)
-        sel = selection_from_table(df, meta)
-        m = sel.method
-        write_selection(
-            adata,
-            sel,
-            key=m,
-            weight_key=f"{m}_weight",
-            uns_params={"n_features": meta["n_features"], "graph": "obsp:patient_similarity" if meta["graph"] != "none" else "none"},
-        )
+        m = annotate_selection(adata, read_tsv(table), json.loads(Path(meta_path).read_text()), table=table, source=inp.adata)
         log.info("wrote var[%r], var[%r_score], var[%r_rank]", m, m, m)
     with atomic_path(snakemake.output[0]) as tmp:  # noqa: F821
         adata.write_h5ad(tmp)

@@ -16,7 +16,8 @@ import anndata
 import numpy as np
 import pandas as pd
 
-from glfs._annotate import log_to, write_tsv
+from glfs_workflow.files import write_tsv
+from glfs_workflow.logs import log_to
 from glfs.evaluate import baseline_classifiers, cv_splitter, evaluate_classifier
 
 COLUMNS = ["method", "cv_errors", "cv_n", "test_errors", "test_n", "n_genes", "params"]
@@ -26,6 +27,9 @@ log = log_to(snakemake.log[0])  # noqa: F821
 
 def glfs_estimators(variants, cv, seed, graph, params):
     """GLFSClassifier per GLFS row, with the workflow's graph and selection parameters."""
+    import inspect
+
+    from glfs import similarity_graph
     from glfs.sklearn import GLFSClassifier
 
     common = {
@@ -34,6 +38,11 @@ def glfs_estimators(variants, cv, seed, graph, params):
         "n_neighbors": int(graph["n_neighbors"]),
         "kernel": graph["kernel"],
     }
+    library = inspect.signature(similarity_graph).parameters
+    unused = {k: v for k, v in graph.items() if k not in common and v != library[k].default}
+    if unused:  # GLFSClassifier takes n_neighbors and kernel only
+        log.warning("GLFSClassifier builds its kNN graph with graph.n_neighbors and graph.kernel only; "
+                    "graph settings %s are not used by the GLFS classification rows", unused)
     out = {}
     for v in variants:
         if v == "glfs":
@@ -122,7 +131,7 @@ try:
     n_by = {r["method"]: r["n_genes"] for r in rows if r["n_genes"] is not None}
     ref = next((m for m in ["glfs_supervised", "glfs", *variants] if n_by.get(m)), None)
     if ref is not None:
-        draws = int(dict(par.random_floor).get("classification_draws", 21))
+        draws = int(par.random_floor["classification_draws"])
         r = random_genes_row(X, y, train, cv, int(min(n_by[ref], X.shape[1])), draws, seed, ref)
         log.info("random_genes (%d genes as %s): %s", r["n_genes"], ref, r)
         rows.append({"method": "random_genes", **r, "params": json.dumps(r["params"], sort_keys=True)})

@@ -16,7 +16,8 @@ import anndata
 import pandas as pd
 import scipy.sparse as sp
 
-from glfs._annotate import log_to, write_tsv
+from glfs_workflow.files import write_tsv
+from glfs_workflow.logs import log_to
 from glfs.design import glfs_design
 
 COLUMNS = ["k", "greedy_criterion", "criterion", "pct_lower", "n_swaps", "converged", "lambda1", "lambda2"]

@@ -4,7 +4,8 @@ import anndata
 import numpy as np
 import pandas as pd
 
-from glfs._annotate import log_to, read_tsv, write_tsv
+from glfs_workflow.files import read_tsv, write_tsv
+from glfs_workflow.logs import log_to
 from glfs.evaluate import evaluate_ranking
 
 COLUMNS = ["method", "n_features", "run", "nmi", "nmi_max", "kmeans_acc", "kmeans_nmi", "loo_1nn_acc", "seed"]
@@ -24,12 +25,12 @@ try:
             adata.X,
             np.asarray(adata.obs["label"].astype(str)),
             ranking,
-            feature_grid=cl.get("feature_grid", [10, 25, 50, 100, "all"]),
+            feature_grid=cl["feature_grid"],
             n_clusters=par.n_clusters,
-            n_runs=int(cl.get("n_runs", 10)),
-            affinity_neighbors=int(cl.get("affinity_neighbors", 10)),
+            n_runs=int(cl["n_runs"]),
+            affinity_neighbors=int(cl["affinity_neighbors"]),
             random_state=int(par.seed),
-            max_samples=cl.get("max_samples"),
+            max_samples=cl["max_samples"],
         )
         df = pd.DataFrame.from_records(records)
         df.insert(0, "method", par.method)

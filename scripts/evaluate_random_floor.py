@@ -15,7 +15,8 @@ import anndata
 import numpy as np
 import pandas as pd
 
-from glfs._annotate import log_to, write_tsv
+from glfs_workflow.files import write_tsv
+from glfs_workflow.logs import log_to
 from glfs.evaluate import evaluate_ranking, run_seeds
 
 COLUMNS = ["method", "n_features", "draw", "run", "nmi", "nmi_max", "kmeans_acc", "kmeans_nmi", "loo_1nn_acc", "seed"]
@@ -39,10 +40,10 @@ try:
                 adata.X,
                 labels,
                 ranking,
-                feature_grid=cl.get("feature_grid", [10, 25, 50, 100, "all"]),
+                feature_grid=cl["feature_grid"],
                 n_clusters=par.n_clusters,
                 n_runs=1,
-                affinity_neighbors=int(cl.get("affinity_neighbors", 10)),
+                affinity_neighbors=int(cl["affinity_neighbors"]),
                 random_state=int(s),
             )
             f = pd.DataFrame.from_records(records)

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from glfs._annotate import log_to, path_table, write_tsv
+from glfs_workflow.files import write_tsv
+from glfs_workflow.logs import log_to
+from glfs_workflow.tables import path_table
 
 COLUMNS = ["lam", "n_selected", "objective", "converged", "kkt_residual"]
 

@@ -1,14 +1,15 @@
 """Rule fetch_dataset: resolve (mirror or download) and verify one dataset's files.
 
-Thin: opens the log, reads snakemake params, calls glfs.io, writes the
+Thin: opens the log, reads snakemake params, calls glfs_workflow (datasets, fetch), writes the
 provenance record atomically.  On any error nothing is written.
 """
 
 import logging
 import sys
 
-from glfs._annotate import log_to
-from glfs.io import fetch_dataset_files, write_json_atomic
+from glfs_workflow.logs import log_to
+from glfs_workflow.fetch import fetch_dataset_files
+from glfs_workflow.files import write_json_atomic
 
 
 def main(smk):

@@ -21,7 +21,8 @@ import pandas as pd
 import scipy.sparse as sp
 
 import glfs
-from glfs._annotate import log_to, write_tsv
+from glfs_workflow.files import write_tsv
+from glfs_workflow.logs import log_to
 from glfs.design import DEFAULT_GRAPH_WEIGHT
 from glfs.evaluate import evaluate_ranking
 
@@ -44,7 +45,7 @@ try:
         default = float(params.pop("graph_weight", DEFAULT_GRAPH_WEIGHT))
         n_features = int(min(par.n_features, adata.n_vars))
         cl = dict(par.clustering)
-        n_runs = int(cl.get("n_runs", 10))
+        n_runs = int(cl["n_runs"])
         for gw in par.graph_weights:
             sel = glfs.select(adata.X, method="glfs", graph=W, n_features=n_features, graph_weight=float(gw), **params)
             p = dict(sel.params)
@@ -56,7 +57,7 @@ try:
                     feature_grid=list(par.feature_grid),
                     n_clusters=par.n_clusters,
                     n_runs=n_runs,
-                    affinity_neighbors=int(cl.get("affinity_neighbors", 10)),
+                    affinity_neighbors=int(cl["affinity_neighbors"]),
                     random_state=int(par.seed),
                 )
             )

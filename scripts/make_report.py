@@ -3,9 +3,10 @@
 import sys
 from pathlib import Path
 
-from glfs._annotate import atomic_path, log_to
-from glfs._report import build_report
-from glfs.io import DiskFullError
+from glfs_workflow.files import atomic_path
+from glfs_workflow.logs import log_to
+from glfs_workflow.report import build_report
+from glfs_workflow.files import DiskFullError
 
 log = log_to(snakemake.log[0])  # noqa: F821
 try:

@@ -1,6 +1,7 @@
 """Rule merge_recovery: concatenate the per-method tables into one."""
 
-from glfs._annotate import concat_tsv, log_to
+from glfs_workflow.files import concat_tsv
+from glfs_workflow.logs import log_to
 
 log = log_to(snakemake.log[0])  # noqa: F821
 try:

@@ -1,6 +1,6 @@
 """Rule prepare_dataset: read, label, preprocess and check one dataset.
 
-Thin: opens the log, reads snakemake input/params, calls glfs.io, writes
+Thin: opens the log, reads snakemake input/params, calls glfs_workflow (datasets, fetch), writes
 results/{dataset}/prepared.h5ad atomically.  On any error nothing is written.
 """
 
@@ -9,8 +9,10 @@ import logging
 import sys
 import warnings
 
-from glfs._annotate import log_to
-from glfs.io import check_provenance, prepare_dataset, write_h5ad_atomic
+from glfs_workflow.logs import log_to
+from glfs_workflow.datasets import prepare_dataset
+from glfs_workflow.fetch import check_provenance
+from glfs_workflow.files import write_h5ad_atomic
 
 
 def main(smk):
@@ -23,7 +25,9 @@ def main(smk):
         paths = check_provenance(prov, smk.input.provenance)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            adata = prepare_dataset(name, smk.params.dataset, paths, n_neighbors=smk.params.n_neighbors, provenance=prov)
+            # no graph check here (graph.n_neighbors is not a param of this rule, so changing
+            # a graph setting does not re-run it): build_graph checks k < n_samples
+            adata = prepare_dataset(name, smk.params.dataset, paths, n_neighbors=None, provenance=prov)
         write_h5ad_atomic(adata, smk.output.h5ad)  # a full disk: one DiskFullError line, no traceback
     except Exception as exc:
         log.error("%s", exc)

@@ -5,7 +5,9 @@ import numpy as np
 import scipy.sparse as sp
 
 import glfs
-from glfs._annotate import log_to, selection_meta, selection_table, write_json, write_tsv
+from glfs_workflow.files import write_json, write_tsv
+from glfs_workflow.logs import log_to
+from glfs_workflow.tables import selection_meta, selection_table
 from glfs.api import method_info
 
 log = log_to(snakemake.log[0])  # noqa: F821

@@ -2,7 +2,8 @@
 
 import pandas as pd
 
-from glfs._annotate import log_to, write_tsv
+from glfs_workflow.files import write_tsv
+from glfs_workflow.logs import log_to
 from glfs.simulate import recovery_experiment, simulation_grid
 
 log = log_to(snakemake.log[0])  # noqa: F821

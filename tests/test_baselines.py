@@ -113,12 +113,12 @@ def test_properties_dense_sparse_permutation_constant():
 @pytest.mark.parametrize(
     ("fn", "kwargs", "match"),
     [
-        (spca_score, {"n_components": 0}, "n_components must be a positive integer"),
+        (spca_score, {"n_components": 0}, r"n_components must be an integer in \[1, 8\]; got 0"),
         (spca_score, {"n_components": 50}, "n_components must be an integer in"),
         (spca_score, {"n_nonzero": 0}, "n_nonzero must be a positive integer"),
         (spca_score, {"solver": "lars"}, "solver must be"),
         (spca_score, {"solver": "sklearn", "alpha": -1.0}, "alpha must be a positive number"),
-        (q_alpha, {"n_clusters": 0}, "n_clusters must be a positive integer"),
+        (q_alpha, {"n_clusters": 0}, r"n_clusters must be an integer in \[1, 9\]; got 0"),
         (q_alpha, {"n_clusters": 10}, "n_clusters must be an integer in"),
         (q_alpha, {"init": "kmeans"}, "init must be"),
         (q_alpha, {"max_iter": 0}, "max_iter must be a positive integer"),

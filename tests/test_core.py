@@ -231,7 +231,7 @@ BAD = [
     ("n_features 0", lambda: glfs.select(_X(), "variance", n_features=0), r"n_features must be an integer in \[1, 6\]; got 0"),
     ("n_features > d", lambda: glfs.select(_X(), "variance", n_features=7), r"n_features must be an integer in \[1, 6\]; got 7"),
     ("n_features float", lambda: glfs.select(_X(), "variance", n_features=2.5), r"n_features must be an integer.*2.5"),
-    ("n_features None", lambda: glfs.select(_X(), "variance"), r"n_features must be an integer.*got None"),
+    ("n_features None", lambda: glfs.select(_X(), "variance"), r"n_features_to_select must be an integer.*got None"),
     ("unknown method", lambda: glfs.select(_X(), "magic", n_features=2), r"method must be one of .*'magic'"),
     ("neighbours >= n", lambda: glfs.similarity_graph(_X(), n_neighbors=10), r"n_neighbors must be smaller than the number of samples \(10\); got 10"),
     ("neighbours 0", lambda: glfs.similarity_graph(_X(), n_neighbors=0), r"n_neighbors must be a positive integer; got 0"),

@@ -6,16 +6,9 @@ import pandas as pd
 import pytest
 
 import glfs
-from glfs._annotate import (
-    atomic_path,
-    path_table,
-    selection_from_table,
-    selection_meta,
-    selection_table,
-    write_graph,
-    write_selection,
-    write_tsv,
-)
+from glfs._anndata import write_graph, write_selection
+from glfs_workflow.files import atomic_path, write_tsv
+from glfs_workflow.tables import path_table, selection_from_table, selection_meta, selection_table
 
 
 def _data(seed=0, n=30, d=12):
@@ -80,8 +73,10 @@ def test_weight_key():
     write_selection(a, sel, weight_key="glfs_exact_weight")
     assert "glfs_weight" not in a.var
     np.testing.assert_array_equal(a.var["glfs_exact_weight"], [0, 0, 1, 2])
-    write_selection(a, sel)
-    assert "glfs_weight" in a.var
+    write_selection(a, sel)  # default: f"{key}_weight", never a shared "glfs_weight" (issue 10's q_alpha bug)
+    assert "glfs_weight" not in a.var
+    write_selection(a, sel, key="k")
+    np.testing.assert_array_equal(a.var["k_weight"], [0, 0, 1, 2])
 
 
 @pytest.mark.parametrize(
@@ -119,7 +114,7 @@ def test_atomic_outputs_get_umask_permissions(tmp_path):
 
     import pandas as pd
 
-    from glfs._annotate import write_tsv
+    from glfs_workflow.files import write_tsv
 
     old = os.umask(0o022)
     try:
@@ -136,7 +131,7 @@ ODD_IDS = ["NA", "007", "null", "1e3", "True", "nan", "N/A", "-nan", "", "00123"
 
 
 def test_tables_read_back_ids_as_text(tmp_path):
-    from glfs._annotate import read_tsv
+    from glfs_workflow.files import read_tsv
 
     d = len(ODD_IDS)
     sel = glfs._result.make_selection("variance", np.r_[np.nan, np.arange(d - 1.0)], higher_is_better=True, n_features=3)
@@ -157,7 +152,7 @@ def test_tables_read_back_ids_as_text(tmp_path):
 
 def test_report_figures_draw_names_that_look_like_math_text():
     pytest.importorskip("matplotlib")
-    from glfs._report import figure_heatmap, figure_nmi, figure_paths
+    from glfs_workflow.report import figure_heatmap, figure_nmi, figure_paths
 
     rng = np.random.default_rng(0)
     genes = ["$\\foo$", "a$b", "$x_{1}$", "G\tTAB"]

@@ -245,9 +245,17 @@ def test_chosen_point_and_ranking_come_from_converged_points():
     X, W, _ = _small_problem(seed=3, n=40, d=120, sigma=0.3)
     ref = glfs.glfs_path(X, W, objective="exact", n_lams=2)
     lams = [ref.path[0][0], ref.path[1][0], 1e-4 * ref.path[1][0]]
+    prob = gradient._Problem(
+        X, W, objective="exact", lambda1=gradient.DEFAULT_LAMBDA1, lambda2=gradient.DEFAULT_LAMBDA2,
+        center=gradient.DEFAULT_CENTER, scale=gradient.DEFAULT_SCALE, beta_init=ref.path_weights[1], max_iter=20,
+    )
+    lams = gradient._lam_grid(prob, lams, 3, gradient.DEFAULT_LAM_RATIO)
     with pytest.warns(GLFSConvergenceWarning, match="1 of 3 path points"):
-        # _pick: what glfs(n_features=120) passes
-        res = glfs.glfs_path(X, W, lams, objective="exact", beta_init=ref.path_weights[1], max_iter=20, _pick=120)
+        # pick=120: what glfs(n_features=120) asks of the path
+        res = gradient._path_result(
+            prob, lams, gradient._run_path(prob, lams), rank_by="weight", lam_ratio=gradient.DEFAULT_LAM_RATIO,
+            search_C=gradient.DEFAULT_SEARCH_C, center=False, scale="unit", beta_init=ref.path_weights[1], pick=120,
+        )
     assert res.converged == (True, True, False)
     assert res.lam == lams[1]  # no converged point has 120 genes: the last converged one
     np.testing.assert_array_equal(res.weights, res.path_weights[1])
@@ -487,7 +495,7 @@ def test_objective_bad_input(kwargs, match):
         ({"scale": "weird"}, "scale must be one of"),
         ({"beta_init": -1.0}, "beta_init must be a positive"),
         ({"lam": -1.0}, "lam must be a non-negative"),
-        ({"lam_ratio": 2.0}, r"lam_ratio must be in \(0, 1\)"),
+        ({"lam_ratio": 2.0}, r"lam_ratio must be a number in \(0, 1\); got 2.0"),
         ({"rank_by": "order"}, r"rank_by must be one of \('weight', 'entry'\)"),
         ({"max_iter": 0}, "max_iter must be a positive integer"),
     ],
@@ -551,7 +559,7 @@ def test_extract_glfs_path_script_writes_converged_columns(tmp_path):
 
     import pandas as pd
 
-    from glfs._annotate import selection_meta
+    from glfs_workflow.tables import selection_meta
 
     X, W, _ = _small_problem(seed=9)
     with warnings.catch_warnings():

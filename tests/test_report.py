@@ -1,4 +1,4 @@
-"""Findings of the report (glfs._findings) and the report's floor and GLFS tables, on small hand-made result tables.
+"""Findings of the report (glfs_workflow.findings) and the report's floor and GLFS tables, on small hand-made result tables.
 
 Every expected sentence part follows from the fake numbers written here (e.g. a
 method whose NMI is below the random mean must be named as not clearing the
@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from glfs import _findings as F
-from glfs._report import nmi_summary_with_floor, sensitivity_table
+from glfs_workflow import findings as F
+from glfs_workflow.report import nmi_summary_with_floor, sensitivity_table
 
 
 def _clustering(means: dict, grid=(10, 50, 200), runs=3, spread=0.01):

@@ -29,8 +29,33 @@ def _freeze(a):
     return a
 
 
+class PicklableResult:
+    """Pickling for the frozen result dataclasses (fitted estimators, joblib, multiprocessing).
+
+    ``MappingProxyType`` fields cannot be pickled: they travel as dicts and come
+    back as read-only mappings; read-only arrays come back read-only.
+    """
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        proxies = tuple(k for k, v in state.items() if isinstance(v, MappingProxyType))
+        frozen = tuple(k for k, v in state.items() if isinstance(v, np.ndarray) and not v.flags.writeable)
+        for k in proxies:
+            state[k] = dict(state[k])
+        return state, proxies, frozen
+
+    def __setstate__(self, pickled):
+        state, proxies, frozen = pickled
+        for k, v in state.items():
+            if k in proxies:
+                v = MappingProxyType(v)
+            elif k in frozen:
+                v.setflags(write=False)
+            object.__setattr__(self, k, v)
+
+
 @dataclass(frozen=True)
-class Selection:
+class Selection(PicklableResult):
     """Result of one feature-selection call.
 
     Attributes

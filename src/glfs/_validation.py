@@ -1,16 +1,21 @@
 """Input validation shared by every public entry point.
 
 Every check raises ``ValueError`` with a message that names the argument, the
-expected form and what was given (house style).  Nothing here mutates its input.
+expected form and what was given (house style); a scalar parameter of the wrong
+type raises :class:`ParameterTypeError`, which is both a ``TypeError`` and a
+``ValueError``.  Nothing here mutates its input.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import numbers
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils import check_scalar as _sk_check_scalar
 
 log = logging.getLogger(__name__)
 
@@ -18,6 +23,12 @@ __all__ = [
     "check_X",
     "check_graph",
     "check_n_features",
+    "check_scalar",
+    "check_int",
+    "check_real",
+    "check_positive",
+    "check_nonnegative",
+    "ParameterTypeError",
     "check_labels",
     "constant_features",
     "warn_constant",
@@ -27,6 +38,116 @@ __all__ = [
 
 class ConstantFeatureWarning(UserWarning):
     """Some features (genes) are constant across samples and cannot be scored."""
+
+
+class ParameterTypeError(TypeError, ValueError):
+    """A scalar parameter of the wrong type (e.g. 2.5 or True where an integer is asked).
+
+    A ``TypeError``, and also a ``ValueError``: the library raised ``ValueError``
+    for every bad parameter before, so ``except ValueError`` keeps working
+    (scikit-learn's ``InvalidParameterError`` is both for the same reason).
+    """
+
+
+def _fmt(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _form(integral: bool, min_val, max_val, include_boundaries: str) -> str:
+    """Expected form in words: "a positive integer", "a number in (0, 1)", ..."""
+    noun = "integer" if integral else "number"
+    left = include_boundaries in ("left", "both")
+    right = include_boundaries in ("right", "both")
+    if min_val is not None and max_val is not None:
+        lo, hi = ("[" if left else "("), ("]" if right else ")")
+        return f"{'an' if integral else 'a'} {noun} in {lo}{_fmt(min_val)}, {_fmt(max_val)}{hi}"
+    if min_val is not None:
+        if min_val == 0 or (integral and min_val == 1 and left):
+            positive = not left or min_val == 1
+            return f"a {'positive' if positive else 'non-negative'} {noun}"
+        return f"{'an' if integral else 'a'} {noun} {'>=' if left else '>'} {_fmt(min_val)}"
+    if max_val is not None:
+        return f"{'an' if integral else 'a'} {noun} {'<=' if right else '<'} {_fmt(max_val)}"
+    return f"{'an' if integral else 'a'} {noun}"
+
+
+def check_scalar(
+    value, name: str, target_type, *, min_val=None, max_val=None, include_boundaries: str = "both", coerce=False
+):
+    """Validate a scalar parameter with :func:`sklearn.utils.check_scalar`, in the house message style.
+
+    Parameters
+    ----------
+    value : object
+        The value given.
+    name : str
+        The argument's name (first word of the message).
+    target_type : numbers.Integral or numbers.Real
+        Integers: Python and numpy integers; ``bool`` and ``numpy.bool_`` are
+        refused (``True`` is not a count).  Numbers: Python and numpy integers
+        and floats, never ``bool``; only finite values pass (scikit-learn's
+        check lets NaN through every bound and infinity through an open one).
+    min_val, max_val, include_boundaries
+        As in :func:`sklearn.utils.check_scalar`.
+    coerce : bool, default False
+        Numbers only: first read the value with ``float()`` (numeric strings,
+        e.g. ``"1e-9"``, which YAML reads as a string, and 0-d arrays), as
+        the entry points that use it always have.
+
+    Returns
+    -------
+    int or float
+        The value as a Python ``int`` (integers) or ``float`` (numbers).
+
+    Raises
+    ------
+    ParameterTypeError
+        Wrong type (a ``TypeError`` and a ``ValueError``).
+    ValueError
+        Out of range, or not finite.  Both messages read
+        "``name`` must be <expected form>; got <value>".
+    """
+    integral = target_type is numbers.Integral
+    form = _form(integral, min_val, max_val, include_boundaries)
+    x = value
+    if coerce and not integral and not isinstance(value, (bool, np.bool_, numbers.Real)):
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            pass
+    if isinstance(x, (bool, np.bool_)):
+        msg = f"{name} must be {form}; got {value!r} (bool)"
+        raise ParameterTypeError(msg)
+    try:
+        x = _sk_check_scalar(
+            x, name, target_type, min_val=min_val, max_val=max_val, include_boundaries=include_boundaries
+        )
+    except TypeError:
+        msg = f"{name} must be {form}; got {value!r} ({type(value).__name__})"
+        raise ParameterTypeError(msg) from None
+    except ValueError:
+        msg = f"{name} must be {form}; got {value!r}"
+        raise ValueError(msg) from None
+    if integral:
+        return int(x)
+    if not math.isfinite(x):
+        msg = f"{name} must be {form}; got {value!r}"
+        raise ValueError(msg)
+    return float(x)
+
+
+def check_int(value, name: str, min_val=None, max_val=None):
+    """An integer in [min_val, max_val] (either bound optional); returns a Python int."""
+    return check_scalar(value, name, numbers.Integral, min_val=min_val, max_val=max_val)
+
+
+def check_real(value, name: str, min_val=None, max_val=None, *, include_boundaries="both", coerce=False):
+    """A finite number in the given range; returns a Python float.  ``min_val=0,
+    include_boundaries="neither"`` is "a positive number"."""
+    return check_scalar(
+        value, name, numbers.Real, min_val=min_val, max_val=max_val, include_boundaries=include_boundaries,
+        coerce=coerce,
+    )
 
 
 def check_X(X, *, name: str = "X", allow_sparse: bool = True, dense: bool = False):
@@ -120,17 +241,21 @@ def check_graph(W, n_samples: int, *, name: str = "graph", atol: float = 1e-10):
     return Ws
 
 
+def check_positive(value, name: str, *, coerce=False):
+    """A finite number > 0; returns a Python float."""
+    return check_real(value, name, 0, include_boundaries="neither", coerce=coerce)
+
+
+def check_nonnegative(value, name: str, *, coerce=False):
+    """A finite number >= 0; returns a Python float."""
+    return check_real(value, name, 0, coerce=coerce)
+
+
 def check_n_features(n_features, n_total: int, *, name: str = "n_features", allow_none: bool = False):
     """Validate a number of features to select: an integer in [1, n_total]."""
     if n_features is None and allow_none:
         return None
-    if isinstance(n_features, (bool, np.bool_)) or not isinstance(n_features, (int, np.integer)):
-        msg = f"{name} must be an integer in [1, {n_total}]; got {n_features!r}"
-        raise ValueError(msg)
-    if not 1 <= int(n_features) <= n_total:
-        msg = f"{name} must be an integer in [1, {n_total}]; got {n_features}"
-        raise ValueError(msg)
-    return int(n_features)
+    return check_int(n_features, name, 1, n_total)
 
 
 def check_labels(y, n_samples: int, *, name: str = "labels", min_classes: int = 2):

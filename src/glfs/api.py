@@ -2,31 +2,57 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from . import baselines, design, gradient, lkr, optimal, ufi
 from ._result import Selection, make_selection
 from ._validation import check_graph, check_labels, check_n_features, check_X
-from .graph import label_graph, similarity_graph
+from .graph import similarity_graph
 from .scores import fisher_score, laplacian_score, variance_score
 
 log = logging.getLogger(__name__)
 
-__all__ = ["select", "METHODS", "method_info"]
+__all__ = ["select", "METHODS", "FAMILIES", "MethodInfo", "method_info", "methods_of", "n_to_select"]
+
+
+# Families of methods; the variant lists of the workflow and the report derive from them.
+FAMILIES = {
+    "score": "gene-wise score",
+    "optimal_design": "greedy optimal experimental design (He et al. 2011)",
+    "glfs": "well-posed GLFS (budgeted A-optimal design, docs/methods.md)",
+    "glfs_published": "GLFS as published (Wang & Goldenberg 2013), one reading of its equations",
+    "lkr": "Laplacian-regularised kernel regression score (Cheung & Zeng 2009)",
+    "baseline": "baseline without a graph",
+}
 
 
 @dataclass(frozen=True)
 class MethodInfo:
+    """One registered method: its function and plain facts about it.
+
+    ``fn(X, W, *, n_features, labels, random_state, **params)`` returns a
+    :class:`glfs.Selection`; :func:`select` checks the arguments once before
+    calling it (X, the graph W or None, labels, n_features).
+    """
+
     name: str
-    target: str  # "module:function" returning a Selection
+    fn: Callable[..., Selection]
+    family: str  # a key of FAMILIES
+    higher_is_better: bool  # direction of Selection.scores
     needs_graph: bool
     needs_labels: bool
     own_support: bool  # may decide the number of selected features itself (n_features=None)
     description: str
+
+    @property
+    def is_glfs(self) -> bool:
+        """A GLFS method (the well-posed one or a published reading)."""
+        return self.family in ("glfs", "glfs_published")
 
 
 def _select_laplacian_score(X, W, *, n_features, labels=None, random_state=None, **params):
@@ -53,38 +79,47 @@ def _no_params(method, params):
         raise ValueError(msg)
 
 
-_M = MethodInfo
-METHODS: dict[str, MethodInfo] = {
-    m.name: m
-    for m in [
-        _M("laplacian_score", "glfs.api:_select_laplacian_score", True, False, False, "Laplacian score (He 2005), lower better"),
-        _M("fisher_score", "glfs.api:_select_fisher_score", False, True, False, "Fisher score (supervised), higher better"),
-        _M("variance", "glfs.api:_select_variance", False, False, False, "per-gene variance baseline"),
-        _M("lapaofs", "glfs.optimal:select_lapaofs", True, False, False, "LapAOFS greedy A-optimal (He 2011)"),
-        _M("lapdofs", "glfs.optimal:select_lapdofs", True, False, False, "LapDOFS greedy D-optimal (He 2011)"),
-        _M("glfs", "glfs.design:select_glfs_design", True, False, False, "well-posed GLFS: budgeted A-optimal design, greedy + exchange"),
-        _M("glfs_paper", "glfs.gradient:select_glfs_paper", True, False, True, "GLFS, Eq. 7 with its true gradient"),
-        _M("glfs_exact", "glfs.gradient:select_glfs_exact", True, False, True, "GLFS, exact covariance trace"),
-        _M("glfs_printed", "glfs.gradient:select_glfs_printed", True, False, True, "GLFS, Eq. 7 values with printed Eq. 9"),
-        _M("lkr_score", "glfs.lkr:select_lkr_score", True, False, False, "LKR score (Cheung & Zeng 2009), unsupervised"),
-        _M("lkr_score_supervised", "glfs.lkr:select_lkr_score_supervised", False, True, False, "LKR score, class graph"),
-        _M("ufi", "glfs.ufi:select_ufi", False, False, False, "UFI feature selection (Zhang 2012); no graph"),
-        _M("spca", "glfs.baselines:select_spca", False, False, False, "sparse PCA loading mass"),
-        _M("q_alpha", "glfs.baselines:select_q_alpha", False, False, False, "Q-alpha (Wolf & Shashua 2005)"),
+def _registry() -> dict[str, MethodInfo]:
+    # Registry order is the order of derived lists (glfs_exact is the first published reading:
+    # the workflow's results/{dataset}/glfs_path.tsv).
+    # name, function, family, higher_is_better, needs_graph, needs_labels, own_support, description
+    rows = [
+        ("laplacian_score", _select_laplacian_score, "score", False, True, False, False, "Laplacian score (He 2005), lower better"),
+        ("fisher_score", _select_fisher_score, "score", True, False, True, False, "Fisher score (supervised), higher better"),
+        ("variance", _select_variance, "baseline", True, False, False, False, "per-gene variance baseline"),
+        ("lapaofs", optimal.select_lapaofs, "optimal_design", True, True, False, False, "LapAOFS greedy A-optimal (He 2011)"),
+        ("lapdofs", optimal.select_lapdofs, "optimal_design", True, True, False, False, "LapDOFS greedy D-optimal (He 2011)"),
+        ("glfs", design.select_glfs_design, "glfs", True, True, False, False, "well-posed GLFS: budgeted A-optimal design, greedy + exchange"),
+        ("glfs_exact", gradient.select_glfs_exact, "glfs_published", True, True, False, True, "GLFS, exact covariance trace"),
+        ("glfs_paper", gradient.select_glfs_paper, "glfs_published", True, True, False, True, "GLFS, Eq. 7 with its true gradient"),
+        ("glfs_printed", gradient.select_glfs_printed, "glfs_published", True, True, False, True, "GLFS, Eq. 7 values with printed Eq. 9"),
+        ("lkr_score", lkr.select_lkr_score, "lkr", False, True, False, False, "LKR score (Cheung & Zeng 2009), unsupervised"),
+        ("lkr_score_supervised", lkr.select_lkr_score_supervised, "lkr", False, False, True, False, "LKR score, class graph"),
+        ("ufi", ufi.select_ufi, "baseline", True, False, False, False, "UFI feature selection (Zhang 2012); no graph"),
+        ("spca", baselines.select_spca, "baseline", True, False, False, False, "sparse PCA loading mass"),
+        ("q_alpha", baselines.select_q_alpha, "baseline", True, False, False, False, "Q-alpha (Wolf & Shashua 2005)"),
     ]
-}
+    return {r[0]: MethodInfo(*r) for r in rows}
+
+
+METHODS: dict[str, MethodInfo] = _registry()
+
+
+def methods_of(*families: str) -> list[str]:
+    """Names of the registered methods of the given families, in registry order."""
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        msg = f"families must be among {sorted(FAMILIES)}; got {unknown}"
+        raise ValueError(msg)
+    return [name for name, m in METHODS.items() if m.family in families]
 
 
 def method_info(method: str) -> MethodInfo:
+    """The registry entry of ``method``; a ValueError lists the known names."""
     if method not in METHODS:
         msg = f"method must be one of {sorted(METHODS)}; got {method!r}"
         raise ValueError(msg)
     return METHODS[method]
-
-
-def _resolve(target: str):
-    mod, fn = target.split(":")
-    return getattr(importlib.import_module(mod), fn)
 
 
 def select(
@@ -92,10 +127,11 @@ def select(
     method: str = "laplacian_score",
     *,
     graph=None,
-    n_features: int | None = None,
+    n_features_to_select: int | None = None,
     labels=None,
     graph_params: dict | None = None,
     random_state: int | None = 0,
+    n_features: int | None = None,
     **params,
 ) -> Selection:
     """Score, rank and select features with any method of the library.
@@ -113,14 +149,17 @@ def select(
         built with :func:`glfs.similarity_graph` and ``graph_params`` (default
         5 neighbours, heat kernel).  Methods that need no graph ignore it,
         with a ``UserWarning``.
-    n_features : int in [1, n_features], optional
-        How many to select.  Required except for GLFS, which otherwise keeps
-        the support its lam search finds.
+    n_features_to_select : int in [1, X.shape[1]], optional
+        How many genes to select (scikit-learn's name).  Required except for
+        the published GLFS readings, which otherwise keep the support their
+        lam search finds.
     labels : array-like of length n_samples, optional
         Class labels, for supervised methods (``fisher_score``,
         ``lkr_score_supervised``).
     random_state : int or None, default 0
         Seed for methods with randomness (sparse PCA, GLFS start point).
+    n_features : int, optional
+        The former name of ``n_features_to_select``; still accepted.
     **params
         Method parameters (see each method's function).
 
@@ -142,9 +181,10 @@ def select(
     if graph is not None and not info.needs_graph:
         msg = f"method {method!r} uses no graph; the graph passed is ignored"
         warnings.warn(msg, UserWarning, stacklevel=2)
-    n_features = check_n_features(n_features, d, allow_none=info.own_support)
+    name = "n_features_to_select" if n_features is None else "n_features"  # the name the caller used
+    n_features = check_n_features(n_to_select(n_features_to_select, n_features), d, name=name, allow_none=info.own_support)
     if n_features is None and not info.own_support:
-        msg = f"n_features must be an integer in [1, {d}] for method {method!r}; got None"
+        msg = f"{name} must be an integer in [1, {d}] for method {method!r}; got None"
         raise ValueError(msg)
     if info.needs_labels:
         check_labels(labels, n)
@@ -155,13 +195,29 @@ def select(
             W = similarity_graph(X, **gp)
         else:
             W = check_graph(graph, n)
-    fn = _resolve(info.target)
+    fn = info.fn
     log.info("select: method=%s, X %d x %d, n_features=%s", method, n, d, n_features)
     sel = fn(X, W, n_features=n_features, labels=labels, random_state=random_state, **params)
     if not isinstance(sel, Selection) or sel.scores.shape != (d,):
         msg = f"internal error: {method} did not return a Selection over {d} features"
         raise RuntimeError(msg)
     return sel
+
+
+def n_to_select(n_features_to_select, n_features):
+    """How many features to select, from the new name or the former one (``n_features``).
+
+    Both given and different is an error; either alone is accepted.
+    """
+    if n_features is None:
+        return n_features_to_select
+    if n_features_to_select is not None and n_features_to_select != n_features:
+        msg = (
+            "pass the number of genes to select once: n_features_to_select "
+            f"({n_features_to_select!r}) and its former name n_features ({n_features!r}) differ"
+        )
+        raise ValueError(msg)
+    return n_features
 
 
 def _is_anndata(X) -> bool:

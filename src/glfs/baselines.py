@@ -64,21 +64,18 @@ from sklearn.utils.extmath import randomized_svd
 from threadpoolctl import threadpool_limits
 
 from ._result import Selection, make_selection
-from ._validation import check_X, constant_features, warn_constant
+from ._validation import check_int, check_positive, check_X, constant_features, warn_constant
 
 log = logging.getLogger(__name__)
 
 __all__ = ["spca_score", "q_alpha", "select_spca", "select_q_alpha"]
 
+#: Relative tolerance of the Lanczos run (ARPACK) for the leading eigenvector in each Q-alpha iteration.
+_LANCZOS_TOL = 1e-10
+
 
 def _pos_int(value, name, upper=None):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        msg = f"{name} must be a positive integer; got {value!r}"
-        raise ValueError(msg)
-    if upper is not None and value > upper:
-        msg = f"{name} must be an integer in [1, {upper}]; got {value}"
-        raise ValueError(msg)
-    return int(value)
+    return check_int(value, name, 1, upper)
 
 
 def _centred(X):
@@ -173,9 +170,7 @@ def spca_score(
     elif solver == "sklearn":
         from sklearn.decomposition import SparsePCA
 
-        if not (np.isfinite(alpha) and alpha > 0):
-            msg = f"alpha must be a positive number; got {alpha!r}"
-            raise ValueError(msg)
+        alpha = check_positive(alpha, "alpha")
         scale = np.sqrt(Xc.var(axis=0).mean())
         model = SparsePCA(n_components=n_components, alpha=alpha, max_iter=max_iter, tol=tol, random_state=random_state)
         model.fit(Xc / (scale if scale > 0 else 1.0))
@@ -276,7 +271,7 @@ def q_alpha(
             v0 = alpha if alpha is not None else np.full(dd, 1.0 / np.sqrt(dd))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                _, vec = spla.eigsh(G, k=1, which="LA", v0=v0, tol=1e-10)
+                _, vec = spla.eigsh(G, k=1, which="LA", v0=v0, tol=_LANCZOS_TOL)
             new = vec[:, 0]
             if new.sum() < 0:
                 new = -new

@@ -70,8 +70,17 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from ._result import Selection, make_selection
-from ._validation import check_graph, check_n_features, check_X, constant_features, warn_constant
+from ._result import PicklableResult, Selection, make_selection
+from ._validation import (
+    check_graph,
+    check_int,
+    check_n_features,
+    check_nonnegative,
+    check_positive,
+    check_X,
+    constant_features,
+    warn_constant,
+)
 from .graph import laplacian
 from .optimal import optimal_design_greedy
 
@@ -85,10 +94,14 @@ DEFAULT_RIDGE = 1e-2  # lambda2 = ridge * n on unit-variance genes
 DEFAULT_TOL = 1e-9  # a swap must lower Tr(H_S^-1) by more than tol * Tr(H_S^-1)
 DEFAULT_MAX_SWAPS_PER_GENE = 5  # max_swaps = 5 k by default
 DEFAULT_CENTER = False
+#: Above this many entries of X (n * d) the diagonal of X' P X is formed in gene chunks.
+_DIAG_CHUNK_ABOVE = 5e7
+#: lambda1 handed to the greedy start for graph_weight = 0 (it needs lambda1 > 0; P = I to rounding).
+_NEGLIGIBLE_LAMBDA1 = 1e-300
 
 
 @dataclass(frozen=True)
-class GLFSDesignResult:
+class GLFSDesignResult(PicklableResult):
     """Result of :func:`glfs_design`.
 
     Attributes
@@ -133,15 +146,9 @@ class GLFSDesignResult:
 
 
 def _check_positive(value, name, *, allow_zero=False):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        v = float("nan")
-    if isinstance(value, bool) or not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-        kind = "a non-negative" if allow_zero else "a positive"
-        msg = f"{name} must be {kind} finite number; got {value!r}"
-        raise ValueError(msg)
-    return v
+    """A finite number > 0 (>= 0 with ``allow_zero``); numeric strings are read with float(), as always."""
+    check = check_nonnegative if allow_zero else check_positive
+    return check(value, name, coerce=True)
 
 
 def scale_free_lambdas(W, n, *, graph_weight=DEFAULT_GRAPH_WEIGHT, ridge=DEFAULT_RIDGE):
@@ -333,14 +340,12 @@ def glfs_design(
         k = n_ok
     if max_swaps is None:
         max_swaps = DEFAULT_MAX_SWAPS_PER_GENE * k
-    if isinstance(max_swaps, bool) or not isinstance(max_swaps, (int, np.integer)) or max_swaps < 0:
-        msg = f"max_swaps must be a non-negative integer; got {max_swaps!r}"
-        raise ValueError(msg)
+    max_swaps = check_int(max_swaps, "max_swaps", 0)
     lambda1, lambda2 = scale_free_lambdas(W, n, graph_weight=graph_weight, ridge=ridge)
     Xs = _standardise(X, bool(center))
     L, _ = laplacian(W, n)
     P = sp.identity(n, format="csr") + lambda1 * L
-    q = np.einsum("ij,ij->j", Xs, P @ Xs) if d * n <= 5e7 else _diag_chunked(Xs, P)
+    q = np.einsum("ij,ij->j", Xs, P @ Xs) if d * n <= _DIAG_CHUNK_ABOVE else _diag_chunked(Xs, P)
 
     def rows(idx):
         return (P @ Xs[:, idx]).T @ Xs
@@ -348,7 +353,7 @@ def glfs_design(
     if start is None:
         log.info("glfs: greedy start, k=%d of %d genes, %d samples", k, d, n)
         # optimal_design_greedy needs lambda1 > 0; for graph_weight = 0 a negligible one (P = I to rounding)
-        g = optimal_design_greedy(Xs, W, k, criterion="A", lambda1=max(lambda1, 1e-300), lambda2=lambda2)
+        g = optimal_design_greedy(Xs, W, k, criterion="A", lambda1=max(lambda1, _NEGLIGIBLE_LAMBDA1), lambda2=lambda2)
         S0 = np.asarray(g["order"][:k], dtype=np.int64)
     else:
         S0 = np.asarray(start, dtype=np.int64).ravel()

@@ -58,8 +58,18 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from threadpoolctl import threadpool_limits
 
-from ._result import Selection, make_selection
-from ._validation import check_graph, check_n_features, check_X, constant_features, warn_constant
+from ._result import PicklableResult, Selection, make_selection
+from ._validation import (
+    check_graph,
+    check_int,
+    check_n_features,
+    check_nonnegative,
+    check_positive,
+    check_real,
+    check_X,
+    constant_features,
+    warn_constant,
+)
 from .graph import laplacian
 
 log = logging.getLogger(__name__)
@@ -120,6 +130,13 @@ _ARMIJO = 1e-4
 _MAX_BACKTRACK = 60
 _NONMONOTONE = 10
 _ZERO_REL = 1e-12
+#: Relative rounding allowance in the Armijo test (values of size ~1 carry errors of ~1e-16 per term).
+_ROUNDING_REL = 1e-13
+#: Conjugate gradients on P = I + lambda1 L: relative residual per column, and the iteration cap.
+_CG_RTOL = 1e-13
+_CG_MAXITER = 2000
+#: The default start level is doubled at most this many times to pass the hump (_Problem).
+_MAX_START_DOUBLINGS = 40
 
 
 class GLFSConvergenceWarning(RuntimeWarning):
@@ -142,15 +159,9 @@ def _check_objective(objective):
 
 
 def _check_nonneg(value, name, *, strict=False):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        msg = f"{name} must be a {'positive' if strict else 'non-negative'} number; got {value!r}"
-        raise ValueError(msg) from None
-    if not math.isfinite(v) or v < 0 or (strict and v == 0):
-        msg = f"{name} must be a {'positive' if strict else 'non-negative'} finite number; got {value!r}"
-        raise ValueError(msg)
-    return v
+    """A finite number >= 0 (> 0 if ``strict``); numeric strings are read with float(), as always."""
+    check = check_positive if strict else check_nonnegative
+    return check(value, name, coerce=True)
 
 
 def _check_beta(beta, d):
@@ -168,10 +179,14 @@ def _check_beta(beta, d):
 
 
 def _check_max_iter(max_iter):
-    if not isinstance(max_iter, (int, np.integer)) or isinstance(max_iter, bool) or max_iter < 1:
-        msg = f"max_iter must be a positive integer; got {max_iter!r}"
-        raise ValueError(msg)
-    return int(max_iter)
+    return check_int(max_iter, "max_iter", 1)
+
+
+def _check_path_grid(n_lams, lam_ratio):
+    """n_lams a positive integer, lam_ratio in (0, 1): the path lam_max * geomspace(1, lam_ratio, n_lams)."""
+    n_lams = check_int(n_lams, "n_lams", 1)
+    lam_ratio = check_real(lam_ratio, "lam_ratio", 0, 1, include_boundaries="neither", coerce=True)
+    return n_lams, lam_ratio
 
 
 def _check_rank_by(rank_by):
@@ -234,7 +249,7 @@ def _coldot(A, B):
     return np.einsum("ij,ij->j", A, B)
 
 
-def _cg_columns(P, B, *, rtol=1e-13, maxiter=2000):
+def _cg_columns(P, B, *, rtol=_CG_RTOL, maxiter=_CG_MAXITER):
     """Solve P X = B (P sparse SPD) by conjugate gradients on every column at once.
 
     Returns (X, converged).  Start X0 = B (P is I plus a small multiple of L).
@@ -655,7 +670,7 @@ def _solve(model, lam, beta_start, *, max_iter, tol=KKT_TOL):
                 stn = model.state(full, ws.size)
                 pen_n = lam * float(full.sum())
                 Fn = stn.value + pen_n
-                allowance = 1e-13 * (abs(stn.value) + abs(v) + pen_n + penalty)
+                allowance = _ROUNDING_REL * (abs(stn.value) + abs(v) + pen_n + penalty)
                 if Fn <= max(history[-_NONMONOTONE:]) + _ARMIJO * float(dw @ (bn - bw)) + allowance:
                     dn = stn.grad(ws) + lam
                     break
@@ -718,7 +733,7 @@ def _preprocess(X, center, scale):
 
 # --------------------------------------------------------------------------- results
 @dataclass(frozen=True)
-class GLFSResult:
+class GLFSResult(PicklableResult):
     """Result of :func:`glfs` / :func:`glfs_path`.
 
     Attributes
@@ -816,8 +831,8 @@ class _Problem:
             # A start before the hump (every gradient > 0) leads to beta = 0 for every lam.  This happens
             # when one direction dominates X X' (e.g. raw, uncentred expression levels: the mean
             # direction carries most of the trace).  Double the start level until some gene has a
-            # negative gradient (at most 40 times).
-            while np.max(-g0) <= 0 and self.start_doublings < 40:
+            # negative gradient (at most _MAX_START_DOUBLINGS times).
+            while np.max(-g0) <= 0 and self.start_doublings < _MAX_START_DOUBLINGS:
                 self.beta0 = 2.0 * self.beta0
                 self.start_doublings += 1
                 with _blas_threads(n):
@@ -922,9 +937,6 @@ def glfs_path(
     lam_init=None,
     max_iter=DEFAULT_MAX_ITER,
     rank_by=DEFAULT_RANK_BY,
-    _problem=None,
-    _first=None,
-    _pick=None,
 ):
     """GLFS along a decreasing lam path with warm starts; gives a full gene ranking.
 
@@ -1007,24 +1019,22 @@ def glfs_path(
     while many weights are non-zero (at the dense start), else low-rank
     O(n k^2 + k^3) on the working set plus O(n k d) per KKT check over all genes.
     """
-    if not isinstance(n_lams, (int, np.integer)) or isinstance(n_lams, bool) or n_lams < 1:
-        msg = f"n_lams must be a positive integer; got {n_lams!r}"
-        raise ValueError(msg)
-    lam_ratio = _check_nonneg(lam_ratio, "lam_ratio", strict=True)
-    if lam_ratio >= 1:
-        msg = f"lam_ratio must be in (0, 1); got {lam_ratio!r}"
-        raise ValueError(msg)
-    search_C = _check_nonneg(search_C, "search_C", strict=True)
-    if search_C < 2:
-        msg = f"search_C must be >= 2; got {search_C!r}"
-        raise ValueError(msg)
+    n_lams, lam_ratio = _check_path_grid(n_lams, lam_ratio)
+    search_C = check_real(search_C, "search_C", 2, coerce=True)
     rank_by = _check_rank_by(rank_by)
-    prob = _problem or _Problem(
+    prob = _Problem(
         X, W, objective=objective, lambda1=lambda1, lambda2=lambda2, center=center, scale=scale,
         beta_init=beta_init, max_iter=max_iter,
     )
-    search = ()
-    first = None
+    lams = _lam_grid(prob, lams, n_lams, lam_ratio)
+    sols = _run_path(prob, lams)
+    return _path_result(
+        prob, lams, sols, rank_by=rank_by, lam_ratio=lam_ratio, search_C=search_C, center=center, scale=scale, beta_init=beta_init
+    )
+
+
+def _lam_grid(prob, lams, n_lams, lam_ratio):
+    """The path's lam values, decreasing: ``lams`` as given (checked), or ``n_lams`` values from lam_max."""
     if lams is None:
         if prob.lam_ref <= 0:
             msg = (
@@ -1033,20 +1043,25 @@ def glfs_path(
                 "beta = 0; seen with fewer genes than samples (docs/methods.md); try another beta_init"
             )
             raise ValueError(msg)
-        lams = prob.lam_ref * np.geomspace(1.0, lam_ratio, int(n_lams))
-    else:
-        lams = np.asarray(lams, dtype=np.float64).ravel()
-        if lams.size == 0 or not np.all(np.isfinite(lams)) or np.any(lams < 0):
-            msg = f"lams must be a non-empty sequence of non-negative finite numbers; got {lams!r}"
-            raise ValueError(msg)
-        lams = np.sort(lams)[::-1]
-    if _first is not None:
-        first, search = _first
+        return prob.lam_ref * np.geomspace(1.0, lam_ratio, int(n_lams))
+    lams = np.asarray(lams, dtype=np.float64).ravel()
+    if lams.size == 0 or not np.all(np.isfinite(lams)) or np.any(lams < 0):
+        msg = f"lams must be a non-empty sequence of non-negative finite numbers; got {lams!r}"
+        raise ValueError(msg)
+    return np.sort(lams)[::-1]
+
+
+def _run_path(prob, lams, first=None):
+    """Solve every lam in turn, warm-starting from the last converged non-empty solution.
+
+    ``first`` = (lam, solution): a solution already computed (the halving
+    search's cold solve at lam*), reused when it is the first lam.
+    """
     sols = []
     warm = None
     for k, lam in enumerate(lams):
         if k == 0 and first is not None and first[0] == lam:
-            sol = first[1]  # the halving search's cold solution at lam*
+            sol = first[1]
         else:
             sol = prob.solve(float(lam), warm if warm is not None else prob.beta0)
         sols.append(sol)
@@ -1057,6 +1072,16 @@ def glfs_path(
                 "glfs path (%s): lam=%.4g not converged after %d steps (KKT residual %.3g > %.3g): %s",
                 prob.objective, lam, sol.n_iter, sol.kkt, KKT_TOL, sol.message,
             )
+    return sols
+
+
+def _path_result(prob, lams, sols, *, rank_by, lam_ratio, search_C, center, scale, beta_init, search=(), pick=None):
+    """A :class:`GLFSResult` from the solved path: ranking, the chosen point, convergence and parameters.
+
+    The chosen point is the first converged non-empty one (else the first
+    converged, else the first); with ``pick`` the first converged point with at
+    least ``pick`` genes, else the last converged point.
+    """
     betas = [s.beta for s in sols]
     conv = [s.converged for s in sols]
     path = tuple((float(lam), int(np.sum(s.beta > 0)), float(s.value)) for lam, s in zip(lams, sols))
@@ -1069,7 +1094,7 @@ def glfs_path(
             "converged=False and not used for the ranking or the chosen point"
             + ("" if n_conv else " -- no point converged, so every point is used"),
             GLFSConvergenceWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     usable = [k for k, c in enumerate(conv) if c] or list(range(len(sols)))
     use = usable if rank_by == "weight" else list(range(len(sols)))
@@ -1078,8 +1103,8 @@ def glfs_path(
     entry = prob.full(entry_a, fill=np.nan)
     nonempty = [k for k in usable if np.any(betas[k] > 0)]
     k_w = nonempty[0] if nonempty else usable[0]
-    if _pick is not None:  # first usable point with at least _pick genes, else the last usable point
-        k_w = next((k for k in usable if np.sum(betas[k] > 0) >= _pick), usable[-1])
+    if pick is not None:
+        k_w = next((k for k in usable if np.sum(betas[k] > 0) >= pick), usable[-1])
     b0 = prob.full(betas[k_w])
     params = {
         "objective": prob.objective,
@@ -1178,11 +1203,13 @@ def glfs(
         beta_init=beta_init, max_iter=max_iter,
     )
     n_features = check_n_features(n_features, prob.d, allow_none=True)
-    common = {"n_lams": n_lams, "lam_ratio": lam_ratio, "_problem": prob, "rank_by": rank_by}
+    n_lams, lam_ratio = _check_path_grid(n_lams, lam_ratio)
+    rank_by = _check_rank_by(rank_by)
+    C = search_C  # checked where the halving search uses it
+    first, search, pick = None, (), None
     if lam is not None:
         lam = _check_nonneg(lam, "lam")
         lams = lam * np.geomspace(1.0, lam_ratio, int(n_lams)) if lam > 0 else np.array([0.0])
-        res = glfs_path(None, None, lams, **common)
     elif n_features is None:
         C = _check_nonneg(search_C, "search_C", strict=True)
         best, history = _halving_search(prob, lam_init=lam_init, C=C)
@@ -1192,12 +1219,17 @@ def glfs(
                 f"values, smallest {min(h[0] for h in history):.4g}); using the default path from lam_max instead"
             )
             warnings.warn(msg, RuntimeWarning, stacklevel=2)
-            res = glfs_path(None, None, None, **common)
+            lams = None
         else:
             lams = best[0] * np.geomspace(1.0, lam_ratio, int(n_lams))
-            res = glfs_path(None, None, lams, _first=((best[0], best[1]), history), **common)
+            first, search = (best[0], best[1]), history
     else:
-        res = glfs_path(None, None, None, _pick=n_features, **common)
+        lams, pick = None, n_features
+    lams = _lam_grid(prob, lams, n_lams, lam_ratio)
+    res = _path_result(
+        prob, lams, _run_path(prob, lams, first), rank_by=rank_by, lam_ratio=lam_ratio, search_C=C,
+        center=center, scale=scale, beta_init=beta_init, search=search, pick=pick,
+    )
     if np.sum(res.weights > 0) == 0:
         warnings.warn(
             f"glfs: the solution at lam={res.lam:.4g} is empty (beta = 0); the ranking comes from the gradient",

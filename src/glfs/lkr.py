@@ -35,7 +35,7 @@ from threadpoolctl import threadpool_limits
 
 from ._limits import check_dense_size
 from ._result import Selection, make_selection
-from ._validation import check_graph, check_labels, check_X, constant_features, warn_constant
+from ._validation import check_graph, check_int, check_labels, check_positive, check_X, constant_features, warn_constant
 
 log = logging.getLogger(__name__)
 
@@ -49,17 +49,6 @@ __all__ = [
 ]
 
 _GENE_BLOCK = 256  # genes per block when forming residuals
-
-
-def _positive(value, name):
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float, np.integer, np.floating))
-        or not (np.isfinite(value) and value > 0)
-    ):
-        msg = f"{name} must be a positive number; got {value!r}"
-        raise ValueError(msg)
-    return float(value)
 
 
 def _row_sq_norms(X):
@@ -147,7 +136,7 @@ def lkr_coefficients(X, W=None, *, labels=None, h=None, ridge=0.1):
     """
     n = X.shape[0]
     sq = _row_sq_norms(X)
-    ridge = _positive(ridge, "ridge")
+    ridge = check_positive(ridge, "ridge")
     if labels is not None:
         groups = _class_groups(labels, n)
         supervised_size_check([g.size for g in groups], X.shape[1])
@@ -158,7 +147,7 @@ def lkr_coefficients(X, W=None, *, labels=None, h=None, ridge=0.1):
             tot = sum(float(D2.sum()) for D2 in D2s)
             cnt = sum(g.size * (g.size - 1) for g in groups)
             h = tot / cnt if tot > 0 else 1.0
-        h = _positive(h, "h")
+        h = check_positive(h, "h")
         rows, cols, vals = [], [], []
         for g, D2 in zip(groups, D2s):
             K = np.exp(-D2 / h)
@@ -181,7 +170,7 @@ def lkr_coefficients(X, W=None, *, labels=None, h=None, ridge=0.1):
     d2 = _edge_sq_dists(X, sq, indptr, indices)
     if h is None:
         h = float(d2.mean()) if d2.size and d2.mean() > 0 else 1.0
-    h = _positive(h, "h")
+    h = check_positive(h, "h")
     vals = _local_coefficients(X, sq, indptr, indices, d2, h, ridge)
     B = sp.csr_matrix((vals, indices.copy(), indptr.copy()), shape=(n, n))
     return B, h
@@ -337,14 +326,14 @@ def lkr_score(X, W=None, *, labels=None, h=None, ridge: float = 0.1, n_neighbors
         msg = "give either W (unsupervised LKR score) or labels (supervised); got both"
         raise ValueError(msg)
     if h is not None:
-        h = _positive(h, "h")
+        h = check_positive(h, "h")
     Xd = X.toarray() if sp.issparse(X) else X
     const = constant_features(Xd)
     if labels is not None:
         deg = np.ones(n)  # label graph of Eq. 6 with its diagonal: D = I
         groups = _class_groups(labels, n)
         supervised_size_check([g.size for g in groups], d)
-        ridge = _positive(ridge, "ridge")
+        ridge = check_positive(ridge, "ridge")
         sq = _row_sq_norms(Xd)
         h_used = _within_class_h(Xd, sq, groups) if h is None else h
         mu = Xd.mean(axis=0)
@@ -361,9 +350,7 @@ def lkr_score(X, W=None, *, labels=None, h=None, ridge: float = 0.1, n_neighbors
         log.debug("lkr_score: supervised, %d classes (largest %d)", len(groups), max(g.size for g in groups))
     else:
         if W is None:
-            if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, (int, np.integer)) or n_neighbors < 1:
-                msg = f"n_neighbors must be a positive integer; got {n_neighbors!r}"
-                raise ValueError(msg)
+            n_neighbors = check_int(n_neighbors, "n_neighbors", 1)
             W, h = _knn_gaussian_graph(X, n_neighbors, h)
         W = check_graph(W, n, name="W")
         deg = np.asarray(W.sum(axis=1)).ravel()

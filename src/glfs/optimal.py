@@ -56,21 +56,11 @@ import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 from ._result import Selection, make_selection
-from ._validation import check_graph, check_n_features, check_X, constant_features, warn_constant
+from ._validation import check_graph, check_n_features, check_positive, check_X, constant_features, warn_constant
 
 log = logging.getLogger(__name__)
 
 __all__ = ["lapaofs", "lapdofs", "select_lapaofs", "select_lapdofs", "optimal_design_greedy"]
-
-
-def _check_lambda(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        msg = f"{name} must be a positive number; got {value!r}"
-        raise ValueError(msg)
-    if not (np.isfinite(value) and value > 0):
-        msg = f"{name} must be a positive number; got {value!r}"
-        raise ValueError(msg)
-    return float(value)
 
 
 def optimal_design_greedy(X, W, n_features: int, *, criterion: str = "A", lambda1: float = 0.01, lambda2: float = 0.01):
@@ -116,8 +106,8 @@ def optimal_design_greedy(X, W, n_features: int, *, criterion: str = "A", lambda
     n, d = X.shape
     W = check_graph(W, n)
     n_features = check_n_features(n_features, d)
-    lambda1 = _check_lambda(lambda1, "lambda1")
-    lambda2 = _check_lambda(lambda2, "lambda2")
+    lambda1 = check_positive(lambda1, "lambda1")
+    lambda2 = check_positive(lambda2, "lambda2")
 
     const = constant_features(X)
     available = ~const

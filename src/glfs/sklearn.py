@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.feature_selection import SelectorMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._validation import check_int
 from .api import method_info, select
 
 __all__ = ["FeatureSelector", "GLFSClassifier"]
@@ -36,6 +38,16 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
     selection_ : glfs.Selection
     scores_ : ndarray of shape (n_features_in_,)
     ranking_ : ndarray of shape (n_features_in_,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str, shape (n_features_in_,)
+        Only when X in ``fit`` is a DataFrame with string column names.
+
+    Notes
+    -----
+    Parameters are checked in ``fit`` (scikit-learn's convention); X is
+    validated by :func:`sklearn.utils.validation.validate_data` (dense or CSR,
+    at least 2 samples, finite).  ``tests/test_sklearn_checks.py`` runs
+    scikit-learn's estimator checks on it.
 
     Examples
     --------
@@ -60,11 +72,31 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
         self.random_state = random_state
         self.method_params = method_params
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # the scores take CSR input (glfs.select)
+        try:
+            tags.target_tags.required = method_info(self.method).needs_labels
+        except ValueError:  # an unknown method is reported by fit
+            pass
+        return tags
+
     def fit(self, X, y=None):
+        """Score the genes of X (n_samples, n_features) and select ``n_features`` of them.
+
+        ``y`` (one label per sample) only for supervised methods.  Sets
+        ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame).
+        """
         info = method_info(self.method)
-        X = np.asarray(X, dtype=np.float64) if not hasattr(X, "tocsr") else X
+        if info.needs_labels and y is None:
+            msg = (
+                f"labels must be given as y for the supervised method {self.method!r} (one per sample): "
+                "FeatureSelector requires y to be passed, but the target y is None"
+            )
+            raise ValueError(msg)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2)
         d = X.shape[1]
-        k = None if self.n_features is None else min(int(self.n_features), d)
+        k = None if self.n_features is None else min(check_int(self.n_features, "n_features", 1), d)
         self.selection_ = select(
             X,
             method=self.method,
@@ -74,7 +106,6 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
             random_state=self.random_state,
             **(self.method_params or {}),
         )
-        self.n_features_in_ = d
         self.scores_ = np.asarray(self.selection_.scores)
         self.ranking_ = np.asarray(self.selection_.ranking)
         return self
@@ -106,7 +137,8 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
 
     CV ties go to the smallest gene set.  Two classes of any labels; internally
     coded 0/1 (``classes_[0]`` -> 0) as in the paper.  Prediction:
-    ``classes_[1]`` when w'x >= 0.5.  Intercept: the paper's Eq. 11 has none; we
+    ``classes_[1]`` when w'x >= 0.5; ``decision_function`` is w'x - 0.5
+    (positive means ``classes_[1]``, scikit-learn's convention).  Intercept: the paper's Eq. 11 has none; we
     centre the selected genes and y on the training means, which is exactly
     LapRLS with an unpenalised intercept (L 1 = 0, so the Laplacian term does not
     see the intercept).
@@ -154,6 +186,9 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
     selection_converged_ : bool
         Whether the final selection converged (exchange: no improving swap;
         path: the chosen point converged, if the path reports it).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str, shape (n_features_in_,)
+        Only when X in ``fit`` is a DataFrame with string column names.
 
     Notes
     -----
@@ -243,25 +278,35 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
         if self.objective not in ("design", "exact", "paper", "printed"):
             msg = f"objective must be one of ('design', 'exact', 'paper', 'printed'); got {self.objective!r}"
             raise ValueError(msg)
-        if isinstance(self.cv, bool) or not isinstance(self.cv, (int, np.integer)) or self.cv < 2:
-            msg = f"cv must be an integer >= 2; got {self.cv!r}"
-            raise ValueError(msg)
+        check_int(self.cv, "cv", 2)
         grid = np.asarray(self.n_genes_grid)
         if grid.ndim != 1 or grid.size == 0 or not np.issubdtype(grid.dtype, np.integer) or grid.min() < 1:
             msg = f"n_genes_grid must be a non-empty sequence of positive integers; got {self.n_genes_grid!r}"
             raise ValueError(msg)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False  # two classes (Eq. 11 regresses on 0/1)
+        tags.input_tags.sparse = True  # densified, as the selection is dense
+        return tags
+
     def fit(self, X, y):
+        """Select genes and fit LapRLS on X (n_samples, n_features) and two-class labels y."""
         from sklearn.model_selection import StratifiedKFold
 
         from ._validation import check_labels, check_X, constant_features
 
         self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2)
+        check_classification_targets(y)
         X = check_X(X, dense=True)
         n, d = X.shape
         classes, codes = check_labels(y, n, name="y")
         if classes.size != 2:
-            msg = f"y must have exactly 2 classes for GLFSClassifier; got {classes.size} ({list(classes)})"
+            msg = (
+                f"y must have exactly 2 classes for GLFSClassifier; got {classes.size} ({list(classes)}). "
+                "Only binary classification is supported."
+            )
             raise ValueError(msg)
         y01 = codes.astype(np.float64)
         grid0 = sorted({int(min(k, d)) for k in self.n_genes_grid}) if self.objective == "design" else None
@@ -285,7 +330,6 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
         # fewest CV errors; ties to the smallest gene set (then the first grid value)
         best = int(np.lexsort((np.arange(grid.size), sizes, errors))[0])
         self.classes_ = classes
-        self.n_features_in_ = d
         self.lams_ = grid
         self.cv_errors_ = errors
         self.grid_sizes_ = sizes
@@ -297,16 +341,19 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
         self.mean_x_, self.mean_y_, self.coef_ = self._fit_rls(X, y01, W, self.support_, self.lambda1, self.lambda2)
         return self
 
-    def decision_function(self, X):
-        """w'(x - mean_x) + mean_y: the LapRLS prediction on the 0/1 scale (Eq. 11)."""
-        from ._validation import check_X
-
-        check_is_fitted(self, "coef_")
-        X = check_X(X, dense=True)
-        if X.shape[1] != self.n_features_in_:
-            msg = f"X must have {self.n_features_in_} features (as in fit); got {X.shape[1]}"
-            raise ValueError(msg)
+    def _rls_score(self, X):
+        """w'(x - mean_x) + mean_y: the LapRLS prediction on the 0/1 scale (Eq. 11), shape (n_samples,)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        if hasattr(X, "toarray"):
+            X = X.toarray()
         return (X[:, self.support_] - self.mean_x_) @ self.coef_ + self.mean_y_
 
+    def decision_function(self, X):
+        """LapRLS prediction minus 0.5, shape (n_samples,): positive means ``classes_[1]`` (scikit-learn's convention)."""
+        return self._rls_score(X) - 0.5
+
     def predict(self, X):
-        return self.classes_[(self.decision_function(X) >= 0.5).astype(int)]
+        """``classes_[1]`` where the LapRLS prediction is >= 0.5, else ``classes_[0]``."""
+        positive = self._rls_score(X) >= 0.5
+        return self.classes_[positive.astype(int)]

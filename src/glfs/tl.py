@@ -25,9 +25,10 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ._annotate import GRAPH_KEY as _GRAPH_KEY
-from ._annotate import write_graph, write_selection
-from .api import method_info, select as _select
+from ._anndata import GRAPH_KEY as _GRAPH_KEY
+from ._anndata import write_graph, write_selection
+from .api import method_info, n_to_select
+from .api import select as _select
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ GRAPH_KEY = _GRAPH_KEY
 def select(
     adata,
     method: str = "laplacian_score",
-    n_features: int | None = None,
+    n_features_to_select: int | None = None,
     *,
     key_added: str | None = None,
     layer: str | None = None,
@@ -48,6 +49,7 @@ def select(
     graph_params: dict | None = None,
     random_state: int | None = 0,
     inplace: bool = True,
+    n_features: int | None = None,
     **params,
 ):
     """Select genes of an AnnData with any :func:`glfs.select` method.
@@ -56,10 +58,16 @@ def select(
     ----------
     adata : anndata.AnnData
         obs = samples (patients, cells), var = genes.
-    method, n_features, random_state, **params
-        As :func:`glfs.select`.
+    method, n_features_to_select, random_state, **params
+        As :func:`glfs.select` (``n_features``, the former name of
+        ``n_features_to_select``, is still accepted).
     key_added : str, optional
-        Prefix of every written key; default the method name.
+        Names every output (scanpy's convention); default the method name.
+        Written: ``var[key]`` (bool, selected), ``var[f"{key}_score"]``,
+        ``var[f"{key}_rank"]`` (1 = best), ``var[f"{key}_weight"]`` (methods
+        with weights), ``uns[key]["params"]``, and a graph built here in
+        ``obsp["patient_similarity"]`` (``obsp[f"{key_added}_patient_similarity"]``
+        when ``key_added`` is given).
     layer : str, optional
         Use ``adata.layers[layer]`` instead of ``adata.X``.
     obsp : str, optional
@@ -77,8 +85,10 @@ def select(
     None or pandas.DataFrame
     """
     info = method_info(method)
+    k = n_to_select(n_features_to_select, n_features)
     t0 = time.perf_counter()
     key = key_added or method
+    graph_key = GRAPH_KEY if key_added is None else f"{key_added}_{GRAPH_KEY}"
     if layer is not None and layer not in adata.layers:
         msg = f"layer must name one of adata.layers {list(adata.layers)}; got {layer!r}"
         raise ValueError(msg)
@@ -118,12 +128,13 @@ def select(
         graph = similarity_graph(X, **gp)
     elif graph is not None:
         log.info("tl.select: using the graph adata.obsp[%r]", obsp)
-    log.info("tl.select: scoring %d genes with %s (n_features=%s)", adata.n_vars, method, n_features)
+    log.info("tl.select: scoring %d genes with %s (n_features_to_select=%s)", adata.n_vars, method, k)
     t1 = time.perf_counter()
     sel = _select(
         X,
         method=method,
         graph=graph,
+        n_features_to_select=n_features_to_select,
         n_features=n_features,
         labels=labels,
         random_state=random_state,
@@ -147,17 +158,14 @@ def select(
         adata,
         sel,
         key=key,
-        weight_key=f"{key}_weight",
         uns_params={
-            "n_features": -1 if n_features is None else int(n_features),
-            "graph": "obsp:" + obsp if obsp is not None else ("knn" if info.needs_graph else "none"),
+            "n_features": -1 if k is None else int(k),
+            "graph": "obsp:" + (obsp if obsp is not None else graph_key) if info.needs_graph else "none",
             "layer": layer if layer is not None else "X",
         },
     )
-    if sel.weights is not None and method.startswith("glfs"):
-        adata.var["glfs_weight"] = np.asarray(sel.weights)  # the name GLFS weights had before f"{key}_weight"
     if info.needs_graph and obsp is None:
-        write_graph(adata, graph)
+        write_graph(adata, graph, key=graph_key)
     log.info(
         "tl.select: %s done in %.1f s; wrote var[%r], var['%s_score'], var['%s_rank']",
         method, time.perf_counter() - t0, key, key, key,
@@ -166,10 +174,10 @@ def select(
 
 
 def _warn_if_counts(X, layer) -> None:
-    """Log a warning when the matrix looks like raw counts (glfs.io.looks_like_counts)."""
+    """Log a warning when the matrix looks like raw counts (glfs.preprocessing.looks_like_counts)."""
     import scipy.sparse as sp
 
-    from .io import looks_like_counts
+    from .preprocessing import looks_like_counts
 
     values = X.data if sp.issparse(X) else np.asarray(X)
     if values.size and looks_like_counts(values):

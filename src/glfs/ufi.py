@@ -65,11 +65,14 @@ from threadpoolctl import threadpool_limits
 
 from ._limits import check_dense_size
 from ._result import Selection, make_selection
-from ._validation import check_n_features, check_X, constant_features, warn_constant
+from ._validation import check_int, check_n_features, check_positive, check_X, constant_features, warn_constant
 
 log = logging.getLogger(__name__)
 
 __all__ = ["ufi", "UFIResult", "select_ufi", "ufi_form"]
+
+#: Rank-one updates between two recomputations of P in :func:`ufi` (drift after 3000 updates: below 1e-11, relative).
+DEFAULT_REFRESH_EVERY = 1000
 
 
 @dataclass(frozen=True)
@@ -345,20 +348,11 @@ def ufi(
     n_instances = check_n_features(n_instances, m, name="n_instances", allow_none=True)
     if n_instances is None:
         n_instances = m
-    if isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or n_iter < 1:
-        msg = f"n_iter must be a positive integer; got {n_iter!r}"
-        raise ValueError(msg)
-    if (
-        isinstance(ridge, bool)
-        or not isinstance(ridge, (int, float, np.integer, np.floating))
-        or not (np.isfinite(ridge) and ridge > 0)
-    ):
-        msg = f"ridge must be a positive number; got {ridge!r}"
-        raise ValueError(msg)
+    n_iter = check_int(n_iter, "n_iter", 1)
+    lam = check_positive(ridge, "ridge")
     if refresh_every is None:
-        refresh_every = 1000
+        refresh_every = DEFAULT_REFRESH_EVERY
     const = constant_features(X)
-    lam = float(ridge)
     if relative_ridge:
         scale = float(np.einsum("ij,ij->", X, X)) / m
         lam *= scale if scale > 0 else 1.0

@@ -114,11 +114,8 @@ CASES = {
         r"data/l\.tsv: column 'kind' \(config key label_column\) not found",
     ),
     "single_sample": ({"m.tsv": _tsv(X0[:, :1], GENES, SAMPLES[:1])}, {}, r"data/m\.tsv: only 1 sample"),
-    "fewer_than_neighbours": (
-        {"m.tsv": _tsv(X0[:, :3], GENES, SAMPLES[:3])},
-        {},
-        rf"data/m\.tsv: 3 samples but graph\.n_neighbors = {N_NEIGHBORS}",
-    ),
+    # fewer samples than graph.n_neighbors: checked by build_graph, not here
+    # (test_config_defaults.py::test_fewer_samples_than_neighbours_stops_the_graph)
     "truncated_gzip": ({"m.tsv.gz": gzip.compress(GOOD.encode())[:-40]}, {}, r"data/m\.tsv\.gz: truncated or corrupt gzip"),
     "checksum": ({"m.tsv": GOOD}, {"sha256": "0" * 64}, r"data/m\.tsv: expected sha256 0{64}, got"),
     "unreadable": ({"m.tsv/placeholder": ""}, {}, r"data/m\.tsv is not a readable file"),
@@ -309,7 +306,7 @@ def odd_run(tmp_path_factory, snakemake_run):
 
 @pytest.mark.workflow
 def test_odd_names_run_end_to_end(odd_run):
-    from glfs._annotate import read_tsv
+    from glfs_workflow.files import read_tsv
 
     work, proc, _, _ = odd_run
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from glfs.io import FetchError, download, fetch_dataset_files, resolve_file
+from glfs_workflow.fetch import FetchError, download, fetch_dataset_files, resolve_file
 
 BODY = b"gene\tS1\tS2\n" + b"".join(f"G{i}\t{i}.5\t{2 * i}.25\n".encode() for i in range(2000))
 SHA = hashlib.sha256(BODY).hexdigest()

@@ -20,7 +20,7 @@ or partial file, nor a snakemake ``incomplete`` marker, is left.
 
 ``test_sigterm_during_atomic_write_leaves_no_temporary`` is the deterministic
 version of the race the workflow test can only hit by chance: a job killed by
-SIGTERM in the middle of ``glfs._annotate.atomic_path`` (which every analysis
+SIGTERM in the middle of ``glfs_workflow.files.atomic_path`` (which every analysis
 script uses to write its outputs).
 """
 
@@ -194,7 +194,8 @@ def test_no_partial_files_left(runs):
 _KILLED_WRITER = """
 import os, signal, sys, time
 import pandas as pd
-from glfs._annotate import log_to, atomic_path, write_tsv
+from glfs_workflow.files import atomic_path, write_tsv
+from glfs_workflow.logs import log_to
 dest = sys.argv[1]
 log = log_to(sys.argv[2])            # every analysis script starts like this
 if sys.argv[3] == "kill":
@@ -212,7 +213,7 @@ def test_sigterm_during_atomic_write_leaves_no_temporary(tmp_path):
 
     Either fix is accepted: the script turns SIGTERM into an exception so the
     writer's cleanup runs, or the next writer of the same output removes stale
-    temporaries (as ``glfs.io._atomic_path`` does)."""
+    temporaries (as ``glfs_workflow.files._atomic_path`` does)."""
     script = tmp_path / "writer.py"
     script.write_text(_KILLED_WRITER)
     dest = tmp_path / "out" / "table.tsv"

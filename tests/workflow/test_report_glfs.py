@@ -99,7 +99,7 @@ def _fake_results(d: Path, *, floor_mean=0.30) -> dict:
 
 
 def _report(tmp_path, **kw) -> str:
-    from glfs._report import build_report
+    from glfs_workflow.report import build_report
 
     layout = _fake_results(tmp_path, **kw)
     return build_report(layout, {"methods": layout["datasets"][0]["methods"], "seed": 0})

@@ -1,31 +1,25 @@
 # Helpers of the analysis stages (graph, select, evaluate, classify, simulate, report):
-# constants, wildcard patterns and input functions.  Functions only, no rules
-# (snakemake --lint); included from graph.smk, the first analysis stage.
+# constants, wildcard patterns, input functions and the final targets.  Functions only,
+# no rules (snakemake --lint); included from the Snakefile right after common.smk.
 import re
 
-try:
-    from glfs.api import METHODS as _GLFS_METHODS
-except ImportError:  # the DAG can still be built; the jobs need glfs installed
-    _GLFS_METHODS = {}
+from glfs.api import METHODS as _GLFS_METHODS
+from glfs.api import methods_of as _methods_of
 
 # Methods that need class labels; skipped for unlabelled datasets.
-SUPERVISED_METHODS = {
-    name for name, info in _GLFS_METHODS.items() if getattr(info, "needs_labels", False)
-} or {"fisher_score", "lkr_score_supervised"}
+SUPERVISED_METHODS = {name for name, info in _GLFS_METHODS.items() if info.needs_labels}
 
 # The published GLFS readings (lam paths).  The contracted results/{dataset}/glfs_path.tsv
 # is the path of the first of these in config["methods"] (glfs_exact by default); every
 # variant's path is kept in results/{dataset}/selection/{method}.json and drawn in the
 # report.  The well-posed "glfs" (glfs.design) has no lam path: it is a plain method.
-GLFS_VARIANTS = ["glfs_exact", "glfs_paper", "glfs_printed"]
+GLFS_VARIANTS = _methods_of("glfs_published")  # registry order: glfs_exact first
 
 # Gene-set sizes of the glfs-vs-greedy criterion table (issue 8; capped at the number of genes).
 GLFS_VS_GREEDY_KS = [10, 25, 50, 100]
 
 _ALL_METHOD_NAMES = sorted(
-    set(config.get("methods", []))
-    | set(config.get("simulation", {}).get("methods", []))
-    | set(_GLFS_METHODS)
+    set(config["methods"]) | set(config["simulation"]["methods"]) | set(_GLFS_METHODS)
 )
 DATASET_RE = "|".join(
     re.escape(d) for d in sorted(config["datasets"], key=len, reverse=True)
@@ -35,19 +29,12 @@ METHOD_RE = "|".join(
 )
 
 
-def dataset_labelled(dataset):
-    """Whether a dataset carries class labels (known when the DAG is built): common.smk's
-    has_labels (glfs.io.dataset_has_labels).  Not named dataset_has_labels, which would
-    shadow the glfs.io function that has_labels calls (infinite recursion)."""
-    return has_labels(dataset)
-
-
 def dataset_methods(dataset):
     """Methods run on a dataset: config["methods"] minus supervised ones when it has no labels."""
     return [
         m
         for m in config["methods"]
-        if dataset_labelled(dataset) or m not in SUPERVISED_METHODS
+        if has_labels(dataset) or m not in SUPERVISED_METHODS
     ]
 
 
@@ -61,19 +48,25 @@ def glfs_path_method():
 
 def labelled_datasets():
     """Datasets of config["run"] with labels (label-based evaluations run on these)."""
-    return [d for d in run_datasets() if dataset_labelled(d)]
+    return [d for d in run_datasets() if has_labels(d)]
 
 
 # ---- selection ----
+def params_of(method):
+    """A method's parameters from config["selection"]["params"] (plain dict; {} when the
+    config gives none, and the method's documented defaults apply)."""
+    return dict(config["selection"]["params"].get(method, {}))
+
+
 def method_params(wildcards):
-    """Per-method parameters from config["selection"]["params"] (plain dict)."""
-    return dict(config.get("selection", {}).get("params", {}).get(wildcards.method, {}))
+    """params_of the job's method."""
+    return params_of(wildcards.method)
 
 
 def selection_tables(wildcards):
     """Selection tables of every method run on a dataset."""
     return expand(
-        "results/{dataset}/selection/{method}.tsv",
+        SELECTION_TABLE,
         dataset=wildcards.dataset,
         method=dataset_methods(wildcards.dataset),
     )
@@ -82,7 +75,7 @@ def selection_tables(wildcards):
 def selection_metas(wildcards):
     """JSON sidecars (params, diagnostics) of every method run on a dataset."""
     return expand(
-        "results/{dataset}/selection/{method}.json",
+        SELECTION_META,
         dataset=wildcards.dataset,
         method=dataset_methods(wildcards.dataset),
     )
@@ -90,13 +83,13 @@ def selection_metas(wildcards):
 
 def glfs_path_meta(wildcards):
     """JSON sidecar of the default GLFS variant (holds its lam path)."""
-    return f"results/{wildcards.dataset}/selection/{glfs_path_method()}.json"
+    return selection_meta(wildcards.dataset, glfs_path_method())
 
 
 # ---- clustering evaluation ----
 def n_clusters(wildcards):
-    """config datasets.<ds>.n_clusters, or None (= number of distinct labels)."""
-    return dataset_config(wildcards.dataset).get("n_clusters")
+    """config datasets.<ds>.n_clusters (None = number of distinct labels)."""
+    return dataset_config(wildcards.dataset)["n_clusters"]
 
 
 def clustering_tables(wildcards):
@@ -111,13 +104,12 @@ def clustering_tables(wildcards):
 # ---- classification ----
 def classification_datasets():
     """Datasets of config["run"] named in classification.datasets that have labels."""
-    wanted = config.get("classification", {}).get("datasets", [])
-    return [d for d in run_datasets() if d in wanted and dataset_labelled(d)]
+    wanted = config["classification"]["datasets"]
+    return [d for d in run_datasets() if d in wanted and has_labels(d)]
 
 
 CLASSIFY_RE = (
-    "|".join(re.escape(d) for d in config.get("classification", {}).get("datasets", []))
-    or "NO_DATASET"
+    "|".join(re.escape(d) for d in config["classification"]["datasets"]) or "NO_DATASET"
 )
 
 
@@ -138,7 +130,7 @@ SIMULATION_FULL_GRID = {
 
 def simulation_settings(wildcards):
     """The simulation config for a grid: config["simulation"], overlaid by the full grid."""
-    sim = dict(config.get("simulation", {}))
+    sim = dict(config["simulation"])
     if wildcards.simgrid == "simulation_full":
         sim.update(SIMULATION_FULL_GRID)
     return sim
@@ -152,10 +144,15 @@ SIMULATION_FULL_EXTRA_METHODS = ["glfs_paper", "glfs_printed"]
 def simulation_methods(simgrid="simulation"):
     """Unsupervised methods of a simulation grid (the simulation has no labels):
     simulation.methods, plus SIMULATION_FULL_EXTRA_METHODS for the full grid."""
-    names = list(config.get("simulation", {}).get("methods", []))
+    names = list(config["simulation"]["methods"])
     if simgrid == "simulation_full":
         names += [m for m in SIMULATION_FULL_EXTRA_METHODS if m not in names]
     return [m for m in names if m not in SUPERVISED_METHODS]
+
+
+def simulation_enabled():
+    """Whether rule all builds the default simulation grid (enabled, with a method to run)."""
+    return bool(config["simulation"]["enabled"] and simulation_methods())
 
 
 def recovery_tables(wildcards):
@@ -167,6 +164,40 @@ def recovery_tables(wildcards):
     )
 
 
+# ---- final targets ----
+# What `rule all` builds, computed from the config alone (not from the order in
+# which the stage files are included); the report reads every one of them.
+SIMULATION_TABLE = "results/simulation/recovery.tsv"
+REPORT_HTML = "results/report.html"
+
+
+def analysis_targets():
+    """Every final output except the report, stage by stage."""
+    ds, labelled = run_datasets(), labelled_datasets()
+    out = expand("results/{dataset}/graph.npz", dataset=ds)
+    out += expand("results/{dataset}/adata.h5ad", dataset=ds)
+    for d in ds:
+        out += expand(SELECTION_TABLE, dataset=d, method=dataset_methods(d))
+    if glfs_path_method() is not None:
+        out += expand("results/{dataset}/glfs_path.tsv", dataset=ds)
+    out += expand("results/{dataset}/clustering_nmi.tsv", dataset=labelled)
+    out += expand(
+        "results/{dataset}/classification.tsv", dataset=classification_datasets()
+    )
+    if simulation_enabled():
+        out.append(SIMULATION_TABLE)
+    out += expand("results/{dataset}/clustering_random.tsv", dataset=labelled)
+    if "glfs" in config["methods"]:
+        out += expand("results/{dataset}/glfs_vs_greedy.tsv", dataset=ds)
+        out += expand("results/{dataset}/glfs_sensitivity.tsv", dataset=labelled)
+    return list(dict.fromkeys(out))
+
+
+def all_outputs():
+    """Every analysis target and the report (the inputs of `rule all`)."""
+    return [*analysis_targets(), REPORT_HTML]
+
+
 # ---- report ----
 def report_layout():
     """Every file the report reads, as plain data for scripts/make_report.py."""
@@ -174,18 +205,18 @@ def report_layout():
     datasets = []
     for ds in run_datasets():
         methods = dataset_methods(ds)
-        labelled = dataset_labelled(ds)
+        labelled = has_labels(ds)
         datasets.append(
             {
                 "name": ds,
                 "labelled": labelled,
                 "methods": methods,
                 "adata": f"results/{ds}/adata.h5ad",
-                "selections": {m: f"results/{ds}/selection/{m}.tsv" for m in methods},
+                "selections": {m: selection_table(ds, m) for m in methods},
                 "metas": {
-                    m: f"results/{ds}/selection/{m}.json"
+                    m: selection_meta(ds, m)
                     for m in methods
-                    if m in GLFS_VARIANTS or m == "glfs"
+                    if _GLFS_METHODS[m].is_glfs
                 },
                 "clustering": f"results/{ds}/clustering_nmi.tsv" if labelled else None,
                 "random_floor": (
@@ -203,7 +234,6 @@ def report_layout():
                 "heatmap_method": gm or (methods[0] if methods else None),
             }
         )
-    sim = "results/simulation/recovery.tsv"
     return {
         "datasets": datasets,
         "glfs_method": gm,
@@ -212,7 +242,7 @@ def report_layout():
             ds: f"results/{ds}/classification.tsv" for ds in classification_datasets()
         },
         "paper_table": "resources/paper_table3.tsv",
-        "simulation": sim if sim in ALL_TARGETS else None,
+        "simulation": SIMULATION_TABLE if simulation_enabled() else None,
         "benchmarks": "benchmarks",
         "provenance": {ds: f"results/{ds}/provenance.json" for ds in run_datasets()},
     }
@@ -221,7 +251,7 @@ def report_layout():
 def report_inputs():
     """Every file make_report reads: all other targets, GLFS sidecars, the paper table."""
     lay = report_layout()
-    files = [p for p in ALL_TARGETS if p != "results/report.html"]
+    files = analysis_targets()
     for d in lay["datasets"]:
         files += list(d["metas"].values())
     files.append(lay["paper_table"])
@@ -229,7 +259,7 @@ def report_inputs():
 
 
 def report_figures():
-    """Figure name -> PNG path; names match glfs._report.build_report's."""
+    """Figure name -> PNG path; names match glfs_workflow.report.build_report's."""
     lay = report_layout()
     figs = {}
     for d in lay["datasets"]:

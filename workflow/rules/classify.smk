@@ -27,16 +27,13 @@ rule classify_samples:
         mem_mb=get_mem_mb("classify"),
         runtime=get_runtime("classify"),
     params:
-        cv_folds=config.get("classification", {}).get("cv_folds", 10),
-        glfs_variants=[m for m in ["glfs", *GLFS_VARIANTS] if m in config["methods"]],
+        cv_folds=config["classification"]["cv_folds"],
+        glfs_variants=[
+            m for m in _methods_of("glfs", "glfs_published") if m in config["methods"]
+        ],
         graph=config["graph"],
-        method_params=config.get("selection", {}).get("params", {}),
-        random_floor=config.get("random_floor", {}),
+        method_params=config["selection"]["params"],
+        random_floor=config["random_floor"],
         seed=seed(),
     script:
         "../../scripts/classify_samples.py"
-
-
-ALL_TARGETS.extend(
-    expand("results/{dataset}/classification.tsv", dataset=classification_datasets())
-)

@@ -1,5 +1,6 @@
 # Config validation, shared helpers and input functions.
-# Stage files append their final outputs to ALL_TARGETS; `rule all` asks for them.
+# The config schema (workflow/schemas/config.schema.yaml) holds every default:
+# validate() below fills them in, so rules read config[...] and write none of their own.
 
 import math
 import re
@@ -7,15 +8,11 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from glfs.io import (
-    dataset_file_specs,
-    expression_format,
-    is_url,
-    plain_filename_problem,
-)
+from glfs_workflow.datasets import expression_format
+from glfs_workflow.fetch import dataset_file_specs, is_url, plain_filename_problem
 
 # under a private name, so that no function of a later .smk file can shadow it
-from glfs.io import dataset_has_labels as _io_has_labels
+from glfs_workflow.datasets import dataset_has_labels as _io_has_labels
 
 
 class ConfigError(Exception):
@@ -66,20 +63,20 @@ def _check_config(cfg):
         from glfs import METHODS as known
     except ImportError:  # glfs not installed: method names cannot be checked
         known = None
-    datasets = cfg.get("datasets", {})
-    for i, ds in enumerate(cfg.get("run", [])):
+    datasets = cfg["datasets"]
+    for i, ds in enumerate(cfg["run"]):
         if ds not in datasets:
             msg = f"config key run[{i}]: dataset {ds!r} is not defined under `datasets` (defined: {sorted(datasets)})"
             raise ConfigError(msg)
-    for i, ds in enumerate(cfg.get("classification", {}).get("datasets", [])):
+    for i, ds in enumerate(cfg["classification"]["datasets"]):
         if ds not in datasets:
             msg = f"config key classification.datasets[{i}]: dataset {ds!r} is not defined under `datasets`"
             raise ConfigError(msg)
     if known is not None:
         for key, names in (
-            ("methods", cfg.get("methods", [])),
-            ("simulation.methods", cfg.get("simulation", {}).get("methods", [])),
-            ("selection.params", list(cfg.get("selection", {}).get("params", {}))),
+            ("methods", cfg["methods"]),
+            ("simulation.methods", cfg["simulation"]["methods"]),
+            ("selection.params", list(cfg["selection"]["params"])),
         ):
             for i, m in enumerate(names):
                 if m not in known:
@@ -97,12 +94,12 @@ def _check_config(cfg):
                 )
                 msg = f"config key datasets.{name}.{key}.filename: filename must be a plain file name (no directory, not '.' or '..', no control characters); {problem}"
                 raise ConfigError(msg)
-        fmt = dc.get("format", "auto")
+        fmt = dc["format"]
         for role in needs.get(fmt, []):
             if role not in (dc.get("extra_files") or {}):
                 msg = f"config key datasets.{name}.extra_files.{role} is required for format {fmt!r}"
                 raise ConfigError(msg)
-        if dc.get("split") is not None and fmt != "golub":
+        if dc["split"] is not None and fmt != "golub":
             msg = f"config key datasets.{name}.split is only supported for format 'golub' (got format {fmt!r})"
             raise ConfigError(msg)
         h5ad_labels = (
@@ -134,11 +131,20 @@ wildcard_constraints:
     dataset="|".join(re.escape(d) for d in DATASET_NAMES),
 
 
-ALL_TARGETS = []
+# Output paths that more than one stage names (select writes them; evaluate,
+# annotate, the report and rule all read them).
+SELECTION_TABLE = "results/{dataset}/selection/{method}.tsv"
+SELECTION_META = "results/{dataset}/selection/{method}.json"
 
 
-def all_outputs():
-    return list(dict.fromkeys(ALL_TARGETS))
+def selection_table(dataset, method):
+    """Path of a method's selection table on a dataset (SELECTION_TABLE)."""
+    return SELECTION_TABLE.format(dataset=dataset, method=method)
+
+
+def selection_meta(dataset, method):
+    """Path of a method's JSON sidecar (params, diagnostics) on a dataset (SELECTION_META)."""
+    return SELECTION_META.format(dataset=dataset, method=method)
 
 
 def run_datasets():
@@ -150,9 +156,12 @@ def dataset_config(dataset):
 
 
 def has_labels(dataset):
-    """Whether a dataset has class labels: a labels table, a reader that carries them,
-    or an .h5ad with `label_column` (glfs.io.dataset_has_labels, which prepare_dataset
-    also follows)."""
+    """Whether a dataset has class labels, known when the DAG is built: a labels table,
+    a reader that carries them (stategra, clanc840), or an .h5ad with `label_column`
+    (glfs_workflow.datasets.dataset_has_labels, which prepare_dataset also follows).
+    The only such test of the workflow: label-based jobs (clustering evaluation, random
+    floor, sensitivity panel, supervised methods, classification) run where it is true.
+    """
     return _io_has_labels(dataset_config(dataset))
 
 
@@ -163,25 +172,24 @@ def seed():
 # ---- resources (threads, mem_mb, runtime) per rule family -------------------
 # config["resources"][family] = {threads, mem_mb, runtime, mem_mb_per_mcell, runtime_per_mcell}
 # (per_mcell: added per million matrix cells n_samples * n_genes of the dataset).
+# The schema gives every family and every key of `default` a value.
 
 
 def _res(family):
-    res = config.get("resources", {}) or {}
-    base = dict(res.get("default", {}))
-    base.update(res.get(family, {}))
-    return base
+    """A family's resources: resources.default overlaid by the family's own keys."""
+    return {**config["resources"]["default"], **config["resources"][family]}
 
 
 def get_threads(family):
-    return int(_res(family).get("threads", 1))
+    return int(_res(family)["threads"])
 
 
 def _dataset_mcells(wildcards):
     ds = getattr(wildcards, "dataset", None)
     if ds is None or ds not in config["datasets"]:
         return 0.0
-    size = config["datasets"][ds].get("size_hint", {}) or {}
-    return float(size.get("n_samples", 200)) * float(size.get("n_genes", 10000)) / 1e6
+    size = config["datasets"][ds]["size_hint"]
+    return float(size["n_samples"]) * float(size["n_genes"]) / 1e6
 
 
 def get_mem_mb(family):
@@ -189,11 +197,7 @@ def get_mem_mb(family):
 
     def _f(wildcards, attempt=1):
         return int(
-            (
-                r.get("mem_mb", 2000)
-                + r.get("mem_mb_per_mcell", 0) * _dataset_mcells(wildcards)
-            )
-            * attempt
+            (r["mem_mb"] + r["mem_mb_per_mcell"] * _dataset_mcells(wildcards)) * attempt
         )
 
     return _f
@@ -205,10 +209,7 @@ def get_runtime(family):
     def _f(wildcards, attempt=1):
         return int(
             math.ceil(
-                (
-                    r.get("runtime", 30)
-                    + r.get("runtime_per_mcell", 0) * _dataset_mcells(wildcards)
-                )
+                (r["runtime"] + r["runtime_per_mcell"] * _dataset_mcells(wildcards))
                 * attempt
             )
         )
@@ -231,16 +232,8 @@ def fetch_local_inputs(wildcards):
 
 
 def fetch_params(wildcards):
-    """config["fetch"] with defaults (plain dict)."""
-    f = {
-        "mirror": None,
-        "download_dir": "results/downloads",
-        "retries": 4,
-        "timeout": 60,
-        "backoff": 2.0,
-    }
-    f.update(config.get("fetch", {}) or {})
-    return f
+    """config["fetch"] (plain dict; the schema fills every key)."""
+    return dict(config["fetch"])
 
 
 def dataset_params(wildcards):

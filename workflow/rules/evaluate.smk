@@ -4,7 +4,7 @@
 rule evaluate_clustering:
     input:
         adata="results/{dataset}/prepared.h5ad",
-        table="results/{dataset}/selection/{method}.tsv",
+        table=SELECTION_TABLE,
     output:
         "results/{dataset}/clustering/{method}.tsv",
     log:
@@ -48,8 +48,3 @@ rule merge_clustering:
         "../../envs/glfs.yaml"
     script:
         "../../scripts/merge_clustering.py"
-
-
-ALL_TARGETS.extend(
-    expand("results/{dataset}/clustering_nmi.tsv", dataset=labelled_datasets())
-)

@@ -28,13 +28,8 @@ rule evaluate_random_floor:
         runtime=get_runtime("evaluate"),
     params:
         clustering=config["clustering"],
-        n_draws=config.get("random_floor", {}).get("n_draws", 10),
+        n_draws=config["random_floor"]["n_draws"],
         n_clusters=n_clusters,
         seed=seed(),
     script:
         "../../scripts/evaluate_random_floor.py"
-
-
-ALL_TARGETS.extend(
-    expand("results/{dataset}/clustering_random.tsv", dataset=labelled_datasets())
-)

@@ -1,9 +1,6 @@
 # Stage: patient-similarity graph per dataset (glfs.similarity_graph, config["graph"]).
 
 
-include: "analysis.smk"
-
-
 rule build_graph:
     input:
         "results/{dataset}/prepared.h5ad",
@@ -25,6 +22,3 @@ rule build_graph:
         graph=config["graph"],
     script:
         "../../scripts/build_graph.py"
-
-
-ALL_TARGETS.extend(expand("results/{dataset}/graph.npz", dataset=run_datasets()))

@@ -19,6 +19,5 @@ rule prepare_dataset:
         runtime=get_runtime("prepare"),
     params:
         dataset=dataset_params,
-        n_neighbors=config.get("graph", {}).get("n_neighbors", 5),
     script:
         "../../scripts/prepare_dataset.py"

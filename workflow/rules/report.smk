@@ -1,6 +1,6 @@
 # Stage: the final self-contained HTML report (figures inline) and the figures it
 # shows, registered with report() for `snakemake --report report.zip`.
-# Included last: ALL_TARGETS already holds every other stage's outputs.
+# Its inputs are analysis_targets() (analysis.smk): every other final output.
 
 
 rule make_report:
@@ -8,7 +8,7 @@ rule make_report:
         report_inputs(),
     output:
         html=report(
-            "results/report.html",
+            REPORT_HTML,
             caption="../report/report_html.rst",
             category="Final report",
         ),
@@ -24,6 +24,3 @@ rule make_report:
         config=config,
     script:
         "../../scripts/make_report.py"
-
-
-ALL_TARGETS.append("results/report.html")

@@ -7,13 +7,13 @@ rule select_features:
         graph="results/{dataset}/graph.npz",
     output:
         table=report(
-            "results/{dataset}/selection/{method}.tsv",
+            SELECTION_TABLE,
             caption="../report/selection.rst",
             category="Gene selection",
             subcategory="{dataset}",
             labels={"dataset": "{dataset}", "method": "{method}"},
         ),
-        meta="results/{dataset}/selection/{method}.json",
+        meta=SELECTION_META,
     log:
         "logs/select_features/{dataset}_{method}.log",
     benchmark:
@@ -29,7 +29,7 @@ rule select_features:
         runtime=get_runtime("select"),
     params:
         method="{method}",
-        n_features=config.get("selection", {}).get("n_features", 100),
+        n_features=config["selection"]["n_features"],
         method_params=method_params,
         seed=seed(),
     script:
@@ -81,18 +81,3 @@ rule extract_glfs_path:
         "../../envs/glfs.yaml"
     script:
         "../../scripts/extract_glfs_path.py"
-
-
-ALL_TARGETS.extend(expand("results/{dataset}/adata.h5ad", dataset=run_datasets()))
-for _ds in run_datasets():
-    ALL_TARGETS.extend(
-        expand(
-            "results/{dataset}/selection/{method}.tsv",
-            dataset=_ds,
-            method=dataset_methods(_ds),
-        )
-    )
-if glfs_path_method() is not None:
-    ALL_TARGETS.extend(
-        expand("results/{dataset}/glfs_path.tsv", dataset=run_datasets())
-    )

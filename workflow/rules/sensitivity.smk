@@ -24,7 +24,7 @@ rule compare_glfs_greedy:
         runtime=get_runtime("select"),
     params:
         ks=GLFS_VS_GREEDY_KS,
-        method_params=config["selection"]["params"].get("glfs", {}),
+        method_params=params_of("glfs"),
     script:
         "../../scripts/compare_glfs_greedy.py"
 
@@ -56,18 +56,9 @@ rule glfs_sensitivity:
         graph_weights=config["glfs_sensitivity"]["graph_weights"],
         feature_grid=config["glfs_sensitivity"]["feature_grid"],
         n_features=config["selection"]["n_features"],
-        method_params=config["selection"]["params"].get("glfs", {}),
+        method_params=params_of("glfs"),
         clustering=config["clustering"],
         n_clusters=n_clusters,
         seed=seed(),
     script:
         "../../scripts/glfs_sensitivity.py"
-
-
-if "glfs" in config["methods"]:
-    ALL_TARGETS.extend(
-        expand("results/{dataset}/glfs_vs_greedy.tsv", dataset=run_datasets())
-    )
-    ALL_TARGETS.extend(
-        expand("results/{dataset}/glfs_sensitivity.tsv", dataset=labelled_datasets())
-    )

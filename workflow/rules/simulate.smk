@@ -54,7 +54,3 @@ rule simulate_full:
     input:
         "results/simulation_full/recovery.tsv",
     localrule: True
-
-
-if config.get("simulation", {}).get("enabled", True) and simulation_methods():
-    ALL_TARGETS.append("results/simulation/recovery.tsv")

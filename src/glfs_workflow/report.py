@@ -22,7 +22,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import _findings as F
+from glfs.api import METHODS
+
+from . import findings as F
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +79,15 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
+def _is_glfs(method) -> bool:
+    """A GLFS method of the registry (family glfs or glfs_published), or a classification row built on one
+    (``glfs_supervised``: the well-posed GLFS with the class graph)."""
+    info = METHODS.get(str(method).removesuffix("_supervised"))
+    return info is not None and info.is_glfs
+
+
 def _findings_html(sentences) -> str:
-    """A findings block: plain sentences computed from the results (glfs._findings)."""
+    """A findings block: plain sentences computed from the results (glfs_workflow.findings)."""
     sentences = [s for s in sentences or [] if s]
     if not sentences:
         return ""
@@ -136,7 +145,7 @@ def _placeholder(text: str) -> bytes:
 
 
 def _read_tsv(path):
-    from ._annotate import read_tsv  # ids (genes, methods) read as text
+    from .files import read_tsv  # ids (genes, methods) read as text
 
     p = Path(path)
     if not p.exists():
@@ -160,7 +169,7 @@ def _grid_ticks(ax, values):
 def figure_nmi(df: pd.DataFrame, dataset: str, floor: pd.DataFrame | None = None) -> bytes:
     """Mean +- sd of spectral-clustering NMI against the number of genes, one line per method.
 
-    ``floor`` (glfs._findings.floor_summary): the random-genes floor, drawn as a grey band (mean +- sd).
+    ``floor`` (glfs_workflow.findings.floor_summary): the random-genes floor, drawn as a grey band (mean +- sd).
     """
     import matplotlib.pyplot as plt
 
@@ -176,7 +185,7 @@ def figure_nmi(df: pd.DataFrame, dataset: str, floor: pd.DataFrame | None = None
     agg = df.groupby(["method", "n_features"])["nmi"].agg(["mean", "std"]).reset_index()
     for m, g in agg.groupby("method", sort=False):
         g = g.sort_values("n_features")
-        style = "-" if str(m).startswith("glfs") else "--"
+        style = "-" if _is_glfs(m) else "--"
         ax.errorbar(g["n_features"], g["mean"], yerr=g["std"].fillna(0), label=m, ls=style, marker="o", ms=3, capsize=2)
     ax.set_xscale("log")
     _grid_ticks(ax, sorted(df["n_features"].unique()))
@@ -233,7 +242,7 @@ def figure_simulation(df: pd.DataFrame, sim: dict) -> bytes:
         for m, g in agg.groupby("method", sort=False):
             g = g.sort_values(x)
             ax.errorbar(g[x], g["mean"], yerr=g["std"].fillna(0), label=m, marker="o", ms=3, capsize=2,
-                        ls="-" if str(m).startswith("glfs") else "--")
+                        ls="-" if _is_glfs(m) else "--")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("Score (1 = 4 true features ranked first)")
         ax.set_ylim(-0.05, 1.05)
@@ -304,7 +313,7 @@ def nmi_summary_with_floor(df: pd.DataFrame, random_df: pd.DataFrame | None, ks=
 
     Adds a row "random genes (floor)" (means over the draws), a row with the sd
     over the draws, and a column "clears floor at" listing the gene counts where
-    the method's mean NMI is above the floor's mean + 1 sd (glfs._findings.floor_comparison).
+    the method's mean NMI is above the floor's mean + 1 sd (glfs_workflow.findings.floor_comparison).
     """
     if random_df is None or random_df.empty:
         return nmi_summary(df, ks)
@@ -398,7 +407,7 @@ def paper_vs_run(ctx: dict) -> pd.DataFrame:
         b = sim[np.isclose(sim["sigma"], float(simcfg.get("sigma_at_n_noise", np.nan)))]
         for m in sorted(sim["method"].unique()):
             best, lo, hi = _max_x_with_full_recovery(a[a["method"] == m], "sigma")
-            if m.startswith("glfs"):
+            if _is_glfs(m):
                 ref, text, val = PAPER_CLAIMS["sim_sigma"]
                 note = f"grid {lo}..{hi}; resolution limits the comparison"
                 if best is not None and best >= hi:
@@ -409,7 +418,7 @@ def paper_vs_run(ctx: dict) -> pd.DataFrame:
                 rows.append({"item": f"simulation, largest sigma with Score = 1 ({m})", "paper": f"{val} ({ref})",
                              "this run": "none" if best is None else best, "note": note})
             bestn, lo, hi = _max_x_with_full_recovery(b[b["method"] == m], "n_noise")
-            if m.startswith("glfs") or m == "laplacian_score":
+            if _is_glfs(m) or m == "laplacian_score":
                 key = "sim_n_noise_ls" if m == "laplacian_score" else "sim_n_noise_glfs"
                 ref, text, val = PAPER_CLAIMS[key]
                 note = f"grid N = {lo}..{hi}"
@@ -427,7 +436,7 @@ def paper_vs_run(ctx: dict) -> pd.DataFrame:
         mean = cdf[~cdf["method"].isin(supervised)].groupby(["n_features", "method"])["nmi"].mean().reset_index()
         for k in [k for k in sorted(mean["n_features"].unique()) if k <= 25]:
             mk = mean[mean["n_features"] == k].sort_values("nmi", ascending=False).reset_index(drop=True)
-            glfs_rows = mk[mk["method"].str.startswith("glfs")]
+            glfs_rows = mk[mk["method"].map(_is_glfs).astype(bool)]
             if glfs_rows.empty:
                 continue
             pos = int(glfs_rows.index[0]) + 1
@@ -455,7 +464,7 @@ def paper_vs_run(ctx: dict) -> pd.DataFrame:
     if cls is not None and not cls.empty and paper is not None:
         pt = paper.set_index("method")
         for _, r in cls.iterrows():
-            prow = "GLFS" if str(r["method"]).startswith("glfs") else PAPER_ROW_OF.get(r["method"])
+            prow = "GLFS" if _is_glfs(r["method"]) else PAPER_ROW_OF.get(r["method"])
             if prow is None or prow not in pt.index:
                 continue
             q = pt.loc[prow]
@@ -806,7 +815,7 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None)
 
     for name, path in figures_out.items():
         png = figs.get(name) or _placeholder(f"{name}: not produced in this run")
-        from ._annotate import atomic_path
+        from .files import atomic_path
 
         with atomic_path(path) as tmp:
             Path(tmp).write_bytes(png)

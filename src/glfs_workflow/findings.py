@@ -1,6 +1,6 @@
 """Findings of the workflow report: tables and plain sentences computed from the result files.
 
-Used by :mod:`glfs._report`; not part of the stable API.  Every function takes
+Used by :mod:`glfs_workflow.report`; not part of the stable API.  Every function takes
 the run's tables (pandas DataFrames as the workflow writes them) and returns a
 table or a list of sentences; nothing here is a hard-coded result.  The only
 fixed content is the list of known sex-chromosome genes used to flag top genes

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import glfs.io as gio
+from glfs import preprocessing, readers
+from glfs_workflow import datasets, fetch, files
 
 RES = Path(__file__).resolve().parents[1] / "resources"
 GOLUB = RES / "golub"
@@ -38,7 +39,7 @@ def test_vendored_files_match_manifest(rel):
 
 @pytest.fixture(scope="module")
 def golub():
-    return gio.read_golub(GOLUB / "data_set_ALL_AML_train.csv", GOLUB / "data_set_ALL_AML_independent.csv")
+    return datasets.read_golub(GOLUB / "data_set_ALL_AML_train.csv", GOLUB / "data_set_ALL_AML_independent.csv")
 
 
 def test_golub_shape_and_patient_order(golub):
@@ -64,8 +65,8 @@ def test_golub_split_and_labels(golub, tmp_path):
     assert (golub.obs["split"] == "train").sum() == 38
     assert (golub.obs["split"] == "test").sum() == 34
     assert list(golub.obs.loc[golub.obs["split"] == "train", "patient"]) == list(range(1, 39))
-    labels = gio.read_labels(GOLUB / "actual.csv", "patient", "cancer")
-    m, rep = gio.attach_labels(golub, labels)
+    labels = readers.read_labels(GOLUB / "actual.csv", "patient", "cancer")
+    m, rep = datasets.attach_labels(golub, labels)
     lab = m.obs["label"]
     assert (lab == "ALL").sum() == 47 and (lab == "AML").sum() == 25
     train = m.obs["split"] == "train"
@@ -83,7 +84,7 @@ def test_golub_raw_values(golub):
 
 def test_dudoit_filter_keeps_3571_genes(golub):
     # Dudoit, Fridlyand & Speed (2002), Sec. 3.1: 3571 genes remain for the leukemia data
-    X, keep, used = gio.preprocess(golub.X, golub.genes, "dudoit")
+    X, keep, used = preprocessing.preprocess(golub.X, golub.genes, "dudoit")
     assert X.shape == (72, 3571) and keep.sum() == 3571
     assert used == {"floor": 100.0, "ceiling": 16000.0, "min_fold": 5.0, "min_diff": 500.0}
     assert np.allclose(X.max(), np.log10(16000)) and np.allclose(X.min(), 2.0)
@@ -91,16 +92,16 @@ def test_dudoit_filter_keeps_3571_genes(golub):
 
 def test_log2_and_zscore():
     X = np.array([[1.0, 100.0], [40.0, 400.0], [30000.0, 800.0]])
-    L, keep, _ = gio.preprocess(X, ["a", "b"], "log2")
+    L, keep, _ = preprocessing.preprocess(X, ["a", "b"], "log2")
     assert np.allclose(L[:, 0], np.log2([20, 40, 16000]))
-    Z, _, _ = gio.preprocess(X, ["a", "b"], "zscore")
+    Z, _, _ = preprocessing.preprocess(X, ["a", "b"], "zscore")
     assert np.allclose(Z.mean(0), 0) and np.allclose(Z.std(0), 1)
-    with pytest.raises(gio.DataError, match="gene 'a'.*floor"):
-        gio.preprocess(np.array([[-1.0], [2.0]]), ["a"], "log2", {"floor": None})
+    with pytest.raises(readers.DataError, match="gene 'a'.*floor"):
+        preprocessing.preprocess(np.array([[-1.0], [2.0]]), ["a"], "log2", {"floor": None})
 
 
 def test_stategra_tcga_gbm():
-    m = gio.read_stategra(GBM / "STATegRa_S1.rda", GBM / "STATegRa_S1_sample_map.derived.tsv")
+    m = datasets.read_stategra(GBM / "STATegRa_S1.rda", GBM / "STATegRa_S1_sample_map.derived.tsv")
     assert m.X.shape == (169, 1740)
     counts = m.obs["label"].value_counts().to_dict()
     assert counts == {"Proneural": 52, "Neural": 24, "Classical": 37, "Mesenchymal": 56}
@@ -117,8 +118,8 @@ def test_stategra_tcga_gbm():
 
 
 def test_stategra_labels_agree_with_clanc840():
-    s = gio.read_stategra(GBM / "STATegRa_S1.rda", GBM / "STATegRa_S1_sample_map.derived.tsv")
-    c = gio.read_clanc840(GBM / "TCGA_unified_CORE_ClaNC840.txt")
+    s = datasets.read_stategra(GBM / "STATegRa_S1.rda", GBM / "STATegRa_S1_sample_map.derived.tsv")
+    c = datasets.read_clanc840(GBM / "TCGA_unified_CORE_ClaNC840.txt")
     cl = c.obs["label"]
     assert all(cl[sid] == lab for sid, lab in zip(s.samples, s.obs["label"]))
     # the map is a correlation match: the shared genes must correlate strongly per sample
@@ -131,7 +132,7 @@ def test_stategra_labels_agree_with_clanc840():
 
 
 def test_clanc840():
-    m = gio.read_clanc840(GBM / "TCGA_unified_CORE_ClaNC840.txt")
+    m = datasets.read_clanc840(GBM / "TCGA_unified_CORE_ClaNC840.txt")
     assert m.X.shape == (173, 840)
     assert m.obs["label"].value_counts().to_dict() == {"Proneural": 53, "Neural": 26, "Classical": 38, "Mesenchymal": 56}
     assert m.var["go_subtype"].value_counts().to_dict() == {"MES": 216, "PN": 178, "CL": 162, "": 155, "NL": 129}
@@ -151,7 +152,7 @@ def test_prepare_golub_anndata():
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        a = gio.prepare_dataset("golub", cfg, paths, n_neighbors=5)
+        a = datasets.prepare_dataset("golub", cfg, paths, n_neighbors=5)
     assert a.shape == (72, 7129) and a.X.dtype == np.float64
     assert isinstance(a.obs["label"].dtype, pd.CategoricalDtype)
     assert list(a.obs["split"].iloc[[0, 37, 38, 71]]) == ["train", "train", "test", "test"]
@@ -160,12 +161,12 @@ def test_prepare_golub_anndata():
 
 
 def test_tcga_patient_matching_and_drop_unlabelled():
-    tab = gio.read_labels(GBM / "TCGAbiolinks_lgg.gbm.subtype.tsv", "patient", "Original.Subtype")
-    m = gio.Matrix(
+    tab = readers.read_labels(GBM / "TCGAbiolinks_lgg.gbm.subtype.tsv", "patient", "Original.Subtype")
+    m = readers.Matrix(
         np.zeros((3, 2)), ["TCGA-02-0003-01", "TCGA.06.0132.01", "TCGA-XX-0000-01"], ["g1", "g2"],
         pd.DataFrame(index=["g1", "g2"]),
     )
-    out, rep = gio.attach_labels(m, tab, match="tcga_patient", label_map={"G-CIMP": "Proneural"}, drop_unlabelled=True)
+    out, rep = datasets.attach_labels(m, tab, match="tcga_patient", label_map={"G-CIMP": "Proneural"}, drop_unlabelled=True)
     assert out.samples == ["TCGA-02-0003-01", "TCGA.06.0132.01"]
     assert rep["n_samples_unlabelled_dropped"] == 1
     assert rep["n_label_rows_unmatched"] > 1000  # LGG patients etc. ignored
@@ -195,7 +196,7 @@ def test_u133a_config_entry_on_xena_like_file(tmp_path):
     paths = {"expression": p, "labels": GBM / "TCGAbiolinks_lgg.gbm.subtype.tsv"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        a = gio.prepare_dataset("tcga_gbm_u133a", cfg, paths, n_neighbors=2)
+        a = datasets.prepare_dataset("tcga_gbm_u133a", cfg, paths, n_neighbors=2)
     # hand-read from the table (column Original.Subtype): 02-0003 Proneural, 02-0010 and
     # 02-0014 G-CIMP, 02-0004 Mesenchymal, 06-0132 Neural, DU-7014 NA; ZZ-9999 is absent;
     # 02-0003-11 is a normal sample of a labelled patient: no tumour subtype for it
@@ -228,10 +229,10 @@ def test_generic_formats_agree(tmp_path):
             fh.write(f"{g}\tdesc {g}\t" + "\t".join(map(str, df[g])) + "\n")
     ad.AnnData(X=df.to_numpy(), obs=pd.DataFrame(index=df.index), var=pd.DataFrame(index=df.columns)).write_h5ad(tmp_path / "d.h5ad")
     got = [
-        gio.read_matrix(tmp_path / "a.tsv"),
-        gio.read_matrix(tmp_path / "b.csv.gz", orientation="samples_by_genes"),
-        gio.read_matrix(tmp_path / "c.gct"),
-        gio.read_matrix(tmp_path / "d.h5ad"),
+        readers.read_matrix(tmp_path / "a.tsv"),
+        readers.read_matrix(tmp_path / "b.csv.gz", orientation="samples_by_genes"),
+        readers.read_matrix(tmp_path / "c.gct"),
+        readers.read_matrix(tmp_path / "d.h5ad"),
     ]
     for m in got:
         assert m.samples == list(df.index) and m.genes == list(df.columns)
@@ -242,7 +243,7 @@ def test_generic_formats_agree(tmp_path):
 def test_wrong_orientation_is_not_transposed(tmp_path):
     df = _planted_frame()
     df.to_csv(tmp_path / "m.tsv", sep="\t")  # samples x genes, declared genes_by_samples
-    m = gio.read_matrix(tmp_path / "m.tsv", orientation="genes_by_samples")
+    m = readers.read_matrix(tmp_path / "m.tsv", orientation="genes_by_samples")
     assert m.samples == list(df.columns) and m.X.shape == (5, 8)
 
 
@@ -250,13 +251,13 @@ def test_check_provenance_names_vanished_or_changed_file(tmp_path):
     f = tmp_path / "m.tsv"
     f.write_text("gene\ta\n")
     prov = {"files": {"expression": {"path": str(f), "size": f.stat().st_size}}}
-    assert gio.check_provenance(prov) == {"expression": str(f)}
+    assert fetch.check_provenance(prov) == {"expression": str(f)}
     f.write_text("gene\ta\tb\n")
-    with pytest.raises(gio.DataError, match=r"m\.tsv .*has 9 bytes, 7 when fetched.*forcerun fetch_dataset"):
-        gio.check_provenance(prov)
+    with pytest.raises(readers.DataError, match=r"m\.tsv .*has 9 bytes, 7 when fetched.*forcerun fetch_dataset"):
+        fetch.check_provenance(prov)
     f.unlink()
-    with pytest.raises(gio.DataError, match=r"m\.tsv .*no longer exists"):
-        gio.check_provenance(prov)
+    with pytest.raises(readers.DataError, match=r"m\.tsv .*no longer exists"):
+        fetch.check_provenance(prov)
 
 
 # ---------------------------------------------------------------- issue 11: inputs as users have them
@@ -265,7 +266,7 @@ def test_check_provenance_names_vanished_or_changed_file(tmp_path):
 def _prepare(cfg, paths, n_neighbors=2, name="d"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        return gio.prepare_dataset(name, cfg, paths, n_neighbors=n_neighbors)
+        return datasets.prepare_dataset(name, cfg, paths, n_neighbors=n_neighbors)
 
 
 def _h5ad(path, obs=None, X=None, n=8, d=5):
@@ -283,7 +284,7 @@ def test_h5ad_labels_from_named_obs_column(tmp_path):
     cell = ["T/NK", "B", "T/NK", "B", "$x$", "B", "T/NK", "$x$"]
     p = _h5ad(tmp_path / "a.h5ad", {"cell_type": pd.Categorical(cell), "label": ["other"] * 8})
     cfg = {"expression": str(p), "label_column": "cell_type"}
-    assert gio.dataset_has_labels(cfg)
+    assert datasets.dataset_has_labels(cfg)
     a = _prepare(cfg, {"expression": p})
     assert list(a.obs["label"]) == cell
     assert a.uns["dataset"]["labelled"] is True
@@ -302,8 +303,8 @@ def test_h5ad_labels_from_named_obs_column(tmp_path):
 def test_h5ad_without_label_column_is_unlabelled_even_with_a_label_column_in_obs(tmp_path, caplog):
     p = _h5ad(tmp_path / "a.h5ad", {"label": ["c0", "c1"] * 4})
     cfg = {"expression": str(p)}
-    assert not gio.dataset_has_labels(cfg)
-    with caplog.at_level("WARNING", logger="glfs.io"):
+    assert not datasets.dataset_has_labels(cfg)
+    with caplog.at_level("WARNING", logger="glfs_workflow.datasets"):
         a = _prepare(cfg, {"expression": p})
     assert a.uns["dataset"]["labelled"] is False
     assert "label_counts" not in a.uns["dataset"]
@@ -312,14 +313,14 @@ def test_h5ad_without_label_column_is_unlabelled_even_with_a_label_column_in_obs
 
 
 def test_dataset_has_labels_follows_the_config():
-    assert gio.dataset_has_labels({"expression": "x.tsv", "labels": "l.tsv"})
-    assert not gio.dataset_has_labels({"expression": "x.tsv"})
-    assert gio.dataset_has_labels({"expression": "data/x.h5ad", "label_column": "c"})
-    assert not gio.dataset_has_labels({"expression": "data/x.h5ad"})
-    assert not gio.dataset_has_labels({"expression": "x.tsv", "label_column": "c"})  # needs a labels table
-    assert gio.dataset_has_labels({"expression": {"url": "https://h/get?id=3", "filename": "x.h5ad"}, "label_column": "c"})
-    assert gio.dataset_has_labels({"expression": "x.rda", "format": "stategra", "extra_files": {}})
-    assert gio.dataset_has_labels({"expression": "x.txt", "format": "clanc840"})
+    assert datasets.dataset_has_labels({"expression": "x.tsv", "labels": "l.tsv"})
+    assert not datasets.dataset_has_labels({"expression": "x.tsv"})
+    assert datasets.dataset_has_labels({"expression": "data/x.h5ad", "label_column": "c"})
+    assert not datasets.dataset_has_labels({"expression": "data/x.h5ad"})
+    assert not datasets.dataset_has_labels({"expression": "x.tsv", "label_column": "c"})  # needs a labels table
+    assert datasets.dataset_has_labels({"expression": {"url": "https://h/get?id=3", "filename": "x.h5ad"}, "label_column": "c"})
+    assert datasets.dataset_has_labels({"expression": "x.rda", "format": "stategra", "extra_files": {}})
+    assert datasets.dataset_has_labels({"expression": "x.txt", "format": "clanc840"})
 
 
 @pytest.mark.parametrize(
@@ -335,7 +336,7 @@ def test_dataset_has_labels_follows_the_config():
 )
 def test_h5ad_bad_labels(tmp_path, obs, cfg, match):
     p = _h5ad(tmp_path / "a.h5ad", obs)
-    with pytest.raises(gio.DataError, match=match):
+    with pytest.raises(readers.DataError, match=match):
         _prepare({"expression": str(p), **cfg}, {"expression": p})
 
 
@@ -367,13 +368,13 @@ def _counts(n=12, d=30, seed=0):
 
 
 def test_count_like_detection():
-    assert gio.looks_like_counts(_counts())
+    assert preprocessing.looks_like_counts(_counts())
     rng = np.random.default_rng(0)
-    assert not gio.looks_like_counts(np.log1p(_counts()))  # logged: not integers
-    assert not gio.looks_like_counts(rng.normal(5, 1, (10, 20)).round(3))
-    assert not gio.looks_like_counts(np.round(rng.normal(100, 300, (10, 20))))  # negative values (Golub-like)
-    assert not gio.looks_like_counts(rng.integers(0, 2, (10, 20)).astype(float))  # binary: no dynamic range
-    assert not gio.looks_like_counts(np.zeros((4, 3)))
+    assert not preprocessing.looks_like_counts(np.log1p(_counts()))  # logged: not integers
+    assert not preprocessing.looks_like_counts(rng.normal(5, 1, (10, 20)).round(3))
+    assert not preprocessing.looks_like_counts(np.round(rng.normal(100, 300, (10, 20))))  # negative values (Golub-like)
+    assert not preprocessing.looks_like_counts(rng.integers(0, 2, (10, 20)).astype(float))  # binary: no dynamic range
+    assert not preprocessing.looks_like_counts(np.zeros((4, 3)))
 
 
 def test_raw_counts_warned_and_preprocess_options(tmp_path, caplog):
@@ -382,7 +383,7 @@ def test_raw_counts_warned_and_preprocess_options(tmp_path, caplog):
     df.to_csv(tmp_path / "c.csv")
     cfg = {"expression": "c.csv", "orientation": "samples_by_genes"}
     paths = {"expression": tmp_path / "c.csv"}
-    with caplog.at_level("WARNING", logger="glfs.io"):
+    with caplog.at_level("WARNING", logger="glfs_workflow.datasets"):
         a = _prepare(cfg, paths)
     assert "look like raw counts" in caplog.text and "preprocess: normalize_log1p" in caplog.text
     assert "raw counts" in a.uns["dataset"]["warnings"]
@@ -408,7 +409,7 @@ def test_normalize_log1p_agrees_with_scanpy():
     a = ad.AnnData(X.copy())
     sc.pp.normalize_total(a)
     sc.pp.log1p(a)
-    got, _, _ = gio.preprocess(X, [f"g{j}" for j in range(X.shape[1])], "normalize_log1p")
+    got, _, _ = preprocessing.preprocess(X, [f"g{j}" for j in range(X.shape[1])], "normalize_log1p")
     np.testing.assert_allclose(got, a.X, rtol=1e-10)
 
 
@@ -420,31 +421,31 @@ def test_normalize_log1p_agrees_with_scanpy():
     ],
 )
 def test_log1p_bad_values(X, method, match):
-    with pytest.raises(gio.DataError, match=match):
-        gio.preprocess(X, ["a", "b"], method, samples=["s0", "s1"])
+    with pytest.raises(readers.DataError, match=match):
+        preprocessing.preprocess(X, ["a", "b"], method, samples=["s0", "s1"])
 
 
 @pytest.mark.parametrize("value", [0.0, 3.5])
 def test_all_constant_matrix_rejected_in_preparation(tmp_path, value):
     pd.DataFrame(np.full((4, 6), value), index=[f"g{j}" for j in range(4)], columns=[f"s{i}" for i in range(6)]).to_csv(tmp_path / "m.tsv", sep="\t")
-    with pytest.raises(gio.DataError, match=rf"m\.tsv: every one of the 4 genes is constant across the 6 samples.*nothing to select"):
+    with pytest.raises(readers.DataError, match=rf"m\.tsv: every one of the 4 genes is constant across the 6 samples.*nothing to select"):
         _prepare({"expression": "m.tsv"}, {"expression": tmp_path / "m.tsv"})
 
 
 def test_header_ids_stripped_like_row_ids(tmp_path):
     (tmp_path / "m.tsv").write_text("sample\tG1 \t G2\tG3\ns1 \t1\t2\t3\n s2\t4\t5\t7\n")
-    m = gio.read_matrix(tmp_path / "m.tsv", orientation="samples_by_genes")
+    m = readers.read_matrix(tmp_path / "m.tsv", orientation="samples_by_genes")
     assert m.genes == ["G1", "G2", "G3"] and m.samples == ["s1", "s2"]
     (tmp_path / "d.tsv").write_text("sample\tG1 \tG1\tG3\ns1\t1\t2\t3\ns2\t4\t5\t7\n")
-    with pytest.raises(gio.DataError, match=r"d\.tsv: duplicate gene ids in the header line: \['G1'\]"):
-        gio.read_matrix(tmp_path / "d.tsv", orientation="samples_by_genes")
+    with pytest.raises(readers.DataError, match=r"d\.tsv: duplicate gene ids in the header line: \['G1'\]"):
+        readers.read_matrix(tmp_path / "d.tsv", orientation="samples_by_genes")
 
 
 def test_spreadsheet_dates_and_control_characters_in_ids_warned(tmp_path, caplog):
     genes = ["1-Mar", "SEPT2", "2-Sep", "Dec-1", "G\tTAB", "G5", "G6"]
     X = np.random.default_rng(0).normal(size=(6, len(genes)))
     pd.DataFrame(X, index=[f"s{i}" for i in range(6)], columns=genes).to_csv(tmp_path / "m.csv")
-    with caplog.at_level("WARNING", logger="glfs.io"):
+    with caplog.at_level("WARNING", logger="glfs_workflow.datasets"):
         a = _prepare({"expression": "m.csv", "orientation": "samples_by_genes"}, {"expression": tmp_path / "m.csv"})
     assert list(a.var_names) == genes  # kept as given, only warned
     assert "3 gene ids look like dates a spreadsheet made from gene symbols" in caplog.text
@@ -461,15 +462,15 @@ def test_unclosed_quote_names_the_file_line(tmp_path, skip, fmt):
     bad = skip + 21  # 0-based index of file line 22 + skip
     lines[bad] = lines[bad].replace("\t1", '\t"1', 1)
     (tmp_path / f"m.{fmt}").write_text("\n".join(lines) + "\n")
-    with pytest.raises(gio.DataError, match=rf"m\.{fmt}: unclosed quote: the '\"' opened on line {bad + 1} is never closed"):
-        gio.read_matrix(tmp_path / f"m.{fmt}")
+    with pytest.raises(readers.DataError, match=rf"m\.{fmt}: unclosed quote: the '\"' opened on line {bad + 1} is never closed"):
+        readers.read_matrix(tmp_path / f"m.{fmt}")
 
 
 @pytest.mark.parametrize("name", ["../../../../x", "/tmp/abs", "a/b", "..", ".", "a\\b", "x\ny"])
 def test_file_spec_filename_must_be_a_plain_name(tmp_path, name):
     spec = {"url": "https://example.org/data.tsv", "filename": name}
-    with pytest.raises(gio.FetchError, match=r"dataset 'd' file 'expression': filename must be a plain file name"):
-        gio.resolve_file(spec, dataset="d", role="expression", download_dir=str(tmp_path / "dl"))
+    with pytest.raises(fetch.FetchError, match=r"dataset 'd' file 'expression': filename must be a plain file name"):
+        fetch.resolve_file(spec, dataset="d", role="expression", download_dir=str(tmp_path / "dl"))
     assert not any((tmp_path / "dl").rglob("*")) if (tmp_path / "dl").exists() else True
 
 
@@ -484,8 +485,8 @@ def test_disk_full_is_one_clear_error(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(ad.AnnData, "write_h5ad", full)
-    with pytest.raises(gio.DiskFullError, match=r"^no space left on device while writing .*p\.h5ad$"):
-        gio.write_h5ad_atomic(a, tmp_path / "p.h5ad")
+    with pytest.raises(files.DiskFullError, match=r"^no space left on device while writing .*p\.h5ad$"):
+        files.write_h5ad_atomic(a, tmp_path / "p.h5ad")
     assert list(tmp_path.iterdir()) == []
     # an h5py-style error (errno in the text, wrapped by anndata) is recognised too
     def wrapped(self, path, *args, **kwargs):
@@ -495,14 +496,14 @@ def test_disk_full_is_one_clear_error(tmp_path, monkeypatch):
             raise OSError(f"{e}\n\nAbove error raised while writing key 'X'") from e
 
     monkeypatch.setattr(ad.AnnData, "write_h5ad", wrapped)
-    with pytest.raises(gio.DiskFullError, match=r"no space left on device while writing"):
-        gio.write_h5ad_atomic(a, tmp_path / "p.h5ad")
-    with pytest.raises(gio.DiskFullError):
-        with gio._atomic_path(tmp_path / "t.json") as tmp:
+    with pytest.raises(files.DiskFullError, match=r"no space left on device while writing"):
+        files.write_h5ad_atomic(a, tmp_path / "p.h5ad")
+    with pytest.raises(files.DiskFullError):
+        with files._atomic_path(tmp_path / "t.json") as tmp:
             raise OSError(errno.ENOSPC, "No space left on device")
     # any other error passes through unchanged
     with pytest.raises(PermissionError):
-        with gio._atomic_path(tmp_path / "t.json") as tmp:
+        with files._atomic_path(tmp_path / "t.json") as tmp:
             raise PermissionError(errno.EACCES, "denied")
 
 
@@ -541,12 +542,13 @@ def test_scripts_report_a_full_disk_in_one_line(tmp_path, monkeypatch, restore_l
     import scipy.sparse as sp
 
     import glfs
-    from glfs._annotate import selection_meta, selection_table, write_tsv
+    from glfs_workflow.files import write_tsv
+    from glfs_workflow.tables import selection_meta, selection_table
 
     scripts = RES.parent / "scripts"
     df = _planted_frame()
     df.T.to_csv(tmp_path / "m.tsv", sep="\t")
-    prov = gio.fetch_dataset_files("d", {"expression": str(tmp_path / "m.tsv")})
+    prov = fetch.fetch_dataset_files("d", {"expression": str(tmp_path / "m.tsv")})
     (tmp_path / "prov.json").write_text(json.dumps(prov))
     monkeypatch.setattr(ad.AnnData, "write_h5ad", _enospc)
     mod = runpy.run_path(str(scripts / "prepare_dataset.py"))

@@ -1,0 +1,69 @@
+"""Write a :class:`glfs.Selection` and a graph into an AnnData (the layout of :func:`glfs.tl.select`).
+
+- ``var[f"{key}_score"]`` float, ``var[f"{key}_rank"]`` int (1 = best),
+  ``var[key]`` bool (selected), ``var[f"{key}_weight"]`` for methods with weights
+  (so ``var["glfs_weight"]`` for the well-posed GLFS),
+- ``uns[key]["params"]`` plain values,
+- ``obsp["patient_similarity"]`` the graph (when given).
+
+The workflow's ``annotate`` step writes its ``.h5ad`` with the same functions.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from ._result import Selection
+from .api import _plain
+
+log = logging.getLogger(__name__)
+
+
+GRAPH_KEY = "patient_similarity"
+
+
+def write_selection(
+    adata,
+    sel: Selection,
+    *,
+    key: str | None = None,
+    weight_key: str | None = None,
+    uns_params: dict | None = None,
+) -> None:
+    """Write a precomputed Selection into ``adata.var`` / ``adata.uns`` (layout of glfs.tl.select).
+
+    ``weight_key`` names the ``var`` column of the weights (methods with
+    weights only); default ``f"{key}_weight"``.  Everything is validated before anything is written, so a failure leaves
+    ``adata`` unchanged.
+    """
+    key = key or sel.method
+    if adata.n_vars != sel.n_features_in:
+        msg = f"selection {sel.method!r} covers {sel.n_features_in} genes; adata has {adata.n_vars}"
+        raise ValueError(msg)
+    params = {
+        "method": sel.method,
+        "n_selected": int(np.sum(sel.selected)),
+        "higher_is_better": bool(sel.higher_is_better),
+        **{k: _plain(v) for k, v in sel.params.items() if v is not None},
+        **(uns_params or {}),
+    }
+    params = {k: v for k, v in params.items() if v is not None}
+    score = np.asarray(sel.scores, dtype=np.float64)
+    rank = sel.rank
+    selected = np.asarray(sel.selected, dtype=bool)
+    adata.var[f"{key}_score"] = score
+    adata.var[f"{key}_rank"] = rank
+    adata.var[key] = selected
+    if sel.weights is not None:
+        adata.var[weight_key or f"{key}_weight"] = np.asarray(sel.weights)
+    adata.uns[key] = {"params": params}
+
+
+def write_graph(adata, W, *, key: str = GRAPH_KEY) -> None:
+    """Store the patient-similarity graph in ``adata.obsp[key]`` (default ``"patient_similarity"``)."""
+    if W.shape != (adata.n_obs, adata.n_obs):
+        msg = f"graph must be ({adata.n_obs}, {adata.n_obs}); got {W.shape}"
+        raise ValueError(msg)
+    adata.obsp[key] = W.tocsr()

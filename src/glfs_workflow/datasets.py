@@ -1,0 +1,498 @@
+"""The workflow's datasets: the vendored readers (Golub, STATegRa GBM, ClaNC840), label matching, preparation.
+
+:func:`prepare_dataset` reads, labels, preprocesses and checks one dataset of
+the config and returns an AnnData (obs = samples, var = genes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from glfs.preprocessing import looks_like_counts, preprocess
+from glfs.readers import (
+    _NA_STRINGS,
+    DataError,
+    Matrix,
+    _check_unique,
+    _read_raw_table,
+    _read_text,
+    _to_float,
+    id_warnings,
+    infer_format,
+    read_labels,
+    read_matrix,
+    read_table,
+)
+
+from .fetch import _spec, is_url
+
+log = logging.getLogger(__name__)
+
+
+def expression_format(cfg: dict) -> str | None:
+    """The reader a dataset config selects, from ``format`` or the file name; None if unknown.
+
+    Works on the config alone (no file is opened), so the workflow can decide
+    at DAG-building time what :func:`prepare_dataset` will do.  The name is the
+    file spec's ``filename`` when given, else the path or URL path.
+    """
+    fmt = cfg.get("format", "auto") or "auto"
+    if fmt != "auto":
+        return fmt
+    spec = _spec(cfg["expression"])
+    for name in (spec.get("filename"), spec.get("url")):
+        if name:
+            name = urllib.parse.urlparse(name).path if is_url(name) else name
+            with contextlib.suppress(DataError):
+                return infer_format(name)
+    return None
+
+
+def dataset_has_labels(cfg: dict) -> bool:
+    """Whether a dataset has class labels, from its config alone.
+
+    True with a ``labels`` table; for the stategra and clanc840 readers (the
+    labels are in the file); for an ``.h5ad`` whose config names an ``obs``
+    column with ``label_column``.  An ``.h5ad`` without ``label_column`` is
+    unlabelled even if its ``obs`` has a column called ``label``:
+    :func:`prepare_dataset` says so in a warning.  The workflow (rules
+    ``common.smk``) and :func:`prepare_dataset` both decide with this function.
+    """
+    if cfg.get("labels"):
+        return True
+    fmt = expression_format(cfg)
+    if fmt in ("stategra", "clanc840"):
+        return True
+    return fmt == "h5ad" and cfg.get("label_column") is not None
+
+
+def _read_golub_part(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One Golub CSV -> (values genes x patients (columns = patient int), annotation)."""
+    text = _read_text(path)
+    if not text.strip():
+        msg = f"{path}: file is empty"
+        raise DataError(msg)
+    df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    need = ["Gene Description", "Gene Accession Number"]
+    for c in need:
+        if c not in df.columns:
+            msg = f"{path}: column {c!r} missing; expected the Golub/Broad layout {need} + (patient, call) pairs"
+            raise DataError(msg)
+    cols = [c for c in df.columns if c not in need]
+    values = [c for c in cols if not str(c).startswith("call")]
+    for c in values:
+        if not str(c).strip().isdigit():
+            msg = f"{path}: column {c!r} is neither a patient number nor a 'call' column"
+            raise DataError(msg)
+    probes = df["Gene Accession Number"].str.strip().tolist()
+    _check_unique(probes, path, "probe", "column 'Gene Accession Number'")
+    patients = [int(c) for c in values]
+    _check_unique(patients, path, "patient", "the header line")
+    X = _to_float(df[values], path, probes, [str(p) for p in patients], "probe", "patient", 2)
+    vals = pd.DataFrame(X, index=probes, columns=patients)
+    ann = pd.DataFrame({"probe_id": probes, "description": df["Gene Description"].tolist()}, index=probes)
+    return vals, ann
+
+
+def read_golub(train, independent, labels=None, *, train_patients=None) -> Matrix:
+    """Golub et al. (1999) ALL/AML: 72 patients x 7129 probes in patient order.
+
+    ``train`` and ``independent`` are the Broad/Kaggle CSVs (Gene Description,
+    Gene Accession Number, then a value and a ``call`` column per patient; the
+    column order is not patient order).  ``labels`` is ``actual.csv``
+    (``patient``, ``cancer``).  Patients are sorted 1..72; obs ``patient``
+    (int), ``split`` (``train`` for ``train_patients``, default 1-38, else
+    ``test``) and, with labels, ``label`` (ALL/AML).  Values are the raw
+    "average difference" intensities (not logged).
+    """
+    train, independent = Path(train), Path(independent)
+    v1, a1 = _read_golub_part(train)
+    v2, a2 = _read_golub_part(independent)
+    if list(a1.index) != list(a2.index):
+        msg = f"{independent}: probe ids (column 'Gene Accession Number') differ from those of {train}; expected the same probes in the same order"
+        raise DataError(msg)
+    both = set(v1.columns) & set(v2.columns)
+    if both:
+        msg = f"{independent}: patients {sorted(both)[:10]} also appear in {train}; each patient must be in one file"
+        raise DataError(msg)
+    vals = pd.concat([v1, v2], axis=1)
+    vals = vals[sorted(vals.columns)]
+    patients = list(vals.columns)
+    if train_patients is None:
+        train_patients = list(range(1, 39))
+    tp = set(int(p) for p in train_patients)
+    unknown = sorted(tp - set(patients))
+    if unknown:
+        msg = f"split.train_patients names patients {unknown[:10]} that are in neither {train} nor {independent}"
+        raise DataError(msg)
+    samples = [str(p) for p in patients]
+    obs = pd.DataFrame(
+        {"patient": np.array(patients, dtype=np.int64), "split": ["train" if p in tp else "test" for p in patients]},
+        index=samples,
+    )
+    m = Matrix(vals.to_numpy(dtype=np.float64).T.copy(), samples, list(a1.index), a1.copy(), obs)
+    return m
+
+
+def read_stategra(rda, sample_map) -> Matrix:
+    """STATegRa_S1.rda ``Block1`` (1740 genes x 169 samples) with real TCGA ids.
+
+    Labels come from ``ed$classname`` (Verhaak 2010 subtype).  The anonymised
+    ``sampleN`` columns are renamed to TCGA sample ids with the derived map
+    (``stategra_sample`` -> ``tcga_sample``); the map's ``stategra_classname``
+    must agree with ``ed$classname``.  obs: ``label``, ``stategra_sample``;
+    var: ``gene_symbol``.
+    """
+    import rdata
+
+    rda = Path(rda)
+    try:
+        conv = rdata.conversion.convert(rdata.parser.parse_file(rda))
+    except Exception as exc:  # noqa: BLE001 - rdata raises many types
+        msg = f"{rda}: cannot read as an R data file ({type(exc).__name__}: {exc})"
+        raise DataError(msg) from None
+    for key in ("Block1", "ed"):
+        if key not in conv:
+            msg = f"{rda}: object {key!r} missing; found {sorted(conv)}"
+            raise DataError(msg)
+    b = conv["Block1"]
+    genes = [str(g) for g in b.coords[b.dims[0]].values]
+    anon = [str(s) for s in b.coords[b.dims[1]].values]
+    X = np.asarray(b.values, dtype=np.float64).T.copy()
+    _check_unique(genes, rda, "gene", "Block1 row names")
+    _check_unique(anon, rda, "sample", "Block1 column names")
+    if not np.isfinite(X).all():
+        i, j = np.argwhere(~np.isfinite(X))[0]
+        msg = f"{rda}: non-finite value in Block1 at gene {genes[j]!r}, sample {anon[i]!r}"
+        raise DataError(msg)
+    ed = conv["ed"]
+    if "classname" not in ed.columns:
+        msg = f"{rda}: data frame 'ed' has no column 'classname'; found {list(ed.columns)}"
+        raise DataError(msg)
+    cls = ed["classname"].astype(str)
+    missing = [s for s in anon if s not in cls.index]
+    if missing:
+        msg = f"{rda}: samples {missing[:5]} of Block1 have no row in 'ed'"
+        raise DataError(msg)
+    sample_map = Path(sample_map)
+    mp = read_table(sample_map)
+    for c in ("stategra_sample", "tcga_sample"):
+        if c not in mp.columns:
+            msg = f"{sample_map}: column {c!r} missing; found {list(mp.columns)}"
+            raise DataError(msg)
+    mp = mp.set_index("stategra_sample")
+    nomap = [s for s in anon if s not in mp.index]
+    if nomap:
+        msg = f"{sample_map}: no row (column 'stategra_sample') for Block1 samples {nomap[:5]} ({len(nomap)} missing)"
+        raise DataError(msg)
+    if "stategra_classname" in mp.columns:
+        bad = [s for s in anon if mp.loc[s, "stategra_classname"] != cls[s]]
+        if bad:
+            msg = f"{sample_map}: column 'stategra_classname' disagrees with {rda} ed$classname for {bad[:5]}"
+            raise DataError(msg)
+    tcga = [str(mp.loc[s, "tcga_sample"]) for s in anon]
+    _check_unique(tcga, sample_map, "sample", "column 'tcga_sample'")
+    obs = pd.DataFrame({"label": [cls[s] for s in anon], "stategra_sample": anon}, index=tcga)
+    var = pd.DataFrame({"gene_symbol": genes}, index=genes)
+    return Matrix(X, tcga, genes, var, obs)
+
+
+def read_clanc840(path) -> Matrix:
+    """Verhaak's TCGA_unified_CORE_ClaNC840.txt: 173 samples x 840 genes.
+
+    Line 1: ``CLID``, a description column, then sample ids; line 2
+    (``Subtype``): the subtype of each sample (-> obs ``label``); then one line
+    per gene (symbol, GO subtype tag -> var ``go_subtype``, values).
+    """
+    path = Path(path)
+    df = _read_raw_table(path, "\t")
+    if df.shape[0] < 3 or df.shape[1] < 3:
+        msg = f"{path}: expected a header line, a 'Subtype' line and gene lines with >= 3 columns; got {df.shape[0]} lines x {df.shape[1]} columns"
+        raise DataError(msg)
+    header = df.iloc[0].tolist()
+    samples = [str(s).strip() for s in header[2:]]
+    sub = df.iloc[1]
+    if str(sub.iloc[0]).strip() != "Subtype":
+        msg = f"{path}: line 2 must start with 'Subtype' (the subtype of each sample); got {sub.iloc[0]!r}"
+        raise DataError(msg)
+    labels = [str(x).strip() for x in sub.iloc[2:].tolist()]
+    body = df.iloc[2:]
+    genes = body.iloc[:, 0].astype(str).str.strip().tolist()
+    _check_unique(samples, path, "sample", "the header line")
+    _check_unique(genes, path, "gene", "the first column")
+    X = _to_float(body.iloc[:, 2:], path, genes, samples, "gene", "sample", 3)
+    obs = pd.DataFrame({"label": labels}, index=samples)
+    var = pd.DataFrame({"gene_symbol": genes, "go_subtype": body.iloc[:, 1].fillna("").astype(str).tolist()}, index=genes)
+    return Matrix(X.T.copy(), samples, genes, var, obs)
+
+
+def _tcga_key(s: str) -> str | None:
+    """Patient barcode of a TCGA id; None for a non-primary-tumour sample.
+
+    ``TCGA-02-0003`` -> itself; ``TCGA-02-0003-01A-01`` (sample type 01,
+    primary solid tumour) -> ``TCGA-02-0003``; other sample types (02
+    recurrent, 10-19 normal, ...) -> None, so a patient's subtype is never
+    given to a normal or recurrent sample.
+    """
+    t = str(s).replace(".", "-").upper()
+    if len(t) >= 15 and t[12] == "-" and t[13:15].isdigit() and t[13:15] != "01":
+        return None
+    return t[:12]
+
+
+def attach_labels(
+    m: Matrix,
+    labels: pd.Series,
+    *,
+    path="labels",
+    match: str = "exact",
+    label_map: dict | None = None,
+    drop_unlabelled: bool = False,
+) -> tuple[Matrix, dict]:
+    """Put ``labels`` into ``m.obs['label']``; return (matrix, report dict).
+
+    Strict by default: a sample without a label, and a label row for a sample
+    that is not in the matrix, are errors that list the ids.  With
+    ``drop_unlabelled``, unlabelled samples are dropped and extra rows are
+    ignored; both counts go into the report.
+    """
+    label_map = dict(label_map or {})
+    samples = list(m.samples)
+    if match == "tcga_patient":
+        keyed = {}
+        for sid, lab in labels.items():
+            keyed.setdefault(_tcga_key(sid), lab)
+        keys = [_tcga_key(s) for s in samples]
+        lab_index = set(keyed)
+        if any(k is None for k in keys):
+            log.info("%s: %d non-primary-tumour samples (TCGA sample type != 01) get no label", path, sum(k is None for k in keys))
+    else:
+        keyed = labels.to_dict()
+        keys = samples
+        lab_index = set(labels.index)
+    values = [keyed.get(k, np.nan) for k in keys]
+    values = [label_map.get(v, v) if isinstance(v, str) else v for v in values]
+    missing = [s for s, v in zip(samples, values) if not isinstance(v, str)]
+    extra = sorted(lab_index - {k for k in keys if k is not None})
+    report = {"n_label_rows_unmatched": len(extra), "n_samples_unlabelled_dropped": 0}
+    if extra and not drop_unlabelled:
+        msg = f"{path}: labels for {len(extra)} samples that are not in the expression matrix: {extra[:10]}; every labelled sample must be in the matrix (or set drop_unlabelled: true)"
+        raise DataError(msg)
+    if missing:
+        if not drop_unlabelled:
+            msg = f"{path}: no label for {len(missing)} of {len(samples)} samples: {missing[:10]}; every sample needs a label (or set drop_unlabelled: true)"
+            raise DataError(msg)
+        keep = np.array([isinstance(v, str) for v in values])
+        log.warning("%s: dropping %d unlabelled samples: %s", path, len(missing), missing[:10])
+        report["n_samples_unlabelled_dropped"] = len(missing)
+        m = Matrix(
+            m.X[keep], [s for s, k in zip(samples, keep) if k], m.genes, m.var,
+            None if m.obs is None else m.obs.loc[[s for s, k in zip(samples, keep) if k]],
+        )
+        values = [v for v, k in zip(values, keep) if k]
+    if extra:
+        log.warning("%s: ignored %d label rows for samples not in the matrix", path, len(extra))
+    obs = m.obs.copy() if m.obs is not None else pd.DataFrame(index=pd.Index(m.samples))
+    obs["label"] = values
+    m.obs = obs
+    return m, report
+
+
+def _h5ad_labels(m: Matrix, expr, cfg: dict) -> tuple[Matrix, dict]:
+    """Labels of an .h5ad from the ``obs`` column named by ``label_column``.
+
+    A column that does not exist, or samples without a label (NaN, empty or
+    an NA spelling), are errors naming the column and the samples (or, with
+    ``drop_unlabelled``, the samples are dropped), as for a labels table.
+    """
+    col = cfg["label_column"]
+    where = f"{expr}: obs column {col!r} (config key label_column)"
+    if m.obs is None or col not in m.obs.columns:
+        cols = [] if m.obs is None else list(m.obs.columns)
+        msg = f"{where} not found; obs columns are {cols[:20]}"
+        raise DataError(msg)
+    raw = m.obs[col]
+    text = raw.astype(object).where(raw.notna(), None)
+    values = [None if v is None else str(v).strip() for v in text]
+    values = [np.nan if v is None or v.lower() in _NA_STRINGS else v for v in values]
+    if col != "label" and "label" in m.obs.columns:
+        log.warning("%s: obs column 'label' is replaced by the labels of column %r", expr, col)
+    labels = pd.Series(values, index=pd.Index(m.samples), name="label", dtype=object)
+    return attach_labels(
+        m, labels, path=where, label_map=cfg.get("label_map"),
+        drop_unlabelled=bool(cfg.get("drop_unlabelled", False)),
+    )
+
+
+def _plain(x):
+    """Make a value storable in AnnData.uns (no None; nested plain types)."""
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items() if v is not None}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x if v is not None]
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating,)):
+        return float(x)
+    return x
+
+
+def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int | None = 5, provenance: dict | None = None):
+    """Read, label, preprocess and check one dataset; return an AnnData.
+
+    Parameters
+    ----------
+    name : dataset key.
+    cfg : the dataset's config entry (see workflow/schemas/config.schema.yaml).
+    paths : role -> local path (``expression``, optional ``labels``, extra files).
+    n_neighbors : the graph's k (config ``graph.n_neighbors``); at least
+        ``n_neighbors + 1`` samples are required.  None: no such check (the
+        workflow's build_graph makes it, so that a graph setting is not a
+        parameter of the preparation).
+    provenance : fetched-file records, stored in ``uns['dataset']['files']``.
+
+    Returns
+    -------
+    AnnData with X dense float64 (n_samples, n_genes), obs_names = sample ids,
+    ``obs['label']`` categorical when labelled, ``uns['dataset']`` plain values.
+    """
+    import anndata as ad
+
+    fmt = cfg.get("format", "auto") or "auto"
+    expr = Path(paths["expression"])
+    if fmt == "golub":
+        if "independent" not in paths:
+            msg = f"datasets.{name}.extra_files.independent is required for format 'golub'"
+            raise DataError(msg)
+        split = cfg.get("split") or {}
+        m = read_golub(expr, paths["independent"], train_patients=split.get("train_patients"))
+    elif fmt == "stategra":
+        if "sample_map" not in paths:
+            msg = f"datasets.{name}.extra_files.sample_map is required for format 'stategra'"
+            raise DataError(msg)
+        m = read_stategra(expr, paths["sample_map"])
+    elif fmt == "clanc840":
+        m = read_clanc840(expr)
+    else:
+        m = read_matrix(expr, fmt=fmt, orientation=cfg.get("orientation", "genes_by_samples"))
+
+    notes = []
+    label_report = {}
+    labelled = True
+    is_h5ad = fmt not in ("golub", "stategra", "clanc840") and infer_format(expr, fmt) == "h5ad"
+    if paths.get("labels"):
+        labels = read_labels(paths["labels"], cfg.get("sample_column", "sample"), cfg.get("label_column", "label"))
+        m, label_report = attach_labels(
+            m, labels, path=paths["labels"], match=cfg.get("labels_match", "exact"),
+            label_map=cfg.get("label_map"), drop_unlabelled=bool(cfg.get("drop_unlabelled", False)),
+        )
+    elif is_h5ad and cfg.get("label_column") is not None:
+        m, label_report = _h5ad_labels(m, expr, cfg)
+    elif fmt in ("stategra", "clanc840") and m.obs is not None and "label" in m.obs:
+        lm = cfg.get("label_map") or {}
+        m.obs["label"] = [lm.get(v, v) for v in m.obs["label"]]
+    else:
+        labelled = False
+        if m.obs is not None and "label" in m.obs:
+            note = (
+                f"obs column 'label' is not used as class labels: datasets.{name}.label_column is not set, "
+                f"so the dataset is unlabelled (set label_column: label to evaluate against it)"
+            )
+            log.warning("%s: %s", expr, note)
+            notes.append(note)
+
+    n, d = m.X.shape
+    if n < 2:
+        msg = f"{expr}: only {n} sample(s); at least 2 are needed (check `orientation`: {cfg.get('orientation', 'genes_by_samples')})"
+        raise DataError(msg)
+    if n_neighbors is not None and n <= n_neighbors:
+        msg = f"{expr}: {n} samples but graph.n_neighbors = {n_neighbors}; a kNN graph needs more samples than neighbours (lower graph.n_neighbors or add samples)"
+        raise DataError(msg)
+    if n > d:
+        note = f"{n} samples > {d} genes: orientation {cfg.get('orientation', 'genes_by_samples')!r} kept as configured (not transposed); check it is right"
+        log.warning("%s: %s", expr, note)
+        notes.append(note)
+
+    for kind, ids in (("gene", m.genes), ("sample", m.samples)):
+        for note in id_warnings(ids, kind):
+            log.warning("%s: %s", expr, note)
+            notes.append(note)
+    method = cfg.get("preprocess", "none") or "none"
+    if method == "none" and looks_like_counts(m.X):
+        pos = m.X[m.X > 0]
+        note = (
+            f"values look like raw counts (non-negative integers up to {m.X.max():.4g}, "
+            f"{m.X.max() / np.median(pos):.3g} times the median non-zero value {np.median(pos):.4g}): "
+            "distances, variances and GLFS are then driven by a few very highly expressed genes; "
+            f"set datasets.{name}.preprocess: normalize_log1p (library-size normalisation + log1p) "
+            "or log1p (docs/data.md)"
+        )
+        log.warning("%s: %s", expr, note)
+        notes.append(note)
+    X, keep, used = preprocess(m.X, m.genes, method, cfg.get("preprocess_params"), samples=m.samples)
+    var = m.var.loc[np.asarray(m.genes)[keep]].copy() if not keep.all() else m.var.copy()
+    if not keep.all():
+        log.info("preprocess %s kept %d of %d genes", method, int(keep.sum()), d)
+    const = np.ptp(X, axis=0) == 0
+    const_names = list(np.asarray(var.index)[const])
+    if const.all():
+        zero = " (all zero)" if not X.any() else ""
+        msg = (
+            f"{expr}: every one of the {X.shape[1]} genes is constant across the {n} samples{zero}; "
+            "nothing to select (check the file, `orientation` and `preprocess`)"
+        )
+        raise DataError(msg)
+    if const.any():
+        log.warning("%s: %d constant genes (allowed; they get NaN scores from score-based methods): %s", expr, len(const_names), const_names[:10])
+
+    obs = m.obs.copy() if m.obs is not None else pd.DataFrame(index=pd.Index(m.samples))
+    obs.index = pd.Index([str(s) for s in m.samples])
+    if labelled:
+        obs["label"] = pd.Categorical(obs["label"].astype(str))
+        n_classes = int(obs["label"].nunique())
+        nc = cfg.get("n_clusters")
+        if nc is not None and nc > n:
+            msg = f"datasets.{name}.n_clusters = {nc} exceeds the {n} samples"
+            raise DataError(msg)
+    var.index = pd.Index([str(g) for g in var.index])
+    for c in var.columns:
+        if var[c].dtype == object:
+            var[c] = var[c].astype(str)
+    for c in obs.columns:
+        if obs[c].dtype == object:
+            obs[c] = obs[c].astype(str)
+
+    info = {
+        "name": name,
+        "format": fmt,
+        "n_samples": int(n),
+        "n_genes": int(X.shape[1]),
+        "n_genes_raw": int(d),
+        "labelled": bool(labelled),
+        "n_clusters": int(cfg.get("n_clusters") or (n_classes if labelled else 0)),
+        "preprocess": method,
+        "preprocess_params": used,
+        "orientation": cfg.get("orientation", "genes_by_samples"),
+        "note": cfg.get("note", ""),
+        "n_constant_genes": len(const_names),
+        "constant_genes": ", ".join(const_names[:50]),
+        "warnings": "; ".join(notes),
+        "labels": label_report,
+        "files": {k: {kk: vv for kk, vv in v.items()} for k, v in (provenance or {}).get("files", {}).items()},
+    }
+    if labelled:
+        # two parallel lists, not a dict: labels may hold "/" (an HDF5 group separator) or anything else
+        counts = obs["label"].value_counts().sort_index()
+        info["label_counts"] = {"labels": [str(k) for k in counts.index], "counts": [int(v) for v in counts.to_numpy()]}
+    adata = ad.AnnData(X=np.ascontiguousarray(X, dtype=np.float64), obs=obs, var=var)
+    adata.uns["dataset"] = _plain(info)
+    return adata

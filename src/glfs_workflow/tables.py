@@ -1,0 +1,121 @@
+"""Selection tables of the workflow: ``results/{dataset}/selection/{method}.tsv`` and its JSON sidecar.
+
+Table layout: one row per gene in ``var`` order, columns ``gene, score, rank,
+selected, weight`` (weight NaN for methods without weights).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+
+from glfs._anndata import GRAPH_KEY, write_selection
+from glfs._result import Selection, make_selection
+from glfs.api import _plain
+
+log = logging.getLogger(__name__)
+
+
+TABLE_COLUMNS = ["gene", "score", "rank", "selected", "weight"]
+
+
+def selection_table(sel: Selection, genes) -> pd.DataFrame:
+    """Per-gene table of a Selection: gene, score, rank (1 = best), selected, weight."""
+    genes = np.asarray(genes).astype(str)
+    if genes.shape != (sel.n_features_in,):
+        msg = f"genes must have one name per feature ({sel.n_features_in}); got shape {genes.shape}"
+        raise ValueError(msg)
+    weight = np.full(genes.size, np.nan) if sel.weights is None else np.asarray(sel.weights)
+    return pd.DataFrame(
+        {
+            "gene": genes,
+            "score": np.asarray(sel.scores),
+            "rank": sel.rank,
+            "selected": np.asarray(sel.selected),
+            "weight": weight,
+        }
+    )
+
+
+def selection_meta(sel: Selection, *, n_features, graph: str) -> dict:
+    """Plain-value record of a Selection's parameters and diagnostics (the JSON sidecar)."""
+    return {
+        "method": sel.method,
+        "n_features": -1 if n_features is None else int(n_features),
+        "n_selected": int(np.sum(sel.selected)),
+        "higher_is_better": bool(sel.higher_is_better),
+        "has_weights": sel.weights is not None,
+        "graph": graph,
+        "params": {k: _plain(v) for k, v in sel.params.items() if v is not None},
+        "extra": {k: _plain(v) for k, v in sel.extra.items()},
+    }
+
+
+def selection_from_table(df: pd.DataFrame, meta: dict) -> Selection:
+    """Rebuild a Selection from its table and JSON sidecar (inverse of the two above)."""
+    missing = [c for c in TABLE_COLUMNS if c not in df.columns]
+    if missing:
+        msg = f"selection table must have columns {TABLE_COLUMNS}; missing {missing}"
+        raise ValueError(msg)
+    rank = df["rank"].to_numpy(dtype=np.int64)
+    ranking = np.argsort(rank, kind="stable")
+    weights = df["weight"].to_numpy(dtype=np.float64) if meta.get("has_weights") else None
+    return make_selection(
+        meta["method"],
+        df["score"].to_numpy(dtype=np.float64),
+        higher_is_better=bool(meta["higher_is_better"]),
+        n_features=None,
+        ranking=ranking,
+        selected=df["selected"].astype(bool).to_numpy(),
+        weights=weights,
+        params=meta.get("params", {}),
+    )
+
+
+def path_table(meta: dict) -> pd.DataFrame | None:
+    """The GLFS lam path from a selection's diagnostics, as columns lam, n_selected, objective.
+
+    Accepts ``extra["path"]`` as a list of ``(lam, n_selected, objective)``
+    rows (glfs.gradient), a list of records, or a mapping of equal-length
+    lists; returns None when the method recorded no path.
+    """
+    path = (meta.get("extra") or {}).get("path")
+    if path is None:
+        return None
+    if isinstance(path, (list, tuple)) and path and isinstance(path[0], (list, tuple)):
+        df = pd.DataFrame([list(p)[:3] for p in path], columns=["lam", "n_selected", "objective"][: len(path[0])])
+    else:
+        df = pd.DataFrame(path)
+    if "n_nonzero" in df and "n_selected" not in df:
+        df = df.rename(columns={"n_nonzero": "n_selected"})
+    if "lam" not in df or "n_selected" not in df:
+        log.warning("GLFS path has columns %s; expected lam and n_selected", list(df.columns))
+        return None
+    if "objective" not in df:
+        df["objective"] = np.nan
+    cols = ["lam", "n_selected", "objective"]
+    return df[cols + [c for c in df.columns if c not in cols]]
+
+
+def annotate_selection(adata, df: pd.DataFrame, meta: dict, *, table="selection table", source="the AnnData") -> str:
+    """Write one method's selection table and sidecar into ``adata`` as :func:`glfs.tl.select` writes it.
+
+    ``var[m]``, ``var[f"{m}_score"]``, ``var[f"{m}_rank"]``, ``var[f"{m}_weight"]``
+    (methods with weights) and ``uns[m]["params"]`` for the method ``m`` of
+    ``meta``; the table's genes must be ``adata.var_names`` in order.  Returns ``m``.
+    """
+    if list(df["gene"]) != list(adata.var_names):  # read_tsv reads ids as exact text
+        diff = [i for i, (a, b) in enumerate(zip(df["gene"], adata.var_names)) if a != b]
+        where = f"row {diff[0] + 2}: {df['gene'].iloc[diff[0]]!r} vs {adata.var_names[diff[0]]!r}" if diff else f"{len(df)} rows vs {adata.n_vars} genes"
+        msg = f"{table}: genes differ from {source} var_names ({where})"
+        raise ValueError(msg)
+    sel = selection_from_table(df, meta)
+    write_selection(
+        adata,
+        sel,
+        key=sel.method,
+        uns_params={"n_features": meta["n_features"], "graph": f"obsp:{GRAPH_KEY}" if meta["graph"] != "none" else "none"},
+    )
+    return sel.method

@@ -1,0 +1,265 @@
+"""Scalar parameters of every public entry point: one table of bad values, one of edge values that must pass.
+
+Each bad row is (entry point, argument, bad value, exception, message pattern).  Every
+message names the argument and the expected form (house style); the value given is
+in the message too.  A wrong type raises an error that is both a ``TypeError`` and a
+``ValueError`` (the library raised ``ValueError`` for every bad parameter before it
+used ``sklearn.utils.check_scalar``, so ``except ValueError`` keeps working).
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import glfs
+from glfs.baselines import q_alpha, spca_score
+from glfs.design import glfs_design
+from glfs.gradient import glfs_objective, glfs_path, laprls_fit
+from glfs.lkr import lkr_coefficients, lkr_score
+from glfs.optimal import lapaofs, optimal_design_greedy
+from glfs.ufi import ufi
+
+NAN, INF = float("nan"), float("inf")
+
+
+def _data(n=20, d=10, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    W = glfs.similarity_graph(X, n_neighbors=3)
+    return X, W
+
+
+X, W = _data()
+Y = np.repeat([0, 1], 10)
+
+# entry point -> call with valid arguments, overridden by the row's argument
+CALLS = {
+    "glfs_objective": lambda **kw: glfs_objective(np.ones(X.shape[1]), X, W, **kw),
+    "glfs": lambda **kw: glfs.glfs(X, W, **{"n_lams": 2, "max_iter": 20, **kw}),
+    "glfs_path": lambda **kw: glfs_path(X, W, **{"n_lams": 2, "max_iter": 20, **kw}),
+    "laprls_fit": lambda **kw: laprls_fit(X[:, :3], Y.astype(float), W, **kw),
+    "glfs_design": lambda **kw: glfs_design(X, W, **{"n_features_to_select": 3, **kw}),
+    "lapaofs": lambda **kw: lapaofs(X, W, **{"n_features": 3, **kw}),
+    "optimal_design_greedy": lambda **kw: optimal_design_greedy(X, W, **{"n_features": 3, **kw}),
+    "lkr_score": lambda **kw: lkr_score(X, **kw),
+    "lkr_coefficients": lambda **kw: lkr_coefficients(X, W, **kw),
+    "ufi": lambda **kw: ufi(X[:8], **{"n_features": 3, **kw}),
+    "spca_score": lambda **kw: spca_score(X, **kw),
+    "q_alpha": lambda **kw: q_alpha(X, **kw),
+    "select": lambda **kw: glfs.select(X, **{"method": "variance", "n_features": 3, **kw}),
+    "GLFSClassifier.fit": lambda **kw: glfs.GLFSClassifier(**{"n_genes_grid": (2,), "cv": 2, **kw}).fit(X, Y),
+    "FeatureSelector.fit": lambda **kw: glfs.FeatureSelector(**kw).fit(X),
+}
+
+# (entry point, argument, bad value, exception, start of the message)
+V, T = ValueError, TypeError
+BAD = [
+    # gradient.py: lambdas, lam, start level, path and search parameters
+    ("glfs_objective", "lambda1", -1.0, V, "lambda1 must be a non-negative number"),
+    ("glfs_objective", "lambda1", NAN, V, "lambda1 must be a non-negative number"),
+    ("glfs_objective", "lambda1", "a", T, "lambda1 must be a non-negative number"),
+    ("glfs_objective", "lambda1", None, T, "lambda1 must be a non-negative number"),
+    ("glfs_objective", "lambda2", 0.0, V, "lambda2 must be a positive number"),
+    ("glfs_objective", "lambda2", INF, V, "lambda2 must be a positive number"),
+    ("glfs_objective", "lam", -0.5, V, "lam must be a non-negative number"),
+    ("glfs_objective", "lambda2", True, T, "lambda2 must be a positive number"),  # was read as 1.0 before
+    ("glfs_path", "lambda1", -1.0, V, "lambda1 must be a non-negative number"),
+    ("glfs_path", "lambda2", -1.0, V, "lambda2 must be a positive number"),
+    ("glfs_path", "max_iter", 0, V, "max_iter must be a positive integer"),
+    ("glfs_path", "max_iter", 2.5, T, "max_iter must be a positive integer"),
+    ("glfs_path", "max_iter", True, T, "max_iter must be a positive integer"),
+    ("glfs_path", "n_lams", 0, V, "n_lams must be a positive integer"),
+    ("glfs_path", "n_lams", 2.0, T, "n_lams must be a positive integer"),
+    ("glfs_path", "n_lams", True, T, "n_lams must be a positive integer"),
+    ("glfs_path", "lam_ratio", 0.0, V, r"lam_ratio must be a number in \(0, 1\)"),
+    ("glfs_path", "lam_ratio", 1.0, V, r"lam_ratio must be a number in \(0, 1\)"),
+    ("glfs_path", "lam_ratio", NAN, V, r"lam_ratio must be a number in \(0, 1\)"),
+    ("glfs_path", "search_C", 1.5, V, "search_C must be a number >= 2"),
+    ("glfs_path", "beta_init", 0.0, V, "beta_init must be a positive number"),
+    ("glfs_path", "scale", -1.0, V, "scale must be a positive number"),
+    ("glfs_path", "scale", 0, V, "scale must be a positive number"),
+    ("glfs", "lam", -1.0, V, "lam must be a non-negative number"),
+    ("glfs", "lam_init", -1.0, V, "lam_init must be a positive number"),
+    ("glfs", "search_C", 0.0, V, "search_C must be a positive number"),
+    ("glfs", "n_features", 0, V, r"n_features must be an integer in \[1, 10\]"),
+    ("glfs", "n_features", 11, V, r"n_features must be an integer in \[1, 10\]"),
+    ("glfs", "n_features", True, T, r"n_features must be an integer in \[1, 10\]"),
+    ("laprls_fit", "lambda1", -1.0, V, "lambda1 must be a non-negative number"),
+    ("laprls_fit", "lambda2", 0.0, V, "lambda2 must be a positive number"),
+    # design.py
+    ("glfs_design", "graph_weight", -1.0, V, "graph_weight must be a non-negative number"),
+    ("glfs_design", "graph_weight", NAN, V, "graph_weight must be a non-negative number"),
+    ("glfs_design", "ridge", 0.0, V, "ridge must be a positive number"),
+    ("glfs_design", "ridge", INF, V, "ridge must be a positive number"),
+    ("glfs_design", "ridge", True, T, "ridge must be a positive number"),
+    ("glfs_design", "ridge", "x", T, "ridge must be a positive number"),
+    ("glfs_design", "tol", -1, V, "tol must be a non-negative number"),
+    ("glfs_design", "tol", NAN, V, "tol must be a non-negative number"),
+    ("glfs_design", "max_swaps", -1, V, "max_swaps must be a non-negative integer"),
+    ("glfs_design", "max_swaps", 1.5, T, "max_swaps must be a non-negative integer"),
+    ("glfs_design", "max_swaps", True, T, "max_swaps must be a non-negative integer"),
+    ("glfs_design", "n_features_to_select", 0, V, r"n_features_to_select must be an integer in \[1, 10\]"),
+    ("glfs_design", "n_features_to_select", 11, V, r"n_features_to_select must be an integer in \[1, 10\]"),
+    # optimal.py
+    ("lapaofs", "lambda1", 0, V, "lambda1 must be a positive number"),
+    ("lapaofs", "lambda1", True, T, "lambda1 must be a positive number"),
+    ("lapaofs", "lambda1", "0.1", T, "lambda1 must be a positive number"),
+    ("lapaofs", "lambda2", -1.0, V, "lambda2 must be a positive number"),
+    ("lapaofs", "lambda2", NAN, V, "lambda2 must be a positive number"),
+    ("lapaofs", "n_features", 2.5, T, r"n_features must be an integer in \[1, 10\]"),
+    ("lapaofs", "n_features", np.bool_(True), T, r"n_features must be an integer in \[1, 10\]"),
+    ("lapaofs", "n_features", 99, V, r"n_features must be an integer in \[1, 10\]"),
+    ("optimal_design_greedy", "lambda1", INF, V, "lambda1 must be a positive number"),
+    # lkr.py
+    ("lkr_score", "h", -1.0, V, "h must be a positive number"),
+    ("lkr_score", "h", 0, V, "h must be a positive number"),
+    ("lkr_score", "h", True, T, "h must be a positive number"),
+    ("lkr_score", "ridge", 0.0, V, "ridge must be a positive number"),
+    ("lkr_score", "ridge", NAN, V, "ridge must be a positive number"),
+    ("lkr_score", "n_neighbors", 0, V, "n_neighbors must be a positive integer"),
+    ("lkr_score", "n_neighbors", 2.5, T, "n_neighbors must be a positive integer"),
+    ("lkr_score", "n_neighbors", True, T, "n_neighbors must be a positive integer"),
+    ("lkr_coefficients", "ridge", -1.0, V, "ridge must be a positive number"),
+    # ufi.py
+    ("ufi", "n_iter", 0, V, "n_iter must be a positive integer"),
+    ("ufi", "n_iter", 1.5, T, "n_iter must be a positive integer"),
+    ("ufi", "n_iter", True, T, "n_iter must be a positive integer"),
+    ("ufi", "ridge", -1.0, V, "ridge must be a positive number"),
+    ("ufi", "ridge", NAN, V, "ridge must be a positive number"),
+    ("ufi", "ridge", True, T, "ridge must be a positive number"),
+    ("ufi", "n_instances", 0, V, r"n_instances must be an integer in \[1, 8\]"),
+    ("ufi", "n_instances", 9, V, r"n_instances must be an integer in \[1, 8\]"),
+    ("ufi", "n_features", 0, V, r"n_features must be an integer in \[1, 10\]"),
+    # baselines.py
+    ("spca_score", "n_components", 0, V, "n_components must be .*integer"),
+    ("spca_score", "n_components", 50, V, r"n_components must be an integer in \[1, 10\]"),
+    ("spca_score", "n_components", True, T, "n_components must be .*integer"),
+    ("spca_score", "n_components", 1.5, T, "n_components must be .*integer"),
+    ("spca_score", "max_iter", 0, V, "max_iter must be a positive integer"),
+    ("spca_score", "n_nonzero", 0, V, "n_nonzero must be a positive integer"),
+    ("q_alpha", "n_clusters", 0, V, "n_clusters must be .*integer"),
+    ("q_alpha", "n_clusters", 20, V, r"n_clusters must be an integer in \[1, 19\]"),
+    ("q_alpha", "max_iter", 0, V, "max_iter must be a positive integer"),
+    ("q_alpha", "max_iter", True, T, "max_iter must be a positive integer"),
+    # api.py (through _validation.check_n_features)
+    ("select", "n_features", 0, V, r"n_features must be an integer in \[1, 10\]"),
+    ("select", "n_features", True, T, r"n_features must be an integer in \[1, 10\]"),
+    ("select", "n_features", 2.5, T, r"n_features must be an integer in \[1, 10\]"),
+    # sklearn.py
+    ("GLFSClassifier.fit", "cv", 1, V, "cv must be an integer >= 2"),
+    ("GLFSClassifier.fit", "cv", True, T, "cv must be an integer >= 2"),
+    ("GLFSClassifier.fit", "cv", 2.5, T, "cv must be an integer >= 2"),
+    ("GLFSClassifier.fit", "n_genes_grid", (), V, "n_genes_grid must be a non-empty sequence of positive integers"),
+    ("GLFSClassifier.fit", "n_genes_grid", (0, 2), V, "n_genes_grid must be a non-empty sequence of positive integers"),
+    ("GLFSClassifier.fit", "n_genes_grid", (1.5,), V, "n_genes_grid must be a non-empty sequence of positive integers"),
+]
+
+
+def _id(row):
+    fn, arg, value = row[:3]
+    return f"{fn}-{arg}={value!r}"
+
+
+@pytest.mark.parametrize(("fn", "arg", "value", "exc", "match"), BAD, ids=[_id(r) for r in BAD])
+def test_bad_scalar(fn, arg, value, exc, match):
+    with pytest.raises(exc, match=match) as info:
+        CALLS[fn](**{arg: value})
+    assert isinstance(info.value, ValueError)  # what the library has always raised: `except ValueError` still works
+    text = str(info.value)
+    shown = "nan" if isinstance(value, float) and math.isnan(value) else repr(value)
+    assert text.startswith(arg) and shown in text, text
+
+
+# Edge values that must still be accepted (no narrowing): numpy scalars, zero where zero is allowed,
+# integers where a number is asked, and numeric strings where float() was always applied (YAML reads
+# 1e-9 without a dot as a string).
+GOOD = [
+    ("glfs_objective", "lambda1", 0.0),
+    ("glfs_objective", "lambda1", np.float32(0.5)),
+    ("glfs_objective", "lambda2", 1),
+    ("glfs_objective", "lam", "0.5"),
+    ("glfs_path", "max_iter", np.int64(20)),
+    ("glfs_path", "n_lams", np.int32(2)),
+    ("glfs_path", "lam_ratio", 0.5),
+    ("glfs_path", "scale", 2),
+    ("glfs_path", "beta_init", np.array(2.0)),
+    ("glfs_design", "graph_weight", 0),
+    ("glfs_design", "tol", 0.0),
+    ("glfs_design", "tol", "1e-9"),
+    ("glfs_design", "max_swaps", 0),
+    ("glfs_design", "max_swaps", np.int64(3)),
+    ("glfs", "search_C", 1.5),
+    ("lapaofs", "lambda1", np.float64(1e-3)),
+    ("lapaofs", "lambda2", 2),
+    ("lapaofs", "n_features", np.int64(10)),
+    ("lkr_score", "n_neighbors", np.int64(3)),
+    ("lkr_score", "h", 1),
+    ("ufi", "n_iter", np.int64(2)),
+    ("ufi", "ridge", 1),
+    ("ufi", "n_instances", 8),
+    ("spca_score", "n_components", np.int64(10)),
+    ("q_alpha", "n_clusters", 19),
+    ("GLFSClassifier.fit", "cv", np.int64(2)),
+]
+
+
+@pytest.mark.parametrize(("fn", "arg", "value"), GOOD, ids=[_id(r) for r in GOOD])
+def test_edge_scalar_accepted(fn, arg, value):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        CALLS[fn](**{arg: value})
+
+
+# ---------------------------------------------------------------- the wrapper itself
+def test_check_scalar_closes_what_sklearn_lets_through():
+    import numbers
+
+    from sklearn.utils import check_scalar as sk_check_scalar
+
+    from glfs._validation import ParameterTypeError, check_scalar
+
+    # scikit-learn's check accepts these (why the wrapper guards them) ...
+    assert sk_check_scalar(True, "k", numbers.Integral, min_val=1) is True
+    assert math.isnan(sk_check_scalar(NAN, "r", numbers.Real, min_val=0))
+    assert sk_check_scalar(INF, "r", numbers.Real, min_val=0) == INF
+    # ... the wrapper does not
+    with pytest.raises(ParameterTypeError, match=r"k must be a positive integer; got True \(bool\)"):
+        check_scalar(True, "k", numbers.Integral, min_val=1)
+    with pytest.raises(ParameterTypeError, match=r"r must be a non-negative number; got True \(bool\)"):
+        check_scalar(True, "r", numbers.Real, min_val=0)
+    for bad in (NAN, INF, -INF):
+        with pytest.raises(ValueError, match="r must be a non-negative number"):
+            check_scalar(bad, "r", numbers.Real, min_val=0)
+    assert issubclass(ParameterTypeError, TypeError) and issubclass(ParameterTypeError, ValueError)
+    out = check_scalar(np.int64(3), "k", numbers.Integral, min_val=1)
+    assert out == 3 and type(out) is int
+    out = check_scalar(np.float32(0.5), "r", numbers.Real, min_val=0)
+    assert out == 0.5 and type(out) is float
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "form"),
+    [
+        ({"target_type": "int", "min_val": 1}, "a positive integer"),
+        ({"target_type": "int", "min_val": 0}, "a non-negative integer"),
+        ({"target_type": "int", "min_val": 2}, "an integer >= 2"),
+        ({"target_type": "int", "min_val": 1, "max_val": 7}, r"an integer in \[1, 7\]"),
+        ({"target_type": "real", "min_val": 0, "include_boundaries": "neither"}, "a positive number"),
+        ({"target_type": "real", "min_val": 0}, "a non-negative number"),
+        ({"target_type": "real", "min_val": 0, "max_val": 1, "include_boundaries": "neither"}, r"a number in \(0, 1\)"),
+        ({"target_type": "real", "min_val": 0, "max_val": 1, "include_boundaries": "left"}, r"a number in \[0, 1\)"),
+        ({"target_type": "real", "min_val": 2.5}, "a number >= 2.5"),
+    ],
+)
+def test_check_scalar_message_names_argument_form_and_value(kwargs, form):
+    import numbers
+
+    from glfs._validation import check_scalar
+
+    kwargs = dict(kwargs)
+    target = numbers.Integral if kwargs.pop("target_type") == "int" else numbers.Real
+    with pytest.raises(ValueError, match=rf"^p must be {form}; got -5$"):
+        check_scalar(-5, "p", target, **kwargs)

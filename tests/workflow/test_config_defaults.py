@@ -1,0 +1,289 @@
+"""Every default of the workflow in one place (issue 10 item 2): the config schema.
+
+- Snakemake's ``validate`` fills the schema's defaults, nested ones included, into
+  a config that gives only ``run`` and ``datasets``.
+- config.yaml shows the schema's defaults and nothing else (they cannot drift).
+- Rules and scripts write no default of their own (no ``config.get(key, value)``).
+- A config value reaches the jobs that use it (the classifier's graph and
+  parameters); a graph setting is not a parameter of the data preparation, so
+  changing it re-runs the graph but not the preparation.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA_PATH = REPO / "workflow/schemas/config.schema.yaml"
+SCHEMA = yaml.safe_load(SCHEMA_PATH.read_text())
+CONFIG = yaml.safe_load((REPO / "config.yaml").read_text())
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+# the choice of data: no default can know it
+DATA_CHOICE = {"run": CONFIG["run"], "datasets": CONFIG["datasets"], "classification": {"datasets": CONFIG["classification"]["datasets"]}}
+
+
+def _filled(cfg):
+    """cfg after Snakemake's validate (which sets the schema's defaults), as common.smk runs it."""
+    from snakemake.utils import validate
+
+    cfg = copy.deepcopy(cfg)
+    validate(cfg, str(SCHEMA_PATH))
+    return cfg
+
+
+def _expected_defaults(schema):
+    """The values a config without the key gets, computed from the schema by hand: the
+    `default` of each property, and for an object default, its properties' defaults
+    filled in under it (a $ref is followed)."""
+
+    def resolve(s):
+        while "$ref" in s:
+            name = s["$ref"].rsplit("/", 1)[1]
+            s = {**SCHEMA["definitions"][name], **{k: v for k, v in s.items() if k != "$ref"}}
+        return s
+
+    out = {}
+    for key, sub in schema.get("properties", {}).items():
+        sub = resolve(sub)
+        if "default" not in sub:
+            continue
+        value = copy.deepcopy(sub["default"])
+        if isinstance(value, dict):
+            for k, v in _expected_defaults(sub).items():
+                value.setdefault(k, v)
+        out[key] = value
+    return out
+
+
+# ------------------------------------------------------------------ the schema fills defaults
+
+
+def test_minimal_config_gets_every_default_nested_ones_included():
+    cfg = _filled({"run": ["d"], "datasets": {"d": {"expression": "data/m.tsv"}}})
+    expected = _expected_defaults(SCHEMA)
+    assert {k: v for k, v in cfg.items() if k not in ("run", "datasets")} == expected
+    # spot checks of nested values, typed from config.yaml's comments and docs/cluster.md
+    assert cfg["graph"] == {"n_neighbors": 5, "kernel": "heat", "t": None, "mu": 0.5, "method": "auto", "n_pcs": None}
+    assert cfg["clustering"]["feature_grid"] == [5, 10, 15, 20, 25, 50, 75, 100, 150, 200, "all"]
+    assert cfg["selection"] == {"n_features": 100, "params": {}}
+    assert cfg["classification"] == {"datasets": [], "cv_folds": 10}
+    assert cfg["resources"]["select"] == {"mem_mb": 2000, "mem_mb_per_mcell": 60, "runtime": 60, "runtime_per_mcell": 5}
+    assert cfg["resources"]["default"] == {"threads": 1, "mem_mb": 1000, "runtime": 10, "mem_mb_per_mcell": 0, "runtime_per_mcell": 0}
+    assert cfg["fetch"]["download_dir"] == "results/downloads"
+    assert cfg["datasets"]["d"]["size_hint"] == {"n_samples": 200, "n_genes": 10000}
+
+
+def test_a_partly_given_object_keeps_its_values_and_gets_the_rest():
+    cfg = _filled({"run": ["d"], "datasets": {"d": {"expression": "m.tsv", "size_hint": {"n_samples": 7}}}, "graph": {"kernel": "binary"}, "clustering": {"n_runs": 3}})
+    assert cfg["graph"]["kernel"] == "binary" and cfg["graph"]["n_neighbors"] == 5
+    assert cfg["clustering"]["n_runs"] == 3 and cfg["clustering"]["affinity_neighbors"] == 10
+    assert cfg["datasets"]["d"]["size_hint"] == {"n_samples": 7, "n_genes": 10000}
+
+
+def _settings(schema, path):
+    """(path, subschema) of every setting under an object schema (definitions followed)."""
+    for key, sub in schema.get("properties", {}).items():
+        if "$ref" in sub:
+            sub = {**SCHEMA["definitions"][sub["$ref"].rsplit("/", 1)[1]], **{k: v for k, v in sub.items() if k != "$ref"}}
+        yield f"{path}.{key}", sub
+        if sub.get("type") == "object" and "properties" in sub:
+            yield from _settings(sub, f"{path}.{key}")
+
+
+def test_every_workflow_setting_has_a_default():
+    # every setting outside the choice of data (run, datasets) and the per-family resource overrides
+    missing = [
+        p for p, sub in _settings(SCHEMA, "config")
+        if p not in ("config.run", "config.datasets") and "default" not in sub
+        and not re.match(r"config\.resources\.(?!default\.)\w+\.", p)
+    ]
+    assert missing == []
+
+
+# ------------------------------------------------------------------ config.yaml == the schema's defaults
+
+
+def test_shipped_config_is_the_schema_defaults():
+    assert _filled(CONFIG) == _filled(DATA_CHOICE)
+
+
+@pytest.mark.parametrize("path,value", [("graph.n_neighbors", 4), ("simulation.replicates", 3), ("resources.select.mem_mb", 16000)])
+def test_a_config_value_that_differs_from_its_default_is_seen(path, value):
+    # the comparison above fails when config.yaml and the schema drift apart
+    cfg = copy.deepcopy(CONFIG)
+    node = cfg
+    *parents, leaf = path.split(".")
+    for k in parents:
+        node = node[k]
+    node[leaf] = value
+    assert _filled(cfg) != _filled(DATA_CHOICE)
+
+
+# ------------------------------------------------------------------ no literal defaults in rules and scripts
+
+
+def _keys_with_defaults(schema):
+    """Every property name the schema gives a default, at any depth."""
+    keys = set()
+    stack = [schema]
+    while stack:
+        s = stack.pop()
+        if isinstance(s, dict):
+            for k, v in (s.get("properties") or {}).items():
+                if isinstance(v, dict) and "default" in v:
+                    keys.add(k)
+            stack.extend(s.values())
+        elif isinstance(s, list):
+            stack.extend(s)
+    return keys
+
+
+DEFAULTED_KEYS = _keys_with_defaults(SCHEMA)
+
+
+def literal_defaults(text):
+    """Lines that write a config default of their own: ``config.get(...)`` or
+    ``.get("<key>", <value>)`` for a key the schema gives a default."""
+    bad = []
+    for i, line in enumerate(text.splitlines(), 1):
+        code = line.split("#", 1)[0]
+        if "config.get(" in code:
+            bad.append((i, line.strip()))
+            continue
+        for m in re.finditer(r"""\.get\(\s*["'](\w+)["']\s*,""", code):
+            if m.group(1) in DEFAULTED_KEYS:
+                bad.append((i, line.strip()))
+    return bad
+
+
+@pytest.mark.parametrize(
+    "line,flagged",
+    [
+        ('        n_neighbors=config.get("graph", {}).get("n_neighbors", 5),', True),
+        ('            feature_grid=cl.get("feature_grid", [10, 25, 50, 100, "all"]),', True),
+        ('        draws = int(dict(par.random_floor).get("classification_draws", 21))', True),
+        ('    size = config["datasets"][ds].get("size_hint", {}) or {}', True),
+        ('            feature_grid=cl["feature_grid"],', False),
+        ('    return dict(config["selection"]["params"].get(method, {}))', False),
+        ('            design = dict(params.get("glfs", {}))', False),
+    ],
+)
+def test_the_literal_default_detector(line, flagged):
+    assert bool(literal_defaults(line)) is flagged
+
+
+def test_rules_and_scripts_write_no_defaults_of_their_own():
+    files = [REPO / "Snakefile", *sorted((REPO / "workflow/rules").glob("*.smk")), *sorted((REPO / "scripts").glob("*.py"))]
+    found = {str(f.relative_to(REPO)): literal_defaults(f.read_text()) for f in files}
+    assert {f: b for f, b in found.items() if b} == {}
+
+
+def test_one_selection_table_path_and_one_has_labels():
+    rules = {p.name: p.read_text() for p in (REPO / "workflow/rules").glob("*.smk")}
+    text = "\n".join(rules.values())
+    assert text.count("selection/{method}.tsv") == 1 and "selection/{method}.tsv" in rules["common.smk"]
+    assert re.findall(r"^def (\w*(?:has_labels|_labelled))\(", text, re.M) == ["has_labels"]
+    assert "ALL_TARGETS" not in text  # the final targets are computed, not collected in include order
+
+
+# ------------------------------------------------------------------ config values reach the jobs (dry runs)
+
+
+def _copy_workflow(wd: Path):
+    for item in ["Snakefile", "config.yaml", "workflow", "scripts", "profiles", "envs"]:
+        (shutil.copytree if (REPO / item).is_dir() else shutil.copy)(REPO / item, wd / item)
+    shutil.copytree(REPO / "tests/workflow/tiny", wd / "tests/workflow/tiny")
+    (wd / "resources").mkdir()
+    shutil.copy(REPO / "resources/paper_table3.tsv", wd / "resources")
+
+
+def _jobs(wd: Path, cfg: dict, forceall=True):
+    (wd / "test_config.json").write_text(json.dumps(cfg))
+    cmd = [sys.executable, str(Path(__file__).with_name("dag_jobs.py")), str(wd), str(wd / "tests/workflow/tiny/config.yaml"), str(wd / "test_config.json")]
+    proc = subprocess.run([*cmd, *(["--forceall"] if forceall else [])], capture_output=True, text=True, timeout=600, cwd=wd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.workflow
+def test_config_graph_and_params_reach_the_classifier_and_the_graph(tmp_path):
+    _copy_workflow(tmp_path)
+    glfs_params = {"graph_weight": 0.5, "ridge": 0.02}
+    cfg = {
+        "methods": ["glfs", "glfs_exact", "variance"],
+        "graph": {"n_neighbors": 7, "kernel": "binary"},
+        "selection": {"params": {"glfs": glfs_params}},
+        "classification": {"datasets": ["tiny"], "cv_folds": 4},
+    }
+    jobs = _jobs(tmp_path, cfg)
+    (classify,) = [j for j in jobs if j["rule"] == "classify_samples"]
+    assert classify["params"]["graph"]["n_neighbors"] == 7 and classify["params"]["graph"]["kernel"] == "binary"
+    assert classify["params"]["method_params"] == {"glfs": glfs_params}
+    assert classify["params"]["cv_folds"] == 4
+    assert classify["params"]["glfs_variants"] == ["glfs", "glfs_exact"]
+    graphs = [j for j in jobs if j["rule"] == "build_graph"]
+    assert graphs and all(j["params"]["graph"]["n_neighbors"] == 7 for j in graphs)
+    sel = [j for j in jobs if j["rule"] == "select_features" and j["wildcards"]["method"] == "glfs"]
+    assert sel and all(j["params"]["method_params"] == glfs_params for j in sel)
+    # the schema's defaults fill what the test config leaves out
+    assert classify["params"]["random_floor"] == {"n_draws": 10, "classification_draws": 21}
+    # the preparation does not depend on the graph
+    prep = [j for j in jobs if j["rule"] == "prepare_dataset"]
+    assert prep and all(set(j["params"]) == {"dataset"} for j in prep)
+
+
+@pytest.mark.workflow
+def test_changing_a_graph_setting_reruns_the_graph_not_the_preparation(tmp_path):
+    _copy_workflow(tmp_path)
+    cfg = {"run": ["tiny"]}
+    (tmp_path / "test_config.json").write_text(json.dumps(cfg))
+    run = subprocess.run(
+        [SNAKEMAKE, "-s", str(tmp_path / "Snakefile"), "-d", str(tmp_path), "--cores", "1", "results/tiny/graph.npz",
+         "--configfile", str(tmp_path / "tests/workflow/tiny/config.yaml"), str(tmp_path / "test_config.json")],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert (tmp_path / "results/tiny/prepared.h5ad").exists()
+
+    def pending(extra):
+        jobs = _jobs(tmp_path, {**cfg, **extra}, forceall=False)
+        return sorted(j["rule"] for j in jobs if j["wildcards"].get("dataset") == "tiny")
+
+    assert "prepare_dataset" not in pending({}) and "build_graph" not in pending({})  # up to date
+    changed = pending({"graph": {"n_neighbors": 4}})
+    assert "build_graph" in changed  # its params changed
+    assert "prepare_dataset" not in changed and "fetch_dataset" not in changed
+    # a dataset setting still re-runs the preparation
+    assert "prepare_dataset" in pending({"datasets": {"tiny": {"note": "changed"}}})
+
+
+@pytest.mark.workflow
+def test_fewer_samples_than_neighbours_stops_the_graph(tmp_path):
+    # the preparation does not know the graph; build_graph refuses k >= n_samples, naming the key
+    import numpy as np
+    import pandas as pd
+
+    _copy_workflow(tmp_path)
+    (tmp_path / "data").mkdir()
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    pd.DataFrame(X, index=[f"g{i}" for i in range(10)], columns=["s0", "s1", "s2"]).to_csv(tmp_path / "data/m.tsv", sep="\t", index_label="gene")
+    cfg = {"run": ["small"], "graph": {"n_neighbors": 3}, "datasets": {"small": {"expression": "data/m.tsv"}}}
+    (tmp_path / "test_config.json").write_text(json.dumps(cfg))
+    run = subprocess.run(
+        [SNAKEMAKE, "-s", str(tmp_path / "Snakefile"), "-d", str(tmp_path), "--cores", "1", "results/small/graph.npz",
+         "--configfile", str(tmp_path / "test_config.json")],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode != 0
+    assert (tmp_path / "results/small/prepared.h5ad").exists() and not (tmp_path / "results/small/graph.npz").exists()
+    log = (tmp_path / "logs/build_graph/small.log").read_text()
+    assert re.search(r"results/small/prepared\.h5ad: 3 samples but graph\.n_neighbors = 3; a kNN graph needs more samples", log), log
