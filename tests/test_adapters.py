@@ -132,7 +132,7 @@ def test_h5ad_roundtrip(adata, tmp_path):
 def test_feature_selector_in_pipeline(planted):
     X, groups = planted
     y = (groups == 0).astype(int)
-    pipe = Pipeline([("select", FeatureSelector(method="laplacian_score", n_features=3)), ("clf", LogisticRegression())])
+    pipe = Pipeline([("select", FeatureSelector(method="laplacian_score", n_features_to_select=3)), ("clf", LogisticRegression())])
     pipe.fit(X, y)
     sel = pipe.named_steps["select"]
     assert sel.get_support().sum() == 3
@@ -144,10 +144,10 @@ def test_feature_selector_in_pipeline(planted):
 
 def test_feature_selector_supervised_uses_y(planted):
     X, groups = planted
-    sel = FeatureSelector(method="fisher_score", n_features=2).fit(X, groups)
+    sel = FeatureSelector(method="fisher_score", n_features_to_select=2).fit(X, groups)
     assert set(np.flatnonzero(sel.get_support())) <= {0, 1, 2}
     with pytest.raises(ValueError, match="labels must be given"):
-        FeatureSelector(method="fisher_score", n_features=2).fit(X)
+        FeatureSelector(method="fisher_score", n_features_to_select=2).fit(X)
 
 
 def test_feature_selector_caps_n_features(planted):

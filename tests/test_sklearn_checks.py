@@ -19,7 +19,7 @@ from glfs.sklearn import FeatureSelector, GLFSClassifier
 
 ESTIMATORS = [
     FeatureSelector(),
-    FeatureSelector(method="fisher_score", n_features=2),
+    FeatureSelector(method="fisher_score", n_features_to_select=2),
     GLFSClassifier(n_genes_grid=(1, 2), cv=2),
 ]
 
@@ -60,7 +60,7 @@ def test_decision_function_is_zero_at_the_papers_threshold():
 
 @pytest.mark.parametrize(
     "estimator",
-    [FeatureSelector(method="variance", n_features=2), GLFSClassifier(n_genes_grid=(1, 2), cv=2)],
+    [FeatureSelector(method="variance", n_features_to_select=2), GLFSClassifier(n_genes_grid=(1, 2), cv=2)],
     ids=["FeatureSelector", "GLFSClassifier"],
 )
 def test_fitted_estimator_pickles_with_its_results(estimator):
@@ -91,11 +91,22 @@ def test_selection_with_a_glfs_path_pickles():
         (FeatureSelector(n_features=2.5), r"n_features must be a positive integer; got 2\.5"),
         (FeatureSelector(n_features=True), r"n_features must be a positive integer; got True"),
         (FeatureSelector(n_features=0), r"n_features must be a positive integer; got 0"),
+        (FeatureSelector(n_features_to_select=2.5), r"n_features_to_select must be a positive integer; got 2\.5"),
+        (FeatureSelector(n_features_to_select=0), r"n_features_to_select must be a positive integer; got 0"),
         (GLFSClassifier(cv=1), r"cv must be an integer >= 2; got 1"),
     ],
-    ids=["selector-float", "selector-bool", "selector-zero", "classifier-cv"],
+    ids=["selector-float", "selector-bool", "selector-zero", "selector-new-float", "selector-new-zero", "classifier-cv"],
 )
 def test_parameters_are_checked_in_fit_not_init(estimator, match):
     X, y = _two_class(seed=3)
     with pytest.raises(ValueError, match=match):
         estimator.fit(X, y)
+
+
+def test_former_name_n_features_still_works_with_a_future_warning():
+    X, y = _two_class(seed=4)
+    new = FeatureSelector(n_features_to_select=3).fit(X)
+    with pytest.warns(FutureWarning, match="n_features was renamed n_features_to_select"):
+        old = FeatureSelector(n_features=3).fit(X)
+    np.testing.assert_array_equal(old.get_support(), new.get_support())
+    assert new.get_support().sum() == 3

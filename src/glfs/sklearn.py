@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.feature_selection import SelectorMixin
@@ -25,13 +27,16 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
     Parameters
     ----------
     method : str, default "laplacian_score"
-    n_features : int or None, default 50
-        Capped at the number of input features.
+    n_features_to_select : int or None, default 50
+        How many genes to select; capped at the number of input features.
     n_neighbors : int, default 5
     kernel : str, default "heat"
     random_state : int, default 0
     method_params : dict, optional
         Extra parameters passed to the method.
+    n_features : int or None, optional
+        The former name of ``n_features_to_select``; still accepted, with a
+        ``FutureWarning`` in ``fit``.
 
     Attributes
     ----------
@@ -53,19 +58,21 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
     --------
     >>> from sklearn.pipeline import Pipeline
     >>> from sklearn.svm import LinearSVC
-    >>> pipe = Pipeline([("select", FeatureSelector(n_features=20)), ("clf", LinearSVC())])
+    >>> pipe = Pipeline([("select", FeatureSelector(n_features_to_select=20)), ("clf", LinearSVC())])
     """
 
     def __init__(
         self,
         method="laplacian_score",
-        n_features=50,
+        n_features_to_select=50,
         n_neighbors=5,
         kernel="heat",
         random_state=0,
         method_params=None,
+        n_features="deprecated",
     ):
         self.method = method
+        self.n_features_to_select = n_features_to_select
         self.n_features = n_features
         self.n_neighbors = n_neighbors
         self.kernel = kernel
@@ -82,7 +89,7 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
         return tags
 
     def fit(self, X, y=None):
-        """Score the genes of X (n_samples, n_features) and select ``n_features`` of them.
+        """Score the genes of X (n_samples, n_features) and select ``n_features_to_select`` of them.
 
         ``y`` (one label per sample) only for supervised methods.  Sets
         ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame).
@@ -96,7 +103,12 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
             raise ValueError(msg)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2)
         d = X.shape[1]
-        k = None if self.n_features is None else min(check_int(self.n_features, "n_features", 1), d)
+        name, k = "n_features_to_select", self.n_features_to_select
+        if not (isinstance(self.n_features, str) and self.n_features == "deprecated"):
+            msg = "FeatureSelector: n_features was renamed n_features_to_select (scikit-learn's name); n_features is used"
+            warnings.warn(msg, FutureWarning, stacklevel=2)
+            name, k = "n_features", self.n_features
+        k = None if k is None else min(check_int(k, name, 1), d)
         self.selection_ = select(
             X,
             method=self.method,
