@@ -782,8 +782,10 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None)
         if sim_df is not None and not sim_df.empty:
             agg = sim_df.groupby(["method", "sigma", "n_noise"])["score"].agg(["mean", "std", "count"]).reset_index()
             parts.append(f"<details><summary>mean Score per grid point</summary>{_table(agg)}</details>")
-        parts.append("<p>Default grid from config.yaml; the full grid (sigma up to 1.0, N up to 60,000) runs "
-                     "with <code>snakemake simulate_full</code> into results/simulation_full/.</p>")
+        parts.append("<p>Default grid from config.yaml (without the published readings glfs_paper and "
+                     "glfs_printed, for time; glfs and glfs_exact run); the full grid (sigma up to 1.0, N up to "
+                     "60,000, every reading) runs with <code>snakemake simulate_full</code> into "
+                     "results/simulation_full/.</p>")
 
     # --- paper versus this run
     ctx = {
