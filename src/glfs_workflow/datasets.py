@@ -103,15 +103,15 @@ def _read_golub_part(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return vals, ann
 
 
-def read_golub(train, independent, labels=None, *, train_patients=None) -> Matrix:
+def read_golub(train, independent, *, train_patients=None) -> Matrix:
     """Golub et al. (1999) ALL/AML: 72 patients x 7129 probes in patient order.
 
     ``train`` and ``independent`` are the Broad/Kaggle CSVs (Gene Description,
     Gene Accession Number, then a value and a ``call`` column per patient; the
-    column order is not patient order).  ``labels`` is ``actual.csv``
-    (``patient``, ``cancer``).  Patients are sorted 1..72; obs ``patient``
-    (int), ``split`` (``train`` for ``train_patients``, default 1-38, else
-    ``test``) and, with labels, ``label`` (ALL/AML).  Values are the raw
+    column order is not patient order).  Patients are sorted 1..72; obs
+    ``patient`` (int) and ``split`` (``train`` for ``train_patients``, default
+    1-38, else ``test``); the labels (``actual.csv``) are attached by
+    :func:`attach_labels`.  Values are the raw
     "average difference" intensities (not logged).
     """
     train, independent = Path(train), Path(independent)
