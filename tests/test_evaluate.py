@@ -347,7 +347,7 @@ def test_precomputed_affinity_gives_the_labels_of_the_old_call(seed):
     np.testing.assert_array_equal(spectral_cluster(X, 4, random_state=seed), old)
 
 
-def test_loo_1nn_uses_the_approximate_search_for_many_samples(monkeypatch):
+def test_loo_1nn_uses_the_principal_component_search_for_many_samples(monkeypatch):
     import glfs.graph as gg
 
     X, y = _blobs_big(n=400, d=60)
