@@ -492,3 +492,12 @@ def test_spectral_cluster_runs_bad_inputs(affinity, n_clusters, seeds, match):
         affinity = knn_affinity(np.random.default_rng(0).normal(size=(10, 3)), 4)
     with pytest.raises(ValueError, match=match):
         spectral_cluster_runs(affinity, n_clusters, seeds)
+
+
+def test_nmi_pair_of_identical_partitions_is_at_most_one():
+    """Identical partitions of sizes 25, 20, 11, 13, 2: MI / H rounds to 1 + 2.2e-16 unclipped
+    (found by a search over diagonal tables); the reported NMI must stay in [0, 1]."""
+    from glfs.evaluate import _nmi_pair
+
+    a, b = _nmi_pair(np.diag([25, 20, 11, 13, 2]))
+    assert a == 1.0 and b == 1.0

@@ -108,7 +108,9 @@ def _nmi_pair(C) -> tuple[float, float]:
     if mi == 0:
         return 0.0, 0.0
     h_true, h_pred = float(entropy(C.sum(axis=1))), float(entropy(C.sum(axis=0)))
-    return float(mi / (0.5 * (h_true + h_pred))), float(mi / max(h_true, h_pred))
+    # both are in [0, 1]; identical partitions can round to 1 + 1e-16 (MI and the entropies are summed
+    # in different orders), which a reader checking the range would take for an error
+    return min(float(mi / (0.5 * (h_true + h_pred))), 1.0), min(float(mi / max(h_true, h_pred)), 1.0)
 
 
 def _accuracy_from_contingency(C) -> float:
