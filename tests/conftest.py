@@ -16,3 +16,22 @@ def planted(rng):
     for j in range(3):
         X[:, j] = 3.0 * (groups == j) + rng.normal(0.0, 0.2, size=n)
     return X, groups
+
+
+@pytest.fixture
+def restore_logging():
+    """The workflow scripts' log_to() reconfigures logging and SIGTERM; put both back."""
+    import logging
+    import signal
+
+    root = logging.getLogger()
+    handlers, level, term = root.handlers[:], root.level, signal.getsignal(signal.SIGTERM)
+    yield
+    for h in root.handlers[:]:
+        root.removeHandler(h)
+        h.close()
+    for h in handlers:
+        root.addHandler(h)
+    root.setLevel(level)
+    logging.captureWarnings(False)
+    signal.signal(signal.SIGTERM, term)

@@ -548,12 +548,10 @@ def test_m_matrix_is_the_definition():
 
 
 # ---------------------------------------------------------------- workflow script
-def test_extract_glfs_path_script_writes_converged_columns(tmp_path):
+def test_extract_glfs_path_script_writes_converged_columns(tmp_path, restore_logging):
     """scripts/extract_glfs_path.py, run as snakemake runs it: lam, n_selected, objective, then converged, kkt_residual."""
     import json
-    import logging
     import runpy
-    import signal
     from pathlib import Path
     from types import SimpleNamespace as NS
 
@@ -567,19 +565,7 @@ def test_extract_glfs_path_script_writes_converged_columns(tmp_path):
         sel = glfs.select(X, method="glfs_exact", graph=W, n_features=4, n_lams=4, max_iter=8)
     (tmp_path / "m.json").write_text(json.dumps(selection_meta(sel, n_features=4, graph="given")))
     smk = NS(input=NS(meta=str(tmp_path / "m.json")), output=[str(tmp_path / "path.tsv")], log=[str(tmp_path / "p.log")])
-    root = logging.getLogger()
-    handlers, level, term = root.handlers[:], root.level, signal.getsignal(signal.SIGTERM)
-    try:
-        runpy.run_path(str(Path(__file__).parents[1] / "scripts" / "extract_glfs_path.py"), init_globals={"snakemake": smk})
-    finally:  # log_to() reconfigures logging and SIGTERM; put both back
-        for h in root.handlers[:]:
-            root.removeHandler(h)
-            h.close()
-        for h in handlers:
-            root.addHandler(h)
-        root.setLevel(level)
-        logging.captureWarnings(False)
-        signal.signal(signal.SIGTERM, term)
+    runpy.run_path(str(Path(__file__).parents[1] / "scripts" / "extract_glfs_path.py"), init_globals={"snakemake": smk})
     df = pd.read_csv(tmp_path / "path.tsv", sep="\t")
     assert list(df.columns) == ["method", "lam", "n_selected", "objective", "converged", "kkt_residual"]
     rows = sel.extra["path"]

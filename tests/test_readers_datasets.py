@@ -507,25 +507,6 @@ def test_disk_full_is_one_clear_error(tmp_path, monkeypatch):
             raise PermissionError(errno.EACCES, "denied")
 
 
-@pytest.fixture
-def restore_logging():
-    """The workflow scripts' log_to() reconfigures logging and SIGTERM; put both back."""
-    import logging
-    import signal
-
-    root = logging.getLogger()
-    handlers, level, term = root.handlers[:], root.level, signal.getsignal(signal.SIGTERM)
-    yield
-    for h in root.handlers[:]:
-        root.removeHandler(h)
-        h.close()
-    for h in handlers:
-        root.addHandler(h)
-    root.setLevel(level)
-    logging.captureWarnings(False)
-    signal.signal(signal.SIGTERM, term)
-
-
 def _enospc(self, path, *args, **kwargs):
     import errno
 
