@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+import sklearn.metrics
 
 from glfs.evaluate import (
     clustering_accuracy,
@@ -196,6 +197,20 @@ def test_evaluate_ranking_is_deterministic_and_all_means_every_gene():
     b = evaluate_ranking(X, y, np.arange(X.shape[1]), **kw)
     assert a == b
     assert sorted({r["n_features"] for r in a}) == [3, X.shape[1]]
+
+
+def test_evaluate_ranking_kmeans_is_one_best_of_restarts_per_gene_count():
+    """He et al. 2011, Sec. 7.2: one k-means (best of 10 by inertia) per test, not one per spectral run."""
+    X, y = _planted(n_noise=6)
+    kw = {"feature_grid": [2, 5], "n_runs": 3, "affinity_neighbors": 5, "random_state": 7}
+    recs = evaluate_ranking(X, y, np.arange(X.shape[1]), **kw)
+    first_seed = run_seeds(7, 3)[0]
+    for k in (2, 5):
+        rows = [r for r in recs if r["n_features"] == k]
+        assert len({(r["kmeans_acc"], r["kmeans_nmi"]) for r in rows}) == 1
+        km = kmeans_best_of(X[:, :k], 3, n_init=10, random_state=first_seed)
+        assert rows[0]["kmeans_acc"] == pytest.approx(clustering_accuracy(y, km))
+        assert rows[0]["kmeans_nmi"] == pytest.approx(sklearn.metrics.normalized_mutual_info_score(y, km))
 
 
 def test_evaluate_ranking_rejects_bad_ranking():
