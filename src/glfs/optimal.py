@@ -60,7 +60,7 @@ from ._validation import check_graph, check_n_features, check_positive, check_X,
 
 log = logging.getLogger(__name__)
 
-__all__ = ["lapaofs", "lapdofs", "select_lapaofs", "select_lapdofs", "optimal_design_greedy"]
+__all__ = ["lapaofs", "lapdofs", "optimal_design_greedy", "select_lapaofs", "select_lapdofs"]
 
 
 def optimal_design_greedy(X, W, n_features: int, *, criterion: str = "A", lambda1: float = 0.01, lambda2: float = 0.01):
@@ -99,6 +99,16 @@ def optimal_design_greedy(X, W, n_features: int, *, criterion: str = "A", lambda
     sparse product (I + lambda1 L) X, O(nnz(W) d).  See the module docstring
     for the equivalence with the paper's n x n Sherman-Morrison scheme.
     """
+    X, W, n_features, lambda1, lambda2 = _check_design_args(X, W, n_features, criterion, lambda1, lambda2)
+    const = constant_features(X)
+    n_steps = _n_steps(n_features, const)
+    C, eta = _laplacian_products(X, W, lambda1, lambda2)
+    state, order, step_value, path, chosen = _greedy_steps(X, C, eta, ~const, n_steps, criterion, lambda2)
+    return _design_result(state, order, step_value, path, chosen, const, criterion, lambda2)
+
+
+def _check_design_args(X, W, n_features, criterion, lambda1, lambda2):
+    """Check the arguments of :func:`optimal_design_greedy`; return X (dense), W, n_features, lambda1, lambda2."""
     if criterion not in ("A", "D"):
         msg = f"criterion must be 'A' (LapAOFS) or 'D' (LapDOFS); got {criterion!r}"
         raise ValueError(msg)
@@ -108,73 +118,104 @@ def optimal_design_greedy(X, W, n_features: int, *, criterion: str = "A", lambda
     n_features = check_n_features(n_features, d)
     lambda1 = check_positive(lambda1, "lambda1")
     lambda2 = check_positive(lambda2, "lambda2")
+    return X, W, n_features, lambda1, lambda2
 
-    const = constant_features(X)
-    available = ~const
-    n_steps = min(n_features, int(available.sum()))
+
+def _n_steps(n_features: int, const: np.ndarray) -> int:
+    """Number of greedy steps: ``n_features``, capped (with a warning) at the number of non-constant genes."""
+    n_steps = min(n_features, int((~const).sum()))
     if n_steps < n_features:
         log.warning("optimal_design_greedy: only %d non-constant genes; selecting %d", n_steps, n_steps)
+    return n_steps
 
+
+def _laplacian_products(X, W, lambda1: float, lambda2: float):
+    """C = (I + lambda1 L) X, shape (n, d), and eta_j = g_j'(I + lambda1 L) g_j + lambda2, shape (d,)."""
     deg = np.asarray(W.sum(axis=1)).ravel()
     L = sp.diags(deg) - W
     C = X + lambda1 * (L @ X)  # (I + lambda1 L) X, (n, d)
     eta = np.einsum("ij,ij->j", X, C) + lambda2  # g'(I + lambda1 L) g + lambda2
+    return C, eta
 
-    s = eta.copy()  # Schur complements s_j
-    wn2 = np.zeros(d)  # ||w_j||^2, w_j = H_S^-1 h_j
-    Hrows = np.empty((n_steps, d))  # row i: h_{g_i, j} = g_i'(I + lambda1 L) f_j
-    Wrows = np.empty((n_steps, d))  # row i: (H_S^-1 h_j)_i
+
+def _greedy_key(criterion: str, s, wn2):
+    """The quantity a greedy step minimises: the increase of Tr(H^-1) ("A") or -s_j ("D", maximise det)."""
+    if criterion == "A":
+        return (1.0 + wn2) / s  # increase of Tr(H^-1): minimise
+    return -s  # maximise s_j  <=> maximise det
+
+
+def _paper_value(criterion: str, s, wn2, lambda2: float):
+    """The paper's criterion of a gene: Eq. 20 ("A") or Eq. 29 ("D"), from s_j and ||w_j||^2."""
+    if criterion == "A":
+        return 1.0 - lambda2 * (1.0 + wn2) / s  # Eq. 20
+    return s / lambda2 - 1.0  # Eq. 29
+
+
+class _BorderedGram:
+    """The bordered Gram H_S in feature space: Schur complements s_j, ||w_j||^2 and the rows of H and H_S^-1 h."""
+
+    def __init__(self, eta, n_steps: int):
+        d = eta.shape[0]
+        self.s = eta.copy()  # Schur complements s_j
+        self.wn2 = np.zeros(d)  # ||w_j||^2, w_j = H_S^-1 h_j
+        self.Hrows = np.empty((n_steps, d))  # row i: h_{g_i, j} = g_i'(I + lambda1 L) f_j
+        self.Wrows = np.empty((n_steps, d))  # row i: (H_S^-1 h_j)_i
+
+    def add(self, X, C, j: int, k: int) -> None:
+        """Border H_S with gene j as its (k+1)-th row and column (rank-one update of s, ||w||^2, the rows)."""
+        d = self.s.shape[0]
+        sg = self.s[j]
+        # new row of the bordered Gram: t_i = g'(I + lambda1 L) f_i
+        t = X[:, j] @ C
+        if k:
+            u = self.Wrows[:k, j]  # w_g = H_S^-1 h_g
+            e = t - u @ self.Hrows[:k]  # e_i = t_i - h_g' H_S^-1 h_i
+            uw = u @ self.Wrows[:k]  # w_g' w_i
+            un2 = float(u @ u)
+            self.Wrows[:k] -= np.outer(u, e / sg)
+        else:
+            e = t.copy()
+            uw = np.zeros(d)
+            un2 = 0.0
+        self.Hrows[k] = t
+        self.Wrows[k] = e / sg
+        self.wn2 = self.wn2 - 2.0 * e * uw / sg + e**2 * (un2 + 1.0) / sg**2
+        self.s = self.s - e**2 / sg
+
+
+def _greedy_steps(X, C, eta, available, n_steps: int, criterion: str, lambda2: float):
+    """Run the greedy picks; return the final state, the order, each pick's value, the trace/logdet path, the chosen mask."""
+    d = eta.shape[0]
+    state = _BorderedGram(eta, n_steps)
     order = np.empty(n_steps, dtype=np.int64)
     step_value = np.empty(n_steps)
     path = np.empty(n_steps)
     chosen = np.zeros(d, dtype=bool)
     total = 0.0  # Tr(H_S^-1) or log det(H_S)
-
-    def key_of(s_, wn2_):
-        if criterion == "A":
-            return (1.0 + wn2_) / s_  # increase of Tr(H^-1): minimise
-        return -s_  # maximise s_j  <=> maximise det
-
-    def value_of(s_, wn2_):
-        if criterion == "A":
-            return 1.0 - lambda2 * (1.0 + wn2_) / s_  # Eq. 20
-        return s_ / lambda2 - 1.0  # Eq. 29
-
     # many small products: one BLAS thread (threads only add synchronisation cost)
     with threadpool_limits(limits=1, user_api="blas"):
         for k in range(n_steps):
-            key = key_of(s, wn2)
+            key = _greedy_key(criterion, state.s, state.wn2)
             key[~available | chosen] = np.inf
             j = int(np.argmin(key))
             order[k] = j
-            step_value[k] = value_of(s[j], wn2[j])
+            step_value[k] = _paper_value(criterion, state.s[j], state.wn2[j], lambda2)
             if criterion == "A":
                 total += key[j]
             else:
-                total += np.log(s[j])
+                total += np.log(state.s[j])
             path[k] = total
-            sg = s[j]
-            # new row of the bordered Gram: t_i = g'(I + lambda1 L) f_i
-            t = X[:, j] @ C
-            if k:
-                u = Wrows[:k, j]  # w_g = H_S^-1 h_g
-                e = t - u @ Hrows[:k]  # e_i = t_i - h_g' H_S^-1 h_i
-                uw = u @ Wrows[:k]  # w_g' w_i
-                un2 = float(u @ u)
-                Wrows[:k] -= np.outer(u, e / sg)
-            else:
-                e = t.copy()
-                uw = np.zeros(d)
-                un2 = 0.0
-            Hrows[k] = t
-            Wrows[k] = e / sg
-            wn2 = wn2 - 2.0 * e * uw / sg + e**2 * (un2 + 1.0) / sg**2
-            s = s - e**2 / sg
+            state.add(X, C, j, k)
             chosen[j] = True
             log.debug("greedy %s step %d: gene %d, value %.6g", criterion, k, j, step_value[k])
+    return state, order, step_value, path, chosen
 
-    next_value = value_of(s, wn2)
-    next_key = key_of(s, wn2)
+
+def _design_result(state, order, step_value, path, chosen, const, criterion: str, lambda2: float) -> dict:
+    """The result dict of :func:`optimal_design_greedy`: the picks and every other gene's criterion at the next step."""
+    next_value = _paper_value(criterion, state.s, state.wn2, lambda2)
+    next_key = _greedy_key(criterion, state.s, state.wn2)
     next_value[chosen | const] = np.nan
     next_key[chosen | const] = np.nan
     return {
@@ -185,9 +226,9 @@ def optimal_design_greedy(X, W, n_features: int, *, criterion: str = "A", lambda
         ("trace" if criterion == "A" else "logdet"): path,
         "constant": const,
         # for tests and diagnostics: the final bordered-Gram state
-        "_s": s,
-        "_wn2": wn2,
-        "_W": Wrows,
+        "_s": state.s,
+        "_wn2": state.wn2,
+        "_W": state.Wrows,
     }
 
 
