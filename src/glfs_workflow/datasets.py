@@ -369,22 +369,51 @@ def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int | Non
 
     fmt = cfg.get("format", "auto") or "auto"
     expr = Path(paths["expression"])
+    m = _read_dataset(name, fmt, expr, cfg, paths)
+    m, labelled, label_report, notes = _label_dataset(name, fmt, expr, m, cfg, paths)
+    n, d = m.X.shape
+    notes += _check_size(expr, n, d, cfg, n_neighbors)
+    notes += _id_notes(expr, m)
+    method = cfg.get("preprocess", "none") or "none"
+    notes += _counts_notes(name, expr, m.X, method)
+    X, var, used = _preprocess_dataset(m, method, cfg)
+    const_names = _constant_genes(expr, X, var, n)
+    obs = _obs_frame(name, m, cfg, labelled, n)
+    var, obs = _text_frames(var, obs)
+    info = _dataset_info(
+        name, fmt, cfg, n=n, d=d, n_genes=X.shape[1], labelled=labelled, obs=obs, method=method, used=used,
+        const_names=const_names, notes=notes, label_report=label_report, provenance=provenance,
+    )
+    adata = ad.AnnData(X=np.ascontiguousarray(X, dtype=np.float64), obs=obs, var=var)
+    adata.uns["dataset"] = _plain(info)
+    return adata
+
+
+def _read_dataset(name: str, fmt: str, expr: Path, cfg: dict, paths: dict) -> Matrix:
+    """Read the expression matrix with the reader ``fmt`` names (a vendored reader or :func:`read_matrix`)."""
     if fmt == "golub":
         if "independent" not in paths:
             msg = f"datasets.{name}.extra_files.independent is required for format 'golub'"
             raise DataError(msg)
         split = cfg.get("split") or {}
-        m = read_golub(expr, paths["independent"], train_patients=split.get("train_patients"))
-    elif fmt == "stategra":
+        return read_golub(expr, paths["independent"], train_patients=split.get("train_patients"))
+    if fmt == "stategra":
         if "sample_map" not in paths:
             msg = f"datasets.{name}.extra_files.sample_map is required for format 'stategra'"
             raise DataError(msg)
-        m = read_stategra(expr, paths["sample_map"])
-    elif fmt == "clanc840":
-        m = read_clanc840(expr)
-    else:
-        m = read_matrix(expr, fmt=fmt, orientation=cfg.get("orientation", "genes_by_samples"))
+        return read_stategra(expr, paths["sample_map"])
+    if fmt == "clanc840":
+        return read_clanc840(expr)
+    return read_matrix(expr, fmt=fmt, orientation=cfg.get("orientation", "genes_by_samples"))
 
+
+def _label_dataset(name: str, fmt: str, expr: Path, m: Matrix, cfg: dict, paths: dict):
+    """Attach the class labels the config names; return (matrix, labelled, label report, notes).
+
+    From a labels table, an ``.h5ad`` ``obs`` column (``label_column``), or the
+    vendored file itself (stategra, clanc840); otherwise unlabelled, with a note
+    when an ``obs`` column called ``label`` is left unused.
+    """
     notes = []
     label_report = {}
     labelled = True
@@ -409,8 +438,11 @@ def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int | Non
             )
             log.warning("%s: %s", expr, note)
             notes.append(note)
+    return m, labelled, label_report, notes
 
-    n, d = m.X.shape
+
+def _check_size(expr: Path, n: int, d: int, cfg: dict, n_neighbors: int | None) -> list:
+    """Refuse too few samples (fewer than 2, or not more than ``n_neighbors``); a note when n > d."""
     if n < 2:
         msg = f"{expr}: only {n} sample(s); at least 2 are needed (check `orientation`: {cfg.get('orientation', 'genes_by_samples')})"
         raise DataError(msg)
@@ -420,28 +452,47 @@ def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int | Non
     if n > d:
         note = f"{n} samples > {d} genes: orientation {cfg.get('orientation', 'genes_by_samples')!r} kept as configured (not transposed); check it is right"
         log.warning("%s: %s", expr, note)
-        notes.append(note)
+        return [note]
+    return []
 
+
+def _id_notes(expr: Path, m: Matrix) -> list:
+    """Warnings about the gene and sample ids (glfs.readers.id_warnings), logged and returned."""
+    notes = []
     for kind, ids in (("gene", m.genes), ("sample", m.samples)):
         for note in id_warnings(ids, kind):
             log.warning("%s: %s", expr, note)
             notes.append(note)
-    method = cfg.get("preprocess", "none") or "none"
-    if method == "none" and looks_like_counts(m.X):
-        pos = m.X[m.X > 0]
-        note = (
-            f"values look like raw counts (non-negative integers up to {m.X.max():.4g}, "
-            f"{m.X.max() / np.median(pos):.3g} times the median non-zero value {np.median(pos):.4g}): "
-            "distances, variances and GLFS are then driven by a few very highly expressed genes; "
-            f"set datasets.{name}.preprocess: normalize_log1p (library-size normalisation + log1p) "
-            "or log1p (docs/data.md)"
-        )
-        log.warning("%s: %s", expr, note)
-        notes.append(note)
+    return notes
+
+
+def _counts_notes(name: str, expr: Path, X, method: str) -> list:
+    """A note (logged and returned) when values look like raw counts and no preprocessing is configured."""
+    if method != "none" or not looks_like_counts(X):
+        return []
+    pos = X[X > 0]
+    note = (
+        f"values look like raw counts (non-negative integers up to {X.max():.4g}, "
+        f"{X.max() / np.median(pos):.3g} times the median non-zero value {np.median(pos):.4g}): "
+        "distances, variances and GLFS are then driven by a few very highly expressed genes; "
+        f"set datasets.{name}.preprocess: normalize_log1p (library-size normalisation + log1p) "
+        "or log1p (docs/data.md)"
+    )
+    log.warning("%s: %s", expr, note)
+    return [note]
+
+
+def _preprocess_dataset(m: Matrix, method: str, cfg: dict):
+    """Preprocess the matrix (glfs.preprocessing.preprocess); return (X, var of the kept genes, params used)."""
     X, keep, used = preprocess(m.X, m.genes, method, cfg.get("preprocess_params"), samples=m.samples)
     var = m.var.loc[np.asarray(m.genes)[keep]].copy() if not keep.all() else m.var.copy()
     if not keep.all():
-        log.info("preprocess %s kept %d of %d genes", method, int(keep.sum()), d)
+        log.info("preprocess %s kept %d of %d genes", method, int(keep.sum()), m.X.shape[1])
+    return X, var, used
+
+
+def _constant_genes(expr: Path, X, var: pd.DataFrame, n: int) -> list:
+    """Names of the constant genes (logged); an error when every gene is constant."""
     const = np.ptp(X, axis=0) == 0
     const_names = list(np.asarray(var.index)[const])
     if const.all():
@@ -453,16 +504,24 @@ def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int | Non
         raise DataError(msg)
     if const.any():
         log.warning("%s: %d constant genes (allowed; they get NaN scores from score-based methods): %s", expr, len(const_names), const_names[:10])
+    return const_names
 
+
+def _obs_frame(name: str, m: Matrix, cfg: dict, labelled: bool, n: int) -> pd.DataFrame:
+    """obs indexed by the sample ids as text; ``label`` categorical when labelled (n_clusters checked against n)."""
     obs = m.obs.copy() if m.obs is not None else pd.DataFrame(index=pd.Index(m.samples))
     obs.index = pd.Index([str(s) for s in m.samples])
     if labelled:
         obs["label"] = pd.Categorical(obs["label"].astype(str))
-        n_classes = int(obs["label"].nunique())
         nc = cfg.get("n_clusters")
         if nc is not None and nc > n:
             msg = f"datasets.{name}.n_clusters = {nc} exceeds the {n} samples"
             raise DataError(msg)
+    return obs
+
+
+def _text_frames(var: pd.DataFrame, obs: pd.DataFrame):
+    """var ids and the object columns of var and obs as str (what .h5ad stores)."""
     var.index = pd.Index([str(g) for g in var.index])
     for c in var.columns:
         if var[c].dtype == object:
@@ -470,12 +529,19 @@ def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int | Non
     for c in obs.columns:
         if obs[c].dtype == object:
             obs[c] = obs[c].astype(str)
+    return var, obs
 
+
+def _dataset_info(
+    name, fmt, cfg, *, n, d, n_genes, labelled, obs, method, used, const_names, notes, label_report, provenance,
+) -> dict:
+    """The ``uns['dataset']`` record: sizes, labels, preprocessing, constant genes, warnings, input files."""
+    n_classes = int(obs["label"].nunique()) if labelled else 0
     info = {
         "name": name,
         "format": fmt,
         "n_samples": int(n),
-        "n_genes": int(X.shape[1]),
+        "n_genes": int(n_genes),
         "n_genes_raw": int(d),
         "labelled": bool(labelled),
         "n_clusters": int(cfg.get("n_clusters") or (n_classes if labelled else 0)),
@@ -493,6 +559,4 @@ def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int | Non
         # two parallel lists, not a dict: labels may hold "/" (an HDF5 group separator) or anything else
         counts = obs["label"].value_counts().sort_index()
         info["label_counts"] = {"labels": [str(k) for k in counts.index], "counts": [int(v) for v in counts.to_numpy()]}
-    adata = ad.AnnData(X=np.ascontiguousarray(X, dtype=np.float64), obs=obs, var=var)
-    adata.uns["dataset"] = _plain(info)
-    return adata
+    return info
