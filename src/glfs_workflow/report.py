@@ -9,6 +9,7 @@ claims quoted in :data:`PAPER_CLAIMS`), always labelled as the paper's.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as _dt
 import functools
 import html
@@ -593,22 +594,61 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None)
     ``figures_out`` maps figure names to PNG paths that are also written
     (for ``snakemake --report``).
     """
-    import anndata
     import matplotlib
 
     matplotlib.use("Agg")
 
-    figures_out = figures_out or {}
     figs: dict[str, bytes] = {}
+    parts = _head_html()
+    parts += _run_html(layout, config)
+    parts += _provenance_html(layout, config)
+    res = _Results()
+    for d in layout["datasets"]:
+        parts += _dataset_html(d, layout, figs, res)
+    cls_parts, cls_all = _classification_html(layout)
+    parts += cls_parts
+    paper_table = _read_tsv(layout["paper_table"]) if layout.get("paper_table") else None
+    glfs_html = glfs_section(
+        layout, metas=res.metas, paths=res.paths, path_tsvs={k: v for k, v in res.path_tsvs.items() if v is not None},
+        clustering=res.clustering, random=res.random,
+        classification={ds: c for ds, c in zip(layout.get("classification") or {}, cls_all)},
+    )
+    parts += _paper_table_html(layout, paper_table)
+    parts.append(glfs_html)
+    sim_parts, sim_df = _simulation_html(layout, config, figs)
+    parts += sim_parts
+    parts += _paper_vs_run_html(layout, config, res, sim_df, cls_all, paper_table)
+    parts += _runtime_software_html(layout)
+    parts.append("</body></html>")
+    _write_figures(figures_out or {}, figs)
+    return "".join(parts)
+
+
+@dataclasses.dataclass
+class _Results:
+    """Result tables read while the dataset sections are written, for the GLFS and paper-versus-run sections."""
+
+    clustering: dict = dataclasses.field(default_factory=dict)  # dataset -> clustering_nmi.tsv rows
+    random: dict = dataclasses.field(default_factory=dict)  # dataset -> clustering_random.tsv rows (or None)
+    path_tsvs: dict = dataclasses.field(default_factory=dict)  # dataset -> glfs_path.tsv rows (or None)
+    metas: dict = dataclasses.field(default_factory=dict)  # (dataset, method) -> selection JSON
+    paths: dict = dataclasses.field(default_factory=dict)  # (dataset, method) -> path table of a published reading
+
+
+def _head_html() -> list:
+    """The document head, the title and the generation time."""
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>GLFS workflow report</title><style>{CSS}</style></head><body>"]
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts.append("<h1>Graph-Laplacian feature selection: workflow report</h1>")
     parts.append(f"<p>Generated {now}. Everything below is computed from this run's result files, "
                  "except blocks marked <em>paper</em>, which quote Wang &amp; Goldenberg (ICML 2013).</p>")
+    return parts
 
-    # --- what was run
+
+def _run_html(layout: dict, config: dict) -> list:
+    """Section "What was run": datasets, methods, seeds and the configuration."""
     ds_names = [d["name"] for d in layout["datasets"]]
-    parts.append("<h2>What was run</h2>")
+    parts = ["<h2>What was run</h2>"]
     parts.append(_findings_html(F.run_findings(layout, config)))
     parts.append("<table>" + "".join(f"<tr><th>{_esc(k)}</th><td style='text-align:left'>{_esc(v)}</td></tr>" for k, v in [
         ("datasets", ", ".join(ds_names)),
@@ -626,9 +666,12 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None)
                  "<code>glfs.simulate.point_seed(seed, sigma, N, replicate)</code> (the same for every method), "
                  "and selection methods get <code>random_state = seed</code>.</p>")
     parts.append("<details><summary>full configuration</summary><pre>" + _esc(json.dumps(config, indent=1, default=str)) + "</pre></details>")
+    return parts
 
-    # --- data provenance
-    parts.append("<h2>Data provenance</h2>")
+
+def _provenance_html(layout: dict, config: dict) -> list:
+    """Section "Data provenance": findings, then each dataset's note and input-file table."""
+    parts = ["<h2>Data provenance</h2>"]
     prov_parts, prov_tables = [], {}
     for d in layout["datasets"]:
         prov_path = (layout.get("provenance") or {}).get(d["name"])
@@ -636,189 +679,237 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None)
         note = (config.get("datasets", {}).get(d["name"], {}) or {}).get("note")
         if note:
             prov_parts.append(f"<p class='note'>{_esc(note)}</p>")
-        if prov_path and Path(prov_path).exists():
-            try:
-                prov = json.loads(Path(prov_path).read_text())
-                prov_tables[d["name"]] = F.provenance_table(prov)
-                created = f" Recorded {_esc(prov['created'])}." if prov.get("created") else ""
-                prov_parts.append(f"<p>Input files of {_esc(d['name'])} ({_esc(prov_path)}).{created}</p>")
-                prov_parts.append(_table(prov_tables[d["name"]]))
-            except (OSError, ValueError, AttributeError) as e:
-                prov_parts.append(f"<p>provenance file {_esc(prov_path)} unreadable: {_esc(e)}</p>")
-        else:
-            prov_parts.append("<p>No provenance record found.</p>")
+        prov_parts += _provenance_record_html(d["name"], prov_path, prov_tables)
     parts.append(_findings_html(F.provenance_findings(prov_tables)))
     parts.extend(prov_parts)
+    return parts
 
-    clustering_dfs, path_dfs, random_dfs, glfs_metas, all_paths, notes_of = {}, {}, {}, {}, {}, {}
-    for d in layout["datasets"]:
-        name = d["name"]
-        parts.append(f"<h2>Dataset {_esc(name)}</h2>")
-        ad = anndata.read_h5ad(d["adata"])
-        parts.append(f"<p>{ad.n_obs} samples x {ad.n_vars} genes.")
-        if d["labelled"] and "label" in ad.obs:  # an unlabelled dataset's own obs 'label' is not its labels
-            counts = ad.obs["label"].astype(str).value_counts().sort_index()
-            parts.append(" Labels: " + ", ".join(f"{_esc(k)} {v}" for k, v in counts.items()) + ".")
-        if "split" in ad.obs:
-            parts.append(" Split: " + ", ".join(f"{_esc(k)} {v}" for k, v in ad.obs["split"].astype(str).value_counts().items()) + ".")
-        parts.append("</p>")
-        if not d["labelled"]:
-            parts.append("<p class='note'>This dataset has no labels: label-based evaluations (clustering NMI, "
-                         "k-means ACC, 1-NN accuracy, supervised methods, subtype heatmap) were skipped.</p>")
 
-        # top genes per method
-        top = {}
-        for m, p in d["selections"].items():
-            t = _read_tsv(p)
-            if t is not None:
-                top[m] = t.sort_values("rank")["gene"].astype(str).head(10).tolist()
-        notes = _gene_notes(ad.var, sorted({g for v in top.values() for g in v}))
-        notes_of[name] = notes
-        if top:
-            parts.append("<h3>Top 10 genes per method</h3>")
-            parts.append(_findings_html(F.top_gene_findings(top, name, descriptions=notes)))
-            if notes:
-                parts.append("<p>Gene ids with the symbol or description the data carry (var column) in brackets.</p>")
-            shown = {m: [_with_note(x, notes) for x in g] for m, g in top.items()}
-            parts.append(_table(pd.DataFrame({m: g + [""] * (10 - len(g)) for m, g in shown.items()}, index=range(1, 11)), index=True))
+def _provenance_record_html(name: str, prov_path, prov_tables: dict) -> list:
+    """One dataset's provenance record as a table (added to ``prov_tables``), or why there is none."""
+    if not (prov_path and Path(prov_path).exists()):
+        return ["<p>No provenance record found.</p>"]
+    parts = []
+    try:
+        prov = json.loads(Path(prov_path).read_text())
+        prov_tables[name] = F.provenance_table(prov)
+        created = f" Recorded {_esc(prov['created'])}." if prov.get("created") else ""
+        parts.append(f"<p>Input files of {_esc(name)} ({_esc(prov_path)}).{created}</p>")
+        parts.append(_table(prov_tables[name]))
+    except (OSError, ValueError, AttributeError) as e:
+        parts.append(f"<p>provenance file {_esc(prov_path)} unreadable: {_esc(e)}</p>")
+    return parts
 
-        # clustering
-        if d["labelled"] and d.get("clustering"):
-            cdf = _read_tsv(d["clustering"])
-            clustering_dfs[name] = cdf
-            rdf = _read_tsv(d["random_floor"]) if d.get("random_floor") else None
-            random_dfs[name] = rdf
-            key = f"nmi_{name}"
-            figs[key] = figure_nmi(cdf, name, F.floor_summary(rdf))
-            parts.append("<h3>Spectral-clustering NMI against the labels</h3>")
-            parts.append(_findings_html(F.clustering_findings(cdf, rdf, name, supervised=layout.get("supervised", ()))))
-            parts.append(_img(figs[key], f"NMI vs genes, {name}"))
-            parts.append("<p>Mean over runs. NMI@k: arithmetic normalisation; extra columns at 100 genes "
-                         "(or all): NMI with max-entropy normalisation (He et al. 2011), k-means ACC and NMI "
-                         "(best of 10 restarts), leave-one-out 1-NN accuracy. The random-genes floor: random gene "
-                         "sets of the same size, evaluated the same way (mean and sd over the draws); "
-                         "'clears floor at' lists the gene counts where a method's mean NMI is above the floor's "
-                         "mean + 1 sd.</p>")
-            parts.append(_table(nmi_summary_with_floor(cdf, rdf)))
 
-        # GLFS paths
-        paths = {}
-        for m, p in d.get("metas", {}).items():
-            try:
-                meta = json.loads(Path(p).read_text())
-            except (OSError, ValueError):
-                continue
-            glfs_metas[(name, m)] = meta
-            pf = F.path_frame(meta)
-            if pf is not None:
-                paths[m] = pf
-                all_paths[(name, m)] = pf
-        if d.get("glfs_path"):
-            gp = _read_tsv(d["glfs_path"])
-            path_dfs[name] = gp
-        if paths:
-            key = f"glfs_path_{name}"
-            figs[key] = figure_paths(paths, name)
-            parts.append("<h3>GLFS sparsity path</h3>")
-            parts.append(_findings_html([s for m, p in paths.items() for s in F.path_findings(p, m, name)]))
-            parts.append(_img(figs[key], f"GLFS path {name}"))
-            for m, p in paths.items():
-                if p is not None and len(p):
-                    parts.append(f"<details><summary>{_esc(m)} path ({len(p)} points)</summary>{_table(p, '{:.4g}')}</details>")
+def _dataset_html(d: dict, layout: dict, figs: dict, res: _Results) -> list:
+    """Section of one dataset: sizes and labels, top genes, clustering NMI, GLFS path, heatmap."""
+    import anndata
 
-        # heatmap
-        hm = d.get("heatmap_method")
-        if hm and d["labelled"] and f"{hm}_rank" in ad.var and "label" in ad.obs:
-            rank = ad.var[f"{hm}_rank"].to_numpy()
-            idx = np.argsort(rank, kind="stable")[: min(25, ad.n_vars)]
-            X = ad.X[:, idx]
-            X = X.toarray() if hasattr(X, "toarray") else X
-            key = f"heatmap_{name}"
-            hm_genes = list(ad.var_names[idx].astype(str))
-            hm_notes = _gene_notes(ad.var, hm_genes)
-            figs[key] = figure_heatmap(X, [_with_note(g, hm_notes, 24) for g in hm_genes], ad.obs["label"].to_numpy(), name, hm)
-            parts.append(f"<h3>Top {len(idx)} genes of {_esc(hm)} by label</h3>")
-            parts.append(_img(figs[key], f"heatmap {name}"))
+    name = d["name"]
+    parts = [f"<h2>Dataset {_esc(name)}</h2>"]
+    ad = anndata.read_h5ad(d["adata"])
+    parts += _dataset_intro_html(d, ad)
+    parts += _top_genes_html(d, ad)
+    parts += _clustering_html(d, layout, figs, res)
+    parts += _paths_html(d, figs, res)
+    parts += _heatmap_html(d, ad, figs)
+    return parts
 
-    # --- classification
+
+def _dataset_intro_html(d: dict, ad) -> list:
+    """Samples x genes, label and split counts, and a note when the dataset has no labels."""
+    parts = [f"<p>{ad.n_obs} samples x {ad.n_vars} genes."]
+    if d["labelled"] and "label" in ad.obs:  # an unlabelled dataset's own obs 'label' is not its labels
+        counts = ad.obs["label"].astype(str).value_counts().sort_index()
+        parts.append(" Labels: " + ", ".join(f"{_esc(k)} {v}" for k, v in counts.items()) + ".")
+    if "split" in ad.obs:
+        parts.append(" Split: " + ", ".join(f"{_esc(k)} {v}" for k, v in ad.obs["split"].astype(str).value_counts().items()) + ".")
+    parts.append("</p>")
+    if not d["labelled"]:
+        parts.append("<p class='note'>This dataset has no labels: label-based evaluations (clustering NMI, "
+                     "k-means ACC, 1-NN accuracy, supervised methods, subtype heatmap) were skipped.</p>")
+    return parts
+
+
+def _top_genes_html(d: dict, ad) -> list:
+    """The top 10 genes of every method, with the symbol or description the data carry."""
+    top = {}
+    for m, p in d["selections"].items():
+        t = _read_tsv(p)
+        if t is not None:
+            top[m] = t.sort_values("rank")["gene"].astype(str).head(10).tolist()
+    notes = _gene_notes(ad.var, sorted({g for v in top.values() for g in v}))
+    if not top:
+        return []
+    parts = ["<h3>Top 10 genes per method</h3>"]
+    parts.append(_findings_html(F.top_gene_findings(top, d["name"], descriptions=notes)))
+    if notes:
+        parts.append("<p>Gene ids with the symbol or description the data carry (var column) in brackets.</p>")
+    shown = {m: [_with_note(x, notes) for x in g] for m, g in top.items()}
+    parts.append(_table(pd.DataFrame({m: g + [""] * (10 - len(g)) for m, g in shown.items()}, index=range(1, 11)), index=True))
+    return parts
+
+
+def _clustering_html(d: dict, layout: dict, figs: dict, res: _Results) -> list:
+    """Spectral-clustering NMI against the labels (figure and table, with the random-genes floor)."""
+    if not (d["labelled"] and d.get("clustering")):
+        return []
+    name = d["name"]
+    cdf = _read_tsv(d["clustering"])
+    res.clustering[name] = cdf
+    rdf = _read_tsv(d["random_floor"]) if d.get("random_floor") else None
+    res.random[name] = rdf
+    key = f"nmi_{name}"
+    figs[key] = figure_nmi(cdf, name, F.floor_summary(rdf))
+    parts = ["<h3>Spectral-clustering NMI against the labels</h3>"]
+    parts.append(_findings_html(F.clustering_findings(cdf, rdf, name, supervised=layout.get("supervised", ()))))
+    parts.append(_img(figs[key], f"NMI vs genes, {name}"))
+    parts.append("<p>Mean over runs. NMI@k: arithmetic normalisation; extra columns at 100 genes "
+                 "(or all): NMI with max-entropy normalisation (He et al. 2011), k-means ACC and NMI "
+                 "(best of 10 restarts), leave-one-out 1-NN accuracy. The random-genes floor: random gene "
+                 "sets of the same size, evaluated the same way (mean and sd over the draws); "
+                 "'clears floor at' lists the gene counts where a method's mean NMI is above the floor's "
+                 "mean + 1 sd.</p>")
+    parts.append(_table(nmi_summary_with_floor(cdf, rdf)))
+    return parts
+
+
+def _paths_html(d: dict, figs: dict, res: _Results) -> list:
+    """The GLFS sparsity paths of the dataset's GLFS selections (figure and tables)."""
+    name = d["name"]
+    paths = {}
+    for m, p in d.get("metas", {}).items():
+        try:
+            meta = json.loads(Path(p).read_text())
+        except (OSError, ValueError):
+            continue
+        res.metas[(name, m)] = meta
+        pf = F.path_frame(meta)
+        if pf is not None:
+            paths[m] = pf
+            res.paths[(name, m)] = pf
+    if d.get("glfs_path"):
+        res.path_tsvs[name] = _read_tsv(d["glfs_path"])
+    if not paths:
+        return []
+    key = f"glfs_path_{name}"
+    figs[key] = figure_paths(paths, name)
+    parts = ["<h3>GLFS sparsity path</h3>"]
+    parts.append(_findings_html([s for m, p in paths.items() for s in F.path_findings(p, m, name)]))
+    parts.append(_img(figs[key], f"GLFS path {name}"))
+    for m, p in paths.items():
+        if p is not None and len(p):
+            parts.append(f"<details><summary>{_esc(m)} path ({len(p)} points)</summary>{_table(p, '{:.4g}')}</details>")
+    return parts
+
+
+def _heatmap_html(d: dict, ad, figs: dict) -> list:
+    """Heatmap of the top genes of ``heatmap_method``, samples grouped by label (labelled datasets)."""
+    hm = d.get("heatmap_method")
+    if not (hm and d["labelled"] and f"{hm}_rank" in ad.var and "label" in ad.obs):
+        return []
+    name = d["name"]
+    rank = ad.var[f"{hm}_rank"].to_numpy()
+    idx = np.argsort(rank, kind="stable")[: min(25, ad.n_vars)]
+    X = ad.X[:, idx]
+    X = X.toarray() if hasattr(X, "toarray") else X
+    key = f"heatmap_{name}"
+    hm_genes = list(ad.var_names[idx].astype(str))
+    hm_notes = _gene_notes(ad.var, hm_genes)
+    figs[key] = figure_heatmap(X, [_with_note(g, hm_notes, 24) for g in hm_genes], ad.obs["label"].to_numpy(), name, hm)
+    return [f"<h3>Top {len(idx)} genes of {_esc(hm)} by label</h3>", _img(figs[key], f"heatmap {name}")]
+
+
+def _classification_html(layout: dict) -> tuple[list, list]:
+    """Section "Classification" (Golub protocol); returns its parts and the tables read."""
     cls_all = []
-    if layout.get("classification"):
-        parts.append("<h2>Classification (Golub protocol, Table 3)</h2>")
-        parts.append("<p>Trained on the training split only; hyper-parameters (GLFS lam, the baselines' "
-                     "regularisation) chosen by CV inside the training set; the test split used once. "
-                     "CV errors are those of the tuned model (Zou &amp; Hastie's convention; optimistic).</p>")
-        for ds, p in layout["classification"].items():
-            c = _read_tsv(p)
-            cls_all.append(c)
-            parts.append(f"<h3>This run: {_esc(ds)}</h3>")
-            parts.append(_findings_html(F.classification_findings(c, ds)))
-            parts.append(_table(c))
-        if any(c is not None and "random_genes" in set(c["method"]) for c in cls_all):
-            parts.append("<p>random_genes: the floor; LapRLS exactly as the glfs_supervised row fits it, on random "
-                         "genes as many as that row uses; the median errors over seeded draws (params give the "
-                         "number of draws and the ranges).</p>")
-    paper_table = _read_tsv(layout["paper_table"]) if layout.get("paper_table") else None
-    glfs_html = glfs_section(
-        layout, metas=glfs_metas, paths=all_paths, path_tsvs={k: v for k, v in path_dfs.items() if v is not None},
-        clustering=clustering_dfs, random=random_dfs,
-        classification={ds: c for ds, c in zip(layout.get("classification") or {}, cls_all)},
-    )
-    if paper_table is not None and layout.get("classification"):
-        parts.append("<div class='paper'><h3>Paper (not this run): Wang &amp; Goldenberg, ICML 2013, Table 3</h3>")
-        parts.append("<p>Quoted for comparison only. Rows other than GLFS are reproduced there from Zou &amp; Hastie (2005), "
-                     "who screened genes before fitting.</p>")
-        parts.append(_table(paper_table) + "</div>")
+    if not layout.get("classification"):
+        return [], cls_all
+    parts = ["<h2>Classification (Golub protocol, Table 3)</h2>"]
+    parts.append("<p>Trained on the training split only; hyper-parameters (GLFS lam, the baselines' "
+                 "regularisation) chosen by CV inside the training set; the test split used once. "
+                 "CV errors are those of the tuned model (Zou &amp; Hastie's convention; optimistic).</p>")
+    for ds, p in layout["classification"].items():
+        c = _read_tsv(p)
+        cls_all.append(c)
+        parts.append(f"<h3>This run: {_esc(ds)}</h3>")
+        parts.append(_findings_html(F.classification_findings(c, ds)))
+        parts.append(_table(c))
+    if any(c is not None and "random_genes" in set(c["method"]) for c in cls_all):
+        parts.append("<p>random_genes: the floor; LapRLS exactly as the glfs_supervised row fits it, on random "
+                     "genes as many as that row uses; the median errors over seeded draws (params give the "
+                     "number of draws and the ranges).</p>")
+    return parts, cls_all
 
-    parts.append(glfs_html)
 
-    # --- simulation
-    sim_df = None
-    if layout.get("simulation"):
-        sim_df = _read_tsv(layout["simulation"])
-        figs["simulation"] = figure_simulation(sim_df, config.get("simulation", {}))
-        parts.append("<h2>Planted-feature simulation (Figure 1 protocol)</h2>")
-        parts.append(_findings_html(F.simulation_findings(sim_df, config.get("simulation", {}))))
-        parts.append(_img(figs["simulation"], "simulation curves"))
-        if sim_df is not None and not sim_df.empty:
-            agg = sim_df.groupby(["method", "sigma", "n_noise"])["score"].agg(["mean", "std", "count"]).reset_index()
-            parts.append(f"<details><summary>mean Score per grid point</summary>{_table(agg)}</details>")
-        parts.append("<p>Default grid from config.yaml (without the published readings glfs_paper and "
-                     "glfs_printed, for time; glfs and glfs_exact run); the full grid (sigma up to 1.0, N up to "
-                     "60,000, every reading) runs with <code>snakemake simulate_full</code> into "
-                     "results/simulation_full/.</p>")
+def _paper_table_html(layout: dict, paper_table) -> list:
+    """The paper's Table 3, quoted beside this run's classification (when both exist)."""
+    if paper_table is None or not layout.get("classification"):
+        return []
+    parts = ["<div class='paper'><h3>Paper (not this run): Wang &amp; Goldenberg, ICML 2013, Table 3</h3>"]
+    parts.append("<p>Quoted for comparison only. Rows other than GLFS are reproduced there from Zou &amp; Hastie (2005), "
+                 "who screened genes before fitting.</p>")
+    parts.append(_table(paper_table) + "</div>")
+    return parts
 
-    # --- paper versus this run
+
+def _simulation_html(layout: dict, config: dict, figs: dict) -> tuple[list, pd.DataFrame | None]:
+    """Section "Planted-feature simulation" (Figure 1 protocol); returns its parts and the recovery table."""
+    if not layout.get("simulation"):
+        return [], None
+    sim_df = _read_tsv(layout["simulation"])
+    figs["simulation"] = figure_simulation(sim_df, config.get("simulation", {}))
+    parts = ["<h2>Planted-feature simulation (Figure 1 protocol)</h2>"]
+    parts.append(_findings_html(F.simulation_findings(sim_df, config.get("simulation", {}))))
+    parts.append(_img(figs["simulation"], "simulation curves"))
+    if sim_df is not None and not sim_df.empty:
+        agg = sim_df.groupby(["method", "sigma", "n_noise"])["score"].agg(["mean", "std", "count"]).reset_index()
+        parts.append(f"<details><summary>mean Score per grid point</summary>{_table(agg)}</details>")
+    parts.append("<p>Default grid from config.yaml (without the published readings glfs_paper and "
+                 "glfs_printed, for time; glfs and glfs_exact run); the full grid (sigma up to 1.0, N up to "
+                 "60,000, every reading) runs with <code>snakemake simulate_full</code> into "
+                 "results/simulation_full/.</p>")
+    return parts, sim_df
+
+
+def _paper_vs_run_html(layout: dict, config: dict, res: _Results, sim_df, cls_all: list, paper_table) -> list:
+    """Section "Paper versus this run": the paper's claims beside this run's numbers."""
     ctx = {
         "simulation_df": sim_df,
         "simulation_config": config.get("simulation", {}),
-        "clustering": clustering_dfs,
-        "paths": path_dfs,
+        "clustering": res.clustering,
+        "paths": res.path_tsvs,
         "glfs_method": layout.get("glfs_method"),
         "supervised": layout.get("supervised", ["fisher_score", "lkr_score_supervised"]),
         "classification": pd.concat(cls_all, ignore_index=True) if cls_all else None,
         "paper_table": paper_table,
     }
-    parts.append("<h2>Paper versus this run</h2>")
+    parts = ["<h2>Paper versus this run</h2>"]
     parts.append("<p>Numbers on the right are computed from this run's result files; the paper's come from its "
                  "text and tables. Differences are expected where the data or protocol differ (notes).</p>")
     pvr = paper_vs_run(ctx)
     parts.append(_findings_html(F.paper_findings(pvr)))
     parts.append(_table(pvr))
+    return parts
 
-    # --- runtime and software
-    parts.append("<h2>Runtime per rule</h2><p>From Snakemake <code>benchmark:</code> files (wall seconds; "
-                 "jobs of earlier runs that were not re-run keep their old files).</p>")
+
+def _runtime_software_html(layout: dict) -> list:
+    """Sections "Runtime per rule" (Snakemake benchmark files) and "Software versions"."""
+    parts = [("<h2>Runtime per rule</h2><p>From Snakemake <code>benchmark:</code> files (wall seconds; "
+              "jobs of earlier runs that were not re-run keep their old files).</p>")]
     rt = runtime_table(layout.get("benchmarks", "benchmarks"))
     parts.append(_findings_html(F.runtime_findings(rt)))
     parts.append(_table(rt, "{:.1f}"))
     parts.append("<h2>Software versions</h2>")
     parts.append(_table(software_versions()))
-    parts.append("</body></html>")
+    return parts
+
+
+def _write_figures(figures_out: dict, figs: dict) -> None:
+    """Write every requested figure as PNG (a placeholder for one not produced in this run)."""
+    from .files import atomic_path
 
     for name, path in figures_out.items():
         png = figs.get(name) or _placeholder(f"{name}: not produced in this run")
-        from .files import atomic_path
-
         with atomic_path(path) as tmp:
             Path(tmp).write_bytes(png)
-    return "".join(parts)
