@@ -12,7 +12,7 @@ import numpy as np
 from . import baselines, design, gradient, lkr, optimal, ufi
 from ._result import Selection, make_selection
 from ._validation import check_graph, check_labels, check_n_features, check_X
-from .graph import similarity_graph
+from .graph import DEFAULT_GRAPH_PARAMS, similarity_graph
 from .scores import fisher_score, laplacian_score, variance_score
 
 log = logging.getLogger(__name__)
@@ -191,7 +191,7 @@ def select(
     W = None
     if info.needs_graph:
         if graph is None:
-            gp = {"n_neighbors": 5, "kernel": "heat", **(graph_params or {})}
+            gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
             W = similarity_graph(X, **gp)
         else:
             W = check_graph(graph, n)

@@ -7,7 +7,9 @@ function here builds an n x n dense array.
 
 from __future__ import annotations
 
+import inspect
 import logging
+from types import MappingProxyType
 
 import numpy as np
 import scipy.sparse as sp
@@ -26,6 +28,7 @@ __all__ = [
     "KERNELS",
     "AUTO_APPROX_MIN_SAMPLES",
     "APPROX_N_PCS",
+    "DEFAULT_GRAPH_PARAMS",
 ]
 
 KERNELS = ("binary", "heat", "cosine", "snf")
@@ -427,6 +430,15 @@ def similarity_graph(
     W = _symmetrise_max(rows, cols, vals, n)
     log.info("similarity_graph: %d samples, %d neighbours, kernel=%s, %d edges", n, n_neighbors, kernel, W.nnz // 2)
     return W
+
+
+#: The graph that :func:`glfs.select`, :func:`glfs.tl.select` and
+#: :func:`glfs.simulate.recovery_experiment` build when given none (``graph_params``
+#: override it): :func:`similarity_graph`'s own defaults of ``n_neighbors`` and
+#: ``kernel``, read from its signature so that the default is written once.
+DEFAULT_GRAPH_PARAMS = MappingProxyType(
+    {k: inspect.signature(similarity_graph).parameters[k].default for k in ("n_neighbors", "kernel")}
+)
 
 
 def label_graph(labels):

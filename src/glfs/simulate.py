@@ -124,12 +124,12 @@ def recovery_experiment(
         Records ``method, sigma, n_noise, replicate, score``.
     """
     from .api import method_info, select
-    from .graph import similarity_graph
+    from .graph import DEFAULT_GRAPH_PARAMS, similarity_graph
 
     if not isinstance(replicates, (int, np.integer)) or replicates < 1:
         msg = f"replicates must be a positive integer; got {replicates!r}"
         raise ValueError(msg)
-    gp = {"n_neighbors": 5, "kernel": "heat", **(graph_params or {})}
+    gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
     out = []
     for sigma, n_noise in points:
         for rep in range(int(replicates)):

@@ -121,9 +121,9 @@ def select(
             raise ValueError(msg)
         labels = adata.obs[labels_key].to_numpy()
     if info.needs_graph and graph is None:
-        from .graph import similarity_graph
+        from .graph import DEFAULT_GRAPH_PARAMS, similarity_graph
 
-        gp = {"n_neighbors": 5, "kernel": "heat", **(graph_params or {})}
+        gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
         log.info("tl.select: building a kNN patient-similarity graph (n_neighbors=%s, kernel=%r)", gp["n_neighbors"], gp["kernel"])
         graph = similarity_graph(X, **gp)
     elif graph is not None:
