@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._validation import check_int, check_real
+
 __all__ = ["make_planted", "recovery_score", "simulation_grid", "point_seed", "recovery_experiment"]
 
 
@@ -39,15 +41,9 @@ def make_planted(
     clusters : ndarray of shape (n_samples,)
         Cluster of each sample (0..n_informative-1).
     """
-    if n_samples < 2 * n_informative:
-        msg = f"n_samples must be at least {2 * n_informative}; got {n_samples}"
-        raise ValueError(msg)
-    if n_noise < 0:
-        msg = f"n_noise must be >= 0; got {n_noise}"
-        raise ValueError(msg)
-    if not sigma > 0:
-        msg = f"sigma must be positive; got {sigma}"
-        raise ValueError(msg)
+    n_samples = check_int(n_samples, "n_samples", min_val=2 * n_informative)
+    n_noise = check_int(n_noise, "n_noise", min_val=0)
+    sigma = check_real(sigma, "sigma", min_val=0, include_boundaries="neither")
     rng = np.random.default_rng(random_state)
     clusters = np.arange(n_samples) % n_informative
     rng.shuffle(clusters)
@@ -126,9 +122,7 @@ def recovery_experiment(
     from .api import method_info, select
     from .graph import DEFAULT_GRAPH_PARAMS, similarity_graph
 
-    if not isinstance(replicates, (int, np.integer)) or replicates < 1:
-        msg = f"replicates must be a positive integer; got {replicates!r}"
-        raise ValueError(msg)
+    replicates = check_int(replicates, "replicates", min_val=1)
     gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
     out = []
     for sigma, n_noise in points:
