@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
 
-from ._validation import check_graph, check_labels, check_X
+from ._validation import check_graph, check_int, check_labels, check_real, check_X
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +46,8 @@ NEIGHBOR_METHODS = ("auto", "exact", "approx")
 
 
 def _check_n_neighbors(n_neighbors, n):
-    if not isinstance(n_neighbors, (int, np.integer)) or isinstance(n_neighbors, bool) or n_neighbors < 1:
-        msg = f"n_neighbors must be a positive integer; got {n_neighbors!r}"
-        raise ValueError(msg)
+    """n_neighbors must be a positive integer smaller than the number of samples n."""
+    check_int(n_neighbors, "n_neighbors", min_val=1)
     if n_neighbors >= n:
         msg = f"n_neighbors must be smaller than the number of samples ({n}); got {n_neighbors}"
         raise ValueError(msg)
@@ -410,16 +409,13 @@ def similarity_graph(
             t = float(np.mean(dist**2))
             if t <= 0:
                 t = 1.0
-        elif not (np.isfinite(t) and t > 0):
-            msg = f"t (heat-kernel width) must be a positive number; got {t!r}"
-            raise ValueError(msg)
+        else:
+            t = check_real(t, "t (heat-kernel width)", min_val=0, include_boundaries="neither")
         vals = np.exp(-(dist**2) / t)
     elif kernel == "cosine":
         vals = np.clip(1.0 - dist, 0.0, None)
     else:  # snf
-        if not (np.isfinite(mu) and mu > 0):
-            msg = f"mu (SNF kernel) must be a positive number; got {mu!r}"
-            raise ValueError(msg)
+        mu = check_real(mu, "mu (SNF kernel)", min_val=0, include_boundaries="neither")
         mean_nn = np.bincount(rows, weights=dist, minlength=n) / np.bincount(rows, minlength=n)
         eps = (mean_nn[rows] + mean_nn[cols] + dist) / 3.0
         eps = np.where(eps > 0, eps, np.finfo(float).eps)
