@@ -1,8 +1,10 @@
 """Wall time of the published GLFS variants, against the previous implementation in the same run.
 
 Target (issue 8 item 5): ``glfs.select(X, method=m, graph=W, n_features=100)`` on
-100 samples x 10,000 genes in at most 20 s on 2 cores, for m in glfs_exact,
-glfs_paper, glfs_printed.  Two kinds of data of that shape:
+100 samples x 10,000 genes in at most 20 s on 2 cores, for every GLFS variant:
+the recommended ``glfs`` (the fixed-size design, ``glfs.design``; it has no
+previous implementation to compare with) and the published readings
+glfs_exact, glfs_paper, glfs_printed.  Two kinds of data of that shape:
 
 - ``lognormal``: X = exp(N(2, 0.5)), independent genes (no structure; uncentred
   expression-like levels);
@@ -19,7 +21,8 @@ current code alone on the shapes of the vendored data sets (173 x 1,740 and
 72 x 7,129, log-normal), ``glfs_path`` with the defaults.
 
 Run:  python benchmarks/glfs_runtime.py > benchmarks/results/glfs_runtime.txt
-      (about 30 min, most of it the previous implementation)
+      (about 30 min, most of it the previous implementation; ``--current-only``
+      skips the previous code: a few minutes)
 """
 
 import argparse
@@ -36,7 +39,8 @@ from pathlib import Path
 import numpy as np
 
 OLD_COMMIT = "3173cc0"  # src/glfs/gradient.py before the rewrite (L-BFGS-B, max_iter=100, no KKT check)
-VARIANTS = ("glfs_exact", "glfs_paper", "glfs_printed")
+VARIANTS = ("glfs_exact", "glfs_paper", "glfs_printed")  # the published readings (glfs_path)
+SELECT_VARIANTS = ("glfs", *VARIANTS)  # every GLFS variant through glfs.select
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -81,13 +85,15 @@ def run_one(impl, method, kind, n, d, call):
             sel = getattr(_old_module(), f"select_{method}")(X, W, n_features=100)
         dt = time.perf_counter() - t
         cpu = time.process_time() - c
-        path = sel.extra["path"]
-        if impl == "current":
+        if method == "glfs":  # the design: one converged solve, no lam path
+            conv, counts = [bool(sel.params["converged"])], [int(sel.selected.sum())]
+        elif impl == "current":
+            path = sel.extra["path"]
             conv = [r["converged"] for r in path]
             counts = [r["n_selected"] for r in path]
         else:  # the previous Selection did not record convergence
             conv = None
-            counts = [p[1] for p in path]
+            counts = [p[1] for p in sel.extra["path"]]
         rec = {
             "seconds": dt,
             "cpu": cpu,
@@ -129,7 +135,7 @@ def _secs(rec, timeout):
     return f"{rec['seconds']:.1f} ({rec['cpu']:.1f})" if rec else f">{timeout:.0f}"
 
 
-def main(timeout):
+def main(timeout, current_only=False):
     print(f"# glfs_runtime: {time.strftime('%Y-%m-%d %H:%M')}; cores {os.cpu_count()}; "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; previous code = {OLD_COMMIT}; "
           f"time limit {timeout:.0f} s per call")
@@ -142,24 +148,26 @@ def main(timeout):
     print("data\tmethod\tcurrent_s\tcurrent_1t_s\tprevious_1t_s\tspeedup_1t_cpu(wall)\tconverged\tsupport_along_path\t"
           "recovery\tload_current\tload_current_1t\tload_previous")
     for kind in ("lognormal", "planted"):
-        for method in VARIANTS:
+        for method in SELECT_VARIANTS:
             args = ["current", method, kind, 100, 10000, "select"]
             l_new = _load()
             new = _spawn(args, timeout)
             l_new1 = _load()
             new1 = _spawn(args, timeout, threads=1)
             l_old = _load()
-            old = _spawn(["previous", *args[1:]], timeout, threads=1)
+            skip_old = current_only or method not in VARIANTS
+            old = None if skip_old else _spawn(["previous", *args[1:]], timeout, threads=1)
             if new1 and old:
                 ratio = f"{old['cpu'] / new1['cpu']:.1f} ({old['seconds'] / new1['seconds']:.1f})"
-            elif new1:
+            elif new1 and not skip_old:
                 ratio = f">{timeout / new1['seconds']:.1f}"
             else:
                 ratio = "-"
             ref = new1 or new or {}
             rec, old_rec = ref.get("recovery"), (old or {}).get("recovery")
             rec_s = "-" if rec is None else f"{rec:.3f} (previous {'-' if old_rec is None else f'{old_rec:.3f}'})"
-            print(f"{kind}\t{method}\t{_secs(new, timeout)}\t{_secs(new1, timeout)}\t{_secs(old, timeout)}\t{ratio}\t"
+            old_s = "not run" if skip_old else _secs(old, timeout)
+            print(f"{kind}\t{method}\t{_secs(new, timeout)}\t{_secs(new1, timeout)}\t{old_s}\t{ratio}\t"
                   f"{ref.get('converged')}\t{ref.get('support')}\t{rec_s}\t{l_new:.1f}\t{l_new1:.1f}\t{l_old:.1f}",
                   flush=True)
     print("\n## current code, glfs_path with the defaults, log-normal data of the vendored data sets' shapes")
@@ -180,9 +188,10 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--one", nargs=6, metavar=("IMPL", "METHOD", "KIND", "N", "D", "CALL"))
     ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--current-only", action="store_true", help="skip the previous implementation")
     a = ap.parse_args()
     if a.one:
         impl, method, kind, n, d, call = a.one
         run_one(impl, method, kind, int(n), int(d), call)
     else:
-        main(a.timeout)
+        main(a.timeout, a.current_only)

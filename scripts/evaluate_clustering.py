@@ -1,4 +1,6 @@
-"""Rule evaluate_clustering: spectral/k-means clustering and LOO 1-NN over the feature grid."""
+"""Rule evaluate_clustering: spectral/k-means clustering and LOO 1-NN of every method's ranking of a dataset."""
+
+import time
 
 import anndata
 import numpy as np
@@ -10,32 +12,48 @@ from glfs.evaluate import evaluate_ranking
 
 COLUMNS = ["method", "n_features", "run", "nmi", "nmi_max", "kmeans_acc", "kmeans_nmi", "loo_1nn_acc", "seed"]
 
+
+def evaluate_method(adata, table_path, method, par) -> pd.DataFrame:
+    """One method's rows: evaluate_ranking of its ranking over the feature grid."""
+    table = read_tsv(table_path)
+    ranking = np.argsort(table["rank"].to_numpy(), kind="stable")
+    cl = dict(par.clustering)
+    records = evaluate_ranking(
+        adata.X,
+        np.asarray(adata.obs["label"].astype(str)),
+        ranking,
+        feature_grid=cl["feature_grid"],
+        n_clusters=par.n_clusters,
+        n_runs=int(cl["n_runs"]),
+        affinity_neighbors=int(cl["affinity_neighbors"]),
+        random_state=int(par.seed),
+        max_samples=cl["max_samples"],
+    )
+    df = pd.DataFrame.from_records(records)
+    df.insert(0, "method", method)
+    return df[COLUMNS]
+
+
 log = log_to(snakemake.log[0])  # noqa: F821
 try:
     inp, par = snakemake.input, snakemake.params  # noqa: F821
+    methods, tables = list(par.methods), list(inp.tables)
+    if len(methods) != len(tables):
+        msg = f"params.methods ({len(methods)}) and input.tables ({len(tables)}) must pair up"
+        raise ValueError(msg)
     adata = anndata.read_h5ad(inp.adata)
-    table = read_tsv(inp.table)
     if "label" not in adata.obs:
         log.warning("%s has no obs['label']: clustering evaluation skipped", inp.adata)
         df = pd.DataFrame(columns=COLUMNS)
     else:
-        ranking = np.argsort(table["rank"].to_numpy(), kind="stable")
-        cl = dict(par.clustering)
-        records = evaluate_ranking(
-            adata.X,
-            np.asarray(adata.obs["label"].astype(str)),
-            ranking,
-            feature_grid=cl["feature_grid"],
-            n_clusters=par.n_clusters,
-            n_runs=int(cl["n_runs"]),
-            affinity_neighbors=int(cl["affinity_neighbors"]),
-            random_state=int(par.seed),
-            max_samples=cl["max_samples"],
-        )
-        df = pd.DataFrame.from_records(records)
-        df.insert(0, "method", par.method)
-        df = df[COLUMNS]
-        log.info("mean NMI by n_features:\n%s", df.groupby("n_features")["nmi"].mean().to_string())
+        frames = []
+        for i, (method, path) in enumerate(zip(methods, tables, strict=True), start=1):
+            t0 = time.perf_counter()
+            frames.append(evaluate_method(adata, path, method, par))
+            means = frames[-1].groupby("n_features")["nmi"].mean()
+            log.info("%s (%d/%d): %.1f s; mean NMI by n_features:\n%s", method, i, len(methods),
+                     time.perf_counter() - t0, means.to_string())
+        df = pd.concat(frames, ignore_index=True)
     write_tsv(df, snakemake.output[0])  # noqa: F821
 except Exception:
     log.exception("evaluate_clustering failed")

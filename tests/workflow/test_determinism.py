@@ -60,7 +60,7 @@ def _files(wd: Path, *patterns) -> list[str]:
 
 
 SELECTION = ("results/*/selection/*.tsv",)
-CLUSTERING = ("results/*/clustering/*.tsv", "results/*/clustering_nmi.tsv")
+CLUSTERING = ("results/*/clustering_nmi.tsv",)
 CLASSIFICATION = ("results/*/classification.tsv",)
 
 

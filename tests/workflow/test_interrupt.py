@@ -66,7 +66,7 @@ def _result_files(wd: Path) -> list[str]:
 
 def _tables(wd: Path) -> list[str]:
     """Selection, clustering and classification tables (relative paths)."""
-    pats = ["results/*/selection/*.tsv", "results/*/clustering/*.tsv", "results/*/clustering_nmi.tsv",
+    pats = ["results/*/selection/*.tsv", "results/*/clustering_nmi.tsv",
             "results/*/classification.tsv", "results/*/glfs_path.tsv"]
     return sorted(str(p.relative_to(wd)) for pat in pats for p in _visible(wd.glob(pat)))
 
@@ -153,8 +153,8 @@ def test_rerun_completes_and_resumes(runs):
 def test_tables_equal_uninterrupted_run(runs):
     ref, cut = runs["ref"], runs["cut"]
     tables = _tables(ref)
-    kinds = {t.split("/")[2] if "/selection/" in t or "/clustering/" in t else Path(t).name for t in tables}
-    assert {"selection", "clustering", "clustering_nmi.tsv", "classification.tsv"} <= kinds, tables
+    kinds = {t.split("/")[2] if "/selection/" in t else Path(t).name for t in tables}
+    assert {"selection", "clustering_nmi.tsv", "classification.tsv"} <= kinds, tables
     assert _tables(cut) == tables
     differ = [t for t in tables if (ref / t).read_bytes() != (cut / t).read_bytes()]
     assert not differ, f"tables differ from the uninterrupted run: {differ}"

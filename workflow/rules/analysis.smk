@@ -92,13 +92,9 @@ def n_clusters(wildcards):
     return dataset_config(wildcards.dataset)["n_clusters"]
 
 
-def clustering_tables(wildcards):
-    """Per-method clustering tables of a dataset."""
-    return expand(
-        "results/{dataset}/clustering/{method}.tsv",
-        dataset=wildcards.dataset,
-        method=dataset_methods(wildcards.dataset),
-    )
+def dataset_method_list(wildcards):
+    """Methods run on a dataset, in the order of selection_tables (for the evaluate job's params)."""
+    return dataset_methods(wildcards.dataset)
 
 
 # ---- classification ----

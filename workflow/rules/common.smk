@@ -203,13 +203,16 @@ def get_mem_mb(family):
     return _f
 
 
-def get_runtime(family):
+def get_runtime(family, per_method=False):
+    """Runtime (min) of a job of the family; per_method: times the dataset's method count (one job runs them all)."""
     r = _res(family)
 
     def _f(wildcards, attempt=1):
+        jobs = len(dataset_methods(wildcards.dataset)) if per_method else 1
         return int(
             math.ceil(
                 (r["runtime"] + r["runtime_per_mcell"] * _dataset_mcells(wildcards))
+                * jobs
                 * attempt
             )
         )

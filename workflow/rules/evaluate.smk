@@ -1,37 +1,13 @@
-# Stage: clustering evaluation of every (labelled dataset, method) over the feature grid.
+# Stage: clustering evaluation of every method's ranking of a labelled dataset over the feature grid.
+# One job per dataset (not per method): the job's work per ranking is a few seconds,
+# less than a fresh process's imports cost, so per-method jobs spent most of their
+# CPU starting up (docs/methods.md, "Evaluation protocols").
 
 
 rule evaluate_clustering:
     input:
         adata="results/{dataset}/prepared.h5ad",
-        table=SELECTION_TABLE,
-    output:
-        "results/{dataset}/clustering/{method}.tsv",
-    log:
-        "logs/evaluate_clustering/{dataset}_{method}.log",
-    benchmark:
-        "benchmarks/evaluate_clustering/{dataset}_{method}.tsv"
-    wildcard_constraints:
-        dataset=DATASET_RE,
-        method=METHOD_RE,
-    conda:
-        "../../envs/glfs.yaml"
-    threads: get_threads("evaluate")
-    resources:
-        mem_mb=get_mem_mb("evaluate"),
-        runtime=get_runtime("evaluate"),
-    params:
-        method="{method}",
-        clustering=config["clustering"],
-        n_clusters=n_clusters,
-        seed=seed(),
-    script:
-        "../../scripts/evaluate_clustering.py"
-
-
-rule merge_clustering:
-    input:
-        clustering_tables,
+        tables=selection_tables,
     output:
         report(
             "results/{dataset}/clustering_nmi.tsv",
@@ -40,11 +16,21 @@ rule merge_clustering:
             labels={"dataset": "{dataset}"},
         ),
     log:
-        "logs/merge_clustering/{dataset}.log",
+        "logs/evaluate_clustering/{dataset}.log",
+    benchmark:
+        "benchmarks/evaluate_clustering/{dataset}.tsv"
     wildcard_constraints:
         dataset=DATASET_RE,
-    localrule: True
     conda:
         "../../envs/glfs.yaml"
+    threads: get_threads("evaluate")
+    resources:
+        mem_mb=get_mem_mb("evaluate"),
+        runtime=get_runtime("evaluate", per_method=True),
+    params:
+        methods=dataset_method_list,
+        clustering=config["clustering"],
+        n_clusters=n_clusters,
+        seed=seed(),
     script:
-        "../../scripts/merge_clustering.py"
+        "../../scripts/evaluate_clustering.py"
