@@ -27,22 +27,16 @@ log = log_to(snakemake.log[0])  # noqa: F821
 
 def glfs_estimators(variants, cv, seed, graph, params):
     """GLFSClassifier per GLFS row, with the workflow's graph and selection parameters."""
-    import inspect
-
-    from glfs import similarity_graph
     from glfs.sklearn import GLFSClassifier
 
+    rest = {k: v for k, v in graph.items() if k not in ("n_neighbors", "kernel")}
     common = {
         "cv": int(cv.get_n_splits()),
         "random_state": seed,
         "n_neighbors": int(graph["n_neighbors"]),
         "kernel": graph["kernel"],
+        "graph_params": rest or None,
     }
-    library = inspect.signature(similarity_graph).parameters
-    unused = {k: v for k, v in graph.items() if k not in common and v != library[k].default}
-    if unused:  # GLFSClassifier takes n_neighbors and kernel only
-        log.warning("GLFSClassifier builds its kNN graph with graph.n_neighbors and graph.kernel only; "
-                    "graph settings %s are not used by the GLFS classification rows", unused)
     out = {}
     for v in variants:
         if v == "glfs":
@@ -50,7 +44,7 @@ def glfs_estimators(variants, cv, seed, graph, params):
             out["glfs"] = GLFSClassifier(objective="design", glfs_params=design or None, **common)
             out["glfs_supervised"] = GLFSClassifier(objective="design", graph="labels", glfs_params=design or None, **common)
         else:
-            objective = {"glfs_exact": "exact", "glfs_paper": "paper", "glfs_printed": "printed"}[v]
+            objective = v.removeprefix("glfs_")  # glfs_exact -> GLFSClassifier(objective="exact")
             out[v] = GLFSClassifier(objective=objective, glfs_params=dict(params.get(v, {})) or None, **common)
     return out
 

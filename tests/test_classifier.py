@@ -91,6 +91,28 @@ def test_design_classifier_supervised_on_planted_problem():
     assert np.mean(clf.predict(noisy) == yte) >= 0.9
 
 
+def test_graph_params_reach_the_knn_graph(monkeypatch):
+    """graph_params are passed to similarity_graph for every graph the classifier builds (whole set and folds)."""
+    from glfs import graph as graph_module
+
+    X, y, _, _ = _two_class(seed=1, n=40, n_noise=20)
+    seen = []
+    real = graph_module.similarity_graph
+
+    def spy(X, **kw):
+        seen.append(kw)
+        return real(X, **kw)
+
+    monkeypatch.setattr(graph_module, "similarity_graph", spy)
+    glfs.GLFSClassifier(cv=3, n_genes_grid=(2, 4), graph_params={"t": 0.7, "method": "exact"}).fit(X, y)
+    assert len(seen) == 4  # the whole training set and 3 folds
+    assert all(kw == {"n_neighbors": 5, "kernel": "heat", "t": 0.7, "method": "exact"} for kw in seen), seen
+    # and the width changes the fit: the graph is really used
+    a = glfs.GLFSClassifier(cv=3, n_genes_grid=(4,), graph_params={"t": 0.01}).fit(X, y).coef_
+    b = glfs.GLFSClassifier(cv=3, n_genes_grid=(4,), graph_params={"t": 100.0}).fit(X, y).coef_
+    assert not np.allclose(a, b)
+
+
 def test_design_cv_ties_go_to_the_smallest_gene_set():
     X, y, _, _ = _two_class(seed=2, n=60, n_noise=50, sigma=0.1)
     clf = glfs.GLFSClassifier(cv=3, n_genes_grid=(2, 4, 8, 16)).fit(X, y)
@@ -143,6 +165,9 @@ def test_selection_inside_each_fold_never_sees_held_out_labels(monkeypatch):
         ({"n_genes_grid": ()}, "n_genes_grid must be a non-empty"),
         ({"n_genes_grid": (0, 2)}, "n_genes_grid must be a non-empty"),
         ({"n_genes_grid": (1.5,)}, "n_genes_grid must be a non-empty"),
+        ({"graph_params": {"n_neighbors": 3}}, "graph_params must be a dict of further"),
+        ({"graph_params": {"kernel": "binary"}}, "graph_params must be a dict of further"),
+        ({"graph_params": [("t", 1.0)]}, "graph_params must be a dict of further"),
     ],
 )
 def test_bad_parameters(kwargs, match):

@@ -178,6 +178,11 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
     glfs_params : dict, optional
         Extra parameters of :func:`glfs.design.glfs_design` ("design") or
         :func:`glfs.glfs_path` (published variants).
+    graph_params : dict, optional
+        Further keyword arguments of :func:`glfs.similarity_graph` for the kNN
+        graph (e.g. ``t``, ``mu``, ``method``, ``n_pcs``); ``n_neighbors`` and
+        ``kernel`` are this estimator's own parameters and may not be repeated
+        here.  Ignored with ``graph="labels"``.
 
     Attributes
     ----------
@@ -220,6 +225,7 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
         random_state=0,
         n_genes_grid=(2, 4, 8, 16, 32, 50),
         glfs_params=None,
+        graph_params=None,
     ):
         self.objective = objective
         self.graph = graph
@@ -231,6 +237,7 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.n_genes_grid = n_genes_grid
         self.glfs_params = glfs_params
+        self.graph_params = graph_params
 
     def _graph(self, X, y01):
         from .graph import label_graph, similarity_graph
@@ -238,7 +245,9 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
         if self.graph == "labels":
             return label_graph(y01)
         if self.graph == "knn":
-            return similarity_graph(X, n_neighbors=min(self.n_neighbors, X.shape[0] - 1), kernel=self.kernel)
+            return similarity_graph(
+                X, n_neighbors=min(self.n_neighbors, X.shape[0] - 1), kernel=self.kernel, **(self.graph_params or {})
+            )
         msg = f"graph must be 'knn' or 'labels'; got {self.graph!r}"
         raise ValueError(msg)
 
@@ -291,6 +300,13 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
             msg = f"objective must be one of ('design', 'exact', 'paper', 'printed'); got {self.objective!r}"
             raise ValueError(msg)
         check_int(self.cv, "cv", 2)
+        gp = self.graph_params
+        if gp is not None and (not isinstance(gp, dict) or {"n_neighbors", "kernel"} & set(gp)):
+            msg = (
+                "graph_params must be a dict of further similarity_graph arguments without 'n_neighbors' or "
+                f"'kernel' (they are GLFSClassifier's own parameters); got {gp!r}"
+            )
+            raise ValueError(msg)
         grid = np.asarray(self.n_genes_grid)
         if grid.ndim != 1 or grid.size == 0 or not np.issubdtype(grid.dtype, np.integer) or grid.min() < 1:
             msg = f"n_genes_grid must be a non-empty sequence of positive integers; got {self.n_genes_grid!r}"
