@@ -300,12 +300,12 @@ def glfs_design(
         Sample-similarity graph.
     n_features_to_select : int in [1, n_features]
         k, the number of genes (capped at the number of non-constant genes).
-    graph_weight : float >= 0, default 1.0
+    graph_weight : float >= 0, default 0.1
         lambda1 = graph_weight / mean degree of W: lambda1 L has mean eigenvalue
         ``graph_weight``.  0 ignores the graph.
     ridge : float > 0, default 0.01
         lambda2 = ridge * n_samples, for genes centred and scaled to mean variance 1.
-    center : bool, default True
+    center : bool, default False
         Centre each gene (LapRLS with an unpenalised intercept).
     tol : float >= 0, default 1e-9
         Relative decrease a swap must achieve to be made; the answer is
@@ -331,68 +331,18 @@ def glfs_design(
     k = check_n_features(n_features_to_select, d, name="n_features_to_select")
     tol = _check_positive(tol, "tol", allow_zero=True)
     const = constant_features(X)
-    n_ok = int((~const).sum())
-    if n_ok == 0:
-        msg = f"X must have at least one non-constant feature; all {d} features are constant"
-        raise ValueError(msg)
-    if k > n_ok:
-        log.warning("glfs: only %d non-constant genes; selecting %d", n_ok, n_ok)
-        k = n_ok
+    k = _cap_at_non_constant(k, const)
     if max_swaps is None:
         max_swaps = DEFAULT_MAX_SWAPS_PER_GENE * k
     max_swaps = check_int(max_swaps, "max_swaps", 0)
     lambda1, lambda2 = scale_free_lambdas(W, n, graph_weight=graph_weight, ridge=ridge)
     Xs = _standardise(X, bool(center))
-    L, _ = laplacian(W, n)
-    P = sp.identity(n, format="csr") + lambda1 * L
-    q = np.einsum("ij,ij->j", Xs, P @ Xs) if d * n <= _DIAG_CHUNK_ABOVE else _diag_chunked(Xs, P)
-
-    def rows(idx):
-        return (P @ Xs[:, idx]).T @ Xs
-
-    if start is None:
-        log.info("glfs: greedy start, k=%d of %d genes, %d samples", k, d, n)
-        # optimal_design_greedy needs lambda1 > 0; for graph_weight = 0 a negligible one (P = I to rounding)
-        g = optimal_design_greedy(Xs, W, k, criterion="A", lambda1=max(lambda1, _NEGLIGIBLE_LAMBDA1), lambda2=lambda2)
-        S0 = np.asarray(g["order"][:k], dtype=np.int64)
-    else:
-        S0 = np.asarray(start, dtype=np.int64).ravel()
-        if S0.size != k or np.unique(S0).size != k or S0.min() < 0 or S0.max() >= d or const[S0].any():
-            msg = f"start must hold {k} distinct indices of non-constant genes in [0, {d}); got {start!r}"
-            raise ValueError(msg)
+    rows, q = _graph_operator(Xs, W, lambda1)
+    S0 = _start_set(Xs, W, k, start, const, lambda1=lambda1, lambda2=lambda2)
     ex = _Exchange(Xs, rows, q, lambda2, S0, const)
     greedy_trace = ex.trace
-    history = [ex.trace]
-    n_swaps = 0
-    converged = False
-    while True:
-        D = ex.deltas() / ex.trace
-        pos, j = np.unravel_index(int(np.argmin(D)), D.shape)
-        best = float(D[pos, j])
-        if not best < -tol:
-            converged = True
-            break
-        if n_swaps >= max_swaps:
-            break
-        ex.swap(pos, j)
-        n_swaps += 1
-        history.append(ex.trace)
-        if n_swaps % 10 == 0:
-            log.info("glfs: %d swaps, Tr(H^-1) %.6g (greedy %.6g)", n_swaps, ex.trace, greedy_trace)
-    if not converged:
-        log.warning(
-            "glfs: not converged: %d swaps (max_swaps) and a swap would still lower Tr(H^-1) by %.3g (relative)",
-            n_swaps, -best,
-        )
-    ess = D.min(axis=1)  # per selected gene: cost of its best replacement
-    cand = D.min(axis=0)  # per other gene: cost of the best swap bringing it in
-    scores = np.full(d, np.nan)
-    out = np.setdiff1d(np.flatnonzero(~const), ex.S)
-    scores[out] = -cand[out]
-    scores[ex.S] = ess
-    sel = ex.S[np.argsort(-ess, kind="stable")]
-    rest = out[np.argsort(cand[out], kind="stable")]
-    ranking = np.concatenate([sel, rest, np.flatnonzero(const)])
+    D, best, n_swaps, converged, history = _best_swaps(ex, tol=tol, max_swaps=max_swaps)
+    sel, ranking, scores = _rank_genes(ex, D, const)
     params = {
         "n_features_to_select": int(k),
         "graph_weight": float(graph_weight),
@@ -421,6 +371,100 @@ def glfs_design(
         history=tuple(history),
         params=MappingProxyType(params),
     )
+
+
+def _cap_at_non_constant(k, const):
+    """k, capped (with a warning) at the number of non-constant genes; refuses X without one."""
+    n_ok = int((~const).sum())
+    if n_ok == 0:
+        msg = f"X must have at least one non-constant feature; all {const.size} features are constant"
+        raise ValueError(msg)
+    if k > n_ok:
+        log.warning("glfs: only %d non-constant genes; selecting %d", n_ok, n_ok)
+        k = n_ok
+    return k
+
+
+def _graph_operator(Xs, W, lambda1):
+    """With P = I + lambda1 L (sparse, n x n): the rows callable idx -> (P Xs[:, idx])' Xs and q = diag(Xs' P Xs).
+
+    q is formed in gene chunks for large X.
+    """
+    n, d = Xs.shape
+    L, _ = laplacian(W, n)
+    P = sp.identity(n, format="csr") + lambda1 * L
+    q = np.einsum("ij,ij->j", Xs, P @ Xs) if d * n <= _DIAG_CHUNK_ABOVE else _diag_chunked(Xs, P)
+
+    def rows(idx):
+        return (P @ Xs[:, idx]).T @ Xs
+
+    return rows, q
+
+
+def _start_set(Xs, W, k, start, const, *, lambda1, lambda2):
+    """The exchange's start: the greedy LapAOFS set (He et al. 2011, Eq. 17-20), or ``start`` checked."""
+    n, d = Xs.shape
+    if start is None:
+        log.info("glfs: greedy start, k=%d of %d genes, %d samples", k, d, n)
+        # optimal_design_greedy needs lambda1 > 0; for graph_weight = 0 a negligible one (P = I to rounding)
+        g = optimal_design_greedy(Xs, W, k, criterion="A", lambda1=max(lambda1, _NEGLIGIBLE_LAMBDA1), lambda2=lambda2)
+        return np.asarray(g["order"][:k], dtype=np.int64)
+    S0 = np.asarray(start, dtype=np.int64).ravel()
+    if S0.size != k or np.unique(S0).size != k or S0.min() < 0 or S0.max() >= d or const[S0].any():
+        msg = f"start must hold {k} distinct indices of non-constant genes in [0, {d}); got {start!r}"
+        raise ValueError(msg)
+    return S0
+
+
+def _best_swaps(ex, *, tol, max_swaps):
+    """Make the best single swap while it lowers Tr(H_S^-1) by more than ``tol`` relative (Fedorov exchange).
+
+    Returns (D, best, n_swaps, converged, history): D the relative swap changes
+    at the answer (k x d), best its minimum, history the criterion after the
+    start and after each swap.
+    """
+    greedy_trace = ex.trace
+    history = [ex.trace]
+    n_swaps = 0
+    converged = False
+    while True:
+        D = ex.deltas() / ex.trace
+        pos, j = np.unravel_index(int(np.argmin(D)), D.shape)
+        best = float(D[pos, j])
+        if not best < -tol:
+            converged = True
+            break
+        if n_swaps >= max_swaps:
+            break
+        ex.swap(pos, j)
+        n_swaps += 1
+        history.append(ex.trace)
+        if n_swaps % 10 == 0:
+            log.info("glfs: %d swaps, Tr(H^-1) %.6g (greedy %.6g)", n_swaps, ex.trace, greedy_trace)
+    if not converged:
+        log.warning(
+            "glfs: not converged: %d swaps (max_swaps) and a swap would still lower Tr(H^-1) by %.3g (relative)",
+            n_swaps, -best,
+        )
+    return D, best, n_swaps, converged, history
+
+
+def _rank_genes(ex, D, const):
+    """(selected by essentiality, full ranking, scores) from the swap changes D at the answer.
+
+    Selected gene: the cost of its best replacement; other gene: minus the cost
+    of the best swap bringing it in; constant genes last with NaN.
+    """
+    ess = D.min(axis=1)  # per selected gene: cost of its best replacement
+    cand = D.min(axis=0)  # per other gene: cost of the best swap bringing it in
+    scores = np.full(const.size, np.nan)
+    out = np.setdiff1d(np.flatnonzero(~const), ex.S)
+    scores[out] = -cand[out]
+    scores[ex.S] = ess
+    sel = ex.S[np.argsort(-ess, kind="stable")]
+    rest = out[np.argsort(cand[out], kind="stable")]
+    ranking = np.concatenate([sel, rest, np.flatnonzero(const)])
+    return sel, ranking, scores
 
 
 def _diag_chunked(X, P, chunk=256):
