@@ -89,45 +89,15 @@ def select(
     t0 = time.perf_counter()
     key = key_added or method
     graph_key = GRAPH_KEY if key_added is None else f"{key_added}_{GRAPH_KEY}"
-    if layer is not None and layer not in adata.layers:
-        msg = f"layer must name one of adata.layers {list(adata.layers)}; got {layer!r}"
-        raise ValueError(msg)
-    X = adata.layers[layer] if layer is not None else adata.X
-    if X is None:
-        msg = "adata.X is None; pass layer= naming the expression matrix"
-        raise ValueError(msg)
-    graph = None
-    if obsp is not None:
-        if obsp not in adata.obsp:
-            msg = (
-                f"obsp must name a graph in adata.obsp {list(adata.obsp)}; got {obsp!r}. "
-                "Run sc.pp.neighbors(adata) first for 'connectivities', or omit obsp to build a kNN graph"
-            )
-            raise ValueError(msg)
-        graph = adata.obsp[obsp]
-        if not info.needs_graph:
-            msg = f"method {method!r} uses no graph; the graph passed is ignored (obsp={obsp!r})"
-            warnings.warn(msg, UserWarning, stacklevel=2)
-            graph = None
+    X = _expression(adata, layer)
+    graph = _given_graph(adata, obsp, info, method)
     log.info(
         "tl.select: %s on %d samples x %d genes (%s; %s)",
         method, adata.n_obs, adata.n_vars, f"layer {layer!r}" if layer is not None else "adata.X", info.description,
     )
     _warn_if_counts(X, layer)
-    labels = None
-    if info.needs_labels:
-        if labels_key is None or labels_key not in adata.obs:
-            msg = f"labels_key must name an adata.obs column for method {method!r}; got {labels_key!r}"
-            raise ValueError(msg)
-        labels = adata.obs[labels_key].to_numpy()
-    if info.needs_graph and graph is None:
-        from .graph import DEFAULT_GRAPH_PARAMS, similarity_graph
-
-        gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
-        log.info("tl.select: building a kNN patient-similarity graph (n_neighbors=%s, kernel=%r)", gp["n_neighbors"], gp["kernel"])
-        graph = similarity_graph(X, **gp)
-    elif graph is not None:
-        log.info("tl.select: using the graph adata.obsp[%r]", obsp)
+    labels = _labels(adata, labels_key, info, method)
+    graph = _graph_to_use(X, graph, info, obsp, graph_params)
     log.info("tl.select: scoring %d genes with %s (n_features_to_select=%s)", adata.n_vars, method, k)
     t1 = time.perf_counter()
     sel = _select(
@@ -140,30 +110,17 @@ def select(
         random_state=random_state,
         **params,
     )
-    df = pd.DataFrame(
-        {
-            "score": np.asarray(sel.scores),
-            "rank": sel.rank,
-            "selected": np.asarray(sel.selected),
-        },
-        index=adata.var_names.copy(),
-    )
-    if sel.weights is not None:
-        df["weight"] = np.asarray(sel.weights)
+    df = _selection_frame(sel, adata.var_names)
     log.info("tl.select: %s took %.1f s", method, time.perf_counter() - t1)
     if not inplace:
         return df
     # all computation done: now write (the one writer shared with the workflow)
-    write_selection(
-        adata,
-        sel,
-        key=key,
-        uns_params={
-            "n_features": -1 if k is None else int(k),
-            "graph": "obsp:" + (obsp if obsp is not None else graph_key) if info.needs_graph else "none",
-            "layer": layer if layer is not None else "X",
-        },
-    )
+    uns_params = {
+        "n_features": -1 if k is None else int(k),
+        "graph": "obsp:" + (obsp if obsp is not None else graph_key) if info.needs_graph else "none",
+        "layer": layer if layer is not None else "X",
+    }
+    write_selection(adata, sel, key=key, uns_params=uns_params)
     if info.needs_graph and obsp is None:
         write_graph(adata, graph, key=graph_key)
     log.info(
@@ -171,6 +128,73 @@ def select(
         method, time.perf_counter() - t0, key, key, key,
     )
     return None
+
+
+def _expression(adata, layer):
+    """The expression matrix: ``adata.layers[layer]``, or ``adata.X`` (refused when None)."""
+    if layer is not None and layer not in adata.layers:
+        msg = f"layer must name one of adata.layers {list(adata.layers)}; got {layer!r}"
+        raise ValueError(msg)
+    X = adata.layers[layer] if layer is not None else adata.X
+    if X is None:
+        msg = "adata.X is None; pass layer= naming the expression matrix"
+        raise ValueError(msg)
+    return X
+
+
+def _given_graph(adata, obsp, info, method):
+    """The precomputed graph ``adata.obsp[obsp]`` (None when not given, or warned about and None when the method uses none)."""
+    if obsp is None:
+        return None
+    if obsp not in adata.obsp:
+        msg = (
+            f"obsp must name a graph in adata.obsp {list(adata.obsp)}; got {obsp!r}. "
+            "Run sc.pp.neighbors(adata) first for 'connectivities', or omit obsp to build a kNN graph"
+        )
+        raise ValueError(msg)
+    if not info.needs_graph:
+        msg = f"method {method!r} uses no graph; the graph passed is ignored (obsp={obsp!r})"
+        warnings.warn(msg, UserWarning, stacklevel=3)
+        return None
+    return adata.obsp[obsp]
+
+
+def _labels(adata, labels_key, info, method):
+    """Class labels ``adata.obs[labels_key]`` for supervised methods, else None."""
+    if not info.needs_labels:
+        return None
+    if labels_key is None or labels_key not in adata.obs:
+        msg = f"labels_key must name an adata.obs column for method {method!r}; got {labels_key!r}"
+        raise ValueError(msg)
+    return adata.obs[labels_key].to_numpy()
+
+
+def _graph_to_use(X, graph, info, obsp, graph_params):
+    """The given graph, or a kNN graph built from X (``DEFAULT_GRAPH_PARAMS`` updated by ``graph_params``) when the method needs one."""
+    if info.needs_graph and graph is None:
+        from .graph import DEFAULT_GRAPH_PARAMS, similarity_graph
+
+        gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
+        log.info("tl.select: building a kNN patient-similarity graph (n_neighbors=%s, kernel=%r)", gp["n_neighbors"], gp["kernel"])
+        return similarity_graph(X, **gp)
+    if graph is not None:
+        log.info("tl.select: using the graph adata.obsp[%r]", obsp)
+    return graph
+
+
+def _selection_frame(sel, var_names):
+    """The DataFrame returned with ``inplace=False``: score, rank, selected (and weight), indexed like var."""
+    df = pd.DataFrame(
+        {
+            "score": np.asarray(sel.scores),
+            "rank": sel.rank,
+            "selected": np.asarray(sel.selected),
+        },
+        index=var_names.copy(),
+    )
+    if sel.weights is not None:
+        df["weight"] = np.asarray(sel.weights)
+    return df
 
 
 def _warn_if_counts(X, layer) -> None:
