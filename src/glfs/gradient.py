@@ -46,6 +46,7 @@ Nothing d x d is ever formed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import warnings
@@ -629,85 +630,110 @@ def _solve(model, lam, beta_start, *, max_iter, tol=KKT_TOL):
     working set (dense or low-rank, :meth:`_Model.state`); per round one on all genes.
     """
     scale = _kkt_scale(model, lam)
-    printed = model.objective == "printed"
     b = np.where(beta_start > 0, beta_start, 0.0).astype(np.float64)
     bmax = float(b.max()) if b.size else 0.0
-    zero = _ZERO_REL * (bmax if bmax > 0 else 1.0)
-    st = model.state(b)
-    v = st.value
-    g = st.grad()
-    it = 0
-    alpha = None
+    cur = _Iterate(b=b, st=model.state(b), zero=_ZERO_REL * (bmax if bmax > 0 else 1.0))
+    g = cur.st.grad()
     message = "max_iter reached"
     converged = False
     while True:
         dfull = g + lam
-        r = _kkt_residual(b, dfull)
+        r = _kkt_residual(cur.b, dfull)
         kkt = float(r.max()) / scale if r.size else 0.0
         if kkt <= tol:
             converged, message = True, "converged (KKT residual within tolerance)"
             break
-        if it >= max_iter:
+        if cur.it >= max_iter:
             break
-        ws = np.flatnonzero((b > 0) | (dfull < -0.5 * tol * scale))
-        bw = b[ws].copy()
-        dw = dfull[ws]
-        penalty = lam * float(b.sum())
-        F = v + penalty
-        history = [F]
-        failed = False
-        while it < max_iter:
-            if ws.size == 0 or float(_kkt_residual(bw, dw).max()) <= 0.5 * tol * scale:
-                break
-            if alpha is None:
-                alpha = 0.1 * (float(bw.max()) if bw.max() > 0 else zero / _ZERO_REL) / float(np.abs(dw).max())
-            alpha = _cap_step(alpha, bw, dw)
-            for _ in range(_MAX_BACKTRACK):
-                step = bw - alpha * dw
-                bn = np.where(step > zero, step, 0.0)
-                full = b.copy()
-                full[ws] = bn
-                stn = model.state(full, ws.size)
-                pen_n = lam * float(full.sum())
-                Fn = stn.value + pen_n
-                allowance = _ROUNDING_REL * (abs(stn.value) + abs(v) + pen_n + penalty)
-                if Fn <= max(history[-_NONMONOTONE:]) + _ARMIJO * float(dw @ (bn - bw)) + allowance:
-                    dn = stn.grad(ws) + lam
-                    break
-                if printed:
-                    # the Eq. 9 direction is not the gradient of Eq. 7, so near its fixed point the value
-                    # need not decrease along it: accept a step that shrinks the fixed-point residual
-                    dn = stn.grad(ws) + lam
-                    if _kkt_residual(bn, dn).max() <= (1.0 - _ARMIJO) * _kkt_residual(bw, dw).max():
-                        break
-                alpha *= 0.5
-            else:
-                failed = True
-                break
-            s_ = bn - bw
-            y_ = dn - dw
-            sy = float(s_ @ y_)
-            alpha = float(s_ @ s_) / sy if sy > 0 else 4.0 * alpha
-            b, F, v, penalty, st = full, Fn, stn.value, pen_n, stn
-            history.append(F)
-            it += 1
-            # genes at 0 that would not grow stay at 0 under the projection: drop them from the
-            # working set until the next check over all genes (the iterates do not change)
-            keep = (bn > 0) | (dn < 0)
-            ws, bw, dw = ws[keep], bn[keep], dn[keep]
+        failed = _working_set_steps(model, lam, cur, dfull, threshold=0.5 * tol * scale, max_iter=max_iter)
+        g = cur.st.grad()
         if failed:
             message = (
                 "line search failed: no decrease along the printed direction"
                 if model.objective == "printed"
                 else "line search failed: no decrease (rounding level reached before the tolerance)"
             )
-            g = st.grad()
-            dfull = g + lam
-            kkt = float(_kkt_residual(b, dfull).max()) / scale
+            kkt = float(_kkt_residual(cur.b, g + lam).max()) / scale
             converged = kkt <= tol
             break
-        g = st.grad()
-    return _Solve(b, v + lam * float(b.sum()), g, it, bool(converged), kkt, message)
+    return _Solve(cur.b, cur.st.value + lam * float(cur.b.sum()), g, cur.it, bool(converged), kkt, message)
+
+
+@dataclass
+class _Iterate:
+    """The solver's current point: beta, its evaluation state, the step length, the steps taken, the zero level."""
+
+    b: np.ndarray
+    st: object
+    zero: float
+    alpha: float | None = None
+    it: int = 0
+
+
+def _working_set_steps(model, lam, cur, dfull, *, threshold, max_iter):
+    """Step 2 of :func:`_solve`: projected BB steps on the working set until its KKT residual is <= ``threshold``.
+
+    The working set is the support plus the genes at 0 with d_i < -threshold;
+    genes that reach 0 and would not grow leave it.  Updates ``cur``; returns
+    True when the line search failed.
+    """
+    b = cur.b
+    ws = np.flatnonzero((b > 0) | (dfull < -threshold))
+    bw = b[ws].copy()
+    dw = dfull[ws]
+    penalty = lam * float(b.sum())
+    history = [cur.st.value + penalty]
+    while cur.it < max_iter:
+        if ws.size == 0 or float(_kkt_residual(bw, dw).max()) <= threshold:
+            break
+        if cur.alpha is None:
+            cur.alpha = 0.1 * (float(bw.max()) if bw.max() > 0 else cur.zero / _ZERO_REL) / float(np.abs(dw).max())
+        cur.alpha = _cap_step(cur.alpha, bw, dw)
+        step = _backtrack(model, lam, cur, ws, bw, dw, history=history, penalty=penalty)
+        if step is None:
+            return True
+        full, bn, dn, stn, penalty, Fn = step
+        s_ = bn - bw
+        y_ = dn - dw
+        sy = float(s_ @ y_)
+        cur.alpha = float(s_ @ s_) / sy if sy > 0 else 4.0 * cur.alpha
+        cur.b, cur.st = full, stn
+        history.append(Fn)
+        cur.it += 1
+        # genes at 0 that would not grow stay at 0 under the projection: drop them from the
+        # working set until the next check over all genes (the iterates do not change)
+        keep = (bn > 0) | (dn < 0)
+        ws, bw, dw = ws[keep], bn[keep], dn[keep]
+    return False
+
+
+def _backtrack(model, lam, cur, ws, bw, dw, *, history, penalty):
+    """The line search of :func:`_solve`: halve ``cur.alpha`` until the projected step is accepted.
+
+    Accepted: the non-monotone Armijo test, or, for "printed", a step that
+    shrinks the fixed-point residual.  Returns (beta, beta on ws, d on ws,
+    state, penalty, F) of the step, or None after ``_MAX_BACKTRACK`` halvings.
+    """
+    v = cur.st.value
+    for _ in range(_MAX_BACKTRACK):
+        step = bw - cur.alpha * dw
+        bn = np.where(step > cur.zero, step, 0.0)
+        full = cur.b.copy()
+        full[ws] = bn
+        stn = model.state(full, ws.size)
+        pen_n = lam * float(full.sum())
+        Fn = stn.value + pen_n
+        allowance = _ROUNDING_REL * (abs(stn.value) + abs(v) + pen_n + penalty)
+        if Fn <= max(history[-_NONMONOTONE:]) + _ARMIJO * float(dw @ (bn - bw)) + allowance:
+            return full, bn, stn.grad(ws) + lam, stn, pen_n, Fn
+        if model.objective == "printed":
+            # the Eq. 9 direction is not the gradient of Eq. 7, so near its fixed point the value
+            # need not decrease along it: accept a step that shrinks the fixed-point residual
+            dn = stn.grad(ws) + lam
+            if _kkt_residual(bn, dn).max() <= (1.0 - _ARMIJO) * _kkt_residual(bw, dw).max():
+                return full, bn, dn, stn, pen_n, Fn
+        cur.alpha *= 0.5
+    return None
 
 
 # --------------------------------------------------------------------------- preprocessing
@@ -1212,17 +1238,7 @@ def glfs(
         lams = lam * np.geomspace(1.0, lam_ratio, int(n_lams)) if lam > 0 else np.array([0.0])
     elif n_features is None:
         C = _check_nonneg(search_C, "search_C", strict=True)
-        best, history = _halving_search(prob, lam_init=lam_init, C=C)
-        if best is None:
-            msg = (
-                f"glfs: the halving search found no lam with a converged non-empty solution (tried {len(history)} "
-                f"values, smallest {min(h[0] for h in history):.4g}); using the default path from lam_max instead"
-            )
-            warnings.warn(msg, RuntimeWarning, stacklevel=2)
-            lams = None
-        else:
-            lams = best[0] * np.geomspace(1.0, lam_ratio, int(n_lams))
-            first, search = (best[0], best[1]), history
+        lams, first, search = _searched_lams(prob, lam_init=lam_init, C=C, n_lams=n_lams, lam_ratio=lam_ratio)
     else:
         lams, pick = None, n_features
     lams = _lam_grid(prob, lams, n_lams, lam_ratio)
@@ -1236,6 +1252,28 @@ def glfs(
             RuntimeWarning,
             stacklevel=2,
         )
+    return _with_top_genes(res, prob, n_features, center=center, scale=scale, beta_init=beta_init)
+
+
+def _searched_lams(prob, *, lam_init, C, n_lams, lam_ratio):
+    """The path below the halving search's lam (Sec. 2.3.2): (lams, (lam*, its solution), search history).
+
+    When the search finds no converged non-empty solution, warns and returns
+    lams None (the default path from lam_max), no first solution and no history.
+    """
+    best, history = _halving_search(prob, lam_init=lam_init, C=C)
+    if best is None:
+        msg = (
+            f"glfs: the halving search found no lam with a converged non-empty solution (tried {len(history)} "
+            f"values, smallest {min(h[0] for h in history):.4g}); using the default path from lam_max instead"
+        )
+        warnings.warn(msg, RuntimeWarning, stacklevel=3)
+        return None, None, ()
+    return best[0] * np.geomspace(1.0, lam_ratio, int(n_lams)), (best[0], best[1]), history
+
+
+def _with_top_genes(res, prob, n_features, *, center, scale, beta_init):
+    """``res`` with the user's center/scale/beta_init in params and, given ``n_features``, the top of the ranking selected."""
     params = dict(res.params)
     params.update(
         center=bool(center),
@@ -1248,22 +1286,7 @@ def glfs(
         top = res.ranking[:n_features]
         selected[top[~prob.const[top]]] = True
         params["n_features"] = n_features
-    return GLFSResult(
-        weights=res.weights,
-        ranking=res.ranking,
-        selected=selected,
-        lam=res.lam,
-        objective=res.objective,
-        entry_lam=res.entry_lam,
-        path=res.path,
-        path_weights=res.path_weights,
-        search=res.search,
-        gradient=res.gradient,
-        converged=res.converged,
-        params=MappingProxyType(params),
-        kkt=res.kkt,
-        n_iter=res.n_iter,
-    )
+    return dataclasses.replace(res, selected=selected, params=MappingProxyType(params))
 
 
 # --------------------------------------------------------------------------- LapRLS (Eq. 3 / 11)
