@@ -400,6 +400,12 @@ def _failing_points(d: pd.DataFrame, x: str) -> list:
 
 def paper_vs_run(ctx: dict) -> pd.DataFrame:
     """Rows comparing the paper's claims with this run's numbers (computed from the results)."""
+    rows = [*_simulation_rows(ctx), *_gbm_clustering_rows(ctx), *_gbm_path_rows(ctx), *_classification_rows(ctx)]
+    return pd.DataFrame(rows, columns=["item", "paper", "this run", "note"])
+
+
+def _simulation_rows(ctx: dict) -> list:
+    """Per simulated method: the largest sigma (GLFS readings) and N (GLFS, Laplacian score) with full recovery."""
     rows = []
     sim = ctx.get("simulation_df")
     simcfg = ctx.get("simulation_config") or {}
@@ -409,27 +415,41 @@ def paper_vs_run(ctx: dict) -> pd.DataFrame:
         for m in sorted(sim["method"].unique()):
             best, lo, hi = _max_x_with_full_recovery(a[a["method"] == m], "sigma")
             if _is_glfs(m):
-                ref, text, val = PAPER_CLAIMS["sim_sigma"]
-                note = f"grid {lo}..{hi}; resolution limits the comparison"
-                if best is not None and best >= hi:
-                    note += "; full recovery at every sigma tried"
-                failing = _failing_points(a[a["method"] == m], "sigma")
-                if failing:
-                    note += f"; Score < 1 at sigma = {failing}"
-                rows.append({"item": f"simulation, largest sigma with Score = 1 ({m})", "paper": f"{val} ({ref})",
-                             "this run": "none" if best is None else best, "note": note})
+                rows.append(_sigma_row(m, best, lo, hi, _failing_points(a[a["method"] == m], "sigma")))
             bestn, lo, hi = _max_x_with_full_recovery(b[b["method"] == m], "n_noise")
             if _is_glfs(m) or m == "laplacian_score":
-                key = "sim_n_noise_ls" if m == "laplacian_score" else "sim_n_noise_glfs"
-                ref, text, val = PAPER_CLAIMS[key]
-                note = f"grid N = {lo}..{hi}"
-                if hi is not None and hi < val:
-                    note += f"; the grid stops below the paper's {val} (run `snakemake simulate_full` for N up to 60000)"
-                failing = _failing_points(b[b["method"] == m], "n_noise")
-                if failing:
-                    note += f"; Score < 1 at N = {failing} (counted from the smallest N, as the paper's 'up to')"
-                rows.append({"item": f"simulation, largest N with Score = 1 ({m})", "paper": f"{val} ({ref})",
-                             "this run": "none" if bestn is None else bestn, "note": note})
+                rows.append(_n_noise_row(m, bestn, lo, hi, _failing_points(b[b["method"] == m], "n_noise")))
+    return rows
+
+
+def _sigma_row(m: str, best, lo, hi, failing: list) -> dict:
+    """The row "largest sigma with Score = 1" of one GLFS reading."""
+    ref, _, val = PAPER_CLAIMS["sim_sigma"]
+    note = f"grid {lo}..{hi}; resolution limits the comparison"
+    if best is not None and best >= hi:
+        note += "; full recovery at every sigma tried"
+    if failing:
+        note += f"; Score < 1 at sigma = {failing}"
+    return {"item": f"simulation, largest sigma with Score = 1 ({m})", "paper": f"{val} ({ref})",
+            "this run": "none" if best is None else best, "note": note}
+
+
+def _n_noise_row(m: str, bestn, lo, hi, failing: list) -> dict:
+    """The row "largest N with Score = 1" of a GLFS reading or the Laplacian score."""
+    key = "sim_n_noise_ls" if m == "laplacian_score" else "sim_n_noise_glfs"
+    ref, _, val = PAPER_CLAIMS[key]
+    note = f"grid N = {lo}..{hi}"
+    if hi is not None and hi < val:
+        note += f"; the grid stops below the paper's {val} (run `snakemake simulate_full` for N up to 60000)"
+    if failing:
+        note += f"; Score < 1 at N = {failing} (counted from the smallest N, as the paper's 'up to')"
+    return {"item": f"simulation, largest N with Score = 1 ({m})", "paper": f"{val} ({ref})",
+            "this run": "none" if bestn is None else bestn, "note": note}
+
+
+def _gbm_clustering_rows(ctx: dict) -> list:
+    """On GBM datasets: the NMI rank of the best GLFS variant among unsupervised methods at each k <= 25."""
+    rows = []
     supervised = set(ctx.get("supervised") or ())
     for ds, cdf in (ctx.get("clustering") or {}).items():
         if cdf is None or cdf.empty or "gbm" not in ds.lower():
@@ -447,6 +467,12 @@ def paper_vs_run(ctx: dict) -> pd.DataFrame:
                 "this run": f"{pos} of {len(mk)} ({glfs_rows.iloc[0]['method']} {glfs_rows.iloc[0]['nmi']:.3f}; best {mk.iloc[0]['method']} {mk.iloc[0]['nmi']:.3f})",
                 "note": "paper: 18,632 genes x 173 patients (Broad U133A); ours: see the dataset's note",
             })
+    return rows
+
+
+def _gbm_path_rows(ctx: dict) -> list:
+    """On GBM datasets: the genes at the largest lam with a non-empty support of the published GLFS path."""
+    rows = []
     for ds, p in (ctx.get("paths") or {}).items():
         if p is None or len(p) == 0 or "gbm" not in ds.lower():
             continue
@@ -460,6 +486,12 @@ def paper_vs_run(ctx: dict) -> pd.DataFrame:
             "this run": f"{int(top['n_selected'])} at lam = {top['lam']:.3g}; {int(p['n_selected'].max())} at the smallest lam",
             "note": "lam depends on the scale of X and M (GLFS preprocesses X), so lam values are not comparable across implementations",
         })
+    return rows
+
+
+def _classification_rows(ctx: dict) -> list:
+    """Golub (Table 3): CV / test errors and genes of each classifier beside the paper's row for it."""
+    rows = []
     cls = ctx.get("classification")
     paper = ctx.get("paper_table")
     if cls is not None and not cls.empty and paper is not None:
@@ -483,7 +515,7 @@ def paper_vs_run(ctx: dict) -> pd.DataFrame:
                 "this run": f"{r['cv_errors']}/{r['cv_n']}, {r['test_errors']}/{r['test_n']}, {r['n_genes']}",
                 "note": note,
             })
-    return pd.DataFrame(rows, columns=["item", "paper", "this run", "note"])
+    return rows
 
 
 # ---- the GLFS section ------------------------------------------------------------------------
@@ -517,29 +549,55 @@ def glfs_section(layout: dict, *, metas: dict, paths: dict, path_tsvs: dict, clu
                "design, min Tr(H_S<sup>-1</sup>) over sets of k genes, solved by a greedy start and single swaps to a "
                "certified 1-swap local optimum (docs/methods.md). <code>glfs_exact</code>, <code>glfs_paper</code> "
                "and <code>glfs_printed</code> are the published method's readings (lam paths).</p>")
+    out += _convergence_html(metas)
+    out += _published_path_html(path_tsvs, layout.get("glfs_method"))
+    out += _collapse_html(paths)
+    out += _side_by_side_html(clustering, random, classification)
+    out += _greedy_html(layout)
+    out += _sensitivity_html(layout)
+    return "".join(out)
+
+
+def _convergence_html(metas: dict) -> list:
+    """Subsection "Converged or not": one row per GLFS selection."""
     conv = F.convergence_table(metas)
-    out.append("<h3>Converged or not</h3>")
+    out = ["<h3>Converged or not</h3>"]
     out.append(_findings_html(F.convergence_findings(conv)))
     out.append(_table(conv) if not conv.empty else "<p>No GLFS selection in this run.</p>")
+    return out
 
-    gm = layout.get("glfs_method")
-    if path_tsvs:
-        out.append(f"<h3>The published path ({_esc(gm)})</h3>")
-        out.append(_findings_html([s for ds, p in path_tsvs.items() for s in F.path_findings(p, gm, ds)]))
-        for ds, p in path_tsvs.items():
-            if p is not None and len(p):
-                cols = [c for c in p.columns if c != "method"]
-                note = "" if "converged" in p else " (this run's path records no converged column)"
-                out.append(f"<p>{_esc(ds)}{_esc(note)}:</p>" + _table(p[cols], "{:.4g}"))
-    if paths:
-        out.append("<h3>Why the published relaxation collapses</h3>")
-        out.append("<p>The published GLFS minimises a LapRLS covariance trace V(beta) plus lam sum(beta) over "
-                   "gene weights beta &gt;= 0 without a budget. For the exact trace, V(beta) &gt;= 0 = V(0): "
-                   "beta = 0 is the global minimum, and the l1 term only adds to it. A solver therefore stops "
-                   "where its start point and iteration limit leave it, and solves run to convergence collapse "
-                   "towards very few genes. The numbers of this run:</p>")
-        out.append(_findings_html(F.collapse_findings(paths)))
 
+def _published_path_html(path_tsvs: dict, gm) -> list:
+    """Subsection "The published path": findings and each dataset's glfs_path.tsv."""
+    if not path_tsvs:
+        return []
+    out = [f"<h3>The published path ({_esc(gm)})</h3>"]
+    out.append(_findings_html([s for ds, p in path_tsvs.items() for s in F.path_findings(p, gm, ds)]))
+    for ds, p in path_tsvs.items():
+        if p is not None and len(p):
+            cols = [c for c in p.columns if c != "method"]
+            note = "" if "converged" in p else " (this run's path records no converged column)"
+            out.append(f"<p>{_esc(ds)}{_esc(note)}:</p>" + _table(p[cols], "{:.4g}"))
+    return out
+
+
+def _collapse_html(paths: dict) -> list:
+    """Subsection "Why the published relaxation collapses": the argument and this run's numbers."""
+    if not paths:
+        return []
+    out = ["<h3>Why the published relaxation collapses</h3>"]
+    out.append("<p>The published GLFS minimises a LapRLS covariance trace V(beta) plus lam sum(beta) over "
+               "gene weights beta &gt;= 0 without a budget. For the exact trace, V(beta) &gt;= 0 = V(0): "
+               "beta = 0 is the global minimum, and the l1 term only adds to it. A solver therefore stops "
+               "where its start point and iteration limit leave it, and solves run to convergence collapse "
+               "towards very few genes. The numbers of this run:</p>")
+    out.append(_findings_html(F.collapse_findings(paths)))
+    return out
+
+
+def _side_by_side_html(clustering: dict, random: dict, classification: dict) -> list:
+    """Subsection "Side by side": clustering NMI of the GLFS family beside the floor, and the Table 3 rows."""
+    out = []
     sbs = [ds for ds, c in clustering.items() if c is not None and not c.empty]
     if sbs or classification:
         out.append("<h3>Side by side</h3>")
@@ -556,28 +614,38 @@ def glfs_section(layout: dict, *, metas: dict, paths: dict, path_tsvs: dict, clu
             rows = c.set_index("method").loc[keep].reset_index()
             cols = [x for x in ["method", "cv_errors", "cv_n", "test_errors", "test_n", "n_genes"] if x in rows]
             out.append(f"<h4>{_esc(ds)}: classification (Table 3 protocol)</h4>" + _table(rows[cols]))
+    return out
 
+
+def _greedy_html(layout: dict) -> list:
+    """Subsection "glfs against greedy LapAOFS": each dataset's glfs_vs_greedy.tsv."""
     greedy = {d["name"]: _read_tsv(d["glfs_vs_greedy"]) for d in layout["datasets"] if d.get("glfs_vs_greedy")}
     greedy = {k: v for k, v in greedy.items() if v is not None}
-    if greedy:
-        out.append("<h3>glfs against greedy LapAOFS on the same criterion</h3>")
-        out.append("<p>Tr(H_S<sup>-1</sup>) (He et al. 2011, Eq. 12; lower is better) of greedy LapAOFS (the start) "
-                   "and of glfs (after the swaps), same X, graph and lambdas.</p>")
-        out.append(_findings_html(F.greedy_findings(greedy)))
-        tab = pd.concat([t.assign(dataset=ds) for ds, t in greedy.items()], ignore_index=True)
-        out.append(_table(tab[["dataset", *[c for c in tab.columns if c != "dataset"]]], "{:.4g}"))
+    if not greedy:
+        return []
+    out = ["<h3>glfs against greedy LapAOFS on the same criterion</h3>"]
+    out.append("<p>Tr(H_S<sup>-1</sup>) (He et al. 2011, Eq. 12; lower is better) of greedy LapAOFS (the start) "
+               "and of glfs (after the swaps), same X, graph and lambdas.</p>")
+    out.append(_findings_html(F.greedy_findings(greedy)))
+    tab = pd.concat([t.assign(dataset=ds) for ds, t in greedy.items()], ignore_index=True)
+    out.append(_table(tab[["dataset", *[c for c in tab.columns if c != "dataset"]]], "{:.4g}"))
+    return out
 
+
+def _sensitivity_html(layout: dict) -> list:
+    """Subsection "lambda1 sensitivity of glfs": each dataset's glfs_sensitivity.tsv, labelled post hoc."""
     sens = {d["name"]: _read_tsv(d["sensitivity"]) for d in layout["datasets"] if d.get("sensitivity")}
     sens = {k: v for k, v in sens.items() if v is not None and not v.empty}
-    if sens:
-        out.append("<h3>lambda1 sensitivity of glfs</h3>")
-        out.append(f"<p class='note'>{_esc(SENSITIVITY_LABEL)} lambda1 = graph_weight / mean degree of the graph; "
-                   "NMI as in the clustering tables (mean over runs); criterion values are not comparable across "
-                   "graph weights.</p>")
-        out.append(_findings_html([s for ds, t in sens.items() for s in F.sensitivity_findings(t, ds)]))
-        for ds, t in sens.items():
-            out.append(f"<h4>{_esc(ds)}</h4>" + _table(sensitivity_table(t), "{:.4g}"))
-    return "".join(out)
+    if not sens:
+        return []
+    out = ["<h3>lambda1 sensitivity of glfs</h3>"]
+    out.append(f"<p class='note'>{_esc(SENSITIVITY_LABEL)} lambda1 = graph_weight / mean degree of the graph; "
+               "NMI as in the clustering tables (mean over runs); criterion values are not comparable across "
+               "graph weights.</p>")
+    out.append(_findings_html([s for ds, t in sens.items() for s in F.sensitivity_findings(t, ds)]))
+    for ds, t in sens.items():
+        out.append(f"<h4>{_esc(ds)}</h4>" + _table(sensitivity_table(t), "{:.4g}"))
+    return out
 
 
 # ---- the document --------------------------------------------------------------------------
