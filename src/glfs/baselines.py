@@ -58,7 +58,6 @@ import logging
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from sklearn.utils.extmath import randomized_svd
 from threadpoolctl import threadpool_limits
@@ -240,58 +239,88 @@ def q_alpha(
     n_clusters = _pos_int(n_clusters, "n_clusters", n - 1)
     max_iter = _pos_int(max_iter, "max_iter")
     const = constant_features(X)
+    Mc = _unit_genes(X, const)
+    Q = _q_start(Mc, n_clusters, init, random_state)
+    with threadpool_limits(limits=1, user_api="blas"):  # many small products
+        alpha, Q_used, objective, n_iter, converged = _q_alpha_iterations(Mc, Q, max_iter=max_iter, tol=tol)
+    if not converged:
+        log.warning("q_alpha did not converge in %d iterations (last change above tol=%g)", max_iter, tol)
+    out = np.full(d, np.nan)
+    out[~const] = alpha
+    if return_info:
+        info = {"n_iter": n_iter, "converged": converged, "objective": np.asarray(objective), "Q": Q_used}
+        return out, info
+    return out
+
+
+def _unit_genes(X, const):
+    """The non-constant genes m_j centred and scaled to unit norm, shape (n_samples, n_non_constant); needs >= 2."""
     Mc = X[:, ~const] - X[:, ~const].mean(axis=0)
     Mc /= np.linalg.norm(Mc, axis=0)
     dd = Mc.shape[1]
     if dd < 2:
         msg = f"X must have at least 2 non-constant features for q_alpha; got {dd}"
         raise ValueError(msg)
+    return Mc
+
+
+def _q_start(Mc, n_clusters, init, random_state):
+    """Q^(0), shape (n_samples, n_clusters): a seeded random orthonormal matrix, or the leading left singular vectors of Mc."""
     if init == "random":
         rng = np.random.default_rng(random_state)
-        Q, _ = np.linalg.qr(rng.normal(size=(n, n_clusters)))
-    elif init == "pca":
+        Q, _ = np.linalg.qr(rng.normal(size=(Mc.shape[0], n_clusters)))
+        return Q
+    if init == "pca":
         U, _, _ = randomized_svd(Mc, n_clusters, random_state=0)
-        Q = U
-    else:
-        msg = f"init must be 'random' or 'pca'; got {init!r}"
-        raise ValueError(msg)
+        return U
+    msg = f"init must be 'random' or 'pca'; got {init!r}"
+    raise ValueError(msg)
+
+
+def _q_alpha_iterations(Mc, Q, *, max_iter, tol):
+    """Alternate alpha <- leading eigenvector of G and Q <- QR of A_alpha Q (Wolf & Shashua 2005) until alpha settles.
+
+    Returns (alpha, the Q that gave it, Tr(Q'A_alpha^2 Q) per iteration, iterations, converged).
+    """
     alpha = None
     objective = []
     converged = False
-    with threadpool_limits(limits=1, user_api="blas"):  # many small products
-        for it in range(max_iter):
-            C = Mc.T @ Q  # (dd, k): Q'm_j
-
-            def matvec(v, C=C):
-                v = np.ravel(v)
-                Y = Mc @ (v[:, None] * C)  # (n, k) = sum_j v_j m_j (Q'm_j)'
-                return np.einsum("jk,jk->j", Mc.T @ Y, C)
-
-            G = spla.LinearOperator((dd, dd), matvec=matvec, dtype=np.float64)
-            v0 = alpha if alpha is not None else np.full(dd, 1.0 / np.sqrt(dd))
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                _, vec = spla.eigsh(G, k=1, which="LA", v0=v0, tol=_LANCZOS_TOL)
-            new = vec[:, 0]
-            if new.sum() < 0:
-                new = -new
-            Q_used = Q
-            A_Q = Mc @ (new[:, None] * C)  # A_alpha Q
-            objective.append(float(np.sum(A_Q**2)))
-            Q, _ = np.linalg.qr(A_Q)
-            if alpha is not None and np.max(np.abs(new - alpha)) < tol:
-                alpha = new
-                converged = True
-                break
+    for it in range(max_iter):
+        C = Mc.T @ Q  # (dd, k): Q'm_j
+        new = _leading_alpha(Mc, C, alpha)
+        Q_used = Q
+        A_Q = Mc @ (new[:, None] * C)  # A_alpha Q
+        objective.append(float(np.sum(A_Q**2)))
+        Q, _ = np.linalg.qr(A_Q)
+        if alpha is not None and np.max(np.abs(new - alpha)) < tol:
             alpha = new
-    if not converged:
-        log.warning("q_alpha did not converge in %d iterations (last change above tol=%g)", max_iter, tol)
-    out = np.full(d, np.nan)
-    out[~const] = alpha
-    if return_info:
-        info = {"n_iter": it + 1, "converged": converged, "objective": np.asarray(objective), "Q": Q_used}
-        return out, info
-    return out
+            converged = True
+            break
+        alpha = new
+    return alpha, Q_used, objective, it + 1, converged
+
+
+def _leading_alpha(Mc, C, alpha):
+    """The leading eigenvector of G_ij = (m_i'm_j)(m_i'QQ'm_j) (C = Mc'Q) by Lanczos from ``alpha``, sign fixed so sum >= 0.
+
+    G v costs O(n d k); G (d x d) is never formed.
+    """
+    dd = Mc.shape[1]
+
+    def matvec(v, C=C):
+        v = np.ravel(v)
+        Y = Mc @ (v[:, None] * C)  # (n, k) = sum_j v_j m_j (Q'm_j)'
+        return np.einsum("jk,jk->j", Mc.T @ Y, C)
+
+    G = spla.LinearOperator((dd, dd), matvec=matvec, dtype=np.float64)
+    v0 = alpha if alpha is not None else np.full(dd, 1.0 / np.sqrt(dd))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, vec = spla.eigsh(G, k=1, which="LA", v0=v0, tol=_LANCZOS_TOL)
+    new = vec[:, 0]
+    if new.sum() < 0:
+        new = -new
+    return new
 
 
 def _check_params(method, params, allowed):
