@@ -121,47 +121,8 @@ def clustering_findings(
     kmax = int(cdf["n_features"].max())
     mean = cdf.groupby(["method", "n_features"], sort=False)["nmi"].mean().reset_index()
     small = mean[mean["n_features"] < kmax] if (mean["n_features"] < kmax).any() else mean
-    comp = floor_comparison(cdf, random_df)
-    if comp.empty:
-        out.append(f"No random-genes floor was computed for {dataset}, so no method can be judged against chance.")
-    else:
-        n_draws = int(floor_summary(random_df)["n_draws"].max())
-        for k in _pick_ks(comp.loc[comp["n_features"] < kmax, "n_features"] if (comp["n_features"] < kmax).any()
-                          else comp["n_features"], ks):
-            ck = comp[comp["n_features"] == k]
-            if ck.empty:
-                continue
-            fm, fs = float(ck["floor_mean"].iloc[0]), float(ck["floor_sd"].iloc[0])
-            yes = ck[ck["clears"]].sort_values("nmi", ascending=False)
-            no = ck[~ck["clears"]].sort_values("nmi", ascending=False)
-            below = no[no["nmi"] < fm - (fs if fs == fs else 0.0)]
-            within = no[~no.index.isin(below.index)]
-            s = (f"At {k} genes, {len(yes)} of {len(ck)} methods clear the random floor (NMI above mean + 1 sd of "
-                 f"{n_draws} random gene sets, {_fmt(fm)} + {_fmt(fs)}): {_list(yes['method'])}.")
-            if len(within):
-                s += f" Within the spread of random genes: {_list(within['method'])}."
-            if len(below):
-                s += f" Below it (under the mean - 1 sd): {_list(below['method'])}."
-            out.append(s)
-        never = [m for m, g in comp[comp["n_features"] < kmax].groupby("method", sort=False) if not g["clears"].any()]
-        if never:
-            out.append(f"Never above the floor at any grid size below all genes: {_list(never)}.")
-    uns = small[~small["method"].isin(set(supervised))]
-    upto100 = uns[uns["n_features"] <= 100]
-    if not upto100.empty:
-        best = upto100.sort_values("nmi", ascending=False).iloc[0]
-        if best["nmi"] < NEAR_ZERO_NMI:
-            out.append(f"Every unsupervised method is near NMI 0 on {dataset} at <= 100 genes (all below "
-                       f"{NEAR_ZERO_NMI}; highest {best['method']} with {_fmt(best['nmi'])} at {int(best['n_features'])} "
-                       "genes): spectral clustering on these genes does not recover the labels.")
-        else:
-            peak = upto100.groupby("method", sort=False)["nmi"].max()
-            near = peak[peak < NEAR_ZERO_NMI].sort_values()
-            if len(near):
-                out.append(f"{len(near)} of {len(peak)} unsupervised methods stay near NMI 0 (below {NEAR_ZERO_NMI} "
-                           f"at every gene count <= 100): {_list(near.index)}.")
-            out.append(f"The best unsupervised result at <= 100 genes is {best['method']} with NMI "
-                       f"{_fmt(best['nmi'])} at {int(best['n_features'])} genes.")
+    out += _floor_sentences(cdf, random_df, dataset, kmax=kmax, ks=ks)
+    out += _unsupervised_sentences(small[~small["method"].isin(set(supervised))], dataset)
     sup = small[small["method"].isin(set(supervised)) & (small["n_features"] <= 100)]
     if not sup.empty:
         b = sup.sort_values("nmi", ascending=False).iloc[0]
@@ -170,6 +131,62 @@ def clustering_findings(
     allg = mean[mean["n_features"] == kmax]["nmi"]
     if not allg.empty:
         out.append(f"With all {kmax} genes NMI is {_fmt(float(allg.mean()))} (the same genes for every method).")
+    return out
+
+
+def _floor_sentences(cdf: pd.DataFrame, random_df: pd.DataFrame | None, dataset: str, *, kmax: int, ks) -> list[str]:
+    """Which methods clear the random-genes floor at a few grid sizes below all genes, and which never do."""
+    comp = floor_comparison(cdf, random_df)
+    if comp.empty:
+        return [f"No random-genes floor was computed for {dataset}, so no method can be judged against chance."]
+    out = []
+    n_draws = int(floor_summary(random_df)["n_draws"].max())
+    for k in _pick_ks(comp.loc[comp["n_features"] < kmax, "n_features"] if (comp["n_features"] < kmax).any()
+                      else comp["n_features"], ks):
+        ck = comp[comp["n_features"] == k]
+        if not ck.empty:
+            out.append(_floor_sentence_at(ck, k, n_draws))
+    never = [m for m, g in comp[comp["n_features"] < kmax].groupby("method", sort=False) if not g["clears"].any()]
+    if never:
+        out.append(f"Never above the floor at any grid size below all genes: {_list(never)}.")
+    return out
+
+
+def _floor_sentence_at(ck: pd.DataFrame, k, n_draws: int) -> str:
+    """At k genes: the methods above the floor (mean + 1 sd), within its spread, and below mean - 1 sd."""
+    fm, fs = float(ck["floor_mean"].iloc[0]), float(ck["floor_sd"].iloc[0])
+    yes = ck[ck["clears"]].sort_values("nmi", ascending=False)
+    no = ck[~ck["clears"]].sort_values("nmi", ascending=False)
+    below = no[no["nmi"] < fm - (fs if fs == fs else 0.0)]
+    within = no[~no.index.isin(below.index)]
+    s = (f"At {k} genes, {len(yes)} of {len(ck)} methods clear the random floor (NMI above mean + 1 sd of "
+         f"{n_draws} random gene sets, {_fmt(fm)} + {_fmt(fs)}): {_list(yes['method'])}.")
+    if len(within):
+        s += f" Within the spread of random genes: {_list(within['method'])}."
+    if len(below):
+        s += f" Below it (under the mean - 1 sd): {_list(below['method'])}."
+    return s
+
+
+def _unsupervised_sentences(uns: pd.DataFrame, dataset: str) -> list[str]:
+    """The best unsupervised method at <= 100 genes, or that every one (or which ones) stay near NMI 0."""
+    upto100 = uns[uns["n_features"] <= 100]
+    if upto100.empty:
+        return []
+    best = upto100.sort_values("nmi", ascending=False).iloc[0]
+    if best["nmi"] < NEAR_ZERO_NMI:
+        s = (f"Every unsupervised method is near NMI 0 on {dataset} at <= 100 genes (all below "
+             f"{NEAR_ZERO_NMI}; highest {best['method']} with {_fmt(best['nmi'])} at {int(best['n_features'])} "
+             "genes): spectral clustering on these genes does not recover the labels.")
+        return [s]
+    out = []
+    peak = upto100.groupby("method", sort=False)["nmi"].max()
+    near = peak[peak < NEAR_ZERO_NMI].sort_values()
+    if len(near):
+        out.append(f"{len(near)} of {len(peak)} unsupervised methods stay near NMI 0 (below {NEAR_ZERO_NMI} "
+                   f"at every gene count <= 100): {_list(near.index)}.")
+    out.append(f"The best unsupervised result at <= 100 genes is {best['method']} with NMI "
+               f"{_fmt(best['nmi'])} at {int(best['n_features'])} genes.")
     return out
 
 
