@@ -215,7 +215,7 @@ def test_bad_inputs_through_select():
     X, W = _toy(n=20, d=10, seed=0)
     with pytest.raises(ValueError, match="accepts parameters"):
         glfs.select(X, "glfs", graph=W, n_features=3, lam=0.1)
-    with pytest.raises(ValueError, match=r"n_features_to_select must be an integer in \[1, 10\]; got None"):
+    with pytest.raises(ValueError, match=r"n_features_to_select must be an integer in \[1, 10\] for method 'glfs' .*; got None"):
         glfs.select(X, "glfs", graph=W)
 
 

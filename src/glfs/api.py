@@ -182,9 +182,12 @@ def select(
         msg = f"method {method!r} uses no graph; the graph passed is ignored"
         warnings.warn(msg, UserWarning, stacklevel=2)
     name = "n_features_to_select" if n_features is None else "n_features"  # the name the caller used
-    n_features = check_n_features(n_to_select(n_features_to_select, n_features), d, name=name, allow_none=info.own_support)
+    n_features = check_n_features(n_to_select(n_features_to_select, n_features), d, name=name, allow_none=True)
     if n_features is None and not info.own_support:
-        msg = f"{name} must be an integer in [1, {d}] for method {method!r}; got None"
+        msg = (
+            f"{name} must be an integer in [1, {d}] for method {method!r} (only the published GLFS readings "
+            "choose their own support); got None"
+        )
         raise ValueError(msg)
     if info.needs_labels:
         check_labels(labels, n)

@@ -59,8 +59,10 @@ def select(
     adata : anndata.AnnData
         obs = samples (patients, cells), var = genes.
     method, n_features_to_select, random_state, **params
-        As :func:`glfs.select` (``n_features``, the former name of
-        ``n_features_to_select``, is still accepted).
+        As :func:`glfs.select`: ``n_features_to_select`` is required except
+        for the published GLFS readings (``glfs_exact``, ``glfs_paper``,
+        ``glfs_printed``), which otherwise keep the support of their lam
+        search (``n_features``, its former name, is still accepted).
     key_added : str, optional
         Names every output (scanpy's convention); default the method name.
         Written: ``var[key]`` (bool, selected), ``var[f"{key}_score"]``,
