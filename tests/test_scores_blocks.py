@@ -46,6 +46,26 @@ def test_blockwise_equals_naive_dense_formula(data, block_size):
     np.testing.assert_allclose(glfs.laplacian_score(X, W, block_size=block_size), expected, rtol=1e-10)
 
 
+@pytest.mark.parametrize("block_size", [3, None])
+def test_graph_with_a_diagonal(data, block_size):
+    # the upper-triangle product must add the diagonal back (label_graph keeps W_ii = 1 / n_l)
+    X, W = data
+    Wd = W + sp.diags(np.linspace(0.1, 2.0, X.shape[0]))
+    np.testing.assert_allclose(glfs.laplacian_score(X, Wd, block_size=block_size), naive_laplacian_score(X, Wd), rtol=1e-10)
+    groups = np.arange(X.shape[0]) % 4
+    Wl = glfs.label_graph(groups)
+    np.testing.assert_allclose(glfs.laplacian_score(X, Wl, block_size=block_size), naive_laplacian_score(X, Wl), rtol=1e-10)
+
+
+def test_input_array_is_not_modified(data):
+    # float32 and float64 arrays are read in place (no validation copy): they must come back unchanged
+    X, W = data
+    for A in (X.copy(), X.astype(np.float32)):
+        before = A.copy()
+        glfs.laplacian_score(A, W, block_size=4)
+        np.testing.assert_array_equal(A, before)
+
+
 def test_default_block_is_smaller_than_d_for_many_samples(monkeypatch, data):
     # the default block (LS_BLOCK_VALUES // n_samples genes) splits X into several blocks
     import glfs.scores as gs

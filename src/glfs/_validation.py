@@ -150,12 +150,14 @@ def check_real(value, name: str, min_val=None, max_val=None, *, include_boundari
     )
 
 
-def check_X(X, *, name: str = "X", allow_sparse: bool = True, dense: bool = False):
+def check_X(X, *, name: str = "X", allow_sparse: bool = True, dense: bool = False, read_only: bool = False):
     """Validate an expression matrix of shape (n_samples, n_features).
 
     Returns a float64 ndarray, or a float64 CSR matrix when ``X`` is sparse and
     ``allow_sparse`` and not ``dense``.  The input is never modified (a copy is
-    made when a dtype change is needed).
+    made when a dtype change is needed).  ``read_only=True`` (for callers that
+    only read X, e.g. in float64 column blocks): a float32 or float64 ndarray is
+    returned as it is, without the O(n d) copy (float32 stays float32).
     """
     if sp.issparse(X):
         if not allow_sparse and not dense:
@@ -172,7 +174,8 @@ def check_X(X, *, name: str = "X", allow_sparse: bool = True, dense: bool = Fals
         _check_size(Xs.shape, name)
         return Xs.toarray() if dense else Xs
     try:
-        arr = np.asarray(X, dtype=np.float64)
+        keep = read_only and isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)
+        arr = X if keep else np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         msg = f"{name} must be numeric of shape (n_samples, n_features); could not convert {type(X).__name__}: {exc}"
         raise ValueError(msg) from None
@@ -188,7 +191,7 @@ def check_X(X, *, name: str = "X", allow_sparse: bool = True, dense: bool = Fals
             f"first at sample {rows[0]}, feature {cols[0]} (value {arr[rows[0], cols[0]]})"
         )
         raise ValueError(msg)
-    if arr is X:  # never hand back the caller's array to code that might write to it
+    if arr is X and not read_only:  # never hand back the caller's array to code that might write to it
         arr = arr.copy()
     return arr
 
