@@ -1,7 +1,9 @@
 """Neighbour search at scale: all genes / principal components / approximate index in glfs.similarity_graph.
 
-The approximate path (pynndescent on principal components) compiles its search
-with numba once per process, so the first test that uses it takes tens of seconds.
+The approximate path (``method="approx"``) is faiss' IVF index when faiss-cpu is
+installed, else pynndescent; the approximate-search tests run with each
+available backend.  pynndescent compiles its search with numba once per
+process, so the first test that uses it takes tens of seconds.
 The exact search on components runs with faiss when it is installed and with
 scikit-learn otherwise; both are checked against a plain numpy brute force.
 """
@@ -53,10 +55,28 @@ def data():
     return latent_clusters()
 
 
+HAS_FAISS = gg.exact_backend() == "faiss"
+APPROX_BACKENDS = ["pynndescent", pytest.param("faiss", marks=pytest.mark.skipif(not HAS_FAISS, reason="faiss-cpu not installed"))]
+
+
+@pytest.fixture(scope="module", params=APPROX_BACKENDS)
+def backend_name(request):
+    return request.param
+
+
+@pytest.fixture
+def use_backend(monkeypatch, backend_name):
+    """method="approx" runs this backend's index."""
+    monkeypatch.setattr(gg, "approx_backend", lambda: backend_name)
+    return backend_name
+
+
 @pytest.fixture(scope="module")
-def approx_knn(data):
+def approx_knn(data, backend_name):
     X, _ = data
-    return gg.nearest_neighbors(X, 5, method="approx", random_state=0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gg, "approx_backend", lambda: backend_name)
+        return gg.nearest_neighbors(X, 5, method="approx", random_state=0)
 
 
 def test_approx_recall_against_exact(data, approx_knn):
@@ -83,7 +103,7 @@ def test_approx_distances_are_true_distances_on_components(data, approx_knn):
 
 
 @pytest.mark.parametrize("kernel", ["heat", "binary", "snf", "cosine"])
-def test_approx_graph_is_a_valid_graph(data, kernel):
+def test_approx_graph_is_a_valid_graph(data, kernel, use_backend):
     X, _ = data
     W = glfs.similarity_graph(X, n_neighbors=5, kernel=kernel, method="approx")
     assert sp.isspmatrix_csr(W) or isinstance(W, sp.csr_array)
@@ -94,7 +114,7 @@ def test_approx_graph_is_a_valid_graph(data, kernel):
     assert np.all(np.diff(W.indptr) >= 5)  # union symmetrisation: every sample keeps its 5 neighbours
 
 
-def test_approx_cosine_neighbours(data):
+def test_approx_cosine_neighbours(data, use_backend):
     X, _ = data
     X = X + 5.0  # make cosine and Euclidean neighbourhoods differ
     n = X.shape[0]
@@ -104,14 +124,14 @@ def test_approx_cosine_neighbours(data):
     assert np.all((dist >= 0) & (dist <= 2))
 
 
-def test_approx_deterministic_given_random_state(data):
+def test_approx_deterministic_given_random_state(data, use_backend):
     X, _ = data
     W1 = glfs.similarity_graph(X, n_neighbors=5, method="approx", random_state=3)
     W2 = glfs.similarity_graph(X, n_neighbors=5, method="approx", random_state=3)
     assert (W1 != W2).nnz == 0
 
 
-def test_laplacian_score_on_approx_graph_recovers_planted_genes():
+def test_laplacian_score_on_approx_graph_recovers_planted_genes(use_backend):
     # 6 marker genes shifted by 4 in one of 6 clusters each, 94 pure-noise genes
     rng = np.random.default_rng(1)
     n, d, k = 2000, 100, 6
@@ -177,6 +197,48 @@ def test_backends_give_the_same_graph(monkeypatch, data):
     assert (W_faiss != W_sk).nnz == 0
 
 
+@pytest.mark.skipif(not HAS_FAISS, reason="faiss-cpu not installed")
+def test_ivf_recall_against_brute_force():
+    # the IVF index with its defaults on planted clusters: nearly all of the exact neighbours
+    X, _ = latent_clusters(n=3000, d=20, noise=0.2, seed=4)
+    rows, cols, dist = gg._knn_ivf(X, 6)
+    truth, tdist = brute_force_knn(X, 6)
+    assert np.all(np.bincount(rows, minlength=X.shape[0]) == 6)
+    assert recall(knn_sets(rows, cols, X.shape[0]), truth) >= 0.95
+    d = dist.reshape(-1, 6)
+    assert np.all(np.diff(d, axis=1) >= 0)
+    assert np.all(d[:, -1] >= tdist[:, -1] * (1 - 1e-6))  # an approximate k-th neighbour is never nearer
+
+
+@pytest.mark.skipif(not HAS_FAISS, reason="faiss-cpu not installed")
+def test_ivf_cells_with_too_few_samples_are_searched_exactly():
+    # one cell per ~1 sample and one probed cell: no sample finds 6 candidates in its cell, all go exact
+    rng = np.random.default_rng(8)
+    Z = rng.normal(size=(300, 5)) * np.linspace(3, 1, 5)
+    rows, cols, dist = gg._knn_ivf(Z, 5, nlist=250, nprobe=1)
+    truth, tdist = brute_force_knn(Z, 5)
+    assert recall(knn_sets(rows, cols, Z.shape[0]), truth) == 1.0
+    np.testing.assert_allclose(dist.reshape(-1, 5), tdist, rtol=1e-10)
+
+
+@pytest.mark.skipif(not HAS_FAISS, reason="faiss-cpu not installed")
+def test_ivf_same_graph_for_any_thread_count(data):
+    import faiss
+
+    X, _ = data
+    Z = gg._pca(gg.check_X(X), 30, 0, float32=True)
+    before = faiss.omp_get_max_threads()
+    try:
+        faiss.omp_set_num_threads(1)
+        one = gg._knn_ivf(Z, 5, random_state=2)
+        faiss.omp_set_num_threads(2)
+        two = gg._knn_ivf(Z, 5, random_state=2)
+    finally:
+        faiss.omp_set_num_threads(before)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_unknown_backend():
     with pytest.raises(ValueError, match=r"backend must be 'faiss' or 'sklearn'; got 'annoy'"):
         gg._knn_brute32(np.eye(10), 3, "annoy")
@@ -190,9 +252,11 @@ def test_unknown_backend():
         (3000, 20000, "auto", None, ("exact", None)),
         (gg.AUTO_APPROX_MIN_SAMPLES - 1, 2000, "auto", None, ("exact", None)),
         (gg.AUTO_APPROX_MIN_SAMPLES, 2000, "auto", None, ("exact", 50)),  # at scale: exact on 50 components
-        (50000, 2000, "auto", None, ("exact", 50)),
-        (50000, 30, "auto", None, ("exact", None)),  # few genes: no PCA
-        (50000, 2000, "auto", 20, ("exact", 20)),
+        (gg.AUTO_INDEX_MIN_SAMPLES - 1, 2000, "auto", None, ("exact", 50)),
+        (gg.AUTO_INDEX_MIN_SAMPLES, 2000, "auto", None, ("approx" if HAS_FAISS else "exact", 50)),  # faiss IVF
+        (50000, 2000, "auto", None, ("approx" if HAS_FAISS else "exact", 50)),
+        (50000, 30, "auto", None, ("approx" if HAS_FAISS else "exact", None)),  # few genes: no PCA
+        (50000, 2000, "auto", 20, ("approx" if HAS_FAISS else "exact", 20)),
         (50000, 2000, "exact", None, ("exact", None)),  # forced: all genes
         (100, 500, "approx", None, ("approx", 50)),  # forced
         (100, 500, "exact", 10, ("exact", 10)),
@@ -229,9 +293,32 @@ def test_auto_switches_at_threshold(monkeypatch, data):
     assert (W_big != W_auto).nnz > 0  # the components do change the graph a little
 
 
-def test_forcing_either_way(monkeypatch, data):
+def test_auto_without_faiss_stays_exact(monkeypatch):
+    monkeypatch.setattr(gg, "exact_backend", lambda: "sklearn")
+    assert gg.approx_backend() == "pynndescent"
+    assert gg.choose_neighbor_method(50000, 2000) == ("exact", 50)  # pynndescent only when forced
+
+
+@pytest.mark.skipif(not HAS_FAISS, reason="faiss-cpu not installed")
+def test_auto_switches_to_the_index(monkeypatch, data):
     X, _ = data
-    approx = _spy(monkeypatch, "_knn_approx")
+    ivf = _spy(monkeypatch, "_knn_ivf")
+    pcs = _spy(monkeypatch, "_knn_brute32")
+    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", 100)
+    monkeypatch.setattr(gg, "AUTO_INDEX_MIN_SAMPLES", X.shape[0] + 1)
+    glfs.similarity_graph(X, n_neighbors=5)
+    assert ivf == [] and pcs == [(X.shape[0], 50)]
+    monkeypatch.setattr(gg, "AUTO_INDEX_MIN_SAMPLES", X.shape[0])
+    W = glfs.similarity_graph(X, n_neighbors=5)
+    assert ivf == [(X.shape[0], 50)] and len(pcs) == 1
+    assert (W != glfs.similarity_graph(X, n_neighbors=5, method="approx")).nnz == 0
+    glfs.similarity_graph(X, n_neighbors=5, method="exact", n_pcs=50)  # forcing exact on components
+    assert len(ivf) == 2 and len(pcs) == 2
+
+
+def test_forcing_either_way(monkeypatch, data, use_backend):
+    X, _ = data
+    approx = _spy(monkeypatch, "_knn_ivf" if use_backend == "faiss" else "_knn_approx")
     pcs = _spy(monkeypatch, "_knn_brute32")
     monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", 10)  # auto would search components
     glfs.similarity_graph(X, n_neighbors=5, method="exact")
@@ -243,7 +330,7 @@ def test_forcing_either_way(monkeypatch, data):
     assert pcs == [(X.shape[0], 20)]
 
 
-def test_sparse_input_approx(data):
+def test_sparse_input_approx(data, use_backend):
     X, _ = data
     Xs = sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
     n = X.shape[0]

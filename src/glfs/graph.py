@@ -28,6 +28,8 @@ __all__ = [
     "KERNELS",
     "AUTO_APPROX_MIN_SAMPLES",
     "APPROX_N_PCS",
+    "AUTO_INDEX_MIN_SAMPLES",
+    "approx_backend",
     "DEFAULT_GRAPH_PARAMS",
 ]
 
@@ -59,17 +61,21 @@ def choose_neighbor_method(n_samples: int, n_features: int, method: str = "auto"
     The rule (``method="auto"``): below ``AUTO_APPROX_MIN_SAMPLES`` (8192)
     samples, exact search on all genes, so bulk cohorts (a few hundred to a
     few thousand patients) always get the exact graph on all genes.  From
-    8192 samples on, exact search on the first ``n_pcs`` principal components
-    (``APPROX_N_PCS`` = 50 when ``n_pcs`` is None and the data have more genes
-    than that, else all genes): a brute-force search in float32 (faiss'
-    ``IndexFlatL2`` when faiss-cpu is installed, else scikit-learn's chunked
-    brute force), O(n^2 n_pcs) but with no index to build and no
-    compilation, and the same neighbours whichever backend runs.  The
-    approximate index (pynndescent) is used only when asked for with
-    ``method="approx"``: in a fresh Python process its numba compilation
-    costs more than the exact search on components saves
-    (``benchmarks/results/scaling.md``).  ``method="exact"`` searches all
-    genes unless ``n_pcs`` is given.
+    8192 samples on, the search runs on the first ``n_pcs`` principal
+    components (``APPROX_N_PCS`` = 50 when ``n_pcs`` is None and the data
+    have more genes than that, else all genes): exactly, by a brute-force
+    search in float32 (faiss' ``IndexFlatL2`` when faiss-cpu is installed,
+    else scikit-learn's chunked brute force; O(n^2 n_pcs), no index, the
+    same neighbours whichever backend runs), and from
+    ``AUTO_INDEX_MIN_SAMPLES`` (30,000) samples on, when faiss-cpu is
+    installed, with faiss' inverted-file index (``"approx"``, IndexIVFFlat,
+    O(n^1.5 n_pcs); recall 0.97-0.99 of the exact 5 neighbours on simulated
+    data at 50,000 cells, ``benchmarks/results/graph_at_scale.tsv``).  Without
+    faiss, auto stays exact: pynndescent, the other approximate index,
+    compiles its search with numba in every fresh Python process, which
+    costs more than the exact search saves (``benchmarks/results/scaling.md``).
+    ``method="exact"`` searches all genes unless ``n_pcs`` is given;
+    ``method="approx"`` the approximate index of :func:`approx_backend`.
 
     Parameters
     ----------
@@ -91,7 +97,8 @@ def choose_neighbor_method(n_samples: int, n_features: int, method: str = "auto"
         raise ValueError(msg)
     on_pcs = method == "approx" or (method == "auto" and n_samples >= AUTO_APPROX_MIN_SAMPLES)
     if method == "auto":
-        method = "exact"
+        index = on_pcs and n_samples >= AUTO_INDEX_MIN_SAMPLES and approx_backend() == "faiss"
+        method = "approx" if index else "exact"
     if on_pcs and n_pcs is None and n_features > APPROX_N_PCS:
         n_pcs = min(APPROX_N_PCS, n_samples)
     return method, n_pcs
@@ -135,6 +142,15 @@ def exact_backend() -> str:
     return "faiss"
 
 
+def approx_backend() -> str:
+    """The approximate index behind ``method="approx"``: ``"faiss"`` or ``"pynndescent"``.
+
+    faiss' inverted-file index (``IndexIVFFlat``) when faiss-cpu can be
+    imported (``pip install glfs[scale]``), else pynndescent's NN-descent.
+    """
+    return "faiss" if exact_backend() == "faiss" else "pynndescent"
+
+
 def _knn_brute32(Z, n_neighbors: int, backend: str | None = None):
     """Exact Euclidean kNN on a few dense columns (principal components), brute force in float32.
 
@@ -164,6 +180,17 @@ def _knn_brute32(Z, n_neighbors: int, backend: str | None = None):
     else:
         msg = f"backend must be 'faiss' or 'sklearn'; got {backend!r}"
         raise ValueError(msg)
+    return _from_candidates(Z, ind, n_neighbors)
+
+
+def _from_candidates(Z, ind, n_neighbors):
+    """(rows, cols, distances) of the nearest ``n_neighbors`` other samples among candidate indices.
+
+    ``ind`` (n, k_search) holds each sample's candidates (-1 = none); their
+    distances are recomputed in float64 on Z, so float32 rounding cannot
+    reorder the kept pairs.
+    """
+    n, k_search = ind.shape
     rows = np.repeat(np.arange(n), k_search)
     cols = ind.ravel().astype(np.int64)
     ok = cols >= 0
@@ -172,6 +199,53 @@ def _knn_brute32(Z, n_neighbors: int, backend: str | None = None):
     diff = Zd[rows] - Zd[cols]
     d = np.sqrt(np.maximum(np.einsum("ij,ij->i", diff, diff), 0.0))
     return _keep_k(rows, cols, d, n_neighbors)
+
+
+#: ``method="auto"`` searches the principal components with faiss' IVF index (``method="approx"``)
+#: instead of exactly from this many samples on, when faiss-cpu is installed.
+AUTO_INDEX_MIN_SAMPLES = 30000
+#: faiss IVF index (``_knn_ivf``): cells per sqrt(n_samples), and cells probed per sample.
+IVF_NLIST_PER_SQRT_N = 1.0
+IVF_NPROBE = 32
+
+
+def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, nprobe: int | None = None):
+    """Approximate Euclidean kNN with faiss' inverted-file index (``IndexIVFFlat``) in float32.
+
+    faiss' k-means (seeded by ``random_state``) splits the samples into
+    ``nlist`` cells (default ``IVF_NLIST_PER_SQRT_N`` sqrt(n)); each sample's
+    candidates are the samples of the ``nprobe`` cells (default ``IVF_NPROBE``)
+    nearest to it, searched exhaustively.  Cost O(n nlist p) per k-means
+    iteration and O(n (nlist + nprobe n / nlist) p) for the search, i.e.
+    O(n^1.5 p) with nlist ~ sqrt(n), against O(n^2 p) for the flat search.
+    Deterministic given ``random_state`` (faiss' k-means sums each centroid
+    over the samples in a fixed order, so the thread count does not matter).
+    Searches ``n_neighbors + 5`` candidates; samples whose probed cells hold
+    too few others are searched exactly.  Distances recomputed in float64.
+    """
+    import faiss
+
+    n, p = Z.shape
+    _check_n_neighbors(n_neighbors, n)
+    k_search = int(min(n, n_neighbors + 5))
+    nlist = int(nlist or max(1, round(IVF_NLIST_PER_SQRT_N * np.sqrt(n))))
+    nprobe = int(min(nlist, nprobe or IVF_NPROBE))
+    Z32 = np.ascontiguousarray(Z, dtype=np.float32)
+    log.info("approximate search on %d x %d components with faiss IVFFlat (nlist %d, nprobe %d)", n, p, nlist, nprobe)
+    index = faiss.IndexIVFFlat(faiss.IndexFlatL2(p), p, nlist)
+    index.cp.seed = int(np.random.RandomState(random_state).randint(2**31 - 1))
+    index.cp.min_points_per_centroid = 1  # no warning for small n: k-means on fewer than 39 samples per cell is fine here
+    index.train(Z32)
+    index.add(Z32)
+    index.nprobe = nprobe
+    _, ind = index.search(Z32, k_search)
+    short = np.flatnonzero((ind >= 0).sum(axis=1) < min(n, n_neighbors + 1))
+    if short.size:  # probed cells with too few samples: exact search for those samples
+        log.info("approximate search: %d samples searched exactly (too few candidates in their cells)", short.size)
+        flat = faiss.IndexFlatL2(p)
+        flat.add(Z32)
+        _, ind[short] = flat.search(Z32[short], k_search)
+    return _from_candidates(Z, ind, n_neighbors)
 
 
 def _knn_approx(Z, n_neighbors: int, random_state):
@@ -230,11 +304,16 @@ def nearest_neighbors(
     distance; self-pairs excluded.  Distances are measured on what was
     searched (all genes, or the principal components).
     """
-    return _neighbors(check_X(X), n_neighbors, method, n_pcs, metric, random_state)
+    return _neighbors(check_X(X, read_only=True), n_neighbors, method, n_pcs, metric, random_state)
 
 
 def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state):
-    """:func:`nearest_neighbors` on an already validated X (no copy)."""
+    """:func:`nearest_neighbors` on an already validated X (no copy; never written to).
+
+    X may be the caller's float32 array (``check_X(read_only=True)``): it goes
+    to the PCA as it is, and is converted to float64 for a search on all
+    genes or the cosine normalisation, so the graph is that of float64 X.
+    """
     n, d = X.shape
     method, n_pcs = choose_neighbor_method(n, d, method, n_pcs)
     _check_n_neighbors(n_neighbors, n)
@@ -242,6 +321,8 @@ def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state):
         msg = f"metric must be 'euclidean' or 'cosine' for the approximate search (method='approx'); got {metric!r}"
         raise ValueError(msg)
     cosine = metric == "cosine" and method == "approx"
+    if (n_pcs is None or cosine) and not sp.issparse(X) and X.dtype != np.float64:
+        X = X.astype(np.float64)
     if cosine:
         # unit rows: Euclidean distance is then a monotone function of the cosine, 1 - cos = ||a - b||^2 / 2
         if sp.issparse(X):
@@ -260,7 +341,10 @@ def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state):
             return _knn_brute32(X.toarray() if sp.issparse(X) else X, n_neighbors)
         return _knn(X, n_neighbors, metric)
     Z = X.toarray() if sp.issparse(X) else X
-    rows, cols, dist = _knn_approx(Z, n_neighbors, random_state)
+    if approx_backend() == "faiss":
+        rows, cols, dist = _knn_ivf(Z, n_neighbors, random_state)
+    else:
+        rows, cols, dist = _knn_approx(Z, n_neighbors, random_state)
     if cosine:
         dist = np.clip(dist**2 / 2.0, 0.0, 2.0)
     return rows, cols, dist
@@ -289,7 +373,7 @@ def _pca(X, n_pcs, random_state, float32=False):
             return X.toarray()
         return PCA(n_components=int(n_pcs), svd_solver="arpack", random_state=random_state).fit_transform(X)
     if float32:
-        X = X.astype(np.float32)
+        X = X.astype(np.float32, copy=False)  # sklearn's PCA centres a copy: X is not written to
     # scikit-learn's own rule ("auto"): covariance eigendecomposition for tall data with <= 1,000 genes
     # (one d x d Gram product, O(n d^2): 10,000 x 500 in a fraction of the randomized SVD's time), exact
     # SVD for tiny data, else randomized SVD, O(n d n_pcs) per power iteration
@@ -359,20 +443,25 @@ def similarity_graph(
     method : {"auto", "exact", "approx"}, default "auto"
         Neighbour search.  ``"exact"``: exact search on all genes
         (scikit-learn ``NearestNeighbors``), or on ``n_pcs`` components when
-        given.  ``"approx"``: the NN-descent index of pynndescent (Dong et al.,
-        WWW 2011) on ``n_pcs`` principal components in float32.  ``"auto"``
-        (default): exact on all genes below 8192 samples
-        (``AUTO_APPROX_MIN_SAMPLES``; the threshold of scanpy's
-        ``pp.neighbors``), exact on 50 principal components from there on
-        (float32 brute force with faiss-cpu if installed, ``pip install
-        glfs[scale]``, else scikit-learn), see :func:`choose_neighbor_method`.
-        Bulk cohorts (hundreds to a few thousand patients) always get the
-        exact graph on all genes.  The approximate search supports ``metric``
-        "euclidean" and "cosine" only.
+        given.  ``"approx"``: an approximate index on ``n_pcs`` principal
+        components in float32: faiss' inverted-file index (``IndexIVFFlat``,
+        sqrt(n) k-means cells, 32 probed) when faiss-cpu is installed
+        (``pip install glfs[scale]``), else the NN-descent index of
+        pynndescent (Dong et al., WWW 2011).  ``"auto"`` (default): exact on
+        all genes below 8192 samples (``AUTO_APPROX_MIN_SAMPLES``; the
+        threshold of scanpy's ``pp.neighbors``), exact on 50 principal
+        components from there on (float32 brute force with faiss-cpu if
+        installed, else scikit-learn), and faiss' IVF index on them from
+        30,000 samples on (``AUTO_INDEX_MIN_SAMPLES``; only with faiss-cpu),
+        see :func:`choose_neighbor_method`.  Bulk cohorts (hundreds to a few
+        thousand patients) always get the exact graph on all genes.  The
+        approximate search supports ``metric`` "euclidean" and "cosine" only.
     random_state : int, optional
-        Seed of the randomized SVD and of the NN-descent index: the graph is
-        deterministic given ``random_state`` (the exact search is exact, and
-        the index runs single-threaded, so the core count does not matter).  None: not reproducible.
+        Seed of the randomized SVD and of the approximate index (faiss'
+        k-means, or NN-descent): the graph is deterministic given
+        ``random_state`` (the exact search is exact, faiss' k-means and
+        search do not depend on the thread count, and NN-descent runs
+        single-threaded).  None: not reproducible.
 
     Returns
     -------
@@ -384,12 +473,15 @@ def similarity_graph(
     Cost of the exact search: O(n^2 d) time on d genes or components
     (computed in blocks, so O(n k) memory besides X).  On components: PCA
     O(n d n_pcs) plus O(n^2 n_pcs); at 50,000 x 2,000 on 2 cores about 6 s
-    for the PCA and 9 s (faiss) or 25 s (scikit-learn) for the search on a
-    quiet machine.  Approximate search (``method="approx"``): NN-descent,
-    empirically close to linear in n, recall about 0.91-0.94 of the exact 5
-    nearest neighbours on the same components at 50,000 cells, but
-    pynndescent compiles its search with numba in every new Python process,
-    a one-off cost of 20 s to minutes that its numba cache does not remove
+    for the PCA and 9 s (faiss) or 25 s (scikit-learn) for the exact search
+    on a quiet machine.  Approximate search (``method="approx"``): faiss'
+    IVF index, O(n^1.5 n_pcs), recall 0.97-0.99 of the exact 5 nearest
+    neighbours on the same components at 50,000 cells (simulated data,
+    ``benchmarks/results/graph_at_scale.tsv``), about twice as fast as the
+    exact search there; NN-descent (without faiss), empirically close to
+    linear in n, recall about 0.91-0.94, but pynndescent compiles its search
+    with numba in every new Python process, a one-off cost of 20 s to
+    minutes that its numba cache does not remove
     (see ``benchmarks/results/scaling.md``).
     The edge weights always use the distances on the searched representation
     (all genes, or the principal components).
@@ -399,7 +491,7 @@ def similarity_graph(
         raise ValueError(msg)
     if metric is None:
         metric = "cosine" if kernel == "cosine" else "euclidean"
-    X = check_X(X)
+    X = check_X(X, read_only=True)  # read only; float32 stays float32 for the PCA (no 2 x n x d copies)
     n = X.shape[0]
     rows, cols, dist = _neighbors(X, n_neighbors, method, n_pcs, metric, random_state)
     if kernel == "binary":
