@@ -217,7 +217,7 @@ def worker(spec):
     elif case == "graph_exact+ls":  # exact search on all genes
         def run():
             return glfs.laplacian_score(X, graph(method="exact"))
-    elif case == "graph_approx+ls":  # pynndescent's index on 50 principal components (forced)
+    elif case == "graph_approx+ls":  # the approximate index on 50 principal components (forced)
         def run():
             return glfs.laplacian_score(X, graph(method="approx"))
     elif case == "skfeature_graph+ls":
@@ -462,7 +462,8 @@ def summary(rows, info, up_start, up_end, args):
         "resident memory of the process during the call (includes the input, about 0.4 GB float32 at",
         "50,000 x 2,000, and the imports). All methods use the same graph per size (`glfs.similarity_graph`,",
         f"{N_NEIGHBORS} neighbours, heat kernel, defaults: exact on all genes below 8192 cells, exact on 50",
-        "principal components above (float32 brute force, faiss if installed)); `cpu_s` in the TSV is the CPU time",
+        "principal components from there (float32 brute force, faiss if installed), faiss' IVF index on them",
+        "from 30,000 cells when faiss is installed); `cpu_s` in the TSV is the CPU time",
         "of the call over all threads;",
         f"`select:*` rows are `glfs.select(X, method, graph=W, n_features={N_SELECT})`.",
         "",
@@ -480,9 +481,9 @@ def summary(rows, info, up_start, up_end, args):
         lines += [f"## Goal: graph + Laplacian score on {GOAL[0]:,} x {GOAL[1]} against scikit-feature", ""]
         lines += ["| implementation | result |", "|---|---|"]
         names = {
-            "graph+ls": "glfs (default: exact kNN on 50 PCs)",
+            "graph+ls": "glfs (default: exact kNN on 50 PCs at this size)",
             "graph_exact+ls": "glfs, exact kNN on all genes (method='exact')",
-            "graph_approx+ls": "glfs, pynndescent on 50 PCs (method='approx')",
+            "graph_approx+ls": "glfs, approximate index on 50 PCs (method='approx'; pynndescent in rows run before 2026-11-23T18:30, faiss IVF after)",
             "skfeature_graph+ls": "scikit-feature construct_W + lap_score",
         }
         for c, r in g.items():
