@@ -574,3 +574,35 @@ def test_extract_glfs_path_script_writes_converged_columns(tmp_path, restore_log
     np.testing.assert_allclose(df["lam"], [r["lam"] for r in rows], rtol=1e-12)
     if not all(df["converged"]):
         assert "did not converge" in (tmp_path / "p.log").read_text()
+
+
+# ---- size limit of the published readings ------------------------------------------------
+
+
+@pytest.mark.parametrize("objective", ["exact", "paper", "printed"])
+def test_published_readings_refuse_above_the_size_limit_before_copying_x(objective):
+    """50,000 x 2,000 is refused at once: X here is a zero-memory broadcast view, so any copy would allocate 800 MB."""
+    import tracemalloc
+
+    from glfs.gradient import PATH_MAX_CELLS, glfs, glfs_path
+
+    X = np.broadcast_to(np.float64(1.0), (50_000, 2_000))
+    assert X.size > PATH_MAX_CELLS
+    W = sp.identity(50_000, format="csr")
+    tracemalloc.start()
+    try:
+        for call in (lambda: glfs_path(X, W, objective=objective), lambda: glfs(X, W, objective=objective)):
+            with pytest.raises(ValueError, match=r"50000 samples x 2000 genes .*size limit of 1e\+07.*method='glfs'"):
+                call()
+        assert tracemalloc.get_traced_memory()[1] < 50e6  # refused before any O(n d) allocation
+    finally:
+        tracemalloc.stop()
+
+
+def test_size_limit_applies_through_select(monkeypatch):
+    X = np.random.default_rng(0).normal(size=(30, 8))
+    monkeypatch.setattr(gradient, "PATH_MAX_CELLS", X.size - 1)
+    with pytest.raises(ValueError, match="size limit"):
+        glfs.select(X, "glfs_exact", n_features_to_select=2)
+    monkeypatch.setattr(gradient, "PATH_MAX_CELLS", X.size)  # at the limit: runs
+    assert glfs.select(X, "glfs_exact", n_features_to_select=2).selected.sum() == 2

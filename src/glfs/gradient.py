@@ -80,6 +80,7 @@ __all__ = [
     "RANK_RULES",
     "KKT_TOL",
     "DENSE_MAX_N",
+    "PATH_MAX_CELLS",
     "LOWRANK_MAX_K",
     "GLFSConvergenceWarning",
     "GLFSResult",
@@ -119,6 +120,10 @@ KKT_TOL = 1e-6
 KKT_FLOOR = 1e-10
 #: Largest number of samples for which a dense n x n matrix (M, A, R, ...) may be formed.
 DENSE_MAX_N = 2000
+#: Size limit of the published readings (n_samples * n_features): a lam path of many points, each
+#: solved to the KKT tolerance, took 160 to over 300 s at 5,000 x 2,000 and over 300 s at
+#: 20,000 x 2,000 on 2 cores (benchmarks/results/scaling.md); docs/methods.md, "Size limits".
+PATH_MAX_CELLS = 1e7
 #: Largest support (genes with beta > 0) of the low-rank form when dense is not allowed (k x k systems).
 LOWRANK_MAX_K = 4000
 #: Below this many samples the solver runs with one BLAS thread: its products are small (n x n,
@@ -200,6 +205,23 @@ def _check_rank_by(rank_by):
 # --------------------------------------------------------------------------- core linear algebra
 def _sym(B):
     return 0.5 * (B + B.T)
+
+
+def _check_path_size(X, objective):
+    """Refuse, before any copy of X, inputs above :data:`PATH_MAX_CELLS` (the published readings' size limit)."""
+    shape = getattr(X, "shape", None)
+    if shape is None or len(shape) != 2:
+        return  # check_X reports the bad input
+    n, d = int(shape[0]), int(shape[1])
+    if n * d > PATH_MAX_CELLS:
+        msg = (
+            f"glfs ({objective!r} objective): {n} samples x {d} genes = {n * d:.2g} matrix cells, above the "
+            f"size limit of {PATH_MAX_CELLS:.0e} (glfs.gradient.PATH_MAX_CELLS) for the published GLFS readings, "
+            "whose lam path is solved point by point to the KKT tolerance (over 300 s at 20,000 x 2,000 on "
+            "2 cores; docs/methods.md, 'Size limits'). Use method='glfs' (the fixed-size design, which runs "
+            "at 50,000 x 2,000), or subsample the cells."
+        )
+        raise ValueError(msg)
 
 
 def _refuse_dense(n):
@@ -825,6 +847,7 @@ class _Problem:
 
     def __init__(self, X, W, *, objective, lambda1, lambda2, center, scale, beta_init, max_iter):
         self.objective = _check_objective(objective)
+        _check_path_size(X, self.objective)
         X = check_X(X, dense=True)
         n, d = X.shape
         self.n, self.d = n, d
