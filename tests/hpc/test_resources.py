@@ -45,7 +45,7 @@ def test_cluster_rules_take_resources_from_one_config_family(smk, name, body):
     # local rules (localrule: True) run in the snakemake process and are exempt
     threads = re.findall(r'threads:\s*get_threads\("(\w+)"\)', body)
     mem = re.findall(r'mem_mb=get_mem_mb\("(\w+)"\)', body)
-    runtime = re.findall(r'runtime=get_runtime\("(\w+)"\)', body)
+    runtime = re.findall(r'runtime=get_runtime\("(\w+)"(?:, per_method=True)?\)', body)
     assert threads and mem and runtime, (
         f"{smk} rule {name} runs as a cluster job but does not set threads/mem_mb/runtime "
         "from config (get_threads/get_mem_mb/get_runtime), nor is it a local rule"
