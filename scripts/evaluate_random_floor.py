@@ -17,7 +17,7 @@ import pandas as pd
 
 from glfs_workflow.files import write_tsv
 from glfs_workflow.logs import log_to
-from glfs.evaluate import evaluate_ranking, run_seeds
+from glfs.evaluate import evaluate_ranking, run_seeds, stratified_subsample
 
 COLUMNS = ["method", "n_features", "draw", "run", "nmi", "nmi_max", "kmeans_acc", "kmeans_nmi", "loo_1nn_acc", "seed"]
 
@@ -32,12 +32,18 @@ try:
         cl = dict(par.clustering)
         n_draws = int(par.n_draws)
         labels = np.asarray(adata.obs["label"].astype(str))
+        X = adata.X
+        if cl["max_samples"] is not None and cl["max_samples"] < adata.n_obs:
+            # the same stratified subsample as evaluate_clustering (seeded by the workflow seed)
+            keep = stratified_subsample(labels, int(cl["max_samples"]), int(par.seed))
+            log.info("random floor: %d samples; evaluating the stratified subsample of %d (max_samples)", adata.n_obs, keep.size)
+            X, labels = X[keep], labels[keep]
         d = adata.n_vars
         frames = []
         for i, s in enumerate(run_seeds(int(par.seed), n_draws)):
             ranking = np.random.default_rng(int(s)).permutation(d)
             records = evaluate_ranking(
-                adata.X,
+                X,
                 labels,
                 ranking,
                 feature_grid=cl["feature_grid"],

@@ -59,6 +59,7 @@ try:
                     n_runs=n_runs,
                     affinity_neighbors=int(cl["affinity_neighbors"]),
                     random_state=int(par.seed),
+                    max_samples=cl["max_samples"],  # the same subsample as evaluate_clustering (same seed)
                 )
             )
             for k, g in records.groupby("n_features"):

@@ -87,5 +87,10 @@ def test_pbmc_clustering_on_the_stratified_subsample(pbmc_run):
     assert log.count("evaluating a stratified subsample of 500") == len(METHODS)
     assert log.count("k=765 (2/2)") == len(METHODS)  # progress lines, per gene count
     assert f"laplacian_score ({METHODS.index('laplacian_score') + 1}/{len(METHODS)})" in log  # and per method
+    # the random floor and the sensitivity panel evaluate on the same subsample, not on every cell
+    floor_log = (work / "logs/evaluate_random_floor/pbmc.log").read_text()
+    assert "random floor: 700 samples; evaluating the stratified subsample of 500" in floor_log
+    sens_log = (work / "logs/glfs_sensitivity/pbmc.log").read_text()
+    assert "evaluating a stratified subsample of 500" in sens_log
     graph_log = (work / "logs/build_graph/pbmc.log").read_text()
     assert "building the graph of 700 samples x 765 genes" in graph_log
