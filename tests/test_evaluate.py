@@ -10,12 +10,14 @@ from glfs.evaluate import (
     clustering_accuracy,
     evaluate_ranking,
     kmeans_best_of,
+    knn_affinity,
     loo_1nn_accuracy,
     nmi,
     nmi_max,
     resolve_feature_grid,
     run_seeds,
     spectral_cluster,
+    stratified_subsample,
 )
 
 
@@ -516,3 +518,23 @@ def test_nmi_pair_of_identical_partitions_is_at_most_one():
 
     a, b = _nmi_pair(np.diag([25, 20, 11, 13, 2]))
     assert a == 1.0 and b == 1.0
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda X: run_seeds(0, 0), r"n_runs must be a positive integer; got 0"),
+        (lambda X: run_seeds(0, 2.5), r"n_runs must be a positive integer; got 2\.5"),
+        (lambda X: run_seeds(0, True), r"n_runs must be a positive integer; got True"),
+        (lambda X: knn_affinity(X, 2.5), r"n_neighbors must be a positive integer; got 2\.5"),  # was accepted as 2
+        (lambda X: knn_affinity(X, 0), r"n_neighbors must be a positive integer; got 0"),
+        (lambda X: spectral_cluster(X, 1), r"n_clusters must be an integer in \[2, 44\]; got 1"),
+        (lambda X: spectral_cluster(X, 3.0), r"n_clusters must be an integer in \[2, 44\]; got 3\.0"),
+        (lambda X: stratified_subsample(np.zeros(45), 1), r"max_samples must be an integer >= 2; got 1"),
+        (lambda X: stratified_subsample(np.zeros(45), 10.0), r"max_samples must be an integer >= 2; got 10\.0"),
+    ],
+)
+def test_bad_scalars_of_the_evaluation(call, match):
+    X, _ = _planted(n_noise=3)  # 45 samples
+    with pytest.raises(ValueError, match=match):
+        call(X)

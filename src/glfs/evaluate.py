@@ -36,7 +36,7 @@ from sklearn.manifold import spectral_embedding
 from sklearn.metrics import mutual_info_score, normalized_mutual_info_score, pairwise_distances_chunked
 from sklearn.metrics.cluster import contingency_matrix
 
-from ._validation import check_labels, check_X
+from ._validation import check_int, check_labels, check_X
 
 log = logging.getLogger(__name__)
 
@@ -133,9 +133,7 @@ def clustering_accuracy(labels_true, labels_pred) -> float:
 
 def run_seeds(random_state, n_runs: int) -> np.ndarray:
     """``n_runs`` independent integer seeds derived from one master seed (numpy SeedSequence)."""
-    if not isinstance(n_runs, (int, np.integer)) or n_runs < 1:
-        msg = f"n_runs must be a positive integer; got {n_runs!r}"
-        raise ValueError(msg)
+    n_runs = check_int(n_runs, "n_runs", 1)
     entropy = 0 if random_state is None else int(random_state)
     return np.random.SeedSequence(entropy).generate_state(int(n_runs)).astype(np.int64)
 
@@ -161,9 +159,9 @@ def knn_affinity(X, n_neighbors: int = 10, *, method: str = "auto", random_state
 
     X = _as_dense(X)
     n = X.shape[0]
-    k = int(min(n_neighbors, n - 1))
+    k = min(check_int(n_neighbors, "n_neighbors", 1), n - 1)
     if k < 1:
-        msg = f"n_neighbors must be a positive integer; got {n_neighbors!r}"
+        msg = f"X must have at least 2 samples for a kNN affinity; got {n}"
         raise ValueError(msg)
     if k > 1:
         rows, cols, _ = nearest_neighbors(X, k - 1, method=method, random_state=random_state)
@@ -208,9 +206,7 @@ def spectral_cluster(X, n_clusters: int, *, n_neighbors: int = 10, random_state=
     """
     X = _as_dense(X)
     n = X.shape[0]
-    if not isinstance(n_clusters, (int, np.integer)) or not 2 <= n_clusters < n:
-        msg = f"n_clusters must be an integer in [2, {n - 1}]; got {n_clusters!r}"
-        raise ValueError(msg)
+    n_clusters = check_int(n_clusters, "n_clusters", 2, n - 1)
     if affinity is None:
         affinity = knn_affinity(X, n_neighbors)
     return _spectral_labels(affinity, n_clusters, random_state)
@@ -277,9 +273,7 @@ def spectral_cluster_runs(affinity, n_clusters: int, seeds, *, n_init: int = 10)
         msg = f"affinity must be a square scipy.sparse matrix; got {type(affinity).__name__} of shape {getattr(affinity, 'shape', None)}"
         raise ValueError(msg)
     n = affinity.shape[0]
-    if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)) or not 2 <= n_clusters < n:
-        msg = f"n_clusters must be an integer in [2, {n - 1}]; got {n_clusters!r}"
-        raise ValueError(msg)
+    n_clusters = check_int(n_clusters, "n_clusters", 2, n - 1)
     seeds = [int(s) for s in np.atleast_1d(np.asarray(seeds, dtype=np.int64))]
     if not seeds:
         msg = "seeds must hold at least one seed; got an empty sequence"
@@ -360,9 +354,7 @@ def stratified_subsample(labels, max_samples: int, random_state=0) -> np.ndarray
     """
     y = np.asarray(labels)
     n = y.size
-    if isinstance(max_samples, bool) or not isinstance(max_samples, (int, np.integer)) or max_samples < 2:
-        msg = f"max_samples must be an integer >= 2; got {max_samples!r}"
-        raise ValueError(msg)
+    max_samples = check_int(max_samples, "max_samples", 2)
     if max_samples >= n:
         return np.arange(n)
     classes, codes = np.unique(y, return_inverse=True)
