@@ -47,7 +47,7 @@ try:
         df = pd.DataFrame(columns=COLUMNS)
     else:
         frames = []
-        for i, (method, path) in enumerate(zip(methods, tables, strict=True), start=1):
+        for i, (method, path) in enumerate(zip(methods, tables), start=1):
             t0 = time.perf_counter()
             frames.append(evaluate_method(adata, path, method, par))
             means = frames[-1].groupby("n_features")["nmi"].mean()

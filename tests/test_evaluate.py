@@ -538,3 +538,14 @@ def test_bad_scalars_of_the_evaluation(call, match):
     X, _ = _planted(n_noise=3)  # 45 samples
     with pytest.raises(ValueError, match=match):
         call(X)
+
+
+def test_subsample_of_string_labels_equals_evaluate_rankings_own():
+    """The random floor subsamples string labels itself; evaluate_ranking subsamples the label codes:
+    the same seed must give the same cells, or the floor and the methods are scored on different samples."""
+    labels = np.random.default_rng(1).choice(["b", "a", "CD4", "z"], size=3000)
+    X = np.random.default_rng(2).normal(size=(3000, 6))
+    keep = stratified_subsample(labels, 500, 7)
+    direct = evaluate_ranking(X[keep], labels[keep], np.arange(6), feature_grid=[3], n_runs=1, random_state=7)
+    inside = evaluate_ranking(X, labels, np.arange(6), feature_grid=[3], n_runs=1, random_state=7, max_samples=500)
+    assert direct == inside
