@@ -240,6 +240,52 @@ def test_check_scalar_closes_what_sklearn_lets_through():
     assert out == 0.5 and type(out) is float
 
 
+_SK_VALUES = [0, 1, 2, 3, 7, 8, -1, np.int64(3), np.uint8(7), 0.0, 0.5, 1.0, 2.5, -0.5, 7.0, np.float32(1.0), np.float64(0.99), "3", None, 1j]
+_SK_BOUNDS = [(None, None), (0, None), (1, None), (None, 7), (0, 1), (1, 7), (2.5, None)]
+
+
+@pytest.mark.parametrize("include", ["left", "right", "both", "neither"])
+@pytest.mark.parametrize("target_name", ["int", "real"])
+def test_check_scalar_agrees_with_sklearn_on_finite_non_bool_values(target_name, include):
+    """The type and bound rules are written out (no scikit-learn import); scikit-learn's own
+    check_scalar is the reference: same pass/fail and same exception class on a grid of
+    values x bounds x boundary rules (the finite, non-bool values where the two must agree)."""
+    import numbers
+
+    from sklearn.utils import check_scalar as sk_check_scalar
+
+    from glfs._validation import ParameterTypeError, check_scalar
+
+    target = numbers.Integral if target_name == "int" else numbers.Real
+    n_fail = 0
+    for lo, hi in _SK_BOUNDS:
+        for v in _SK_VALUES:
+            kw = {"min_val": lo, "max_val": hi, "include_boundaries": include}
+            try:
+                expected = sk_check_scalar(v, "p", target, **kw)
+                expected_exc = None
+            except (TypeError, ValueError) as e:
+                expected_exc = TypeError if isinstance(e, TypeError) else ValueError
+            if expected_exc is None:
+                assert check_scalar(v, "p", target, **kw) == expected, (v, kw)
+            else:
+                n_fail += 1
+                with pytest.raises(ParameterTypeError if expected_exc is TypeError else ValueError):
+                    check_scalar(v, "p", target, **kw)
+    assert 0 < n_fail < len(_SK_BOUNDS) * len(_SK_VALUES)  # the grid exercises both outcomes
+
+
+def test_import_glfs_does_not_import_sklearn():
+    """scikit-learn costs about 1 s per process; the workflow's select jobs never need it
+    for the graph methods (docs/methods.md, "Workflow runtime")."""
+    import subprocess
+    import sys
+
+    code = "import sys, glfs, glfs.api; print(sorted(m for m in sys.modules if m.split('.')[0] == 'sklearn'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 @pytest.mark.parametrize(
     ("kwargs", "form"),
     [

@@ -15,7 +15,6 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import check_scalar as _sk_check_scalar
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +70,30 @@ def _form(integral: bool, min_val, max_val, include_boundaries: str) -> str:
     return f"{'an' if integral else 'a'} {noun}"
 
 
+def _within(x, min_val, max_val, include_boundaries: str) -> bool:
+    """Whether x lies within the bounds (NaN never does); the rule of scikit-learn's ``check_scalar``."""
+    if include_boundaries not in ("left", "right", "both", "neither"):
+        msg = f"include_boundaries must be 'left', 'right', 'both' or 'neither'; got {include_boundaries!r}"
+        raise ValueError(msg)
+    for side, bound in (("left", min_val), ("right", max_val)):
+        if include_boundaries == side and bound is None:  # a caller's mistake, refused as scikit-learn does
+            msg = f"include_boundaries={side!r} needs {'min_val' if side == 'left' else 'max_val'}"
+            raise ValueError(msg)
+    left = include_boundaries in ("left", "both")
+    right = include_boundaries in ("right", "both")
+    if min_val is not None and not (x >= min_val if left else x > min_val):
+        return False
+    return max_val is None or bool(x <= max_val if right else x < max_val)
+
+
 def check_scalar(
     value, name: str, target_type, *, min_val=None, max_val=None, include_boundaries: str = "both", coerce=False
 ):
-    """Validate a scalar parameter with :func:`sklearn.utils.check_scalar`, in the house message style.
+    """Validate a scalar parameter, in the house message style.
+
+    The type and bound rules are those of :func:`sklearn.utils.check_scalar`,
+    written out so that ``import glfs`` does not import scikit-learn (about
+    1 s of every workflow job; ``docs/methods.md``, "Workflow runtime").
 
     Parameters
     ----------
@@ -118,16 +137,12 @@ def check_scalar(
     if isinstance(x, (bool, np.bool_)):
         msg = f"{name} must be {form}; got {value!r} (bool)"
         raise ParameterTypeError(msg)
-    try:
-        x = _sk_check_scalar(
-            x, name, target_type, min_val=min_val, max_val=max_val, include_boundaries=include_boundaries
-        )
-    except TypeError:
+    if not isinstance(x, target_type):
         msg = f"{name} must be {form}; got {value!r} ({type(value).__name__})"
-        raise ParameterTypeError(msg) from None
-    except ValueError:
+        raise ParameterTypeError(msg)
+    if not _within(x, min_val, max_val, include_boundaries):
         msg = f"{name} must be {form}; got {value!r}"
-        raise ValueError(msg) from None
+        raise ValueError(msg)
     if integral:
         return int(x)
     if not math.isfinite(x):

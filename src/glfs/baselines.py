@@ -59,7 +59,6 @@ import warnings
 
 import numpy as np
 import scipy.sparse.linalg as spla
-from sklearn.utils.extmath import randomized_svd
 from threadpoolctl import threadpool_limits
 
 from ._result import Selection, make_selection
@@ -143,6 +142,8 @@ def spca_score(
     const = constant_features(Xc)
     if solver == "zou":
         n_nonzero = min(_pos_int(n_nonzero, "n_nonzero"), d)
+        from sklearn.utils.extmath import randomized_svd
+
         _, _, Vt = randomized_svd(Xc, n_components, random_state=random_state)
         A = Vt.T  # (d, k), orthonormal
         with threadpool_limits(limits=1, user_api="blas"):  # many small products
@@ -271,6 +272,8 @@ def _q_start(Mc, n_clusters, init, random_state):
         Q, _ = np.linalg.qr(rng.normal(size=(Mc.shape[0], n_clusters)))
         return Q
     if init == "pca":
+        from sklearn.utils.extmath import randomized_svd
+
         U, _, _ = randomized_svd(Mc, n_clusters, random_state=0)
         return U
     msg = f"init must be 'random' or 'pca'; got {init!r}"

@@ -13,7 +13,6 @@ from types import MappingProxyType
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.neighbors import NearestNeighbors
 
 from ._validation import check_graph, check_int, check_labels, check_real, check_X
 
@@ -121,6 +120,8 @@ def _knn(X, n_neighbors: int, metric: str):
     """Exact kNN (scikit-learn NearestNeighbors); returns (rows, cols, distances) without self."""
     n = X.shape[0]
     _check_n_neighbors(n_neighbors, n)
+    from sklearn.neighbors import NearestNeighbors
+
     nn = NearestNeighbors(n_neighbors=n_neighbors + 1, metric=metric)
     nn.fit(X)
     dist, ind = nn.kneighbors(X)
@@ -175,6 +176,8 @@ def _knn_brute32(Z, n_neighbors: int, backend: str | None = None):
         index.add(Z32)
         _, ind = index.search(Z32, k_search)
     elif backend == "sklearn":
+        from sklearn.neighbors import NearestNeighbors
+
         nn = NearestNeighbors(n_neighbors=k_search, algorithm="brute", metric="euclidean").fit(Z32)
         ind = nn.kneighbors(Z32, return_distance=False)
     else:
