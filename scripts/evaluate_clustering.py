@@ -28,6 +28,7 @@ def evaluate_method(adata, table_path, method, par) -> pd.DataFrame:
         affinity_neighbors=int(cl["affinity_neighbors"]),
         random_state=int(par.seed),
         max_samples=cl["max_samples"],
+        eigen_solver=cl["eigen_solver"],
     )
     df = pd.DataFrame.from_records(records)
     df.insert(0, "method", method)

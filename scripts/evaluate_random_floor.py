@@ -51,6 +51,7 @@ try:
                 n_runs=1,
                 affinity_neighbors=int(cl["affinity_neighbors"]),
                 random_state=int(s),
+                eigen_solver=cl["eigen_solver"],
             )
             f = pd.DataFrame.from_records(records)
             f["draw"] = i

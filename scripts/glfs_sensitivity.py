@@ -60,6 +60,7 @@ try:
                     affinity_neighbors=int(cl["affinity_neighbors"]),
                     random_state=int(par.seed),
                     max_samples=cl["max_samples"],  # the same subsample as evaluate_clustering (same seed)
+                    eigen_solver=cl["eigen_solver"],
                 )
             )
             for k, g in records.groupby("n_features"):

@@ -1,6 +1,7 @@
 """Tests of glfs.evaluate with independently derived expected values."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -532,6 +533,8 @@ def test_nmi_pair_of_identical_partitions_is_at_most_one():
         (lambda X: spectral_cluster(X, 3.0), r"n_clusters must be an integer in \[2, 44\]; got 3\.0"),
         (lambda X: stratified_subsample(np.zeros(45), 1), r"max_samples must be an integer >= 2; got 1"),
         (lambda X: stratified_subsample(np.zeros(45), 10.0), r"max_samples must be an integer >= 2; got 10\.0"),
+        (lambda X: spectral_cluster(X, 3, eigen_solver="amg"), r"eigen_solver must be one of .*; got 'amg'"),
+        (lambda X: evaluate_ranking(X, np.arange(45) % 3, np.arange(X.shape[1]), eigen_solver="ARPACK"), r"eigen_solver must be one of .*; got 'ARPACK'"),
     ],
 )
 def test_bad_scalars_of_the_evaluation(call, match):
@@ -549,3 +552,57 @@ def test_subsample_of_string_labels_equals_evaluate_rankings_own():
     direct = evaluate_ranking(X[keep], labels[keep], np.arange(6), feature_grid=[3], n_runs=1, random_state=7)
     inside = evaluate_ranking(X, labels, np.arange(6), feature_grid=[3], n_runs=1, random_state=7, max_samples=500)
     assert direct == inside
+
+
+# ---- eigensolver of the spectral embedding (ARPACK below 2000 samples, LOBPCG from there) ----
+
+
+def test_auto_eigen_solver_switches_at_the_documented_size():
+    from glfs.evaluate import ARPACK_MAX_SAMPLES, resolve_eigen_solver
+
+    assert ARPACK_MAX_SAMPLES == 2000  # the bound docs/methods.md states
+    assert resolve_eigen_solver("auto", 1999) == "arpack"
+    assert resolve_eigen_solver("auto", 2000) == "lobpcg"
+    assert resolve_eigen_solver("arpack", 50_000) == "arpack"
+    assert resolve_eigen_solver("lobpcg", 10) == "lobpcg"
+
+
+def test_lobpcg_embedding_equals_arpacks_above_the_switch():
+    """2,400 samples in 4 planted groups: the LOBPCG embedding spans ARPACK's eigenvectors
+    (largest principal angle below 1e-4 degrees) and every run gives the same partition."""
+    import scipy.linalg as sla
+    from sklearn.manifold import spectral_embedding
+
+    from glfs.evaluate import _solver_kwargs, knn_affinity, spectral_cluster_runs
+
+    X, y = _mixture(n=2400, d=6, shift=3.0, seed=8)
+    A = knn_affinity(X, 10)
+    U_arpack = spectral_embedding(A, n_components=4, random_state=0, drop_first=False, **_solver_kwargs("arpack"))
+    U_lobpcg = spectral_embedding(A, n_components=4, random_state=0, drop_first=False, **_solver_kwargs("lobpcg"))
+    assert np.degrees(sla.subspace_angles(U_arpack, U_lobpcg).max()) < 1e-4
+    seeds = run_seeds(3, 4)
+    auto = spectral_cluster_runs(A, 4, seeds)  # 2400 >= 2000: LOBPCG
+    exact = spectral_cluster_runs(A, 4, seeds, eigen_solver="arpack")
+    assert all(nmi(a, b) == pytest.approx(1.0) for a, b in zip(auto, exact))
+    assert nmi(y, auto[0]) > 0.8  # the planted groups are found, so the agreement is not between two failures
+
+
+def test_lobpcg_that_misses_its_tolerance_is_flagged(monkeypatch, caplog):
+    """An eigensolver answer is a result only when it converged: an unreachable tolerance must give
+    one ConvergenceWarning and a log line, not a silent embedding."""
+    import logging
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    import glfs.evaluate as ev
+
+    X, _ = _mixture(n=120, d=6, shift=3.0, seed=8)
+    A = ev.knn_affinity(X, 10)
+    monkeypatch.setattr(ev, "EIGEN_TOL", 1e-30)
+    with caplog.at_level(logging.WARNING, logger="glfs.evaluate"), pytest.warns(ConvergenceWarning, match="did not reach eigen_tol=1e-30"):
+        ev.spectral_cluster_runs(A, 4, run_seeds(0, 2), eigen_solver="lobpcg")
+    assert any("LOBPCG did not reach" in r.getMessage() for r in caplog.records)
+    monkeypatch.setattr(ev, "EIGEN_TOL", 1e-8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        ev.spectral_cluster_runs(A, 4, run_seeds(0, 2), eigen_solver="lobpcg")  # the default tolerance is reached

@@ -40,12 +40,23 @@ from ._validation import check_int, check_labels, check_X
 
 log = logging.getLogger(__name__)
 
+# Spectral embedding solver of eigen_solver="auto": ARPACK (scikit-learn's default,
+# shift-invert) below this many samples, LOBPCG from it.  Shift-invert factorises the
+# n x n Laplacian, and on kNN graphs the sparse LU fills in towards dense: measured
+# 0.3 s at 1,000 samples, 3-10 s at 3,000 and 46-288 s at 10,000 (2 cores), where
+# LOBPCG to EIGEN_TOL takes 0.2-1.6 s and gives the same subspace to 1e-5 degrees
+# (docs/methods.md, "Evaluation protocols").  The same bound as GLFS's dense forms.
+ARPACK_MAX_SAMPLES = 2000
+EIGEN_TOL = 1e-8
+EIGEN_SOLVERS = ("auto", "arpack", "lobpcg")
+
 __all__ = [
     "nmi",
     "nmi_max",
     "clustering_accuracy",
     "spectral_cluster",
     "spectral_cluster_runs",
+    "resolve_eigen_solver",
     "knn_affinity",
     "stratified_subsample",
     "kmeans_best_of",
@@ -173,7 +184,9 @@ def knn_affinity(X, n_neighbors: int = 10, *, method: str = "auto", random_state
     return (0.5 * (C + C.T)).tocsr()
 
 
-def spectral_cluster(X, n_clusters: int, *, n_neighbors: int = 10, random_state=0, affinity=None) -> np.ndarray:
+def spectral_cluster(
+    X, n_clusters: int, *, n_neighbors: int = 10, random_state=0, affinity=None, eigen_solver: str = "auto"
+) -> np.ndarray:
     """Spectral clustering of the samples with a sparse kNN affinity.
 
     scikit-learn ``SpectralClustering`` on the sparse affinity of
@@ -194,6 +207,10 @@ def spectral_cluster(X, n_clusters: int, *, n_neighbors: int = 10, random_state=
     affinity : sparse (n_samples, n_samples), optional
         A precomputed :func:`knn_affinity` of X (it does not depend on the
         seed, so :func:`evaluate_ranking` builds it once per gene count).
+    eigen_solver : {"auto", "arpack", "lobpcg"}, default "auto"
+        The embedding's eigensolver (:func:`resolve_eigen_solver`): ARPACK
+        below ``ARPACK_MAX_SAMPLES`` = 2000 samples, LOBPCG to ``EIGEN_TOL``
+        from there.
 
     Returns
     -------
@@ -202,17 +219,60 @@ def spectral_cluster(X, n_clusters: int, *, n_neighbors: int = 10, random_state=
     Notes
     -----
     Cost: the neighbour search (see :func:`knn_affinity`) plus a sparse
-    eigenproblem (ARPACK) on the n x n affinity; nothing n x n is dense.
+    eigenproblem on the n x n affinity; nothing n x n is dense.
     """
     X = _as_dense(X)
     n = X.shape[0]
     n_clusters = check_int(n_clusters, "n_clusters", 2, n - 1)
+    solver = resolve_eigen_solver(eigen_solver, n)
     if affinity is None:
         affinity = knn_affinity(X, n_neighbors)
-    return _spectral_labels(affinity, n_clusters, random_state)
+    return _spectral_labels(affinity, n_clusters, random_state, solver=solver)
 
 
-def _spectral_labels(affinity, n_clusters: int, random_state, n_init: int = 10) -> np.ndarray:
+def resolve_eigen_solver(eigen_solver: str, n_samples: int) -> str:
+    """The spectral embedding's eigensolver: "arpack" or "lobpcg" ("auto": ARPACK below
+    ``ARPACK_MAX_SAMPLES`` samples, LOBPCG from there; see the constant's comment)."""
+    if eigen_solver not in EIGEN_SOLVERS:
+        msg = f"eigen_solver must be one of {EIGEN_SOLVERS}; got {eigen_solver!r}"
+        raise ValueError(msg)
+    if eigen_solver == "auto":
+        return "arpack" if n_samples < ARPACK_MAX_SAMPLES else "lobpcg"
+    return eigen_solver
+
+
+def _solver_kwargs(solver: str) -> dict:
+    """Keyword arguments of scikit-learn's spectral embedding for a resolved solver."""
+    return {"eigen_solver": solver, "eigen_tol": EIGEN_TOL if solver == "lobpcg" else "auto"}
+
+
+class _EigenWarnings(warnings.catch_warnings):
+    """Silence the disconnected-graph note; turn LOBPCG's missed tolerance into one ConvergenceWarning."""
+
+    def __enter__(self):
+        self._log = super().__enter__()
+        warnings.simplefilter("always")
+        return self._log
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        missed = []
+        for w in self._log:
+            text = str(w.message)
+            if "Graph is not fully connected" in text:
+                continue  # a kNN graph on very few genes may be disconnected; the embedding is still defined
+            if "not reaching the requested tolerance" in text:
+                missed.append(text)
+                continue
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if missed:
+            msg = f"spectral embedding: LOBPCG did not reach eigen_tol={EIGEN_TOL:g}: {missed[-1]}"
+            log.warning(msg)
+            warnings.warn(msg, ConvergenceWarning, stacklevel=2)
+        return False
+
+
+def _spectral_labels(affinity, n_clusters: int, random_state, n_init: int = 10, solver: str = "arpack") -> np.ndarray:
     """scikit-learn SpectralClustering on a precomputed affinity (embedding and k-means seeded alike)."""
     model = SpectralClustering(
         n_clusters=int(n_clusters),
@@ -220,14 +280,13 @@ def _spectral_labels(affinity, n_clusters: int, random_state, n_init: int = 10) 
         assign_labels="kmeans",
         random_state=int(random_state),
         n_init=int(n_init),
+        **_solver_kwargs(solver),
     )
-    with warnings.catch_warnings():
-        # a kNN graph on very few genes may be disconnected; the embedding is still defined
-        warnings.filterwarnings("ignore", message="Graph is not fully connected")
+    with _EigenWarnings(record=True):
         return model.fit_predict(affinity).astype(np.int64)
 
 
-def spectral_cluster_runs(affinity, n_clusters: int, seeds, *, n_init: int = 10) -> np.ndarray:
+def spectral_cluster_runs(affinity, n_clusters: int, seeds, *, n_init: int = 10, eigen_solver: str = "auto") -> np.ndarray:
     """Spectral clustering of one affinity, one run per seed, sharing the spectral embedding.
 
     Each run is what :func:`spectral_cluster` (scikit-learn
@@ -258,6 +317,13 @@ def spectral_cluster_runs(affinity, n_clusters: int, seeds, *, n_init: int = 10)
         One k-means seed per run (:func:`run_seeds`).
     n_init : int, default 10
         k-means restarts per run (scikit-learn's default for SpectralClustering).
+    eigen_solver : {"auto", "arpack", "lobpcg"}, default "auto"
+        "auto": scikit-learn's default ARPACK (shift-invert, solved to machine
+        precision) below ``ARPACK_MAX_SAMPLES`` = 2000 samples; LOBPCG to the
+        residual tolerance ``EIGEN_TOL`` = 1e-8 from there, because the
+        shift-invert factorisation fills in towards an n x n dense matrix on
+        kNN graphs.  A LOBPCG solve that misses the tolerance is logged and
+        raises a ``ConvergenceWarning``.
 
     Returns
     -------
@@ -265,9 +331,11 @@ def spectral_cluster_runs(affinity, n_clusters: int, seeds, *, n_init: int = 10)
 
     Notes
     -----
-    Cost: one sparse shift-invert eigenproblem (ARPACK) on the n x n affinity
-    instead of ``n_runs``, plus ``n_runs * n_init`` k-means fits on an
-    (n_samples, n_clusters) array; nothing n x n is dense.
+    Cost: one sparse eigenproblem on the n x n affinity instead of
+    ``n_runs``, plus ``n_runs * n_init`` k-means fits on an
+    (n_samples, n_clusters) array.  ARPACK's shift-invert LU costs up to
+    O(n^3) on kNN graphs (measured 46-288 s at 10,000 samples); LOBPCG costs
+    O(nnz(affinity) n_clusters) per iteration (0.6-1.6 s there).
     """
     if not sp.issparse(affinity) or affinity.ndim != 2 or affinity.shape[0] != affinity.shape[1]:
         msg = f"affinity must be a square scipy.sparse matrix; got {type(affinity).__name__} of shape {getattr(affinity, 'shape', None)}"
@@ -278,14 +346,14 @@ def spectral_cluster_runs(affinity, n_clusters: int, seeds, *, n_init: int = 10)
     if not seeds:
         msg = "seeds must hold at least one seed; got an empty sequence"
         raise ValueError(msg)
+    solver = resolve_eigen_solver(eigen_solver, n)
     n_components = connected_components(affinity, directed=False)[0]
     if n_components > n_clusters:
         log.debug("spectral_cluster_runs: %d components > %d clusters: one embedding per run", n_components, n_clusters)
-        return np.vstack([_spectral_labels(affinity, n_clusters, s, n_init) for s in seeds])
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Graph is not fully connected")
+        return np.vstack([_spectral_labels(affinity, n_clusters, s, n_init, solver) for s in seeds])
+    with _EigenWarnings(record=True):
         maps = spectral_embedding(
-            affinity, n_components=int(n_clusters), random_state=seeds[0], drop_first=False
+            affinity, n_components=int(n_clusters), random_state=seeds[0], drop_first=False, **_solver_kwargs(solver)
         )
     out = np.empty((len(seeds), n), dtype=np.int64)
     for r, s in enumerate(seeds):
@@ -403,6 +471,7 @@ def evaluate_ranking(
     kmeans_restarts: int = 10,
     random_state=0,
     max_samples: int | None = None,
+    eigen_solver: str = "auto",
 ) -> list[dict]:
     """Clustering and 1-NN evaluation of one gene ranking over a grid of top-k.
 
@@ -432,6 +501,9 @@ def evaluate_ranking(
         subsample of this many samples, stratified by label
         (:func:`stratified_subsample`, seeded by ``random_state``, so every
         method is evaluated on the same samples).  Default None: all samples.
+    eigen_solver : {"auto", "arpack", "lobpcg"}, default "auto"
+        The spectral embedding's eigensolver, see :func:`spectral_cluster_runs`
+        (ARPACK below 2000 samples, LOBPCG from there).
 
     Notes
     -----
@@ -462,14 +534,16 @@ def evaluate_ranking(
         log.info("evaluate_ranking: %d samples; evaluating a stratified subsample of %d (max_samples)", n, keep.size)
         X, y, n = X[keep], y[keep], keep.size
     seeds = run_seeds(random_state, n_runs)
+    solver = resolve_eigen_solver(eigen_solver, n)
     records = []
     grid = resolve_feature_grid(feature_grid, d)
+    log.info("evaluate_ranking: %d samples, %d gene counts x %d runs; spectral embedding by %s", n, len(grid), n_runs, solver)
     t_start = time.perf_counter()
     for i_k, k in enumerate(grid):
         Xk = X[:, ranking[:k]]
         loo = loo_1nn_accuracy(Xk, y)
         affinity = knn_affinity(Xk, affinity_neighbors)
-        spectral = spectral_cluster_runs(affinity, n_clusters, seeds)
+        spectral = spectral_cluster_runs(affinity, n_clusters, seeds, eigen_solver=solver)
         # He et al. 2011, Sec. 7.2: one k-means, best of `kmeans_restarts` by inertia, per test
         C_km = contingency_matrix(y, kmeans_best_of(Xk, n_clusters, n_init=kmeans_restarts, random_state=seeds[0]))
         km_acc, km_nmi = _accuracy_from_contingency(C_km), _nmi_pair(C_km)[0]

@@ -716,11 +716,17 @@ def _head_html() -> list:
 def _run_html(layout: dict, config: dict) -> list:
     """Section "What was run": datasets, methods, seeds and the configuration."""
     ds_names = [d["name"] for d in layout["datasets"]]
+    own = [  # datasets with their own `methods` list in the config
+        (f"methods on {d['name']}", ", ".join(d["methods"]))
+        for d in layout["datasets"]
+        if ((config.get("datasets") or {}).get(d["name"]) or {}).get("methods") is not None
+    ]
     parts = ["<h2>What was run</h2>"]
     parts.append(_findings_html(F.run_findings(layout, config)))
     parts.append("<table>" + "".join(f"<tr><th>{_esc(k)}</th><td style='text-align:left'>{_esc(v)}</td></tr>" for k, v in [
         ("datasets", ", ".join(ds_names)),
         ("methods", ", ".join(config.get("methods", []))),
+        *own,
         ("master seed", config.get("seed")),
         ("graph", json.dumps(config.get("graph", {}))),
         ("selection", json.dumps(config.get("selection", {}))),

@@ -80,6 +80,8 @@ CASES = {
     "unknown_method": (_with("methods", ["laplacian_score", "lapscore"]), r"config key methods\[1\]: unknown method 'lapscore'; valid methods are \["),
     "unknown_sim_method": (_with("simulation", {"methods": ["glfs_nope"]}), r"config key simulation\.methods\[0\]: unknown method 'glfs_nope'"),
     "unknown_params_method": (_with("selection", {"params": {"lapofs": {}}}), r"config key selection\.params\[0\]: unknown method 'lapofs'"),
+    "unknown_dataset_method": (_with("datasets.d.methods", ["glfs", "glfs_fast"]), r"config key datasets\.d\.methods\[1\]: unknown method 'glfs_fast'; valid methods are \["),
+    "empty_dataset_methods": (_with("datasets.d.methods", []), r"config key datasets\.d\.methods: \[\] should be non-empty"),
     "classification_undefined": (_with("classification", {"datasets": ["golub"]}), r"config key classification\.datasets\[0\]: dataset 'golub' is not defined"),
     "golub_without_independent": (_with("datasets.d.format", "golub"), r"config key datasets\.d\.extra_files\.independent is required for format 'golub'"),
     "bad_resources": (_with("resources", {"default": {"threads": 0}}), r"config key resources\.default\.threads: 0 is less than the minimum of 1"),

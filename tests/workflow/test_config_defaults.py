@@ -287,3 +287,32 @@ def test_fewer_samples_than_neighbours_stops_the_graph(tmp_path):
     assert (tmp_path / "results/small/prepared.h5ad").exists() and not (tmp_path / "results/small/graph.npz").exists()
     log = (tmp_path / "logs/build_graph/small.log").read_text()
     assert re.search(r"results/small/prepared\.h5ad: 3 samples but graph\.n_neighbors = 3; a kNN graph needs more samples", log), log
+
+
+@pytest.mark.workflow
+def test_a_datasets_own_methods_replace_the_top_level_list_for_that_dataset_only(tmp_path):
+    """datasets.<name>.methods (e.g. a single-cell dataset without the published GLFS readings,
+    which refuse at that size) decides every per-method job of that dataset and nothing else."""
+    _copy_workflow(tmp_path)
+    cfg = {
+        "methods": ["glfs", "glfs_exact", "variance", "fisher_score"],
+        "classification": {"datasets": ["tiny"], "cv_folds": 4},
+        "datasets": {"tiny_unlabelled": {"methods": ["laplacian_score", "glfs"]}},
+    }
+    jobs = _jobs(tmp_path, cfg)
+
+    def of(rule, ds):
+        return [j for j in jobs if j["rule"] == rule and j["wildcards"].get("dataset") == ds]
+
+    assert {j["wildcards"]["method"] for j in of("select_features", "tiny")} == {"glfs", "glfs_exact", "variance", "fisher_score"}
+    assert {j["wildcards"]["method"] for j in of("select_features", "tiny_unlabelled")} == {"laplacian_score", "glfs"}
+    # the lam path exists where a published reading runs, and only there
+    assert len(of("extract_glfs_path", "tiny")) == 1 and of("extract_glfs_path", "tiny_unlabelled") == []
+    assert len(of("compare_glfs_greedy", "tiny")) == 1 and len(of("compare_glfs_greedy", "tiny_unlabelled")) == 1
+    (classify,) = of("classify_samples", "tiny")
+    assert classify["params"]["glfs_variants"] == ["glfs", "glfs_exact"]
+    # a dataset's own list can leave glfs out: then no glfs-only job for it
+    cfg["datasets"]["tiny_unlabelled"]["methods"] = ["variance"]
+    jobs = _jobs(tmp_path, cfg)
+    assert of("compare_glfs_greedy", "tiny_unlabelled") == [] and len(of("compare_glfs_greedy", "tiny")) == 1
+    assert {j["wildcards"]["method"] for j in of("select_features", "tiny_unlabelled")} == {"variance"}

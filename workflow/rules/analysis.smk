@@ -10,7 +10,7 @@ from glfs.api import methods_of as _methods_of
 SUPERVISED_METHODS = {name for name, info in _GLFS_METHODS.items() if info.needs_labels}
 
 # The published GLFS readings (lam paths).  The contracted results/{dataset}/glfs_path.tsv
-# is the path of the first of these in config["methods"] (glfs_exact by default); every
+# is the path of the first of these among the dataset's methods (glfs_exact by default); every
 # variant's path is kept in results/{dataset}/selection/{method}.json and drawn in the
 # report.  The well-posed "glfs" (glfs.design) has no lam path: it is a plain method.
 GLFS_VARIANTS = _methods_of("glfs_published")  # registry order: glfs_exact first
@@ -30,20 +30,25 @@ METHOD_RE = "|".join(
 
 
 def dataset_methods(dataset):
-    """Methods run on a dataset: config["methods"] minus supervised ones when it has no labels."""
+    """Methods run on a dataset: its own `methods` list, else config["methods"]; minus
+    the supervised ones when it has no labels."""
+    own = dataset_config(dataset).get("methods")
     return [
         m
-        for m in config["methods"]
+        for m in (config["methods"] if own is None else own)
         if has_labels(dataset) or m not in SUPERVISED_METHODS
     ]
 
 
-def glfs_path_method():
-    """The GLFS variant whose path is the contracted glfs_path.tsv (None without GLFS)."""
-    for m in GLFS_VARIANTS:
-        if m in config["methods"]:
-            return m
-    return None
+def glfs_path_method(dataset=None):
+    """The GLFS variant whose path is a dataset's contracted glfs_path.tsv: the first
+    published reading (registry order) among its methods; None without one.  Without a
+    dataset: the first among the methods of any dataset run (the report's heading)."""
+    if dataset is None:
+        names = {m for d in run_datasets() for m in dataset_methods(d)}
+    else:
+        names = set(dataset_methods(dataset))
+    return next((m for m in GLFS_VARIANTS if m in names), None)
 
 
 def labelled_datasets():
@@ -83,13 +88,19 @@ def selection_metas(wildcards):
 
 def glfs_path_meta(wildcards):
     """JSON sidecar of the default GLFS variant (holds its lam path)."""
-    return selection_meta(wildcards.dataset, glfs_path_method())
+    return selection_meta(wildcards.dataset, glfs_path_method(wildcards.dataset))
 
 
 # ---- clustering evaluation ----
 def n_clusters(wildcards):
     """config datasets.<ds>.n_clusters (None = number of distinct labels)."""
     return dataset_config(wildcards.dataset)["n_clusters"]
+
+
+def classify_glfs_variants(wildcards):
+    """GLFS variants among the dataset's methods (the classifier's GLFS rows)."""
+    wanted = dataset_methods(wildcards.dataset)
+    return [m for m in _methods_of("glfs", "glfs_published") if m in wanted]
 
 
 def dataset_method_list(wildcards):
@@ -174,8 +185,7 @@ def analysis_targets():
     out += expand("results/{dataset}/adata.h5ad", dataset=ds)
     for d in ds:
         out += expand(SELECTION_TABLE, dataset=d, method=dataset_methods(d))
-    if glfs_path_method() is not None:
-        out += expand("results/{dataset}/glfs_path.tsv", dataset=ds)
+    out += [f"results/{d}/glfs_path.tsv" for d in ds if glfs_path_method(d)]
     out += expand("results/{dataset}/clustering_nmi.tsv", dataset=labelled)
     out += expand(
         "results/{dataset}/classification.tsv", dataset=classification_datasets()
@@ -183,9 +193,14 @@ def analysis_targets():
     if simulation_enabled():
         out.append(SIMULATION_TABLE)
     out += expand("results/{dataset}/clustering_random.tsv", dataset=labelled)
-    if "glfs" in config["methods"]:
-        out += expand("results/{dataset}/glfs_vs_greedy.tsv", dataset=ds)
-        out += expand("results/{dataset}/glfs_sensitivity.tsv", dataset=labelled)
+    out += [
+        f"results/{d}/glfs_vs_greedy.tsv" for d in ds if "glfs" in dataset_methods(d)
+    ]
+    out += [
+        f"results/{d}/glfs_sensitivity.tsv"
+        for d in labelled
+        if "glfs" in dataset_methods(d)
+    ]
     return list(dict.fromkeys(out))
 
 
@@ -202,6 +217,7 @@ def report_layout():
     for ds in run_datasets():
         methods = dataset_methods(ds)
         labelled = has_labels(ds)
+        path_method = glfs_path_method(ds)
         datasets.append(
             {
                 "name": ds,
@@ -226,8 +242,8 @@ def report_layout():
                 "glfs_vs_greedy": (
                     f"results/{ds}/glfs_vs_greedy.tsv" if "glfs" in methods else None
                 ),
-                "glfs_path": f"results/{ds}/glfs_path.tsv" if gm else None,
-                "heatmap_method": gm or (methods[0] if methods else None),
+                "glfs_path": f"results/{ds}/glfs_path.tsv" if path_method else None,
+                "heatmap_method": path_method or (methods[0] if methods else None),
             }
         )
     return {

@@ -28,9 +28,7 @@ rule classify_samples:
         runtime=get_runtime("classify"),
     params:
         cv_folds=config["classification"]["cv_folds"],
-        glfs_variants=[
-            m for m in _methods_of("glfs", "glfs_published") if m in config["methods"]
-        ],
+        glfs_variants=classify_glfs_variants,
         graph=config["graph"],
         method_params=config["selection"]["params"],
         random_floor=config["random_floor"],

@@ -73,11 +73,17 @@ def _check_config(cfg):
             msg = f"config key classification.datasets[{i}]: dataset {ds!r} is not defined under `datasets`"
             raise ConfigError(msg)
     if known is not None:
-        for key, names in (
+        lists = [
             ("methods", cfg["methods"]),
             ("simulation.methods", cfg["simulation"]["methods"]),
             ("selection.params", list(cfg["selection"]["params"])),
-        ):
+        ]
+        lists += [
+            (f"datasets.{name}.methods", dc["methods"])
+            for name, dc in datasets.items()
+            if dc.get("methods") is not None
+        ]
+        for key, names in lists:
             for i, m in enumerate(names):
                 if m not in known:
                     msg = f"config key {key}[{i}]: unknown method {m!r}; valid methods are {sorted(known)}"
