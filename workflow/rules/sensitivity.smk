@@ -48,10 +48,12 @@ rule glfs_sensitivity:
         dataset=DATASET_RE,
     conda:
         "../../envs/glfs.yaml"
-    threads: get_threads("evaluate")
+    # the select family: it runs glfs on the whole dataset (50,000 x 2,000: 5.1 GB,
+    # more than the evaluate family's 5 GB there)
+    threads: get_threads("select")
     resources:
-        mem_mb=get_mem_mb("evaluate"),
-        runtime=get_runtime("evaluate"),
+        mem_mb=get_mem_mb("select"),
+        runtime=get_runtime("select"),
     params:
         graph_weights=config["glfs_sensitivity"]["graph_weights"],
         feature_grid=config["glfs_sensitivity"]["feature_grid"],
