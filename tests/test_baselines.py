@@ -1,5 +1,7 @@
 """Sparse PCA and Q-alpha baselines."""
 
+import json
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -136,3 +138,43 @@ def test_bad_params_in_select():
         select_spca(X, n_features=2, ridge=1)
     with pytest.raises(ValueError, match="accepts parameters"):
         select_q_alpha(X, n_features=2, lambda1=1)
+
+
+# ---- convergence is recorded and reaches the AnnData (an unconverged answer is flagged) ----
+
+
+@pytest.mark.parametrize("solver", ["zou", "sklearn"])
+def test_spca_records_whether_it_converged(solver, caplog):
+    import logging
+
+    X, _, _ = make_planted(n_samples=60, n_noise=40, sigma=0.5, random_state=0)
+    _, info = spca_score(X, solver=solver, return_info=True)
+    assert info["converged"] and info["n_iter"] >= 1
+    with caplog.at_level(logging.WARNING, logger="glfs.baselines"):
+        _, info = spca_score(X, solver=solver, max_iter=1, tol=1e-14, return_info=True)
+    assert info == {"n_iter": 1, "converged": False}
+    assert any("did not converge in 1 iterations" in r.getMessage() for r in caplog.records)
+    sel = select_spca(X, n_features=5, max_iter=1, tol=1e-14, solver=solver)
+    assert sel.extra["converged"] is False and sel.extra["n_iter"] == 1
+
+
+@pytest.mark.parametrize(("method", "params"), [("q_alpha", {"max_iter": 1, "tol": 1e-14}), ("spca", {"max_iter": 1, "tol": 1e-14})])
+def test_unconverged_iterative_methods_are_flagged_in_the_anndata(method, params):
+    """tl.select and the workflow's annotate step (from the JSON sidecar) both put converged/n_iter
+    into uns[method]["params"]; a converged solve says so too."""
+    import anndata
+
+    from glfs_workflow.tables import annotate_selection, selection_meta, selection_table
+
+    X, _, _ = make_planted(n_samples=60, n_noise=40, sigma=0.5, random_state=0)
+    a = anndata.AnnData(X)
+    glfs.tl.select(a, method=method, n_features=5, **params)
+    assert a.uns[method]["params"]["converged"] is False and a.uns[method]["params"]["n_iter"] == 1
+    sel = glfs.select(X, method=method, n_features=5, **params)
+    meta = json.loads(json.dumps(selection_meta(sel, n_features=5, graph="none")))  # as the sidecar is read back
+    b = anndata.AnnData(X)
+    annotate_selection(b, selection_table(sel, b.var_names), meta)
+    assert b.uns[method]["params"]["converged"] is False and b.uns[method]["params"]["n_iter"] == 1
+    c = anndata.AnnData(X)
+    glfs.tl.select(c, method=method, n_features=5, max_iter=500)  # q_alpha needs 48 iterations here
+    assert c.uns[method]["params"]["converged"] is True and c.uns[method]["params"]["n_iter"] < 500

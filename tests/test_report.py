@@ -320,3 +320,19 @@ def test_paper_findings_count_rank_one_points():
     text = " ".join(F.paper_findings(pvr))
     assert "first among the unsupervised methods at 1 of 2 (dataset, gene count) points" in text
     assert "glfs_supervised on Golub (CV errors, test errors, genes): 4/38, 15/34, 16 (paper GLFS: 0/38, 0/34, 16)." in text
+
+
+def test_report_names_methods_that_did_not_converge():
+    import anndata
+
+    from glfs_workflow.report import _not_converged_html
+
+    ad = anndata.AnnData(np.zeros((3, 2)))
+    ad.uns["q_alpha"] = {"params": {"method": "q_alpha", "converged": np.bool_(False), "n_iter": np.int64(30)}}
+    ad.uns["spca"] = {"params": {"method": "spca", "converged": np.bool_(True), "n_iter": 12}}
+    ad.uns["variance"] = {"params": {"method": "variance"}}
+    d = {"methods": ["variance", "spca", "q_alpha"]}
+    (note,) = _not_converged_html(d, ad)
+    assert "Not converged" in note and "q_alpha (30 iterations)" in note and "spca" not in note
+    ad.uns["q_alpha"]["params"]["converged"] = True
+    assert _not_converged_html(d, ad) == []

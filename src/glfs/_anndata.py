@@ -3,7 +3,8 @@
 - ``var[f"{key}_score"]`` float, ``var[f"{key}_rank"]`` int (1 = best),
   ``var[key]`` bool (selected), ``var[f"{key}_weight"]`` for methods with weights
   (so ``var["glfs_weight"]`` for the well-posed GLFS),
-- ``uns[key]["params"]`` plain values,
+- ``uns[key]["params"]`` plain values, with ``converged`` and ``n_iter`` of an
+  iterative method whose Selection records them in ``extra``,
 - ``obsp["patient_similarity"]`` the graph (when given).
 
 The workflow's ``annotate`` step writes its ``.h5ad`` with the same functions.
@@ -22,6 +23,8 @@ log = logging.getLogger(__name__)
 
 
 GRAPH_KEY = "patient_similarity"
+# Selection.extra diagnostics that are copied into uns[key]["params"]
+CONVERGENCE_KEYS = ("converged", "n_iter")
 
 
 def write_selection(
@@ -46,6 +49,8 @@ def write_selection(
         "method": sel.method,
         "n_selected": int(np.sum(sel.selected)),
         "higher_is_better": bool(sel.higher_is_better),
+        # an iterative method's convergence diagnostics (q_alpha, spca), beside its parameters
+        **{k: _plain(sel.extra[k]) for k in CONVERGENCE_KEYS if k in sel.extra},
         **{k: _plain(v) for k, v in sel.params.items() if v is not None},
         **(uns_params or {}),
     }

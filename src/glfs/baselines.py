@@ -99,6 +99,7 @@ def spca_score(
     tol: float = 1e-6,
     random_state=0,
     return_components: bool = False,
+    return_info: bool = False,
 ):
     """Sparse-PCA loading mass of every gene.  Higher is better.
 
@@ -123,12 +124,18 @@ def spca_score(
         Randomised SVD start ("zou") or SparsePCA seed.
     return_components : bool, default False
         Also return the (k, d) unit-norm loading matrix.
+    return_info : bool, default False
+        Also return ``{"n_iter", "converged"}``: "zou" converged when the
+        loadings changed by less than ``tol``; "sklearn" when SparsePCA stopped
+        before ``max_iter``.  A solve that did not converge is logged as a
+        warning either way.
 
     Returns
     -------
     scores : ndarray of shape (n_features,)
         sum_k |V_kj|; 0 for genes outside every component, NaN for constant genes.
     components : ndarray of shape (n_components, n_features), optional
+    info : dict, optional
 
     Notes
     -----
@@ -166,6 +173,7 @@ def spca_score(
                 if delta < tol:
                     break
         log.info("spca (zou): %d iterations, last change %.3g", it + 1, delta)
+        info = {"n_iter": it + 1, "converged": bool(delta < tol)}
         V = B.T
     elif solver == "sklearn":
         from sklearn.decomposition import SparsePCA
@@ -174,6 +182,7 @@ def spca_score(
         scale = np.sqrt(Xc.var(axis=0).mean())
         model = SparsePCA(n_components=n_components, alpha=alpha, max_iter=max_iter, tol=tol, random_state=random_state)
         model.fit(Xc / (scale if scale > 0 else 1.0))
+        info = {"n_iter": int(model.n_iter_), "converged": bool(model.n_iter_ < max_iter)}
         V = model.components_
         norms = np.linalg.norm(V, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
@@ -181,11 +190,12 @@ def spca_score(
     else:
         msg = f"solver must be 'zou' or 'sklearn'; got {solver!r}"
         raise ValueError(msg)
+    if not info["converged"]:
+        log.warning("spca (%s) did not converge in %d iterations (tol=%g)", solver, max_iter, tol)
     scores = np.abs(V).sum(axis=0)
     scores[const] = np.nan
-    if return_components:
-        return scores, V
-    return scores
+    out = (scores, *((V,) if return_components else ()), *((info,) if return_info else ()))
+    return out if len(out) > 1 else scores
 
 
 def q_alpha(
@@ -341,7 +351,9 @@ def select_spca(X, W=None, *, n_features, labels=None, random_state=0, **params)
     """
     _check_params("spca", params, {"n_components", "n_nonzero", "solver", "alpha", "max_iter", "tol"})
     Xd = check_X(X, dense=True)
-    s, V = spca_score(Xd, random_state=0 if random_state is None else random_state, return_components=True, **params)
+    s, V, info = spca_score(
+        Xd, random_state=0 if random_state is None else random_state, return_components=True, return_info=True, **params
+    )
     const = constant_features(Xd)
     warn_constant(const, "spca")
     ranking = _rank_with_tiebreak(s, Xd.var(axis=0), const)
@@ -353,7 +365,7 @@ def select_spca(X, W=None, *, n_features, labels=None, random_state=0, **params)
         n_features=n_features,
         ranking=ranking,
         params=dict(params),
-        extra={"components": V},
+        extra={"components": V, "n_iter": info["n_iter"], "converged": info["converged"]},
     )
 
 

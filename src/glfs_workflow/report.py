@@ -783,11 +783,25 @@ def _dataset_html(d: dict, layout: dict, figs: dict, res: _Results) -> list:
     parts = [f"<h2>Dataset {_esc(name)}</h2>"]
     ad = anndata.read_h5ad(d["adata"])
     parts += _dataset_intro_html(d, ad)
+    parts += _not_converged_html(d, ad)
     parts += _top_genes_html(d, ad)
     parts += _clustering_html(d, layout, figs, res)
     parts += _paths_html(d, figs, res)
     parts += _heatmap_html(d, ad, figs)
     return parts
+
+
+def _not_converged_html(d: dict, ad) -> list:
+    """A note naming the methods whose solver stopped before its tolerance (uns params ``converged``)."""
+    bad = []
+    for m in d["methods"]:
+        p = (ad.uns.get(m) or {}).get("params") or {}
+        if "converged" in p and not bool(p["converged"]):
+            bad.append(f"{m} ({int(p['n_iter'])} iterations)" if "n_iter" in p else m)
+    if not bad:
+        return []
+    return [f"<p class='note'>Not converged to the solver's tolerance: {_esc(', '.join(bad))}. Their rankings "
+            "come from the last iterate and are shown with that caveat (GLFS: see the GLFS section).</p>"]
 
 
 def _dataset_intro_html(d: dict, ad) -> list:

@@ -11,7 +11,7 @@ import logging
 import numpy as np
 import pandas as pd
 
-from glfs._anndata import GRAPH_KEY, write_selection
+from glfs._anndata import CONVERGENCE_KEYS, GRAPH_KEY, write_selection
 from glfs._result import Selection, make_selection
 from glfs.api import _plain
 
@@ -71,6 +71,7 @@ def selection_from_table(df: pd.DataFrame, meta: dict) -> Selection:
         selected=df["selected"].astype(bool).to_numpy(),
         weights=weights,
         params=meta.get("params", {}),
+        extra={k: v for k, v in (meta.get("extra") or {}).items() if k in CONVERGENCE_KEYS},
     )
 
 
