@@ -178,3 +178,20 @@ def test_unconverged_iterative_methods_are_flagged_in_the_anndata(method, params
     c = anndata.AnnData(X)
     glfs.tl.select(c, method=method, n_features=5, max_iter=500)  # q_alpha needs 48 iterations here
     assert c.uns[method]["params"]["converged"] is True and c.uns[method]["params"]["n_iter"] < 500
+
+
+@pytest.mark.parametrize(("fn", "what"), [(lambda X: q_alpha(X, max_iter=4, tol=1e-14), "q_alpha"),
+                                          (lambda X: spca_score(X, max_iter=4, tol=1e-14), "spca (zou)")])
+def test_long_iterations_log_progress(fn, what, monkeypatch, caplog):
+    """Long loops (q_alpha took 254 s on 50,000 cells) log their iteration; here every iteration is 'long'."""
+    import logging
+
+    import glfs._progress
+
+    monkeypatch.setattr(glfs._progress, "PROGRESS_EVERY_S", 0.0)
+    X, _, _ = make_planted(n_samples=60, n_noise=40, sigma=0.5, random_state=0)
+    with caplog.at_level(logging.INFO, logger="glfs.baselines"):
+        fn(X)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"{what}: iteration")]
+    assert [line.split(",")[0] for line in lines] == [f"{what}: iteration {i} of 4" for i in range(1, 5)]
+    assert "change" in lines[-1] and "(tol 1e-14)" in lines[-1]

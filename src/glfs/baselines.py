@@ -61,6 +61,7 @@ import numpy as np
 import scipy.sparse.linalg as spla
 from threadpoolctl import threadpool_limits
 
+from ._progress import Progress
 from ._result import Selection, make_selection
 from ._validation import check_int, check_positive, check_X, constant_features, warn_constant
 
@@ -155,6 +156,7 @@ def spca_score(
         A = Vt.T  # (d, k), orthonormal
         with threadpool_limits(limits=1, user_api="blas"):  # many small products
             B = np.zeros_like(A)
+            progress = Progress(log, "spca (zou)", max_iter)
             for it in range(max_iter):
                 C = Xc.T @ (Xc @ A)  # X'X A, (d, k)
                 absC = np.abs(C)
@@ -172,6 +174,7 @@ def spca_score(
                 B = Bn
                 if delta < tol:
                     break
+                progress.step(it + 1, f"change {delta:.3g} (tol {tol:g})")
         log.info("spca (zou): %d iterations, last change %.3g", it + 1, delta)
         info = {"n_iter": it + 1, "converged": bool(delta < tol)}
         V = B.T
@@ -298,6 +301,7 @@ def _q_alpha_iterations(Mc, Q, *, max_iter, tol):
     alpha = None
     objective = []
     converged = False
+    progress = Progress(log, "q_alpha", max_iter)
     for it in range(max_iter):
         C = Mc.T @ Q  # (dd, k): Q'm_j
         new = _leading_alpha(Mc, C, alpha)
@@ -309,6 +313,7 @@ def _q_alpha_iterations(Mc, Q, *, max_iter, tol):
             alpha = new
             converged = True
             break
+        progress.step(it + 1, "" if alpha is None else f"change {np.max(np.abs(new - alpha)):.3g} (tol {tol:g})")
         alpha = new
     return alpha, Q_used, objective, it + 1, converged
 

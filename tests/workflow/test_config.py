@@ -146,3 +146,14 @@ def test_schema_preprocess_options_match_the_library():
     enum = SCHEMA["definitions"]["dataset"]["properties"]["preprocess"]["enum"]
     assert set(enum) == set(PREPROCESS_DEFAULTS)
     assert "label" not in str(SCHEMA["definitions"]["dataset"]["properties"]["label_column"].get("default", ""))
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "benchmarks").glob("*.yaml")), ids=lambda p: p.name)
+def test_benchmark_configs_are_valid_over_the_default_config(path):
+    """A config given with --configfile is overlaid on config.yaml; the result must pass the schema."""
+    extra = yaml.safe_load(path.read_text())
+    merged = copy.deepcopy(CONFIG)
+    for key, value in extra.items():
+        merged[key] = {**merged[key], **value} if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
+    assert list(jsonschema.Draft202012Validator(SCHEMA).iter_errors(merged)) == []
+    assert set(merged["run"]) <= set(merged["datasets"])
