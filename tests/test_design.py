@@ -203,6 +203,7 @@ def test_scale_free_lambdas_do_not_depend_on_units():
         ({"start": [0, 0, 1]}, "start must hold 3 distinct"),
         ({"start": [0, 1]}, "start must hold 3 distinct"),
         ({"start": [0, 1, 99]}, "start must hold 3 distinct"),
+        ({"order": "weights"}, r"order must be one of \('greedy', 'essentiality'\); got 'weights'"),
     ],
 )
 def test_bad_inputs(kwargs, match):
@@ -225,3 +226,48 @@ def test_constant_genes_never_selected():
     with pytest.warns(glfs.ConstantFeatureWarning):
         sel = glfs.select(X, "glfs", graph=W, n_features=9)
     assert not sel.selected[2] and np.isnan(sel.scores[2]) and sel.ranking[-1] == 2
+
+
+# ---- order of the selected genes in the ranking (nested greedy order) ----
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_greedy_order_is_the_greedy_step_by_brute_force(seed):
+    """Each prefix of the ranking adds, among the answer's remaining genes, the one with the smallest
+    Tr(H^-1) of the enlarged prefix (direct traces from the definition, dense Laplacian)."""
+    X, W = _toy(n=24, d=9, seed=seed)
+    r = glfs_design(X, W, 5, graph_weight=1.0)
+    Xs = _standardise(X, False)
+    l1, l2 = r.params["lambda1"], r.params["lambda2"]
+    prefix, left = [], set(r.selected.tolist())
+    for g in r.ranking[:5]:
+        costs = {j: _trace_naive(Xs, W, [*prefix, j], l1, l2) for j in left}
+        assert costs[int(g)] == pytest.approx(min(costs.values()), rel=1e-9)
+        prefix.append(int(g))
+        left.remove(int(g))
+    assert set(r.ranking[:5].tolist()) == set(r.selected.tolist())
+
+
+def test_greedy_order_equals_the_greedy_start_without_swaps():
+    X, W = _toy(n=40, d=30, seed=8)
+    r = glfs_design(X, W, 6)
+    assert r.n_swaps == 0
+    Xs = _standardise(X, False)
+    g = optimal_design_greedy(Xs, W, 6, criterion="A", lambda1=r.params["lambda1"], lambda2=r.params["lambda2"])
+    np.testing.assert_array_equal(r.ranking[:6], np.asarray(g["order"][:6]))
+
+
+@pytest.mark.parametrize("n_features", [99, 100])
+def test_greedy_order_ranks_planted_genes_first_when_k_approaches_n(n_features):
+    """100 samples, 4 planted + 9,996 noise genes (sigma 0.2), k = 99 or 100 genes: every set of about n genes
+    spans the samples, so the cost of a replacement says little; the old essentiality order put the planted
+    genes at ranks 19, 10, 53, 6 (k = 99) and 60, 4, 76, 61 (k = 100) of the 4 needed on top."""
+    X, informative, _ = make_planted(100, 9996, 0.2, random_state=0)
+    W = glfs.similarity_graph(X, n_neighbors=5)
+    greedy = glfs.select(X, "glfs", graph=W, n_features=n_features)
+    assert set(informative.tolist()) <= set(greedy.indices.tolist())
+    assert recovery_score(greedy.ranking, informative) == 1.0
+    assert greedy.params["order"] == "greedy"
+    ess = glfs.select(X, "glfs", graph=W, n_features=n_features, order="essentiality")
+    assert recovery_score(ess.ranking, informative) < 0.5  # the failure the greedy order fixes
+    assert set(ess.indices.tolist()) == set(greedy.indices.tolist())  # same answer, other order

@@ -94,6 +94,10 @@ DEFAULT_RIDGE = 1e-2  # lambda2 = ridge * n on unit-variance genes
 DEFAULT_TOL = 1e-9  # a swap must lower Tr(H_S^-1) by more than tol * Tr(H_S^-1)
 DEFAULT_MAX_SWAPS_PER_GENE = 5  # max_swaps = 5 k by default
 DEFAULT_CENTER = False
+#: Order of the selected genes in the ranking: "greedy" (nested: the first j are the greedy
+#: A-optimal j-design within the answer) or "essentiality" (cost of the best replacement).
+DEFAULT_ORDER = "greedy"
+ORDERS = ("greedy", "essentiality")
 #: Above this many entries of X (n * d) the diagonal of X' P X is formed in gene chunks.
 _DIAG_CHUNK_ABOVE = 5e7
 #: lambda1 handed to the greedy start for graph_weight = 0 (it needs lambda1 > 0; P = I to rounding).
@@ -107,16 +111,20 @@ class GLFSDesignResult(PicklableResult):
     Attributes
     ----------
     selected : ndarray of int, shape (k,)
-        The k genes, most essential first (see ``essentiality``).
+        The k genes in the order of the ranking (parameter ``order``).
     ranking : ndarray of int, shape (n_features,)
-        All genes, best first: the selected genes by essentiality, then the
-        others by how little a swap bringing them in would cost, constant genes last.
+        All genes, best first: the selected genes (``order="greedy"``: the
+        greedy A-optimal order within the answer, so the first j genes are the
+        greedy j-gene design among them; ``"essentiality"``: by ``scores``),
+        then the others by how little a swap bringing them in would cost,
+        constant genes last.
     scores : ndarray of shape (n_features,)
         Higher is better.  Selected gene i: min over outside genes j of the
         relative increase of Tr(H_S^-1) when i is swapped for j (>= -tol at a
         converged answer: how much worse the best replacement is).  Other gene j:
         minus the smallest relative increase of a swap bringing j in (<= tol).
-        NaN for constant genes.
+        NaN for constant genes.  With ``order="greedy"`` the selected genes are
+        ranked in greedy order, not by these scores.
     criterion : float
         Tr(H_S^-1) of the answer (He et al. 2011 Eq. 12; lower is better), in
         the units of the centred, unit-variance X.
@@ -282,6 +290,7 @@ def glfs_design(
     tol=DEFAULT_TOL,
     max_swaps=None,
     start=None,
+    order=DEFAULT_ORDER,
 ) -> GLFSDesignResult:
     """The well-posed GLFS: the best k genes for the LapRLS A-optimal criterion, by greedy + exchange.
 
@@ -314,6 +323,14 @@ def glfs_design(
         Default 5 k.  Reaching it leaves ``converged=False``.
     start : array of int, shape (k,), optional
         Start set instead of the greedy one (for tests and multi-start use).
+    order : {"greedy", "essentiality"}, default "greedy"
+        How the k selected genes are ordered in the ranking.  "greedy": the
+        greedy steps of the same criterion (He et al. 2011, Eq. 17-20)
+        restricted to the answer, so every prefix of the ranking is a greedy
+        design of its size; with no swap this is the greedy start's own order.
+        "essentiality": by the cost of each gene's best replacement (``scores``),
+        which stops meaning much as k approaches n_samples, where every set
+        spans the samples (docs/methods.md, "The well-posed GLFS").
 
     Returns
     -------
@@ -330,6 +347,9 @@ def glfs_design(
     W = check_graph(W, n)
     k = check_n_features(n_features_to_select, d, name="n_features_to_select")
     tol = _check_positive(tol, "tol", allow_zero=True)
+    if order not in ORDERS:
+        msg = f"order must be one of {ORDERS}; got {order!r}"
+        raise ValueError(msg)
     const = constant_features(X)
     k = _cap_at_non_constant(k, const)
     if max_swaps is None:
@@ -342,7 +362,8 @@ def glfs_design(
     ex = _Exchange(Xs, rows, q, lambda2, S0, const)
     greedy_trace = ex.trace
     D, best, n_swaps, converged, history = _best_swaps(ex, tol=tol, max_swaps=max_swaps)
-    sel, ranking, scores = _rank_genes(ex, D, const)
+    first = _greedy_order(Xs, W, ex.S, lambda1=lambda1, lambda2=lambda2) if order == "greedy" else None
+    sel, ranking, scores = _rank_genes(ex, D, const, first)
     params = {
         "n_features_to_select": int(k),
         "graph_weight": float(graph_weight),
@@ -350,6 +371,7 @@ def glfs_design(
         "center": bool(center),
         "tol": float(tol),
         "max_swaps": int(max_swaps),
+        "order": order,
         "lambda1": float(lambda1),
         "lambda2": float(lambda2),
         "n_constant": int(const.sum()),
@@ -449,11 +471,23 @@ def _best_swaps(ex, *, tol, max_swaps):
     return D, best, n_swaps, converged, history
 
 
-def _rank_genes(ex, D, const):
-    """(selected by essentiality, full ranking, scores) from the swap changes D at the answer.
+def _greedy_order(Xs, W, S, *, lambda1, lambda2):
+    """The genes of S in the order of the greedy A-optimal steps (He et al. 2011, Eq. 17-20) among S only.
 
-    Selected gene: the cost of its best replacement; other gene: minus the cost
-    of the best swap bringing it in; constant genes last with NaN.
+    O(k^2 n) for k = |S| genes; with no swap it reproduces the greedy start's order.
+    """
+    S = np.asarray(S, dtype=np.int64)
+    g = optimal_design_greedy(Xs[:, S], W, S.size, criterion="A", lambda1=max(lambda1, _NEGLIGIBLE_LAMBDA1), lambda2=lambda2)
+    return S[np.asarray(g["order"][: S.size], dtype=np.int64)]
+
+
+def _rank_genes(ex, D, const, first=None):
+    """(selected in ranking order, full ranking, scores) from the swap changes D at the answer.
+
+    Scores: selected gene, the cost of its best replacement; other gene, minus
+    the cost of the best swap bringing it in; constant genes NaN.  The selected
+    genes come first, in the order ``first`` (the greedy order) or by their
+    score; then the others by score; constant genes last.
     """
     ess = D.min(axis=1)  # per selected gene: cost of its best replacement
     cand = D.min(axis=0)  # per other gene: cost of the best swap bringing it in
@@ -461,7 +495,7 @@ def _rank_genes(ex, D, const):
     out = np.setdiff1d(np.flatnonzero(~const), ex.S)
     scores[out] = -cand[out]
     scores[ex.S] = ess
-    sel = ex.S[np.argsort(-ess, kind="stable")]
+    sel = ex.S[np.argsort(-ess, kind="stable")] if first is None else np.asarray(first, dtype=np.int64)
     rest = out[np.argsort(cand[out], kind="stable")]
     ranking = np.concatenate([sel, rest, np.flatnonzero(const)])
     return sel, ranking, scores
@@ -484,7 +518,7 @@ def select_glfs_design(X, W, *, n_features, labels=None, random_state=None, **pa
     genes, 0 otherwise.  ``labels`` and ``random_state`` are ignored
     (deterministic; for a supervised selection pass the label graph as W).
     """
-    allowed = {"graph_weight", "ridge", "center", "tol", "max_swaps"}
+    allowed = {"graph_weight", "ridge", "center", "tol", "max_swaps", "order"}
     bad = sorted(set(params) - allowed)
     if bad:
         msg = f"method 'glfs' accepts parameters {sorted(allowed)}; got unknown {bad}"
