@@ -43,9 +43,9 @@ log = logging.getLogger(__name__)
 # Spectral embedding solver of eigen_solver="auto": ARPACK (scikit-learn's default,
 # shift-invert) below this many samples, LOBPCG from it.  Shift-invert factorises the
 # n x n Laplacian, and on kNN graphs the sparse LU fills in towards dense: measured
-# 0.3 s at 1,000 samples, 3-10 s at 3,000 and 46-288 s at 10,000 (2 cores), where
-# LOBPCG to EIGEN_TOL takes 0.2-1.6 s and gives the same subspace to 1e-5 degrees
-# (docs/methods.md, "Evaluation protocols").  The same bound as GLFS's dense forms.
+# 0.3 s at 1,000 samples, 3-10 s at 3,000 and 27-288 s at 10,000 (2 cores), where
+# LOBPCG to EIGEN_TOL takes 0.6-4.2 s and gives the same subspace to 1e-5 degrees
+# (benchmarks/spectral_solvers.py; docs/methods.md, "Evaluation protocols").  The same bound as GLFS's dense forms.
 ARPACK_MAX_SAMPLES = 2000
 EIGEN_TOL = 1e-8
 EIGEN_SOLVERS = ("auto", "arpack", "lobpcg")
@@ -334,8 +334,8 @@ def spectral_cluster_runs(affinity, n_clusters: int, seeds, *, n_init: int = 10,
     Cost: one sparse eigenproblem on the n x n affinity instead of
     ``n_runs``, plus ``n_runs * n_init`` k-means fits on an
     (n_samples, n_clusters) array.  ARPACK's shift-invert LU costs up to
-    O(n^3) on kNN graphs (measured 46-288 s at 10,000 samples); LOBPCG costs
-    O(nnz(affinity) n_clusters) per iteration (0.6-1.6 s there).
+    O(n^3) on kNN graphs (measured 27-288 s at 10,000 samples); LOBPCG costs
+    O(nnz(affinity) n_clusters) per iteration (0.6-4.2 s there).
     """
     if not sp.issparse(affinity) or affinity.ndim != 2 or affinity.shape[0] != affinity.shape[1]:
         msg = f"affinity must be a square scipy.sparse matrix; got {type(affinity).__name__} of shape {getattr(affinity, 'shape', None)}"
