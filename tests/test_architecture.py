@@ -14,7 +14,7 @@ SRC = ROOT / "src"
 # Layer of each module (lower = more basic).  A module may import its own layer or below.
 LAYERS = {
     "glfs": {
-        0: ["_result", "_validation", "_limits", "readers"],
+        0: ["_result", "_validation", "_limits", "_progress", "readers"],
         1: ["graph", "scores", "optimal", "baselines", "ufi", "gradient", "lkr", "design", "preprocessing"],
         2: ["api", "evaluate"],
         3: ["simulate"],
