@@ -231,12 +231,16 @@ def test_constant_genes_never_selected():
 # ---- order of the selected genes in the ranking (nested greedy order) ----
 
 
+@pytest.mark.parametrize("start", [None, [8, 6, 4, 2, 0]])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_greedy_order_is_the_greedy_step_by_brute_force(seed):
+def test_greedy_order_is_the_greedy_step_by_brute_force(seed, start):
     """Each prefix of the ranking adds, among the answer's remaining genes, the one with the smallest
-    Tr(H^-1) of the enlarged prefix (direct traces from the definition, dense Laplacian)."""
+    Tr(H^-1) of the enlarged prefix (direct traces from the definition, dense Laplacian).  With the
+    greedy start and no swap the start's own order is used; a given start makes the order be recomputed."""
     X, W = _toy(n=24, d=9, seed=seed)
-    r = glfs_design(X, W, 5, graph_weight=1.0)
+    r = glfs_design(X, W, 5, graph_weight=1.0, start=start)
+    if start is not None:
+        assert r.n_swaps > 0  # the recomputed order is the one checked
     Xs = _standardise(X, False)
     l1, l2 = r.params["lambda1"], r.params["lambda2"]
     prefix, left = [], set(r.selected.tolist())

@@ -362,7 +362,10 @@ def glfs_design(
     ex = _Exchange(Xs, rows, q, lambda2, S0, const)
     greedy_trace = ex.trace
     D, best, n_swaps, converged, history = _best_swaps(ex, tol=tol, max_swaps=max_swaps)
-    first = _greedy_order(Xs, W, ex.S, lambda1=lambda1, lambda2=lambda2) if order == "greedy" else None
+    first = None
+    if order == "greedy":  # the greedy start is already in greedy order while no swap changed it
+        greedy_start_kept = start is None and n_swaps == 0
+        first = ex.S if greedy_start_kept else _greedy_order(Xs, W, ex.S, lambda1=lambda1, lambda2=lambda2)
     sel, ranking, scores = _rank_genes(ex, D, const, first)
     params = {
         "n_features_to_select": int(k),
