@@ -211,6 +211,30 @@ def check_X(X, *, name: str = "X", allow_sparse: bool = True, dense: bool = Fals
     return arr
 
 
+def holds_counts(X) -> bool:
+    """Whether X (dense or sparse, already finite) holds raw counts: non-negative integers."""
+    v = X.data if sp.issparse(X) else np.asarray(X)
+    return bool(v.size == 0 or (v.min() >= 0 and np.array_equal(v, np.floor(v))))
+
+
+def check_counts(X, *, name: str = "counts", hint: str = ""):
+    """Refuse a matrix (the output of :func:`check_X`) that does not hold raw counts.
+
+    Raw counts are non-negative integers; log-normalised or scaled values are
+    not.  The message names the first offending value and, with ``hint``,
+    where the counts should come from.  Returns X unchanged.
+    """
+    if holds_counts(X):
+        return X
+    v = X.data if sp.issparse(X) else np.asarray(X).ravel()
+    bad = v[(v < 0) | (v != np.floor(v))]
+    what = "negative" if bad[0] < 0 else "non-integer"
+    msg = f"{name} must hold raw counts (non-negative integers); got {what} values such as {bad[0]:.6g}"
+    if hint:
+        msg += f". {hint}"
+    raise ValueError(msg)
+
+
 def _check_size(shape, name):
     if shape[0] < 2:
         msg = f"{name} must have at least 2 samples (rows); got shape {shape}"

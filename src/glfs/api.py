@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import baselines, design, gradient, lkr, optimal, ufi
+from . import baselines, design, gradient, hvg, lkr, optimal, ufi
 from ._result import Selection, make_selection
-from ._validation import check_graph, check_labels, check_n_features, check_X
+from ._validation import check_counts, check_graph, check_labels, check_n_features, check_X
 from .graph import DEFAULT_GRAPH_PARAMS, similarity_graph
-from .scores import fisher_score, laplacian_score, variance_score
+from .scores import deviance_score, fisher_score, laplacian_score, variance_score
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,7 @@ FAMILIES = {
     "glfs_published": "GLFS as published (Wang & Goldenberg 2013), one reading of its equations",
     "lkr": "Laplacian-regularised kernel regression score (Cheung & Zeng 2009)",
     "baseline": "baseline without a graph",
+    "hvg": "scanpy's highly variable genes, computed by scanpy (the single-cell bar)",
 }
 
 
@@ -48,6 +49,7 @@ class MethodInfo:
     needs_labels: bool
     own_support: bool  # may decide the number of selected features itself (n_features=None)
     description: str
+    needs_counts: bool = False  # scores raw counts (glfs.select's `counts`, tl.select's layers["counts"])
 
     @property
     def is_glfs(self) -> bool:
@@ -71,6 +73,12 @@ def _select_variance(X, W, *, n_features, labels=None, random_state=None, **para
     _no_params("variance", params)
     s = variance_score(X)
     return make_selection("variance", s, higher_is_better=True, n_features=n_features)
+
+
+def _select_deviance(X, W, *, n_features, labels=None, random_state=None, **params):
+    _no_params("deviance", params)
+    s = deviance_score(X)
+    return make_selection("deviance", s, higher_is_better=True, n_features=n_features)
 
 
 def _no_params(method, params):
@@ -99,7 +107,20 @@ def _registry() -> dict[str, MethodInfo]:
         ("spca", baselines.select_spca, "baseline", True, False, False, False, "sparse PCA loading mass"),
         ("q_alpha", baselines.select_q_alpha, "baseline", True, False, False, False, "Q-alpha (Wolf & Shashua 2005)"),
     ]
-    return {r[0]: MethodInfo(*r) for r in rows}
+    reg = {r[0]: MethodInfo(*r) for r in rows}
+    # the single-cell baselines: scanpy's HVG flavours (glfs.hvg) and the binomial deviance
+    for name, fn, counts, text in (
+        ("hvg_seurat", hvg.select_hvg_seurat, False, "scanpy HVG, flavor 'seurat' (log-normalised input)"),
+        ("hvg_cell_ranger", hvg.select_hvg_cell_ranger, False, "scanpy HVG, flavor 'cell_ranger' (log-normalised input)"),
+        ("hvg_seurat_v3", hvg.select_hvg_seurat_v3, True, "scanpy HVG, flavor 'seurat_v3' (raw counts)"),
+        ("hvg_pearson_residuals", hvg.select_hvg_pearson_residuals, True, "scanpy HVG, Pearson residuals (raw counts)"),
+    ):
+        reg[name] = MethodInfo(name, fn, "hvg", True, False, False, False, text, needs_counts=counts)
+    reg["deviance"] = MethodInfo(
+        "deviance", _select_deviance, "baseline", True, False, False, False,
+        "binomial deviance (Townes et al. 2019), raw counts", needs_counts=True,
+    )
+    return reg
 
 
 METHODS: dict[str, MethodInfo] = _registry()
@@ -132,6 +153,7 @@ def select(
     graph_params: dict | None = None,
     random_state: int | None = 0,
     n_features: int | None = None,
+    counts=None,
     **params,
 ) -> Selection:
     """Score, rank and select features with any method of the library.
@@ -160,6 +182,11 @@ def select(
         Seed for methods with randomness (sparse PCA, GLFS start point).
     n_features : int, optional
         The former name of ``n_features_to_select``; still accepted.
+    counts : array-like or sparse of shape (n_samples, n_features), optional
+        Raw counts, for the methods that score counts (``METHODS[m].needs_counts``:
+        ``hvg_seurat_v3``, ``hvg_pearson_residuals``, ``deviance``).  When
+        omitted, those methods take X itself if X holds counts (non-negative
+        integers) and refuse otherwise; other methods ignore it.
     **params
         Method parameters (see each method's function).
 
@@ -177,6 +204,8 @@ def select(
         log.info("select: X is an AnnData; using its .X (glfs.tl.select(adata, ...) writes the result into adata.var)")
         X = X.X
     X = check_X(X)
+    if info.needs_counts:
+        X = _counts_for(method, X, counts)
     n, d = X.shape
     if graph is not None and not info.needs_graph:
         msg = f"method {method!r} uses no graph; the graph passed is ignored"
@@ -205,6 +234,20 @@ def select(
         msg = f"internal error: {method} did not return a Selection over {d} features"
         raise RuntimeError(msg)
     return sel
+
+
+def _counts_for(method, X, counts):
+    """The raw counts a count-based method scores: ``counts`` when given, else X when X holds counts."""
+    if counts is None:
+        return check_counts(
+            X, name="X",
+            hint=f"method {method!r} scores raw counts: pass them as counts=... (glfs.tl.select reads adata.layers['counts'])",
+        )
+    counts = check_counts(check_X(counts, name="counts"), name="counts", hint=f"method {method!r} scores raw counts")
+    if counts.shape != X.shape:
+        msg = f"counts must have the shape of X {X.shape}; got {counts.shape}"
+        raise ValueError(msg)
+    return counts
 
 
 def n_to_select(n_features_to_select, n_features):

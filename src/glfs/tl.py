@@ -9,7 +9,15 @@ Writes, for ``key = key_added or method``:
   Q-alpha weights); GLFS methods also keep ``adata.var["glfs_weight"]``
   (backward compatibility),
 - ``adata.uns[key]["params"]`` plain values,
-- ``adata.obsp["patient_similarity"]`` the graph used (when the method uses one).
+- ``adata.obsp["patient_similarity"]`` the graph used (when the method uses one
+  and builds it; ``graph_key`` renames it, e.g. ``"cell_similarity"`` for cells),
+- ``adata.var["highly_variable"]`` = the selection, only when asked
+  (``mark_highly_variable=True``), so that ``sc.pp.pca(adata)`` uses it as it
+  uses scanpy's HVG.
+
+Methods that score raw counts (``hvg_seurat_v3``, ``hvg_pearson_residuals``,
+``deviance``) read them from ``adata.layers["counts"]`` (scanpy's convention;
+``counts_layer`` renames it), or from X when X holds counts.
 
 Everything is computed before anything is written, so a failed call leaves
 the AnnData unchanged.  What it does is logged at INFO on the ``glfs``
@@ -27,6 +35,7 @@ import pandas as pd
 
 from ._anndata import GRAPH_KEY as _GRAPH_KEY
 from ._anndata import write_graph, write_selection
+from ._validation import holds_counts
 from .api import method_info, n_to_select
 from .api import select as _select
 
@@ -50,6 +59,9 @@ def select(
     random_state: int | None = 0,
     inplace: bool = True,
     n_features: int | None = None,
+    counts_layer: str = "counts",
+    graph_key: str | None = None,
+    mark_highly_variable: bool = False,
     **params,
 ):
     """Select genes of an AnnData with any :func:`glfs.select` method.
@@ -81,6 +93,20 @@ def select(
     inplace : bool, default True
         Write into ``adata``; otherwise return a DataFrame indexed like ``var``
         with columns ``score``, ``rank``, ``selected`` (and ``weight``).
+    counts_layer : str, default "counts"
+        The layer with the raw counts, for the methods that score counts
+        (``glfs.METHODS[m].needs_counts``).  When it does not exist, X is used
+        if it holds counts (non-negative integers); otherwise a ValueError
+        names the layer.  Other methods ignore it.
+    graph_key : str, optional
+        ``obsp`` key of a graph built here; default ``"patient_similarity"``
+        (``f"{key_added}_patient_similarity"`` with ``key_added``).  For cells,
+        e.g. ``graph_key="cell_similarity"``.
+    mark_highly_variable : bool, default False
+        Also write the selection to ``var["highly_variable"]``, which scanpy's
+        ``sc.pp.pca`` uses by default.  An existing ``highly_variable`` column
+        (e.g. from ``sc.pp.highly_variable_genes``) is replaced with a
+        ``UserWarning`` that says how many genes it had.
 
     Returns
     -------
@@ -90,14 +116,20 @@ def select(
     k = n_to_select(n_features_to_select, n_features)
     t0 = time.perf_counter()
     key = key_added or method
-    graph_key = GRAPH_KEY if key_added is None else f"{key_added}_{GRAPH_KEY}"
+    if graph_key is None:
+        graph_key = GRAPH_KEY if key_added is None else f"{key_added}_{GRAPH_KEY}"
+    elif not isinstance(graph_key, str) or not graph_key:
+        msg = f"graph_key must be a non-empty string; got {graph_key!r}"
+        raise ValueError(msg)
     X = _expression(adata, layer)
+    counts, counts_from = _counts(adata, X, layer, counts_layer, info, method)
     graph = _given_graph(adata, obsp, info, method)
     log.info(
         "tl.select: %s on %d samples x %d genes (%s; %s)",
         method, adata.n_obs, adata.n_vars, f"layer {layer!r}" if layer is not None else "adata.X", info.description,
     )
-    _warn_if_counts(X, layer)
+    if not info.needs_counts:
+        _warn_if_counts(X, layer)
     labels = _labels(adata, labels_key, info, method)
     graph = _graph_to_use(X, graph, info, obsp, graph_params)
     log.info("tl.select: scoring %d genes with %s (n_features_to_select=%s)", adata.n_vars, method, k)
@@ -110,6 +142,7 @@ def select(
         n_features=n_features,
         labels=labels,
         random_state=random_state,
+        counts=counts,
         **params,
     )
     df = _selection_frame(sel, adata.var_names)
@@ -121,8 +154,12 @@ def select(
         "n_features": -1 if k is None else int(k),
         "graph": "obsp:" + (obsp if obsp is not None else graph_key) if info.needs_graph else "none",
         "layer": layer if layer is not None else "X",
+        "counts": counts_from,
+        "highly_variable": bool(mark_highly_variable),
     }
     write_selection(adata, sel, key=key, uns_params=uns_params)
+    if mark_highly_variable:
+        _mark_highly_variable(adata, sel, key)
     if info.needs_graph and obsp is None:
         write_graph(adata, graph, key=graph_key)
     log.info(
@@ -142,6 +179,44 @@ def _expression(adata, layer):
         msg = "adata.X is None; pass layer= naming the expression matrix"
         raise ValueError(msg)
     return X
+
+
+def _counts(adata, X, layer, counts_layer, info, method):
+    """(raw counts or None, where they come from) for a method that scores counts.
+
+    ``adata.layers[counts_layer]`` when it exists; else None (glfs.select then
+    scores X) when X holds counts; else a ValueError naming the layer.
+    """
+    if not info.needs_counts:
+        return None, None
+    if counts_layer in adata.layers:
+        log.info("tl.select: %s scores the raw counts in adata.layers[%r]", method, counts_layer)
+        return adata.layers[counts_layer], f"layers:{counts_layer}"
+    import scipy.sparse as sp
+
+    where = f"adata.layers[{layer!r}]" if layer is not None else "adata.X"
+    if holds_counts(X if sp.issparse(X) else np.asarray(X)):
+        log.info("tl.select: %s scores %s, which holds raw counts", method, where)
+        return None, "X" if layer is None else f"layers:{layer}"
+    msg = (
+        f"method {method!r} scores raw counts, but adata.layers has no {counts_layer!r} layer "
+        f"(layers: {list(adata.layers)}) and {where} does not hold counts (non-integer values). "
+        f"Keep the counts before normalising (adata.layers[{counts_layer!r}] = adata.X.copy()), "
+        "or name their layer with counts_layer="
+    )
+    raise ValueError(msg)
+
+
+def _mark_highly_variable(adata, sel, key):
+    """var["highly_variable"] = the selection (sc.pp.pca's default mask), replacing an existing column with a warning."""
+    if "highly_variable" in adata.var:
+        old = adata.var["highly_variable"]
+        msg = (
+            f"var['highly_variable'] ({int(np.sum(old.to_numpy(dtype=bool)))} genes, e.g. from sc.pp.highly_variable_genes) "
+            f"is replaced by the {key!r} selection (mark_highly_variable=True)"
+        )
+        warnings.warn(msg, UserWarning, stacklevel=3)
+    adata.var["highly_variable"] = np.asarray(sel.selected, dtype=bool)
 
 
 def _given_graph(adata, obsp, info, method):

@@ -1,0 +1,197 @@
+"""scanpy's highly-variable-gene selections as methods of the library, computed by scanpy.
+
+X is (n_samples, n_features) = (cells, genes), dense or sparse.  Each function
+calls ``scanpy.pp.highly_variable_genes`` (or scanpy's experimental Pearson
+residuals flavour) on an AnnData view of X and turns scanpy's per-gene output
+into a :class:`glfs.Selection`; nothing of what scanpy computes is written out
+again here.  The selected genes are exactly those of scanpy's own call with
+``n_top_genes = n_features`` (tests/test_hvg.py checks this against scanpy).
+
+| method | scanpy call | input | score (higher = more variable) |
+|---|---|---|---|
+| ``hvg_seurat`` | ``flavor="seurat"`` (Satija et al. 2015) | log-normalised | ``dispersions_norm`` |
+| ``hvg_cell_ranger`` | ``flavor="cell_ranger"`` (Zheng et al. 2017) | log-normalised | ``dispersions_norm`` |
+| ``hvg_seurat_v3`` | ``flavor="seurat_v3"`` (Stuart et al. 2019; needs scikit-misc) | raw counts | ``variances_norm`` |
+| ``hvg_pearson_residuals`` | ``sc.experimental.pp.highly_variable_genes`` (Lause et al. 2021) | raw counts | ``residual_variances`` |
+
+Ranking: ``seurat`` and ``cell_ranger`` rank by their score (NaN last, ties
+in gene order).  ``seurat_v3`` and Pearson residuals rank by scanpy's own
+``highly_variable_rank`` computed over all genes (scanpy sorts them the same
+way whatever ``n_top_genes`` is, so the top n of this ranking is scanpy's
+selection of n genes, for every n).
+
+scanpy (and anndata) are imported when a method runs, not with ``glfs``: the
+methods need ``pip install glfs[singlecell]``.  docs/methods.md, "Single-cell
+baselines", gives the details.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from contextlib import contextmanager
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._result import Selection, make_selection
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "select_hvg_seurat",
+    "select_hvg_cell_ranger",
+    "select_hvg_seurat_v3",
+    "select_hvg_pearson_residuals",
+    "FLAVOR_PARAMS",
+]
+
+#: Parameters each flavour accepts (passed on to scanpy unchanged; scanpy's defaults apply otherwise).
+FLAVOR_PARAMS = {
+    "hvg_seurat": ("n_bins",),
+    "hvg_cell_ranger": ("n_bins",),
+    "hvg_seurat_v3": ("span",),
+    "hvg_pearson_residuals": ("theta", "clip", "chunksize"),
+}
+
+
+def _scanpy():
+    """scanpy and anndata, or an ImportError naming the extra to install."""
+    try:
+        import anndata
+        import scanpy
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        msg = f"the scanpy baselines (hvg_*) need scanpy: pip install glfs[singlecell] ({exc})"
+        raise ImportError(msg) from None
+    return scanpy, anndata
+
+
+def _adata(X):
+    """A bare AnnData over X (cells x genes) with gene names "0".."d-1" (scanpy's output is matched by name)."""
+    _, anndata = _scanpy()
+    X = X.astype(np.float32) if sp.issparse(X) and X.dtype != np.float32 else X
+    a = anndata.AnnData(X=X)
+    a.var_names = [str(j) for j in range(X.shape[1])]
+    return a
+
+
+def _check_params(method, params):
+    allowed = FLAVOR_PARAMS[method]
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        msg = f"method {method!r} accepts only {list(allowed)} (scanpy's parameters); got {unknown}"
+        raise ValueError(msg)
+
+
+def _frame(df, d):
+    """scanpy's per-gene DataFrame in gene order (it may come back sorted or indexed by name)."""
+    df = df.copy()
+    df.index = df.index.astype(str)
+    return df.reindex([str(j) for j in range(d)])
+
+
+@contextmanager
+def _quiet():
+    """Silence scanpy's informational warnings for one call (not globally)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.filterwarnings("ignore", message=".*n_top_genes.*")
+        yield
+
+
+def _dispersion_flavor(method, flavor, X, n_features, params) -> Selection:
+    sc, _ = _scanpy()
+    _check_params(method, params)
+    d = X.shape[1]
+    with _quiet():
+        df = sc.pp.highly_variable_genes(_adata(X), flavor=flavor, n_top_genes=int(n_features), inplace=False, **params)
+    df = _frame(df, d)
+    score = df["dispersions_norm"].to_numpy(dtype=np.float64)
+    selected = df["highly_variable"].to_numpy(dtype=bool)
+    log.info("%s: scanpy selected %d genes (n_top_genes=%d)", method, int(selected.sum()), n_features)
+    return make_selection(
+        method, score, higher_is_better=True, n_features=n_features, selected=selected,
+        params={"flavor": flavor, "n_top_genes": int(n_features), **params},
+    )
+
+
+def _ranked_flavor(method, X, n_features, params, call, score_column) -> Selection:
+    """seurat_v3 / Pearson residuals: scanpy's call over all genes gives the full rank; the top n are its selection."""
+    _check_params(method, params)
+    d = X.shape[1]
+    with _quiet():
+        df = call(_adata(X), n_top_genes=d, inplace=False, **params)
+    df = _frame(df, d)
+    score = df[score_column].to_numpy(dtype=np.float64)
+    rank = df["highly_variable_rank"].to_numpy(dtype=np.float64)
+    # scanpy's order (highly_variable_rank, then gene order); genes scanpy cannot rank (NaN) last
+    key = np.where(np.isnan(rank), np.inf, rank)
+    ranking = np.argsort(key, kind="stable")
+    selected = np.zeros(d, dtype=bool)
+    top = ranking[: int(n_features)]
+    selected[top[np.isfinite(key[top])]] = True
+    log.info("%s: %d genes ranked by scanpy, %d selected", method, int(np.isfinite(key).sum()), int(selected.sum()))
+    return make_selection(
+        method, score, higher_is_better=True, n_features=n_features, ranking=ranking, selected=selected,
+        params={"n_top_genes": int(n_features), **params},
+    )
+
+
+def select_hvg_seurat(X, W=None, *, n_features, labels=None, random_state=None, **params) -> Selection:
+    """scanpy ``highly_variable_genes(flavor="seurat")`` (Satija et al., Nat Biotechnol 2015).
+
+    X : (n_samples, n_features) log-normalised expression (``normalize_total`` + ``log1p``).
+    Score: normalised dispersion in mean bins, higher is better.  Cost O(nnz(X)).
+    """
+    return _dispersion_flavor("hvg_seurat", "seurat", X, n_features, params)
+
+
+def select_hvg_cell_ranger(X, W=None, *, n_features, labels=None, random_state=None, **params) -> Selection:
+    """scanpy ``highly_variable_genes(flavor="cell_ranger")`` (Zheng et al., Nat Commun 2017).
+
+    X : (n_samples, n_features) log-normalised expression.  Score: dispersion
+    normalised by the median and MAD of its mean bin, higher is better.  Cost O(nnz(X)).
+    """
+    return _dispersion_flavor("hvg_cell_ranger", "cell_ranger", X, n_features, params)
+
+
+def select_hvg_seurat_v3(X, W=None, *, n_features, labels=None, random_state=None, **params) -> Selection:
+    """scanpy ``highly_variable_genes(flavor="seurat_v3")`` (Stuart et al., Cell 2019); needs scikit-misc.
+
+    X : (n_samples, n_features) raw counts.  Score: variance of the
+    standardised, clipped counts after a loess fit of log variance on log
+    mean (``variances_norm``), higher is better.  Cost O(nnz(X)).
+    """
+    sc, _ = _scanpy()
+
+    def call(adata, **kw):
+        try:
+            return sc.pp.highly_variable_genes(adata, flavor="seurat_v3", **kw)
+        except ImportError as exc:
+            msg = f"hvg_seurat_v3 needs scikit-misc (scanpy's loess): pip install glfs[singlecell] ({exc})"
+            raise ImportError(msg) from None
+        except ValueError as exc:
+            if "singularit" not in str(exc):
+                raise
+            msg = (
+                f"hvg_seurat_v3: scanpy's loess fit of log variance on log mean failed on {adata.n_vars} genes "
+                f"({exc!s}); it needs many genes with distinct means (use hvg_pearson_residuals or deviance on so few)"
+            )
+            raise ValueError(msg) from None
+
+    return _ranked_flavor("hvg_seurat_v3", X, n_features, params, call, "variances_norm")
+
+
+def select_hvg_pearson_residuals(X, W=None, *, n_features, labels=None, random_state=None, **params) -> Selection:
+    """scanpy ``experimental.pp.highly_variable_genes(flavor="pearson_residuals")`` (Lause et al., Genome Biol 2021).
+
+    X : (n_samples, n_features) raw counts.  Score: variance of the analytic
+    Pearson residuals of a negative binomial null (theta 100, clipped at
+    sqrt(n)), higher is better.  Cost O(n d) time (computed in gene chunks).
+    """
+    sc, _ = _scanpy()
+
+    def call(adata, **kw):
+        return sc.experimental.pp.highly_variable_genes(adata, flavor="pearson_residuals", **kw)
+
+    return _ranked_flavor("hvg_pearson_residuals", X, n_features, params, call, "residual_variances")
