@@ -17,7 +17,7 @@ import pandas as pd
 
 from glfs_workflow.files import write_tsv
 from glfs_workflow.logs import log_to
-from glfs.evaluate import evaluate_ranking, run_seeds, stratified_subsample
+from glfs.evaluate import evaluate_ranking, random_gene_orders, stratified_subsample
 
 COLUMNS = ["method", "n_features", "draw", "run", "nmi", "nmi_max", "kmeans_acc", "kmeans_nmi", "loo_1nn_acc", "seed"]
 
@@ -40,8 +40,7 @@ try:
             X, labels = X[keep], labels[keep]
         d = adata.n_vars
         frames = []
-        for i, s in enumerate(run_seeds(int(par.seed), n_draws)):
-            ranking = np.random.default_rng(int(s)).permutation(d)
+        for i, (s, ranking) in enumerate(random_gene_orders(d, n_draws, int(par.seed))):
             records = evaluate_ranking(
                 X,
                 labels,
