@@ -22,6 +22,18 @@ try:
             msg = f"method {par.method!r} needs labels; {inp.adata} has no obs['label']"
             raise ValueError(msg)
         labels = np.asarray(adata.obs["label"].astype(str))
+    counts = None
+    if info.needs_counts:
+        if "counts" not in adata.layers:
+            ds = snakemake.wildcards.dataset  # noqa: F821
+            msg = (
+                f"dataset {ds!r}: method {par.method!r} scores raw counts, but {inp.adata} has no layers['counts']: "
+                f"the input of datasets.{ds}.expression does not hold raw counts (non-negative integers). "
+                f"Name the .h5ad layer with the counts (datasets.{ds}.layer: counts) or leave {par.method!r} "
+                f"out of datasets.{ds}.methods"
+            )
+            raise ValueError(msg)
+        counts = adata.layers["counts"]
     n_features = int(min(par.n_features, adata.n_vars))
     log.info("%s on %s: X %d x %d, n_features=%d, params=%s", par.method, inp.adata, *adata.shape, n_features, dict(par.method_params))
     sel = glfs.select(
@@ -31,6 +43,7 @@ try:
         n_features=n_features,
         labels=labels,
         random_state=int(par.seed),
+        counts=counts,
         **dict(par.method_params),
     )
     log.info("selected %d genes", int(np.sum(sel.selected)))

@@ -173,8 +173,11 @@ class Matrix:
     obs: pd.DataFrame | None = None
 
 
-def read_matrix(path, *, fmt: str = "auto", orientation: str = "genes_by_samples") -> Matrix:
+def read_matrix(path, *, fmt: str = "auto", orientation: str = "genes_by_samples", layer: str | None = None) -> Matrix:
     """Read a generic expression matrix (.tsv/.txt/.csv[.gz], .gct, .h5ad).
+
+    ``layer`` (.h5ad only): read ``adata.layers[layer]`` instead of ``adata.X``
+    (e.g. ``"counts"``, where scanpy users keep raw counts).
 
     Text files have one header line (first cell = the row-id column name,
     then column ids) and one id column.  ``orientation`` says whether rows are
@@ -185,7 +188,10 @@ def read_matrix(path, *, fmt: str = "auto", orientation: str = "genes_by_samples
     path = Path(path)
     fmt = infer_format(path, fmt)
     if fmt == "h5ad":
-        return _read_h5ad(path)
+        return _read_h5ad(path, layer)
+    if layer is not None:
+        msg = f"{path}: `layer` ({layer!r}) applies only to .h5ad files; this one is read as {fmt}"
+        raise DataError(msg)
     if orientation not in ("genes_by_samples", "samples_by_genes"):
         msg = f"orientation must be 'genes_by_samples' or 'samples_by_genes'; got {orientation!r}"
         raise DataError(msg)
@@ -221,7 +227,7 @@ def read_matrix(path, *, fmt: str = "auto", orientation: str = "genes_by_samples
     return Matrix(X, row_ids, col_ids, var)
 
 
-def _read_h5ad(path: Path) -> Matrix:
+def _read_h5ad(path: Path, layer: str | None = None) -> Matrix:
     import anndata as ad
     import scipy.sparse as sp
 
@@ -230,7 +236,20 @@ def _read_h5ad(path: Path) -> Matrix:
     except Exception as exc:  # noqa: BLE001 - h5py raises many types
         msg = f"{path}: cannot read as .h5ad ({type(exc).__name__}: {exc})"
         raise DataError(msg) from None
-    X = a.X.toarray() if sp.issparse(a.X) else np.asarray(a.X)
+    if layer is not None:
+        if layer not in a.layers:
+            msg = f"{path}: no layer {layer!r} (config key `layer`); its layers are {list(a.layers)}"
+            raise DataError(msg)
+        X = a.layers[layer]
+    elif a.X is None:
+        msg = (
+            f"{path}: X is empty (None); name the layer that holds the expression with the dataset's "
+            f"`layer` key (its layers are {list(a.layers)})"
+        )
+        raise DataError(msg)
+    else:
+        X = a.X
+    X = X.toarray() if sp.issparse(X) else np.asarray(X)
     X = np.asarray(X, dtype=np.float64)
     if a.n_obs == 0 or a.n_vars == 0:
         msg = f"{path}: empty AnnData ({a.n_obs} obs x {a.n_vars} var)"

@@ -376,7 +376,8 @@ def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int | Non
     notes += _id_notes(expr, m)
     method = cfg.get("preprocess", "none") or "none"
     notes += _counts_notes(name, expr, m.X, method)
-    X, var, used = _preprocess_dataset(m, method, cfg)
+    counts = _raw_counts(m)
+    X, var, used, keep = _preprocess_dataset(m, method, cfg)
     const_names = _constant_genes(expr, X, var, n)
     obs = _obs_frame(name, m, cfg, labelled, n)
     var, obs = _text_frames(var, obs)
@@ -385,8 +386,24 @@ def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int | Non
         const_names=const_names, notes=notes, label_report=label_report, provenance=provenance,
     )
     adata = ad.AnnData(X=np.ascontiguousarray(X, dtype=np.float64), obs=obs, var=var)
+    if counts is not None:
+        # scanpy's convention: the raw counts beside the normalised X, for the methods and
+        # evaluations that score counts (glfs.METHODS[m].needs_counts)
+        adata.layers["counts"] = counts[:, keep] if not keep.all() else counts
+        log.info("kept the raw counts in layers['counts'] (%d non-zeros)", adata.layers["counts"].nnz)
+    info["counts_layer"] = counts is not None
     adata.uns["dataset"] = _plain(info)
     return adata
+
+
+def _raw_counts(m: Matrix):
+    """The input as a sparse CSR float32 matrix when it holds raw counts (non-negative integers, not all 0/1), else None."""
+    import scipy.sparse as sp
+
+    X = m.X
+    if X.size == 0 or X.min() < 0 or X.max() <= 1 or not np.array_equal(X, np.floor(X)):
+        return None
+    return sp.csr_matrix(X.astype(np.float32))
 
 
 def _read_dataset(name: str, fmt: str, expr: Path, cfg: dict, paths: dict) -> Matrix:
@@ -404,7 +421,7 @@ def _read_dataset(name: str, fmt: str, expr: Path, cfg: dict, paths: dict) -> Ma
         return read_stategra(expr, paths["sample_map"])
     if fmt == "clanc840":
         return read_clanc840(expr)
-    return read_matrix(expr, fmt=fmt, orientation=cfg.get("orientation", "genes_by_samples"))
+    return read_matrix(expr, fmt=fmt, orientation=cfg.get("orientation", "genes_by_samples"), layer=cfg.get("layer"))
 
 
 def _label_dataset(name: str, fmt: str, expr: Path, m: Matrix, cfg: dict, paths: dict):
@@ -483,12 +500,12 @@ def _counts_notes(name: str, expr: Path, X, method: str) -> list:
 
 
 def _preprocess_dataset(m: Matrix, method: str, cfg: dict):
-    """Preprocess the matrix (glfs.preprocessing.preprocess); return (X, var of the kept genes, params used)."""
+    """Preprocess the matrix (glfs.preprocessing.preprocess); return (X, var of the kept genes, params used, kept mask)."""
     X, keep, used = preprocess(m.X, m.genes, method, cfg.get("preprocess_params"), samples=m.samples)
     var = m.var.loc[np.asarray(m.genes)[keep]].copy() if not keep.all() else m.var.copy()
     if not keep.all():
         log.info("preprocess %s kept %d of %d genes", method, int(keep.sum()), m.X.shape[1])
-    return X, var, used
+    return X, var, used, keep
 
 
 def _constant_genes(expr: Path, X, var: pd.DataFrame, n: int) -> list:

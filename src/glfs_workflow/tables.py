@@ -120,3 +120,59 @@ def annotate_selection(adata, df: pd.DataFrame, meta: dict, *, table="selection 
         uns_params={"n_features": meta["n_features"], "graph": f"obsp:{GRAPH_KEY}" if meta["graph"] != "none" else "none"},
     )
     return sel.method
+
+
+# ---- the single-cell (Leiden) evaluation tables ----
+
+#: Columns of results/{dataset}/clustering_leiden.tsv (glfs.evaluate.evaluate_ranking_leiden's records).
+LEIDEN_COLUMNS = [
+    "method", "n_features", "run", "seed",
+    "ari", "nmi", "resolution", "n_clusters",
+    "ari_nlabels", "nmi_nlabels", "resolution_nlabels", "n_clusters_nlabels",
+    "kmeans_ari", "kmeans_nmi",
+]
+
+
+def leiden_kwargs(leiden: dict, seed) -> dict:
+    """Keyword arguments of glfs.evaluate.evaluate_ranking_leiden from config["leiden"] and the workflow seed."""
+    return {
+        "n_runs": int(leiden["n_runs"]),
+        "resolutions": [float(r) for r in leiden["resolutions"]],
+        "n_pcs": int(leiden["n_pcs"]),
+        "n_neighbors": int(leiden["n_neighbors"]),
+        "max_samples": leiden["max_samples"],
+        "random_state": int(seed),
+    }
+
+
+def leiden_matrix(adata):
+    """The log-normalised expression the Leiden protocol clusters, and how it was obtained.
+
+    X of ``prepared.h5ad`` when the dataset was preprocessed; when it was not
+    (``preprocess: none``) and X holds the raw counts (``layers["counts"]``),
+    the counts normalised as a scanpy user would (library size to the median
+    total, then log1p: glfs.preprocessing.preprocess "normalize_log1p").
+    """
+    from glfs.preprocessing import preprocess
+
+    method = adata.uns.get("dataset", {}).get("preprocess", "none")
+    if method == "none" and "counts" in adata.layers:
+        counts = adata.layers["counts"]
+        dense = counts.toarray() if hasattr(counts, "toarray") else np.asarray(counts)
+        X, _, used = preprocess(np.asarray(dense, dtype=np.float64), list(adata.var_names), "normalize_log1p")
+        how = f"raw counts normalised to {used['target_sum']:.4g} per cell + log1p for the evaluation"
+    else:
+        X, how = adata.X, f"X as prepared (preprocess {method})"
+    return _sparse_if_mostly_zero(X), how
+
+
+def _sparse_if_mostly_zero(X):
+    """CSR when at least half the values are 0 (log-normalised counts: about 95 %): scanpy's PCA then
+    multiplies the sparse top-k genes and centres implicitly, the same components (ARPACK) in a
+    quarter of the time on the vendored cells (1.0 vs 4.0 s at 2,000 genes, 2 cores)."""
+    import scipy.sparse as sp
+
+    if sp.issparse(X):
+        return X.tocsr()
+    X = np.asarray(X)
+    return sp.csr_matrix(X) if np.count_nonzero(X) <= X.size // 2 else X

@@ -48,7 +48,7 @@ def test_default_and_tiny_configs_are_valid():
     merged = copy.deepcopy(CONFIG)
     merged.update(TINY)
     assert list(v.iter_errors(merged)) == []
-    assert set(CONFIG["run"]) == {"golub", "tcga_gbm", "tcga_gbm_clanc840"}
+    assert set(CONFIG["run"]) == {"golub", "tcga_gbm", "tcga_gbm_clanc840", "mouse_bladder"}
     assert {"tcga_gbm_u133a", "tcga_gbm_unified"} <= set(CONFIG["datasets"])
 
 

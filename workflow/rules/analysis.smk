@@ -56,6 +56,49 @@ def labelled_datasets():
     return [d for d in run_datasets() if has_labels(d)]
 
 
+def spectral_datasets():
+    """Labelled datasets evaluated with the papers' spectral protocol (evaluation spectral or both)."""
+    return [
+        d
+        for d in labelled_datasets()
+        if dataset_config(d)["evaluation"] in ("spectral", "both")
+    ]
+
+
+def leiden_datasets():
+    """Labelled datasets evaluated with the single-cell Leiden protocol (evaluation leiden or both)."""
+    return [
+        d
+        for d in labelled_datasets()
+        if dataset_config(d)["evaluation"] in ("leiden", "both")
+    ]
+
+
+def feature_grid_of(dataset, protocol):
+    """A dataset's gene counts for a protocol: its own feature_grid, else the protocol's
+    (clustering.feature_grid for "spectral", leiden.feature_grid for "leiden")."""
+    own = dataset_config(dataset)["feature_grid"]
+    if own is not None:
+        return list(own)
+    section = "clustering" if protocol == "spectral" else "leiden"
+    return list(config[section]["feature_grid"])
+
+
+def spectral_grid(wildcards):
+    """feature_grid_of the job's dataset, spectral protocol."""
+    return feature_grid_of(wildcards.dataset, "spectral")
+
+
+def spectral_clustering(wildcards):
+    """config["clustering"] with the job's dataset's spectral feature grid."""
+    return {**config["clustering"], "feature_grid": spectral_grid(wildcards)}
+
+
+def leiden_grid(wildcards):
+    """feature_grid_of the job's dataset, Leiden protocol."""
+    return feature_grid_of(wildcards.dataset, "leiden")
+
+
 # ---- selection ----
 def params_of(method):
     """A method's parameters from config["selection"]["params"] (plain dict; {} when the
@@ -186,19 +229,22 @@ def analysis_targets():
     for d in ds:
         out += expand(SELECTION_TABLE, dataset=d, method=dataset_methods(d))
     out += [f"results/{d}/glfs_path.tsv" for d in ds if glfs_path_method(d)]
-    out += expand("results/{dataset}/clustering_nmi.tsv", dataset=labelled)
+    spectral, leiden = spectral_datasets(), leiden_datasets()
+    out += expand("results/{dataset}/clustering_nmi.tsv", dataset=spectral)
+    out += expand("results/{dataset}/clustering_leiden.tsv", dataset=leiden)
+    out += expand("results/{dataset}/leiden_random.tsv", dataset=leiden)
     out += expand(
         "results/{dataset}/classification.tsv", dataset=classification_datasets()
     )
     if simulation_enabled():
         out.append(SIMULATION_TABLE)
-    out += expand("results/{dataset}/clustering_random.tsv", dataset=labelled)
+    out += expand("results/{dataset}/clustering_random.tsv", dataset=spectral)
     out += [
         f"results/{d}/glfs_vs_greedy.tsv" for d in ds if "glfs" in dataset_methods(d)
     ]
     out += [
         f"results/{d}/glfs_sensitivity.tsv"
-        for d in labelled
+        for d in spectral
         if "glfs" in dataset_methods(d)
     ]
     return list(dict.fromkeys(out))
@@ -217,6 +263,8 @@ def report_layout():
     for ds in run_datasets():
         methods = dataset_methods(ds)
         labelled = has_labels(ds)
+        spectral = ds in spectral_datasets()
+        leiden = ds in leiden_datasets()
         path_method = glfs_path_method(ds)
         datasets.append(
             {
@@ -230,13 +278,17 @@ def report_layout():
                     for m in methods
                     if _GLFS_METHODS[m].is_glfs
                 },
-                "clustering": f"results/{ds}/clustering_nmi.tsv" if labelled else None,
+                "clustering": f"results/{ds}/clustering_nmi.tsv" if spectral else None,
                 "random_floor": (
-                    f"results/{ds}/clustering_random.tsv" if labelled else None
+                    f"results/{ds}/clustering_random.tsv" if spectral else None
+                ),
+                "leiden": f"results/{ds}/clustering_leiden.tsv" if leiden else None,
+                "leiden_random": (
+                    f"results/{ds}/leiden_random.tsv" if leiden else None
                 ),
                 "sensitivity": (
                     f"results/{ds}/glfs_sensitivity.tsv"
-                    if labelled and "glfs" in methods
+                    if spectral and "glfs" in methods
                     else None
                 ),
                 "glfs_vs_greedy": (
@@ -275,8 +327,10 @@ def report_figures():
     lay = report_layout()
     figs = {}
     for d in lay["datasets"]:
-        if d["labelled"]:
+        if d["clustering"]:
             figs[f"nmi_{d['name']}"] = f"results/figures/nmi_{d['name']}.png"
+        if d["leiden"]:
+            figs[f"leiden_{d['name']}"] = f"results/figures/leiden_{d['name']}.png"
         if any(m in GLFS_VARIANTS for m in d["metas"]):
             figs[f"glfs_path_{d['name']}"] = (
                 f"results/figures/glfs_path_{d['name']}.png"
@@ -290,6 +344,7 @@ def report_figures():
 
 _FIGURE_CAPTIONS = {
     "nmi": ("../report/fig_nmi.rst", "Clustering"),
+    "leiden": ("../report/fig_leiden.rst", "Clustering"),
     "glfs_path": ("../report/fig_glfs_path.rst", "GLFS sparsity path"),
     "heatmap": ("../report/fig_heatmap.rst", "Gene selection"),
     "simulation": ("../report/fig_simulation.rst", "Simulation"),

@@ -118,6 +118,9 @@ def _check_config(cfg):
         ):
             msg = f"config key datasets.{name}.label_column: given but the dataset has no `labels` table (only an .h5ad reads labels from an obs column without one)"
             raise ConfigError(msg)
+        if dc.get("layer") is not None and expression_format(dc) != "h5ad":
+            msg = f"config key datasets.{name}.layer: only an .h5ad has layers (this dataset is read as {expression_format(dc)!r})"
+            raise ConfigError(msg)
         if (
             dc.get("labels") is None
             and (dc.get("drop_unlabelled") or dc.get("label_map"))
@@ -245,6 +248,15 @@ def fetch_params(wildcards):
     return dict(config["fetch"])
 
 
+# Dataset keys that only the later stages read: left out of prepare_dataset's params, so that
+# changing a dataset's methods or evaluation does not prepare it again.
+_EVALUATION_KEYS = ("methods", "evaluation", "feature_grid")
+
+
 def dataset_params(wildcards):
-    """The dataset's config entry (plain dict)."""
-    return dict(dataset_config(wildcards.dataset))
+    """The dataset's config entry (plain dict) without the keys of the later stages."""
+    return {
+        k: v
+        for k, v in dataset_config(wildcards.dataset).items()
+        if k not in _EVALUATION_KEYS
+    }

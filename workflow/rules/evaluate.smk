@@ -29,8 +29,43 @@ rule evaluate_clustering:
         runtime=get_runtime("evaluate", per_method=True),
     params:
         methods=dataset_method_list,
-        clustering=config["clustering"],
+        clustering=spectral_clustering,
         n_clusters=n_clusters,
         seed=seed(),
     script:
         "../../scripts/evaluate_clustering.py"
+
+
+# The single-cell protocol (datasets with evaluation: leiden or both): every method's ranking
+# -> PCA -> kNN -> Leiden over the resolution grid, k-means on the PCs.  One job per dataset,
+# like evaluate_clustering; all genes are evaluated once by evaluate_leiden_floor.
+rule evaluate_leiden:
+    input:
+        adata="results/{dataset}/prepared.h5ad",
+        tables=selection_tables,
+    output:
+        report(
+            "results/{dataset}/clustering_leiden.tsv",
+            caption="../report/clustering_leiden.rst",
+            category="Clustering",
+            labels={"dataset": "{dataset}"},
+        ),
+    log:
+        "logs/evaluate_leiden/{dataset}.log",
+    benchmark:
+        "benchmarks/evaluate_leiden/{dataset}.tsv"
+    wildcard_constraints:
+        dataset=DATASET_RE,
+    conda:
+        "../../envs/glfs.yaml"
+    threads: get_threads("evaluate")
+    resources:
+        mem_mb=get_mem_mb("evaluate"),
+        runtime=get_runtime("evaluate", per_method=True),
+    params:
+        methods=dataset_method_list,
+        leiden=config["leiden"],
+        feature_grid=leiden_grid,
+        seed=seed(),
+    script:
+        "../../scripts/evaluate_leiden.py"

@@ -27,9 +27,41 @@ rule evaluate_random_floor:
         mem_mb=get_mem_mb("evaluate"),
         runtime=get_runtime("evaluate"),
     params:
-        clustering=config["clustering"],
+        clustering=spectral_clustering,
         n_draws=config["random_floor"]["n_draws"],
         n_clusters=n_clusters,
         seed=seed(),
     script:
         "../../scripts/evaluate_random_floor.py"
+
+
+# The floor of the single-cell protocol: random genes of every grid size (leiden.random_draws
+# seeded draws) and all genes, evaluated like evaluate_leiden's methods.
+rule evaluate_leiden_floor:
+    input:
+        adata="results/{dataset}/prepared.h5ad",
+    output:
+        report(
+            "results/{dataset}/leiden_random.tsv",
+            caption="../report/leiden_random.rst",
+            category="Clustering",
+            labels={"dataset": "{dataset}"},
+        ),
+    log:
+        "logs/evaluate_leiden_floor/{dataset}.log",
+    benchmark:
+        "benchmarks/evaluate_leiden_floor/{dataset}.tsv"
+    wildcard_constraints:
+        dataset=DATASET_RE,
+    conda:
+        "../../envs/glfs.yaml"
+    threads: get_threads("evaluate")
+    resources:
+        mem_mb=get_mem_mb("evaluate"),
+        runtime=get_runtime("evaluate"),
+    params:
+        leiden=config["leiden"],
+        feature_grid=leiden_grid,
+        seed=seed(),
+    script:
+        "../../scripts/evaluate_leiden_floor.py"
