@@ -37,8 +37,9 @@ PIN = re.compile(r"^([A-Za-z0-9_.\-]+)=([0-9][0-9A-Za-z.\-+]*)$")
 # Build tooling: pinned, but not a runtime dependency whose version the tests
 # installation decides (pyproject's build-system requires setuptools>=68).
 TOOLING = {"python", "pip", "setuptools"}
-# Which optional (workflow) dependencies each environment must carry.
-EXTRAS_BY_ENV = {"data": {"rdata", "xarray"}, "report": {"matplotlib"}, "glfs": set()}
+# conda-forge names that differ from the PyPI distribution (whose installed version is checked).
+CONDA_TO_PYPI = {"python-igraph": "igraph"}
+PYPI_TO_CONDA = {v: k for k, v in CONDA_TO_PYPI.items()}
 
 
 def _requirements(reqs):
@@ -49,6 +50,14 @@ CORE = _requirements(PYPROJECT["project"]["dependencies"])
 WORKFLOW = _requirements(
     r for r in PYPROJECT["project"]["optional-dependencies"]["workflow"] if not r.startswith("glfs")
 )
+SINGLECELL = _requirements(PYPROJECT["project"]["optional-dependencies"]["singlecell"])
+# Which optional dependencies each environment must carry (conda names): the compute rules
+# (glfs.yaml) run scanpy's selections and the Leiden evaluation, so they need the singlecell extra.
+EXTRAS_BY_ENV = {
+    "data": {"rdata", "xarray"},
+    "report": {"matplotlib"},
+    "glfs": {PYPI_TO_CONDA.get(name, name) for name in SINGLECELL},
+}
 
 
 def parse_env(path: Path) -> dict[str, str]:
@@ -106,8 +115,8 @@ def test_env_holds_every_runtime_dependency_of_glfs(path):
 def test_pins_satisfy_pyproject_specifiers(path):
     pins = parse_env(path)
     for name, version in pins.items():
-        req = CORE.get(name) or WORKFLOW.get(name)
-        if req is not None:
+        pypi = CONDA_TO_PYPI.get(name, name)
+        for req in (group[pypi] for group in (CORE, WORKFLOW, SINGLECELL) if pypi in group):
             assert Version(version) in req.specifier, f"{path.name}: {name}={version} violates pyproject '{req}'"
 
 
@@ -121,7 +130,7 @@ def test_pins_equal_the_tested_installation(path):
         if name in TOOLING:
             continue
         try:
-            installed = md.version(name)
+            installed = md.version(CONDA_TO_PYPI.get(name, name))
         except md.PackageNotFoundError:
             pytest.fail(f"{path.name}: {name} is pinned but not installed in the tested environment")
         assert Version(installed) == Version(version), f"{path.name}: {name}={version}, tested with {installed}"
