@@ -19,8 +19,10 @@ def main(smk):
         prov = fetch_dataset_files(smk.wildcards.dataset, smk.params.dataset, smk.params.fetch)
         write_json_atomic(prov, smk.output.provenance)  # a full disk: one DiskFullError line
     except Exception as exc:
-        log.error("%s", exc)
-        sys.stderr.write(f"fetch_dataset {smk.wildcards.dataset}: {exc}\n")
+        # every message says something: a MemoryError (or any error) with an empty text gets its type
+        text = str(exc).strip() or f"{type(exc).__name__} (no further message) while fetching the files of dataset {smk.wildcards.dataset!r}"
+        log.error("%s", text)
+        sys.stderr.write(f"fetch_dataset {smk.wildcards.dataset}: {text}\n")
         raise SystemExit(1) from None
     log.info("wrote %s", smk.output.provenance)
 

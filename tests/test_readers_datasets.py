@@ -6,6 +6,7 @@ in an .h5ad, raw counts, odd ids, unsafe file names, a full disk."""
 from __future__ import annotations
 
 import hashlib
+import re
 import warnings
 from pathlib import Path
 
@@ -566,3 +567,123 @@ def test_scripts_report_a_full_disk_in_one_line(tmp_path, monkeypatch, restore_l
     text = (tmp_path / "ann.log").read_text()
     assert text.count("no space left on device while writing") == 1 and "Traceback" not in text
     assert list((tmp_path / "res").iterdir()) == []
+
+
+# Issue 19: files that lie about their format (items 2, 3, 7 and 9).
+
+
+def _gct(rows=3, cols=4, head=("#1.2", None)):
+    version, dims = head
+    dims = f"{rows}\t{cols}" if dims is None else dims
+    lines = ([version] if version is not None else []) + [dims]
+    lines.append("Name\tDescription\t" + "\t".join(f"S{j}" for j in range(cols)))
+    lines += [f"G{i}\td{i}\t" + "\t".join(f"{i + 0.5 * j:.4f}" for j in range(cols)) for i in range(rows)]
+    return "\n".join(lines) + "\n"
+
+
+def test_gct_reference_file_reads(tmp_path):
+    (tmp_path / "m.gct").write_text(_gct())
+    m = readers.read_matrix(tmp_path / "m.gct")
+    assert m.genes == ["G0", "G1", "G2"] and m.samples == ["S0", "S1", "S2", "S3"]
+
+
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        # no "#1.2": the dimension line would be skipped as the version and a data row read as the header
+        (_gct(head=(None, None)), r"m\.gct: line 1 is '3\\t4', expected '#1\.2': a \.gct file starts with its version line"),
+        (_gct(head=("#1.3", None)), r"m\.gct: line 1 is '#1\.3': GCT version 1\.3 is not read here"),
+        (_gct(head=("#1.2", "3 genes")), r"m\.gct: line 2 is '3 genes', expected the numbers of rows and sample columns"),
+        (_gct(head=("#1.2", "5\t4")), r"m\.gct: line 2 says 5 rows x 4 sample columns, but the file has 3 data rows \(lines 4-6\) and 4 sample columns \(line 3\)"),
+        (_gct(head=("#1.2", "3\t2")), r"m\.gct: line 2 says 3 rows x 2 sample columns, but the file has 3 data rows \(lines 4-6\) and 4 sample columns \(line 3\)"),
+    ],
+    ids=["no_version", "version_1_3", "bad_dims", "rows_disagree", "columns_disagree"],
+)
+def test_gct_head_checked(tmp_path, text, match):
+    (tmp_path / "m.gct").write_text(text)
+    with pytest.raises(readers.DataError, match=match):
+        readers.read_matrix(tmp_path / "m.gct")
+
+
+def test_utf8_bom_is_stripped_everywhere(tmp_path):
+    bom = "\ufeff"
+    # R write.table header (no corner cell) right after the BOM
+    (tmp_path / "m.tsv").write_text(bom + "S0\tS1\tS2\nG0\t1\t2\t3\nG1\t4\t5\t7\n", encoding="utf-8")
+    assert readers.read_matrix(tmp_path / "m.tsv").samples == ["S0", "S1", "S2"]
+    # with a corner cell, and gzip-compressed
+    import gzip
+
+    (tmp_path / "c.tsv.gz").write_bytes(gzip.compress((bom + "gene\tS0\tS1\nG0\t1\t2\nG1\t4\t5\n").encode()))
+    assert readers.read_matrix(tmp_path / "c.tsv.gz").samples == ["S0", "S1"]
+    (tmp_path / "c.gct").write_text(bom + _gct())
+    assert readers.read_matrix(tmp_path / "c.gct").genes == ["G0", "G1", "G2"]
+    (tmp_path / "l.tsv").write_text(bom + "sample\tsubtype\nS0\ta\nS1\tb\nS2\ta\n", encoding="utf-8")
+    lab = readers.read_labels(tmp_path / "l.tsv", "sample", "subtype")
+    assert list(lab.index) == ["S0", "S1", "S2"]
+    (tmp_path / "l2.tsv").write_text(bom + "subtype\tsample\na\tS0\nb\tS1\n", encoding="utf-8")
+    assert list(readers.read_labels(tmp_path / "l2.tsv", "sample", "subtype")) == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "name,content,match",
+    [
+        ("m.tsv", "gene\tS0\nG0\t1\n".encode("utf-16"), r"m\.tsv: this file is UTF-16 text \(byte-order mark\); convert it to UTF-8"),
+        ("m.tsv", "gene\tS0\nG0\t1\n".encode("utf-16-le"), r"m\.tsv: this file looks like UTF-16 text without a byte-order mark.*convert it to UTF-8"),
+        ("m.tsv", __import__("bz2").compress(b"gene\tS0\nG0\t1\n"), r"m\.tsv: this file is bz2-compressed; convert it to gzip"),
+        ("m.tsv.bz2", __import__("bz2").compress(b"gene\tS0\nG0\t1\n"), r"m\.tsv\.bz2: this file is bz2-compressed; convert it to gzip"),
+        ("m.tsv", __import__("lzma").compress(b"gene\tS0\nG0\t1\n"), r"m\.tsv: this file is xz-compressed; convert it to gzip"),
+        ("m.tsv.gz", __import__("gzip").compress("gene\tS0\nG0\t1\n".encode("utf-16")), r"m\.tsv\.gz: this file is UTF-16 text \(byte-order mark\); convert it to UTF-8"),
+    ],
+    ids=["utf16_bom", "utf16_no_bom", "bz2_magic", "bz2_name", "xz", "utf16_in_gzip"],
+)
+def test_other_encodings_and_compressions_are_named(tmp_path, name, content, match):
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(readers.DataError, match=match):
+        readers.read_matrix(tmp_path / name, fmt="tsv")
+    if not name.endswith(".bz2"):
+        with pytest.raises(readers.DataError, match=match):
+            readers.read_table(tmp_path / name)
+
+
+@pytest.mark.parametrize("value", ["1e309", "-1e309", "2E+400"])
+def test_overflowing_number_is_named_as_such(tmp_path, value):
+    (tmp_path / "m.tsv").write_text(f"gene\tS0\tS1\nG0\t1\t2\nG1\t3\t{value}\n")
+    with pytest.raises(readers.DataError, match=rf"m\.tsv: value '{re.escape(value)}' at gene 'G1' \(line 3\), sample 'S1' \(column 3\) overflows: its magnitude is beyond the largest float64"):
+        readers.read_matrix(tmp_path / "m.tsv")
+
+
+def test_gzip_expansion_is_bounded(tmp_path):
+    import gzip
+
+    body = b"gene\tS0\tS1\n" + b"G0\t1\t2\n" + b"0" * (4 << 20)
+    (tmp_path / "m.tsv.gz").write_bytes(gzip.compress(body))
+    assert (tmp_path / "m.tsv.gz").stat().st_size < 50_000
+    with pytest.raises(readers.DataError, match=r"m\.tsv\.gz: gzip-compressed text expands to more than 1048576 bytes \(the limit, max_expanded_bytes\); stopped there"):
+        readers.read_matrix(tmp_path / "m.tsv.gz", max_expanded_bytes=1 << 20)
+    with pytest.raises(readers.DataError, match=r"m\.tsv\.gz: gzip-compressed text expands to more than 1048576 bytes"):
+        readers.read_table(tmp_path / "m.tsv.gz", max_expanded_bytes=1 << 20)
+    assert readers.MAX_EXPANDED_BYTES >= 1 << 30  # generous library default
+
+
+def test_memory_error_and_empty_messages_name_the_file(tmp_path, monkeypatch):
+    (tmp_path / "m.tsv").write_text("gene\tS0\tS1\nG0\t1\t2\nG1\t3\t4\n")
+
+    def oom(*args, **kwargs):
+        raise MemoryError()
+
+    monkeypatch.setattr(readers.pd, "read_csv", oom)
+    with pytest.raises(readers.DataError, match=r"m\.tsv: out of memory while reading this file \(\d+ bytes on disk\)") as err:
+        readers.read_matrix(tmp_path / "m.tsv")
+    assert str(err.value).strip()
+    with pytest.raises(readers.DataError, match=r"m\.tsv: out of memory while reading this file"):
+        readers.read_labels(tmp_path / "m.tsv", "gene", "S0")
+
+    def silent(*args, **kwargs):
+        raise RuntimeError()
+
+    monkeypatch.setattr(readers.pd, "read_csv", silent)
+    with pytest.raises(readers.DataError, match=r"m\.tsv: RuntimeError while reading this file \(no further message\)"):
+        readers.read_matrix(tmp_path / "m.tsv")
+
+
+# ---------------------------------------------------------------- issue 19 item 4: labels that cannot be clustered

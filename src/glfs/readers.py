@@ -9,9 +9,11 @@ row/column, and what was expected.  Pure reading: no network, no writing
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import logging
+import math
 import re
 import zlib
 from dataclasses import dataclass
@@ -25,16 +27,84 @@ log = logging.getLogger(__name__)
 
 _NA_STRINGS = {"", "na", "nan", "n/a", "null", "none", "-nan"}
 
+#: Largest size, in bytes, that a gzip-compressed text file may expand to (10 GB = 10 * 2**30).
+#: Reading stops there with a :class:`DataError`, so that a small file that expands without limit
+#: (a "gzip bomb") cannot exhaust memory.  A text matrix takes several times its text size in
+#: memory while it is parsed; larger matrices are better stored as .h5ad.  The workflow's
+#: ``fetch.max_expanded_gb`` has the same default.
+MAX_EXPANDED_BYTES = 10 * 2**30
+
 
 class DataError(ValueError):
     """Bad input data: the message names the file and the row/column or key."""
 
 
-def _open_text(path: Path):
-    """Text handle for a plain or gzip file; a corrupt gzip raises DataError on read."""
-    if path.suffix == ".gz" or _is_gzip(path):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+def _names_errors(fn):
+    """Decorator for readers whose first argument is the path: every error names the file.
+
+    A ``MemoryError`` (whose message is empty) and any other exception with an
+    empty message become a :class:`DataError` that names the file and what
+    happened; other errors pass through unchanged.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(path, *args, **kwargs):
+        try:
+            return fn(path, *args, **kwargs)
+        except DataError:
+            raise
+        except MemoryError:
+            msg = (
+                f"{path}: out of memory while reading this file ({_disk_size(path)}); parsing a text "
+                "matrix takes several times its (expanded) size in memory: give the job more memory, "
+                "or store the matrix as .h5ad"
+            )
+            raise DataError(msg) from None
+        except Exception as exc:
+            if str(exc).strip():
+                raise
+            msg = f"{path}: {type(exc).__name__} while reading this file (no further message)"
+            raise DataError(msg) from exc
+
+    return wrapper
+
+
+def _disk_size(path) -> str:
+    try:
+        return f"{Path(path).stat().st_size} bytes on disk"
+    except OSError:
+        return "size unknown"
+
+
+# Formats that are not UTF-8 text, recognised by their first bytes: (test, what it is, what to do).
+_NOT_TEXT = (
+    (lambda h: h[:3] == b"BZh" and h[3:4].isdigit() and h[4:10] in (b"1AY&SY", b"\x17rE8P\x90"),
+     "bz2-compressed", "convert it to gzip (`bunzip2 -c FILE | gzip > FILE.gz`) or decompress it"),
+    (lambda h: h[:6] == b"\xfd7zXZ\x00", "xz-compressed", "convert it to gzip (`xz -dc FILE | gzip > FILE.gz`) or decompress it"),
+    (lambda h: h[:4] == b"\x28\xb5\x2f\xfd", "zstd-compressed", "convert it to gzip (`zstd -dc FILE | gzip > FILE.gz`) or decompress it"),
+    (lambda h: h[:4] in (b"PK\x03\x04", b"PK\x05\x06"), "a zip archive", "extract the table from it (gzip is read directly)"),
+    (lambda h: h[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"), "UTF-32 text (byte-order mark)",
+     "convert it to UTF-8 (`iconv -f UTF-32 -t UTF-8 FILE > NEW`)"),
+    (lambda h: h[:2] in (b"\xff\xfe", b"\xfe\xff"), "UTF-16 text (byte-order mark)",
+     "convert it to UTF-8 (`iconv -f UTF-16 -t UTF-8 FILE > NEW`; spreadsheets: save as 'CSV UTF-8')"),
+)
+
+
+def _refuse_other_formats(path: Path, head: bytes) -> None:
+    """DataError when ``head`` (a file's first bytes) shows a compression or encoding that is not read."""
+    for test, what, todo in _NOT_TEXT:
+        if test(head):
+            msg = f"{path}: this file is {what}; {todo}"
+            raise DataError(msg)
+    sample = head[:4096]
+    if b"\x00" in sample and len(sample) >= 8:
+        even, odd = sample[0::2], sample[1::2]
+        if max(even.count(0) / len(even), odd.count(0) / len(odd)) > 0.3 and min(even.count(0), odd.count(0)) < 0.05 * len(odd):
+            msg = (
+                f"{path}: this file looks like UTF-16 text without a byte-order mark (every other byte is 0); "
+                "convert it to UTF-8 (`iconv -f UTF-16LE -t UTF-8 FILE > NEW`, or UTF-16BE)"
+            )
+            raise DataError(msg)
 
 
 def _is_gzip(path: Path) -> bool:
@@ -42,15 +112,55 @@ def _is_gzip(path: Path) -> bool:
         return fh.read(2) == b"\x1f\x8b"
 
 
-def _read_text(path: Path) -> str:
+def _read_gzip(path: Path, limit: int) -> bytes:
+    """The expanded content of a gzip file; DataError above ``limit`` bytes (read in chunks, stopped there)."""
+    chunks, size = [], 0
+    with gzip.open(path, "rb") as fh:
+        while True:
+            block = fh.read(min(1 << 24, limit + 1 - size))
+            if not block:
+                break
+            chunks.append(block)
+            size += len(block)
+            if size > limit:
+                msg = (
+                    f"{path}: gzip-compressed text expands to more than {limit} bytes (the limit, "
+                    "max_expanded_bytes); stopped there. "
+                    f"The file has {path.stat().st_size} bytes compressed; if it really is this large, raise the limit "
+                    "or store the matrix as .h5ad"
+                )
+                raise DataError(msg)
+    return b"".join(chunks)
+
+
+@_names_errors
+def _read_text(path: Path, max_expanded_bytes: int | None = None) -> str:
+    """The text of a UTF-8 file, plain or gzip-compressed, without a leading byte-order mark.
+
+    A gzip file may expand to at most ``max_expanded_bytes`` (default
+    :data:`MAX_EXPANDED_BYTES`).  UTF-16/32 text and bz2, xz, zstd or zip
+    files are recognised by their first bytes and refused with a message
+    saying what the file is and how to convert it.
+    """
+    path = Path(path)
+    limit = MAX_EXPANDED_BYTES if max_expanded_bytes is None else int(max_expanded_bytes)
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    gz = head[:2] == b"\x1f\x8b" or path.suffix == ".gz"
+    if not gz:
+        _refuse_other_formats(path, head)
     try:
-        with _open_text(path) as fh:
-            return fh.read()
+        data = _read_gzip(path, limit) if gz else path.read_bytes()
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        _refuse_other_formats(path, head)  # e.g. a bz2 file named .gz
         msg = f"{path}: truncated or corrupt gzip file ({type(exc).__name__}: {exc})"
         raise DataError(msg) from None
+    if gz:
+        _refuse_other_formats(path, data[:4096])  # UTF-16 text inside the gzip
+    try:
+        return data.decode("utf-8-sig")  # "-sig": a UTF-8 byte-order mark is dropped, not kept in the first id
     except UnicodeDecodeError as exc:
-        msg = f"{path}: not a UTF-8 text file (byte {exc.start}: {exc.reason})"
+        msg = f"{path}: not a UTF-8 text file (byte {exc.start}: {exc.reason}); convert it to UTF-8"
         raise DataError(msg) from None
 
 
@@ -62,7 +172,12 @@ def infer_format(path, fmt: str = "auto") -> str:
     """The table format of ``path``: tsv, csv, gct or h5ad."""
     if fmt and fmt != "auto":
         return fmt
-    name = _strip_ext(Path(path).name.lower())
+    low = Path(path).name.lower()
+    for ext, what in ((".bz2", "bz2"), (".xz", "xz"), (".zst", "zstd"), (".zip", "zip")):
+        if low.endswith(ext):
+            msg = f"{path}: this file is {what}-compressed ({ext}); convert it to gzip (.gz) or decompress it"
+            raise DataError(msg)
+    name = _strip_ext(low)
     for ext, f in ((".tsv", "tsv"), (".txt", "tsv"), (".tab", "tsv"), (".csv", "csv"), (".gct", "gct"), (".h5ad", "h5ad")):
         if name.endswith(ext):
             return f
@@ -70,8 +185,10 @@ def infer_format(path, fmt: str = "auto") -> str:
     raise DataError(msg)
 
 
-def _read_raw_table(path: Path, sep: str, skiprows: int = 0) -> list[list[str]]:
-    text = _read_text(path)
+@_names_errors
+def _read_raw_table(path: Path, sep: str, skiprows: int = 0, *, text: str | None = None, max_expanded_bytes: int | None = None) -> pd.DataFrame:
+    if text is None:
+        text = _read_text(path, max_expanded_bytes)
     if not text.strip():
         msg = f"{path}: file is empty"
         raise DataError(msg)
@@ -131,6 +248,13 @@ def _to_float(values: pd.DataFrame, path: Path, row_ids, col_ids, row_kind: str,
     shape = raw.shape
     if bad.any():
         i, j = np.unravel_index(int(np.flatnonzero(bad)[0]), shape)
+        if _overflows(raw[i, j]):
+            msg = (
+                f"{path}: value {raw[i, j]!r} at {row_kind} {row_ids[i]!r} (line {line0 + i}), "
+                f"{col_kind} {col_ids[j]!r} (column {j + 2}) overflows: its magnitude is beyond the largest "
+                f"float64 (about 1.8e308); expected a finite number ({int(bad.sum())} cells not read as numbers)"
+            )
+            raise DataError(msg)
         msg = (
             f"{path}: non-numeric value {raw[i, j]!r} at {row_kind} {row_ids[i]!r} (line {line0 + i}), "
             f"{col_kind} {col_ids[j]!r} (column {j + 2}); expected a number ({int(bad.sum())} such cells)"
@@ -150,6 +274,20 @@ def _to_float(values: pd.DataFrame, path: Path, row_ids, col_ids, row_kind: str,
     return X
 
 
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _overflows(cell) -> bool:
+    """Whether a cell is a decimal number too large for float64 (``1e309``; pandas reads it as NaN)."""
+    text = str(cell).strip()
+    if not _DECIMAL.fullmatch(text):
+        return False
+    try:
+        return math.isinf(float(text))
+    except (ValueError, OverflowError):
+        return False
+
+
 def _check_unique(ids, path, kind: str, where: str) -> None:
     s = pd.Index(ids)
     if s.has_duplicates:
@@ -160,6 +298,34 @@ def _check_unique(ids, path, kind: str, where: str) -> None:
     if empty:
         msg = f"{path}: empty {kind} id in {where} (position {empty[0] + 1})"
         raise DataError(msg)
+
+
+def _gct_head(path: Path, text: str) -> tuple[int, int]:
+    """Check a GCT 1.2 file's first two lines; return the (rows, sample columns) its line 2 gives.
+
+    A GCT 1.2 file starts with ``#1.2``, then the numbers of data rows and of
+    sample columns (https://software.broadinstitute.org/cancer/software/gsea/wiki/index.php/Data_formats).
+    Without the version line the dimension line would be skipped as the
+    version and the first data row read as the header, silently.
+    """
+    lines = text.split("\n", 2)
+    first = lines[0].rstrip("\r")
+    fields = first.split("\t")
+    if fields[0].strip() != "#1.2" or any(f.strip() for f in fields[1:]):
+        if fields[0].strip().startswith("#1.3"):
+            msg = f"{path}: line 1 is {first[:60]!r}: GCT version 1.3 is not read here; save the file as GCT 1.2 or as a .tsv"
+        else:
+            msg = (
+                f"{path}: line 1 is {first[:60]!r}, expected '#1.2': a .gct file starts with its version line, "
+                "then a line with the numbers of rows and sample columns (without them a data row would be read as the header)"
+            )
+        raise DataError(msg)
+    second = lines[1].rstrip("\r") if len(lines) > 1 else ""
+    dims = [f.strip() for f in second.split("\t") if f.strip()]
+    if len(dims) != 2 or not all(d.isdigit() for d in dims):
+        msg = f"{path}: line 2 is {second[:60]!r}, expected the numbers of rows and sample columns (two whole numbers, tab-separated) of a GCT 1.2 file"
+        raise DataError(msg)
+    return int(dims[0]), int(dims[1])
 
 
 @dataclass
@@ -173,11 +339,21 @@ class Matrix:
     obs: pd.DataFrame | None = None
 
 
-def read_matrix(path, *, fmt: str = "auto", orientation: str = "genes_by_samples", layer: str | None = None) -> Matrix:
+@_names_errors
+def read_matrix(
+    path, *, fmt: str = "auto", orientation: str = "genes_by_samples", layer: str | None = None,
+    max_expanded_bytes: int | None = None,
+) -> Matrix:
     """Read a generic expression matrix (.tsv/.txt/.csv[.gz], .gct, .h5ad).
 
     ``layer`` (.h5ad only): read ``adata.layers[layer]`` instead of ``adata.X``
     (e.g. ``"counts"``, where scanpy users keep raw counts).
+
+    ``max_expanded_bytes``: the largest size a gzip-compressed text file may
+    expand to (default :data:`MAX_EXPANDED_BYTES`, 10 GB).  A UTF-8
+    byte-order mark is dropped; UTF-16 text and bz2/xz/zip files are refused
+    with a message that says so.  A ``.gct`` must start with ``#1.2`` and a
+    dimension line that agrees with its body.
 
     Text files have one header line (first cell = the row-id column name,
     then column ids) and one id column.  ``orientation`` says whether rows are
@@ -197,7 +373,10 @@ def read_matrix(path, *, fmt: str = "auto", orientation: str = "genes_by_samples
         raise DataError(msg)
     sep = "," if fmt == "csv" else "\t"
     skip = 2 if fmt == "gct" else 0
-    df = _read_raw_table(path, sep, skiprows=skip)
+    text = _read_text(path, max_expanded_bytes)
+    gct_dims = _gct_head(path, text) if fmt == "gct" and text.strip() else None
+    df = _read_raw_table(path, sep, skiprows=skip, text=text)
+    del text
     header = [str(h).strip() for h in df.iloc[0].tolist()]  # stripped like the row ids
     body = df.iloc[1:]
     if body.shape[0] == 0:
@@ -208,6 +387,12 @@ def read_matrix(path, *, fmt: str = "auto", orientation: str = "genes_by_samples
     if header[-1] == "" and (body.iloc[:, -1].fillna("") == "").all():
         header, body = header[:-1], body.iloc[:, :-1]
     col_ids = header[n_id:]
+    if gct_dims is not None and gct_dims != (body.shape[0], len(col_ids)):
+        msg = (
+            f"{path}: line 2 says {gct_dims[0]} rows x {gct_dims[1]} sample columns, but the file has "
+            f"{body.shape[0]} data rows (lines 4-{3 + body.shape[0]}) and {len(col_ids)} sample columns (line 3)"
+        )
+        raise DataError(msg)
     row_ids = body.iloc[:, 0].fillna("").astype(str).str.strip().tolist()
     rows_kind, cols_kind = ("gene", "sample") if orientation == "genes_by_samples" else ("sample", "gene")
     if len(col_ids) == 0:
@@ -270,11 +455,16 @@ def _read_h5ad(path: Path, layer: str | None = None) -> Matrix:
     return Matrix(X, samples, genes, var, obs)
 
 
-def read_table(path) -> pd.DataFrame:
-    """A small annotation table (.csv = comma, otherwise tab), all strings."""
+@_names_errors
+def read_table(path, *, max_expanded_bytes: int | None = None) -> pd.DataFrame:
+    """A small annotation table (.csv = comma, otherwise tab), all strings.
+
+    Read as :func:`read_matrix` reads text (UTF-8, a byte-order mark dropped,
+    gzip expanded to at most ``max_expanded_bytes``).
+    """
     path = Path(path)
     sep = "," if _strip_ext(path.name.lower()).endswith(".csv") else "\t"
-    text = _read_text(path)
+    text = _read_text(path, max_expanded_bytes)
     if not text.strip():
         msg = f"{path}: file is empty"
         raise DataError(msg)
@@ -288,10 +478,11 @@ def read_table(path) -> pd.DataFrame:
     return df
 
 
-def read_labels(path, sample_column: str = "sample", label_column: str = "label") -> pd.Series:
+@_names_errors
+def read_labels(path, sample_column: str = "sample", label_column: str = "label", *, max_expanded_bytes: int | None = None) -> pd.Series:
     """Labels table -> Series (index = sample id, value = label or NaN)."""
     path = Path(path)
-    df = read_table(path)
+    df = read_table(path, max_expanded_bytes=max_expanded_bytes)
     for key, col in (("sample_column", sample_column), ("label_column", label_column)):
         if col not in df.columns:
             msg = f"{path}: column {col!r} (config key {key}) not found; columns are {list(df.columns)[:20]}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import http.client
 import logging
@@ -11,6 +12,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import zlib
 from pathlib import Path
 
 from glfs.readers import DataError
@@ -44,6 +46,14 @@ def _now() -> str:
 
 _RETRY_HTTP = {408, 425, 429, 500, 502, 503, 504}
 
+_GB = 2**30
+
+#: The workflow's defaults (workflow/schemas/config.schema.yaml, section fetch), repeated for
+#: callers of :func:`fetch_dataset_files` that give no fetch config.
+DEFAULT_MAX_DOWNLOAD_GB = 10.0
+DEFAULT_MAX_EXPANDED_GB = 10.0
+DEFAULT_MAX_TIME = 7200.0
+
 
 def download(
     url: str,
@@ -54,6 +64,8 @@ def download(
     timeout: float = 60.0,
     backoff: float = 2.0,
     progress_every: float = 5.0,
+    max_bytes: int | None = None,
+    max_time: float | None = None,
 ) -> dict:
     """Download ``url`` (http, https or file) to ``dest`` atomically.
 
@@ -66,19 +78,36 @@ def download(
     On failure nothing is left at ``dest`` (an existing ``dest`` is untouched)
     and :class:`FetchError` names the URL.
 
+    ``max_bytes`` caps the body (a Content-Length above it is refused before
+    the body is read; a body without one is stopped when it passes the cap);
+    ``max_time`` (seconds) caps the whole download, retries and their waits
+    included.  Both are final (not retried) and name the URL and the limit.
+
     Returns a dict with ``url``, ``path``, ``sha256``, ``size``, ``attempts``
     and ``time``.
     """
     dest = Path(dest)
     last = None
+    deadline = None if max_time is None else time.monotonic() + float(max_time)
+    received = [0]  # bytes of the current attempt, for the time-limit message
     for attempt in range(retries + 1):
+        if deadline is not None and time.monotonic() >= deadline:
+            raise FetchError(_time_up(url, max_time, received[0], last))
         if attempt:
             wait = backoff * 2 ** (attempt - 1)
+            if deadline is not None and time.monotonic() + wait >= deadline:
+                raise FetchError(_time_up(url, max_time, received[0], last))
             log.warning("retrying %s in %.2f s (attempt %d of %d) after: %s", url, wait, attempt + 1, retries + 1, last)
             time.sleep(wait)
+        # a read never waits past the deadline by more than a moment
+        t_read = timeout if deadline is None else max(0.05, min(timeout, deadline - time.monotonic()))
+        received[0] = 0
         try:
             with _atomic_path(dest) as tmp:
-                digest, size = _stream(url, tmp, timeout=timeout, progress_every=progress_every)
+                digest, size = _stream(
+                    url, tmp, timeout=t_read, progress_every=progress_every,
+                    max_bytes=max_bytes, deadline=deadline, max_time=max_time, received=received,
+                )
                 if sha256 is not None and digest != sha256.lower():
                     msg = f"checksum mismatch for {url}: expected sha256 {sha256.lower()}, got {digest} ({size} bytes); the file was not kept"
                     raise _Fatal(msg)
@@ -109,17 +138,42 @@ class _Short(Exception):
     pass
 
 
-def _stream(url: str, tmp: Path, *, timeout: float, progress_every: float):
+def _size_limit(max_bytes: int) -> str:
+    return f"the size limit of {max_bytes} bytes (fetch.max_download_gb = {max_bytes / _GB:.3g})"
+
+
+def _time_up(url: str, max_time: float, received: int, last) -> str:
+    tail = f"; last error: {last}" if last else ""
+    return (
+        f"download of {url} stopped: not complete after {max_time:g} s (fetch.max_time), {received} bytes "
+        f"received; the partial file was removed (not retried){tail}. On a slow connection raise fetch.max_time"
+    )
+
+
+def _stream(
+    url: str, tmp: Path, *, timeout: float, progress_every: float,
+    max_bytes: int | None = None, deadline: float | None = None, max_time: float | None = None, received=None,
+):
     h = hashlib.sha256()
     size = 0
     req = urllib.request.Request(url, headers={"User-Agent": "glfs-workflow/0.1"})
     with urllib.request.urlopen(req, timeout=timeout) as resp, open(tmp, "wb") as out:
         length = resp.headers.get("Content-Length") if hasattr(resp, "headers") else None
         length = int(length) if length and str(length).isdigit() else None
+        if max_bytes is not None and length is not None and length > max_bytes:
+            msg = (
+                f"download of {url} refused: Content-Length is {length} bytes, above {_size_limit(max_bytes)}; "
+                "nothing was written (not retried). If the file really is this large, raise fetch.max_download_gb"
+            )
+            raise _Fatal(msg)
+        # read1: returns what has arrived, so the limits are checked while a slow body trickles in
+        read = getattr(resp, "read1", resp.read)
         t_last = time.monotonic()
         while True:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise _Fatal(_time_up(url, max_time, size, None))
             try:
-                block = resp.read(1 << 16)
+                block = read(1 << 16)
             except http.client.IncompleteRead as exc:
                 msg = f"body cut short: {len(exc.partial)} more bytes then end of stream"
                 raise _Short(msg) from None
@@ -128,9 +182,17 @@ def _stream(url: str, tmp: Path, *, timeout: float, progress_every: float):
                 raise TimeoutError(msg) from None
             if not block:
                 break
+            if max_bytes is not None and size + len(block) > max_bytes:
+                msg = (
+                    f"download of {url} stopped: more than {max_bytes} bytes received, {_size_limit(max_bytes)}; "
+                    "the partial file was removed (not retried). If the file really is this large, raise fetch.max_download_gb"
+                )
+                raise _Fatal(msg)
             out.write(block)
             h.update(block)
             size += len(block)
+            if received is not None:
+                received[0] = size
             if time.monotonic() - t_last >= progress_every:
                 t_last = time.monotonic()
                 total = f" of {length}" if length else ""
@@ -168,6 +230,41 @@ def plain_filename_problem(name) -> str | None:
     return None
 
 
+def check_expanded_size(path, max_bytes: int, what: str = "") -> int | None:
+    """Expanded size of a gzip file (None for a file that is not gzip); FetchError above ``max_bytes``.
+
+    The file is decompressed in a stream (1 MB at a time, nothing kept) and
+    stopped as soon as it passes ``max_bytes``, so a small file that expands
+    without limit is refused here, before a reader tries to hold it in
+    memory.  A corrupt or truncated gzip is left to the reader, whose error
+    names it.
+    """
+    path = Path(path)
+    with open(path, "rb") as fh:
+        if fh.read(2) != b"\x1f\x8b":
+            return None
+    size = 0
+    try:
+        with gzip.open(path, "rb") as fh:
+            while True:
+                block = fh.read(1 << 20)
+                if not block:
+                    return size
+                size += len(block)
+                if size > max_bytes:
+                    break
+    except (EOFError, gzip.BadGzipFile, zlib.error, OSError):
+        return None
+    prefix = f"{what}: " if what else ""
+    msg = (
+        f"{prefix}{path} is gzip-compressed and expands to more than {max_bytes} bytes "
+        f"(fetch.max_expanded_gb = {max_bytes / _GB:.3g}); stopped there ({path.stat().st_size} bytes compressed). "
+        "If it really is this large, raise fetch.max_expanded_gb (a text matrix takes several times its size "
+        "in memory; store large matrices as .h5ad)"
+    )
+    raise FetchError(msg)
+
+
 def _verify_local(path: Path, expected: str | None, what: str) -> str:
     if not path.exists():
         msg = f"{what}: file {path} does not exist"
@@ -192,6 +289,9 @@ def resolve_file(
     retries: int = 4,
     timeout: float = 60.0,
     backoff: float = 2.0,
+    max_download_bytes: int | None = None,
+    max_time: float | None = None,
+    max_expanded_bytes: int | None = None,
 ) -> dict:
     """Find one input file locally or download it; return its provenance record.
 
@@ -202,9 +302,23 @@ def resolve_file(
     is checked against ``sha256`` when known.  A mirror whose checksum does
     not match is an error (never silently replaced).
 
+    A download is capped at ``max_download_bytes`` and ``max_time`` seconds
+    (:func:`download`); a gzip file from any source may expand to at most
+    ``max_expanded_bytes`` (:func:`check_expanded_size`).  None = no limit.
+
     Returns ``{role, source, url, path, sha256, expected_sha256, size, time}``
     with ``source`` one of ``local``, ``mirror``, ``cache``, ``download``.
     """
+    rec = _resolve_file(
+        spec, dataset=dataset, role=role, mirror_dir=mirror_dir, download_dir=download_dir,
+        retries=retries, timeout=timeout, backoff=backoff, max_download_bytes=max_download_bytes, max_time=max_time,
+    )
+    if max_expanded_bytes is not None:
+        check_expanded_size(rec["path"], int(max_expanded_bytes), f"dataset {dataset!r} file {role!r}")
+    return rec
+
+
+def _resolve_file(spec, *, dataset, role, mirror_dir, download_dir, retries, timeout, backoff, max_download_bytes, max_time) -> dict:
     s = _spec(spec)
     url, expected = s["url"], s["sha256"]
     what = f"dataset {dataset!r} file {role!r}"
@@ -246,7 +360,10 @@ def resolve_file(
         log.warning("%s: cached %s has sha256 %s, expected %s; downloading again", what, dest, digest, expected)
     log.info("%s: downloading %s -> %s", what, url, dest)
     try:
-        got = download(url, dest, sha256=expected, retries=retries, timeout=timeout, backoff=backoff)
+        got = download(
+            url, dest, sha256=expected, retries=retries, timeout=timeout, backoff=backoff,
+            max_bytes=max_download_bytes, max_time=max_time,
+        )
     except FetchError as exc:
         msg = f"{what}: {exc}"
         raise FetchError(msg) from None
@@ -291,8 +408,21 @@ def check_provenance(prov: dict, provenance_path="provenance.json") -> dict:
 
 
 def fetch_dataset_files(dataset: str, cfg: dict, fetch_cfg: dict | None = None) -> dict:
-    """Resolve every file of a dataset; return the provenance record."""
+    """Resolve every file of a dataset; return the provenance record.
+
+    ``fetch_cfg`` is the config's ``fetch`` section: ``mirror``,
+    ``download_dir``, ``retries``, ``timeout``, ``backoff``, and the limits
+    ``max_download_gb`` (size of one download), ``max_time`` (seconds for one
+    download, retries included) and ``max_expanded_gb`` (what a gzip file may
+    expand to), in GB of 2**30 bytes.  The limits in bytes are recorded in the
+    provenance under ``limits``.
+    """
     f = dict(fetch_cfg or {})
+    limits = {
+        "max_download_bytes": int(float(f.get("max_download_gb", DEFAULT_MAX_DOWNLOAD_GB)) * _GB),
+        "max_time": float(f.get("max_time", DEFAULT_MAX_TIME)),
+        "max_expanded_bytes": int(float(f.get("max_expanded_gb", DEFAULT_MAX_EXPANDED_GB)) * _GB),
+    }
     files = {}
     for role, spec in dataset_file_specs(cfg).items():
         files[role] = resolve_file(
@@ -304,5 +434,6 @@ def fetch_dataset_files(dataset: str, cfg: dict, fetch_cfg: dict | None = None) 
             retries=int(f.get("retries", 4)),
             timeout=float(f.get("timeout", 60)),
             backoff=float(f.get("backoff", 2.0)),
+            **limits,
         )
-    return {"dataset": dataset, "created": _now(), "files": files}
+    return {"dataset": dataset, "created": _now(), "files": files, "limits": limits}

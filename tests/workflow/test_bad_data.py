@@ -83,6 +83,25 @@ def _raw_counts():
 
 CELL = ["a", "b", None, "a", "b", "a", "b", None, "a", "b", "a", "b"]
 
+
+def _gct(version="#1.2", dims=None):
+    """GOOD as a .gct (genes x samples, a Description column)."""
+    head = [version] if version is not None else []
+    head.append(dims or f"{len(GENES)}\t{len(SAMPLES)}")
+    head.append("\t".join(["Name", "Description", *SAMPLES]))
+    rows = ["\t".join([g, f"d{g}", *(str(v) for v in row)]) for g, row in zip(GENES, X0)]
+    return "\n".join(head + rows) + "\n"
+
+
+def _gzip_bomb():
+    """GOOD's header, then unique gene rows of zeros: ~3 MB of text in a ~100 kB gzip."""
+    rows = "".join(f"Z{i:06d}" + "\t0" * len(SAMPLES) + "\n" for i in range(110_000))
+    return gzip.compress((GOOD + rows).encode(), 9)
+
+
+# issue 19 item 2: the bad run's fetch.max_expanded_gb (0.001 GB = 1,073,741 bytes); every other case's file is far smaller
+MAX_EXPANDED_GB = 0.001
+
 # name: (files {name: text or bytes}, dataset config (paths relative to data/), expected log regex or None = must succeed)
 CASES = {
     "empty": ({"m.tsv": ""}, {}, r"data/m\.tsv: file is empty"),
@@ -134,7 +153,19 @@ CASES = {
     "all_zero": ({"m.tsv": _tsv(np.zeros((20, 12)), GENES, SAMPLES)}, {}, r"data/m\.tsv: every one of the 20 genes is constant across the 12 samples \(all zero\)"),
     "header_id_spaces": ({"m.tsv": _cell(GOOD, 0, 5, "S03 ")}, {}, r"data/m\.tsv: duplicate sample ids in the header line: \['S03'\]"),
     "unclosed_quote": ({"m.tsv": _cell(GOOD, 13, 3, '"5.1')}, {}, r"data/m\.tsv: unclosed quote: the '\"' opened on line 14 is never closed"),
+    # issue 19
+    "gzip_bomb": ({"m.tsv.gz": _gzip_bomb()}, {}, r"data/m\.tsv\.gz is gzip-compressed and expands to more than 1073741 bytes \(fetch\.max_expanded_gb = 0\.001\)"),
+    "gct_no_version": ({"m.gct": _gct(version=None)}, {}, r"data/m\.gct: line 1 is '20\\t12', expected '#1\.2'"),
+    "gct_dims": ({"m.gct": _gct(dims="21\t12")}, {}, r"data/m\.gct: line 2 says 21 rows x 12 sample columns, but the file has 20 data rows \(lines 4-23\)"),
+    "utf16": ({"m.tsv": GOOD.encode("utf-16")}, {}, r"data/m\.tsv: this file is UTF-16 text \(byte-order mark\); convert it to UTF-8"),
+    "bz2": ({"m.tsv": __import__("bz2").compress(GOOD.encode())}, {}, r"data/m\.tsv: this file is bz2-compressed; convert it to gzip"),
+    "overflow": ({"m.tsv": _cell(GOOD, 5, 7, "1e309")}, {}, r"data/m\.tsv: value '1e309' at gene 'G004' \(line 6\), sample 'S06' \(column 8\) overflows"),
     # allowed, reported
+    "utf8_bom_r_header": (
+        {"m.tsv": "\ufeff" + GOOD.split("\t", 1)[1], "l.tsv": "\ufeff" + _labels(SAMPLES)},
+        {"labels": "l.tsv", "drop_unlabelled": True},
+        None,
+    ),
     "constant_gene": ({"m.tsv": _tsv(np.vstack([X0[:5], np.full((1, 12), 7.0), X0[6:]]), GENES, SAMPLES)}, {}, None),
     "more_samples_than_genes": ({"m.tsv": _tsv(_matrix(30, 8)[0].T, _matrix(30, 8)[2], _matrix(30, 8)[1], "sample")}, {"orientation": "samples_by_genes"}, None),
     "raw_counts": ({"m.tsv": _tsv(_raw_counts(), GENES, SAMPLES)}, {}, None),
@@ -161,7 +192,7 @@ def bad_run(tmp_path_factory, mini_workflow, snakemake_run):
             cfg["labels"] = f"data/{name}/{cfg['labels']}"
             cfg.setdefault("label_column", "subtype")
         datasets[name] = cfg
-    config = {"run": sorted(CASES), "graph": {"n_neighbors": N_NEIGHBORS}, "datasets": datasets}
+    config = {"run": sorted(CASES), "graph": {"n_neighbors": N_NEIGHBORS}, "fetch": {"max_expanded_gb": MAX_EXPANDED_GB}, "datasets": datasets}
     targets = [f"results/{n}/prepared.h5ad" for n in CASES]
     proc = snakemake_run(mini_workflow(work), work, config, targets, "--keep-going", timeout=1200)
     return work, proc
@@ -184,7 +215,7 @@ def test_bad_case_fails_cleanly(bad_run, case):
     assert not (out / "prepared.h5ad").exists()
     leftovers = [p.name for p in out.iterdir() if p.name != "provenance.json"] if out.exists() else []
     assert leftovers == []
-    if case in ("checksum", "unreadable"):  # the fetch step failed: no provenance either
+    if case in ("checksum", "unreadable", "gzip_bomb"):  # the fetch step failed: no provenance either
         assert not (out / "provenance.json").exists()
 
 
@@ -250,6 +281,15 @@ def test_spreadsheet_dates_allowed_and_warned(bad_run):
     a = _prepared(work, "spreadsheet_dates")
     assert list(a.var_names[:2]) == ["1-Mar", "2-Sep"]
     assert "2 gene ids look like dates a spreadsheet made" in a.uns["dataset"]["warnings"]
+
+
+@pytest.mark.workflow
+def test_utf8_bom_before_an_r_header_is_stripped(bad_run):
+    """Issue 19 item 7: the BOM became part of the first sample id, which drop_unlabelled then dropped."""
+    work, _ = bad_run
+    a = _prepared(work, "utf8_bom_r_header")
+    assert list(a.obs_names) == SAMPLES
+    assert a.uns["dataset"]["labels"]["n_samples_unlabelled_dropped"] == 0
 
 
 # ---------------------------------------------------------------- the whole workflow on odd names

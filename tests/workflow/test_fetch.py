@@ -258,3 +258,150 @@ def test_stale_temporaries_of_a_killed_run_are_removed(server, tmp_path):
     stale.write_bytes(BODY[:10])
     download(f"{server}/ok", tmp_path / "x.tsv", sha256=SHA, **FAST)
     assert _leftovers(tmp_path) == ["x.tsv"]
+
+
+# Issue 19 item 1: a download has a size cap and a total time limit; item 2: a .gz file
+# may not expand beyond a cap.  Every case names the URL (or file) and the limit and leaves nothing.
+
+
+class _EndlessHandler(http.server.BaseHTTPRequestHandler):
+    """/endless: a body without Content-Length that never ends; /huge: a Content-Length of 1 TB;
+    /drip: a byte every 50 ms (each read well within the socket timeout), never ending."""
+
+    counts: dict = {}
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):  # noqa: N802 - http.server API
+        path = self.path.split("?")[0]
+        self.counts[path] = self.counts.get(path, 0) + 1
+        self.send_response(200)
+        if path == "/huge":
+            self.send_header("Content-Length", str(10**12))
+        self.end_headers()
+        block = b"G\t1.0\t2.0\n" * 6000
+        try:
+            while True:
+                if path == "/drip":
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+                else:
+                    self.wfile.write(block)
+        except OSError:  # the client hung up: the test's point
+            pass
+        self.close_connection = True
+
+
+@pytest.fixture(scope="module")
+def endless_server():
+    _EndlessHandler.counts = {}
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EndlessHandler)
+    httpd.daemon_threads = True
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_endless_body_is_stopped_at_the_size_cap(endless_server, tmp_path):
+    dest = tmp_path / "x.tsv"
+    url = f"{endless_server}/endless"
+    with pytest.raises(FetchError, match=rf"download of {url} stopped: more than 200000 bytes received.*size limit.*fetch\.max_download_gb") as err:
+        download(url, dest, max_bytes=200_000, **FAST)
+    assert "not retried" in str(err.value)
+    assert _EndlessHandler.counts["/endless"] == 1  # the cap is final: no retry
+    assert _leftovers(tmp_path) == []
+
+
+def test_content_length_above_the_cap_is_refused_before_the_body(endless_server, tmp_path):
+    url = f"{endless_server}/huge"
+    with pytest.raises(FetchError, match=rf"download of {url} refused: Content-Length is 1000000000000 bytes, above the size limit of 200000 bytes"):
+        download(url, tmp_path / "x.tsv", max_bytes=200_000, **FAST)
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_download_that_never_finishes_is_stopped_at_the_time_limit(endless_server, tmp_path):
+    url = f"{endless_server}/drip"
+    t0 = time.monotonic()
+    with pytest.raises(FetchError, match=rf"download of {url} stopped: not complete after 0\.5 s \(fetch\.max_time\), \d+ bytes received"):
+        download(url, tmp_path / "x.tsv", max_time=0.5, **FAST)
+    assert time.monotonic() - t0 < 5  # stopped near the limit, not after retries or forever
+    assert _leftovers(tmp_path) == []
+
+
+def test_time_limit_covers_the_retries(server, tmp_path):
+    """The limit is total: retries and their waits count too."""
+    url = f"{server}/always500"
+    with pytest.raises(FetchError, match=r"not complete after 0\.3 s \(fetch\.max_time\)"):
+        download(url, tmp_path / "x.tsv", retries=50, timeout=1.0, backoff=0.2, max_time=0.3)
+    assert _leftovers(tmp_path) == []
+
+
+def test_fetch_config_caps_reach_the_download(endless_server, tmp_path):
+    """fetch.max_download_gb of the config: the error names the dataset, file, URL and key."""
+    dl = tmp_path / "dl"
+    cfg = {"expression": f"{endless_server}/endless/e.tsv", "labels": None}
+    fetch = {"download_dir": str(dl), "max_download_gb": 0.0002, **FAST}  # 214,748 bytes
+    with pytest.raises(FetchError, match=r"dataset 'd' file 'expression': download of .*/endless/e\.tsv stopped: more than 214748 bytes.*fetch\.max_download_gb = 0\.0002"):
+        fetch_dataset_files("d", cfg, fetch)
+    assert _leftovers(dl / "d") == []
+
+
+def _gzip_bomb(path: Path, expanded: int) -> Path:
+    import gzip
+
+    with gzip.open(path, "wb") as fh:
+        fh.write(b"gene\tS1\tS2\n")
+        zeros = b"0" * (1 << 20)
+        for _ in range(expanded >> 20):
+            fh.write(zeros)
+    return path
+
+
+def test_gzip_expanding_beyond_the_cap_is_refused_at_fetch(tmp_path):
+    bomb = _gzip_bomb(tmp_path / "m.tsv.gz", 8 << 20)
+    assert bomb.stat().st_size < 100_000
+    with pytest.raises(FetchError, match=r"dataset 'd' file 'expression': .*m\.tsv\.gz is gzip-compressed and expands to more than 1073741 bytes \(fetch\.max_expanded_gb = 0\.001\)"):
+        fetch_dataset_files("d", {"expression": str(bomb), "labels": None}, {"max_expanded_gb": 0.001})
+    # within the cap it resolves
+    prov = fetch_dataset_files("d", {"expression": str(bomb), "labels": None}, {"max_expanded_gb": 16 / 1024})
+    assert prov["files"]["expression"]["source"] == "local"
+
+
+def test_limit_defaults_agree_with_the_schema_and_the_reader():
+    import yaml
+
+    from glfs import readers
+    from glfs_workflow import fetch
+
+    schema = yaml.safe_load((Path(__file__).resolve().parents[2] / "workflow/schemas/config.schema.yaml").read_text())
+    props = schema["properties"]["fetch"]["properties"]
+    assert props["max_download_gb"]["default"] == fetch.DEFAULT_MAX_DOWNLOAD_GB
+    assert props["max_time"]["default"] == fetch.DEFAULT_MAX_TIME
+    assert props["max_expanded_gb"]["default"] == fetch.DEFAULT_MAX_EXPANDED_GB
+    assert props["max_expanded_gb"]["default"] * 2**30 == readers.MAX_EXPANDED_BYTES
+
+
+def test_fetch_script_error_with_an_empty_message_says_what_happened(tmp_path, monkeypatch, restore_logging):
+    """Issue 19 item 2: "fetch_dataset ERROR: " and nothing after it (a MemoryError) never again."""
+    import runpy
+    from types import SimpleNamespace as NS
+
+    from glfs_workflow import fetch
+
+    def oom(*args, **kwargs):
+        raise MemoryError()
+
+    monkeypatch.setattr(fetch, "fetch_dataset_files", oom)
+    smk = NS(
+        wildcards=NS(dataset="d"), params=NS(dataset={"expression": "x.tsv"}, fetch={}),
+        output=NS(provenance=str(tmp_path / "p.json")), log=[str(tmp_path / "f.log")],
+    )
+    with pytest.raises(SystemExit):
+        runpy.run_path(str(Path(__file__).resolve().parents[2] / "scripts/fetch_file.py"), init_globals={"snakemake": smk})
+    text = (tmp_path / "f.log").read_text()
+    assert "MemoryError (no further message) while fetching the files of dataset 'd'" in text
+    assert not (tmp_path / "p.json").exists()
