@@ -125,3 +125,22 @@ def test_scanpy_route_end_to_end(prepared, metric):
     centroids = np.stack([Z[groups == g].mean(axis=0) for g in range(N_GROUPS)])
     nearest = ((Z[:, None, :] - centroids[None, :, :]) ** 2).sum(axis=2).argmin(axis=1)
     assert (nearest == groups).mean() > 0.9
+
+
+def test_readme_single_cell_snippet(prepared):
+    """The README's "Single cells in scanpy" snippet, line for line (counts in layers["counts"])."""
+    base, groups = prepared
+    adata = base.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sc.pp.neighbors(adata)  # scanpy's graph
+        glfs.tl.select(adata, "laplacian_score", 200, obsp="connectivities", key_added="ls")  # on scanpy's graph
+        glfs.tl.select(adata, "hvg_seurat_v3", 200)  # scanpy's HVG flavour, from layers["counts"]
+        glfs.tl.select(adata, "laplacian_score", 200, obsp="connectivities", key_added="ls_hv", mark_highly_variable=True)
+        sc.pp.pca(adata, n_comps=N_PCS)  # uses var["highly_variable"]: the glfs selection
+    assert adata.uns["hvg_seurat_v3"]["params"]["counts"] == "layers:counts"
+    np.testing.assert_array_equal(adata.var["highly_variable"].to_numpy(), adata.var["ls_hv"].to_numpy())
+    off = ~adata.var["ls_hv"].to_numpy()
+    assert np.abs(adata.varm["PCs"][off]).max() == 0  # PCA on the selection only
+    marker = np.asarray(adata.var_names.str.startswith("marker"))
+    assert adata.var["hvg_seurat_v3"].to_numpy()[marker].sum() > 150
