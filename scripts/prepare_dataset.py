@@ -30,8 +30,10 @@ def main(smk):
             adata = prepare_dataset(name, smk.params.dataset, paths, n_neighbors=None, provenance=prov)
         write_h5ad_atomic(adata, smk.output.h5ad)  # a full disk: one DiskFullError line, no traceback
     except Exception as exc:
-        log.error("%s", exc)
-        sys.stderr.write(f"prepare_dataset {name}: {exc}\n")
+        # every message says something: a MemoryError (or any error) without text names its type
+        text = str(exc).strip() or f"{type(exc).__name__} (no further message) while preparing dataset {name!r}"
+        log.error("%s", text)
+        sys.stderr.write(f"prepare_dataset {name}: {text}\n")
         raise SystemExit(1) from None
     log.info("wrote %s: %d samples x %d genes", smk.output.h5ad, adata.n_obs, adata.n_vars)
 
