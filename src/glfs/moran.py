@@ -39,7 +39,7 @@ from ._validation import check_graph, check_int, check_X, constant_features, war
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GraphAutocorrelation", "graph_autocorrelation"]
+__all__ = ["GraphAutocorrelation", "graph_autocorrelation", "pearson_residual_autocorrelation"]
 
 #: Values per column block (float64): 2**23 = 64 MB temporaries, as the Laplacian score.
 BLOCK_VALUES = 2**23
@@ -103,6 +103,67 @@ def _sparse_block(Xc, cols, W, w_row, w_tot, n):
     return zwz, np.maximum(m2, 0.0), np.maximum(m4, 0.0)
 
 
+def _finish(zwz, m2, m4, const, n, S0, S1, S2, method):
+    """Moran's I, z and kurtosis from the per-gene sums (NaN for constant genes)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        moran_i = (n / S0) * zwz / m2
+        b2 = n * m4 / (m2 * m2)
+    expected = -1.0 / (n - 1)
+    second = (
+        n * ((n * n - 3 * n + 3) * S1 - n * S2 + 3 * S0 * S0) - b2 * ((n * n - n) * S1 - 2 * n * S2 + 6 * S0 * S0)
+    ) / ((n - 1) * (n - 2) * (n - 3) * S0 * S0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = (moran_i - expected) / np.sqrt(second - expected**2)
+    for a in (moran_i, z, b2):
+        a[const] = np.nan
+    warn_constant(const, method)
+    return GraphAutocorrelation(moran_i=moran_i, z=z, kurtosis=b2, expected=expected)
+
+
+def pearson_residual_autocorrelation(counts, W, *, theta: float = 100.0, clip: float | None = None,
+                                     block_size: int | None = None) -> GraphAutocorrelation:
+    """:func:`graph_autocorrelation` of the analytic Pearson residuals of raw counts (Lause et al. 2021).
+
+    r_ij = clip((y_ij - mu_ij) / sqrt(mu_ij + mu_ij^2 / theta), -clip, clip), mu_ij = n_i p_j with
+    n_i the cell's total and p_j the gene's share of all counts (scanpy's
+    ``experimental.pp.normalize_pearson_residuals``; theta 100, clip sqrt(n) by default).  The
+    residuals are formed one gene block at a time from the sparse counts, so the memory beyond
+    the counts is O(n block_size), where scanpy forms the dense n x d residual matrix.
+
+    counts : array-like or sparse (n_samples, n_features), raw counts; W as :func:`graph_autocorrelation`.
+    Cost O(n d) time (the residuals are dense) plus O(nnz(W) d).
+    """
+    C = check_X(counts, name="counts")
+    n, d = C.shape
+    if n < 4:
+        msg = f"counts must have at least 4 samples for the permutation moments of Moran's I; got {n}"
+        raise ValueError(msg)
+    if not theta > 0:
+        msg = f"theta must be > 0; got {theta!r}"
+        raise ValueError(msg)
+    clip = float(np.sqrt(n)) if clip is None else float(clip)
+    W = check_graph(W, n)
+    block_size = max(1, BLOCK_VALUES // n) if block_size is None else check_int(block_size, "block_size", 1)
+    W, S0, S1, S2 = _graph_sums(W)
+    Cc = C.tocsc() if sp.issparse(C) else np.asarray(C)
+    cell = np.asarray(C.sum(axis=1)).ravel()
+    gene = np.asarray(C.sum(axis=0)).ravel()
+    total = float(gene.sum())
+    if total <= 0:
+        msg = "counts must hold at least one count; got an all-zero matrix"
+        raise ValueError(msg)
+    zwz, m2, m4 = np.empty(d), np.empty(d), np.empty(d)
+    for j0 in range(0, d, block_size):
+        cols = slice(j0, min(d, j0 + block_size))
+        Y = Cc[:, cols].toarray() if sp.issparse(Cc) else np.asarray(Cc[:, cols], dtype=np.float64)
+        mu = np.outer(cell, gene[cols] / total)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            R = np.clip((Y - mu) / np.sqrt(mu + mu * mu / theta), -clip, clip)
+        R[:, gene[cols] == 0] = 0.0  # genes without a count: constant
+        zwz[cols], m2[cols], m4[cols] = _dense_block(R, slice(None), W)
+    return _finish(zwz, m2, m4, gene == 0, n, S0, S1, S2, "pearson_residual_autocorrelation")
+
+
 def graph_autocorrelation(X, W, *, block_size: int | None = None) -> GraphAutocorrelation:
     """Moran's I of every gene on the graph W and its z-score under random permutation of the cells.
 
@@ -154,18 +215,4 @@ def graph_autocorrelation(X, W, *, block_size: int | None = None) -> GraphAutoco
         for j0 in range(0, d, block_size):
             cols = slice(j0, min(d, j0 + block_size))
             zwz[cols], m2[cols], m4[cols] = _dense_block(X, cols, W)
-    const = constant_features(X)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        moran_i = (n / S0) * zwz / m2
-        b2 = n * m4 / (m2 * m2)
-    expected = -1.0 / (n - 1)
-    second = (
-        n * ((n * n - 3 * n + 3) * S1 - n * S2 + 3 * S0 * S0) - b2 * ((n * n - n) * S1 - 2 * n * S2 + 6 * S0 * S0)
-    ) / ((n - 1) * (n - 2) * (n - 3) * S0 * S0)
-    var = second - expected**2
-    with np.errstate(invalid="ignore", divide="ignore"):
-        z = (moran_i - expected) / np.sqrt(var)
-    for a in (moran_i, z, b2):
-        a[const] = np.nan
-    warn_constant(const, "graph_autocorrelation")
-    return GraphAutocorrelation(moran_i=moran_i, z=z, kurtosis=b2, expected=expected)
+    return _finish(zwz, m2, m4, constant_features(X), n, S0, S1, S2, "graph_autocorrelation")
