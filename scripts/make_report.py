@@ -1,4 +1,4 @@
-"""Rule make_report: results/report.html (self-contained) and its figures as PNG files."""
+"""Rule make_report: results/report.html (self-contained), its figures as PNG files and results/which_method.md."""
 
 import sys
 from pathlib import Path
@@ -11,7 +11,8 @@ from glfs_workflow.files import DiskFullError
 log = log_to(snakemake.log[0])  # noqa: F821
 try:
     par = snakemake.params  # noqa: F821
-    html = build_report(dict(par.layout), dict(par.config), figures_out=dict(par.figures))
+    html = build_report(dict(par.layout), dict(par.config), figures_out=dict(par.figures),
+                        which_method_out=snakemake.output.which)  # noqa: F821
     with atomic_path(snakemake.output.html) as tmp:  # noqa: F821
         Path(tmp).write_text(html, encoding="utf-8")
     log.info("report: %d characters, %d figures", len(html), len(par.figures))

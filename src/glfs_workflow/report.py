@@ -167,10 +167,12 @@ def _grid_ticks(ax, values):
 
 
 @_no_mathtext
-def figure_nmi(df: pd.DataFrame, dataset: str, floor: pd.DataFrame | None = None) -> bytes:
+def figure_nmi(df: pd.DataFrame, dataset: str, floor: pd.DataFrame | None = None,
+               all_genes: float | None = None) -> bytes:
     """Mean +- sd of spectral-clustering NMI against the number of genes, one line per method.
 
-    ``floor`` (glfs_workflow.findings.floor_summary): the random-genes floor, drawn as a grey band (mean +- sd).
+    ``floor`` (glfs_workflow.findings.floor_summary): the random-genes floor, drawn as a grey band (mean +- sd);
+    ``all_genes``: the NMI with all genes, a horizontal line.  Line styles: :func:`_method_styles`.
     """
     import matplotlib.pyplot as plt
 
@@ -183,17 +185,83 @@ def figure_nmi(df: pd.DataFrame, dataset: str, floor: pd.DataFrame | None = None
         ax.fill_between(fl["n_features"], fl["floor_mean"] - sd, fl["floor_mean"] + sd, color="0.8", zorder=0,
                         label=f"random genes (floor, mean +- sd of {int(fl['n_draws'].max())} draws)")
         ax.plot(fl["n_features"], fl["floor_mean"], color="0.5", lw=1, zorder=0)
-    agg = df.groupby(["method", "n_features"])["nmi"].agg(["mean", "std"]).reset_index()
+    agg = df.groupby(["method", "n_features"], sort=False)["nmi"].agg(["mean", "std"]).reset_index()
+    styles = _method_styles(agg["method"].unique())
     for m, g in agg.groupby("method", sort=False):
         g = g.sort_values("n_features")
-        style = "-" if _is_glfs(m) else "--"
-        ax.errorbar(g["n_features"], g["mean"], yerr=g["std"].fillna(0), label=m, ls=style, marker="o", ms=3, capsize=2)
+        ax.errorbar(g["n_features"], g["mean"], yerr=g["std"].fillna(0), label=m, capsize=2, **styles[m])
+    if all_genes is not None and np.isfinite(all_genes):
+        ax.axhline(all_genes, color="k", lw=0.8, ls=(0, (1, 2)), zorder=0, label=f"all genes ({all_genes:.3f})")
     ax.set_xscale("log")
     _grid_ticks(ax, sorted(df["n_features"].unique()))
     ax.set_xlabel("number of top-ranked genes (log scale; rightmost = all genes)")
     ax.set_ylabel("NMI (arithmetic), mean +- sd over runs")
     ax.set_title(f"{dataset}: spectral clustering vs labels")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _png(fig)
+
+
+# Colours (tab20 indices) of the methods outside the HVG family: without tab20's oranges, which the HVG
+# flavours use, and its greys, which the random floor uses; dark shades first.
+_OTHER_COLOURS = [0, 4, 8, 18, 10, 12, 16, 6, 1, 5, 9, 19, 11, 13, 17, 7]
+
+
+def _method_styles(methods) -> dict:
+    """Line style of each method in the score-against-genes figures.
+
+    The HVG flavours (registry family "hvg") are drawn alike, so the bar they set reads as one group:
+    dotted, square markers, shades of orange.  GLFS variants solid, every other method dashed.
+    """
+    import matplotlib
+
+    methods = list(methods)
+    hvg = [m for m in methods if _family(m) == F.HVG_FAMILY]
+    oranges, tab20 = matplotlib.colormaps["Oranges"], matplotlib.colormaps["tab20"]
+    styles = {}
+    for i, m in enumerate(hvg):
+        styles[m] = {"ls": ":", "lw": 2.0, "marker": "s", "ms": 4,
+                     "color": oranges(0.45 + 0.5 * i / max(len(hvg) - 1, 1))}
+    others = [m for m in methods if m not in styles]
+    for i, m in enumerate(others):
+        styles[m] = {"ls": "-" if _is_glfs(m) else "--", "lw": 1.5, "marker": "o", "ms": 3,
+                     "color": tab20(_OTHER_COLOURS[i % len(_OTHER_COLOURS)])}
+    return styles
+
+
+def _family(method) -> str:
+    info = METHODS.get(str(method))
+    return info.family if info is not None else ""
+
+
+@_no_mathtext
+def figure_which(wm: F.WhichMethod, dataset: str, *, ylabel: str, title: str) -> bytes:
+    """Primary score (mean +- sd over runs) against the number of genes for every method of ``wm``
+    (glfs_workflow.findings.which_method): the random-genes floor as a grey band (mean +- sd over
+    draws), all genes as a horizontal line, the HVG flavours drawn alike (:func:`_method_styles`)."""
+    import matplotlib.pyplot as plt
+
+    if wm is None or wm.per_k.empty:
+        return _placeholder(f"{dataset}: no clustering results")
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fl = wm.floor.sort_values("n_features")
+    if not fl.empty:
+        sd = fl["floor_sd"].fillna(0.0)
+        ax.fill_between(fl["n_features"], fl["floor_mean"] - sd, fl["floor_mean"] + sd, color="0.8", zorder=0,
+                        label=f"random genes (floor, mean +- sd of {wm.n_draws} draws)")
+        ax.plot(fl["n_features"], fl["floor_mean"], color="0.5", lw=1, zorder=0)
+    if wm.all_genes is not None and np.isfinite(wm.all_genes):
+        ax.axhline(wm.all_genes, color="k", lw=0.8, ls=(0, (1, 2)), zorder=0,
+                   label=f"all {wm.n_genes or ''} genes ({wm.all_genes:.3f})".replace("all  genes", "all genes"))
+    styles = _method_styles(wm.methods["method"])
+    for m in wm.methods["method"]:
+        g = wm.per_k[wm.per_k["method"] == m].sort_values("n_features")
+        ax.errorbar(g["n_features"], g["mean"], yerr=g["sd"].fillna(0), label=m, capsize=2, **styles[m])
+    ax.set_xscale("log")
+    _grid_ticks(ax, wm.grid)
+    ax.set_xlabel("number of top-ranked genes (log scale)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _png(fig)
 
 
@@ -518,6 +586,213 @@ def _classification_rows(ctx: dict) -> list:
     return rows
 
 
+# ---- which method, on this dataset ------------------------------------------------------------
+
+# How each protocol's primary score is named: (long, short).
+SCORE_NAMES = {
+    "leiden": ("Leiden ARI at the resolution whose cluster count is closest to the number of labels "
+               "(ari_nlabels: the resolution is chosen without the labels)", "Leiden ARI at the label count"),
+    "spectral": ("spectral-clustering NMI (nmi, the papers' protocol)", "spectral NMI"),
+}
+PROTOCOL_NAMES = {"leiden": "single-cell Leiden protocol", "spectral": "spectral protocol"}
+NOISE_RULE = ("a method is within noise of the best when the gap of their grid-averaged means is smaller than "
+              "max(sd over runs of the best method, sd over runs of that method, sd over draws of the random "
+              "floor), each averaged over the grid points")
+SCALED_RULE = ("baseline-scaled score (Zappia et al., Nat Methods 2025): (S_m(k) - S_random(k)) / "
+               "(S_bestHVG(k) - S_random(k)) at each gene count k, with S the mean score, S_random the mean "
+               "over the random draws and S_bestHVG the best HVG flavour's mean at k; 0 = random genes of the "
+               "same count, 1 = the best HVG flavour; averaged over the grid")
+
+
+def _f(x, digits=3) -> str:
+    return "n/a" if x is None or not np.isfinite(float(x)) else f"{float(x):.{digits}f}"
+
+
+def _names_with(wm: F.WhichMethod, names, digits=3) -> str:
+    means = wm.methods.set_index("method")["mean"]
+    return F._list(f"{m} ({_f(means[m], digits)})" for m in names)
+
+
+def _n_above_floor(wm: F.WhichMethod) -> str:
+    """ "n of m": the unsupervised methods whose grid-averaged mean is above the random floor's."""
+    uns = wm.methods[~wm.methods["supervised"]]
+    return f"{int((uns['above_floor'] > 0).sum())} of {len(uns)}"
+
+
+def which_sentences(wm: F.WhichMethod | None, dataset: str) -> list[str]:
+    """The computed sentences answering "which method" on one dataset and protocol (numbers from ``wm``)."""
+    if wm is None or wm.best is None:
+        return []
+    long, _ = SCORE_NAMES[wm.protocol]
+    m = wm.methods.set_index("method")
+    b = m.loc[wm.best]
+    out = [f"On {dataset}, by {long}, averaged over {len(wm.grid)} gene counts ({', '.join(map(str, wm.grid))}) "
+           f"and {wm.n_runs} runs, the best method is {wm.best} ({_f(b['mean'])})."]
+    noise = (f" (noise rule: {NOISE_RULE}; here sd over runs of {wm.best} {_f(b['sd'])}, sd over draws of random "
+             f"genes {_f(wm.floor_sd)})")
+    if wm.within_noise:
+        out.append(f"Within noise of it: {_names_with(wm, wm.within_noise)}{noise}.")
+    else:
+        out.append(f"No other method is within noise of it{noise}.")
+    if wm.hvg:
+        bar = (f"The HVG bar (the best of the {len(wm.hvg)} HVG flavours at each count) averages "
+               f"{_f(wm.hvg_bar_mean)}")
+        above = [x for x in m.index if not m.loc[x, "supervised"] and np.isfinite(m.loc[x, "scaled"])
+                 and m.loc[x, "scaled"] > 1]
+        scaled = (f"; baseline-scaled score (0 = random genes, 1 = the best HVG flavour) of {wm.best}: "
+                  f"{_f(b['scaled'], 2)}")
+        if above:
+            scaled += f"; above the HVG bar on average (scaled > 1): {F._list(above)}"
+        if wm.scaled_undefined_at:
+            scaled += (f"; the scaled score is undefined at {', '.join(map(str, wm.scaled_undefined_at))} genes, "
+                       "where no HVG flavour is above random genes")
+        out.append(bar + scaled + ".")
+    else:
+        out.append(f"No HVG flavour ran on {dataset}, so the baseline-scaled score (1 = the best HVG flavour) is "
+                   "undefined here.")
+    floor = (f"Random genes of the same counts average {_f(wm.floor_mean)} (sd {_f(wm.floor_sd)} over "
+             f"{wm.n_draws} draws; {_n_above_floor(wm)} methods average above it)" if wm.n_draws
+             else "No random-genes floor was computed")
+    if wm.all_genes is not None:
+        floor += f"; all {wm.n_genes or ''} genes give {_f(wm.all_genes)}".replace("all  genes", "all genes")
+    out.append(floor + ".")
+    sup = [x for x in wm.supervised if x in m.index]
+    if sup:
+        out.append(f"Supervised references (they used the labels; not ranked): {_names_with(wm, sup)}.")
+    return out
+
+
+def which_summary_sentence(wm: F.WhichMethod, dataset: str) -> str:
+    """One sentence of the report's opening summary: best, within noise, HVG bar and floor of one dataset."""
+    _, short = SCORE_NAMES[wm.protocol]
+    b = wm.methods.set_index("method").loc[wm.best]
+    s = f"{dataset} ({short}): best {wm.best} ({_f(b['mean'])}"
+    s += f", scaled {_f(b['scaled'], 2)})" if wm.hvg else ")"
+    s += f"; within noise: {_names_with(wm, wm.within_noise) if wm.within_noise else 'none'}"
+    s += f"; HVG bar {_f(wm.hvg_bar_mean)}" if wm.hvg else "; no HVG flavour ran"
+    s += (f"; random floor {_f(wm.floor_mean)} ({_n_above_floor(wm)} methods above it)" if wm.n_draws
+          else "; no random floor")
+    if wm.all_genes is not None:
+        s += f"; all genes {_f(wm.all_genes)}"
+    return s + "."
+
+
+def which_summary_html(answers: dict) -> list:
+    """The opening summary (above the configuration): one paragraph over every labelled dataset."""
+    items = [(ds, wm) for (ds, _), wm in answers.items() if wm is not None and wm.best is not None]
+    if not items:
+        return []
+    text = " ".join(_esc(which_summary_sentence(wm, ds)) for ds, wm in items)
+    return ["<h2>Which method? (summary)</h2>",
+            f"<div class='findings'><b>This run's answer.</b> Per labelled dataset: the method with the highest "
+            f"mean score over the gene-count grid and runs, the methods within noise of it ({_esc(NOISE_RULE)}), "
+            f"the HVG bar (the best HVG flavour at each count, averaged over the grid) and the random-genes floor. "
+            f"{text} Details, figures and ranks in each dataset's section; the same tables in "
+            f"results/which_method.md.</div>"]
+
+
+def which_table(wm: F.WhichMethod) -> pd.DataFrame:
+    """The ranks table shown for one dataset: one row per method (best first), then random genes and all genes.
+
+    Columns: method, family, mean and sd of the primary score, the scaled score, gap to the best, noise,
+    within noise, the side scores' means, and "k: rank (mean)" per gene count.
+    """
+    sc = wm.score
+    tab = pd.DataFrame({
+        "method": wm.methods["method"],
+        "family": [f + (" (supervised)" if s else "") for f, s in zip(wm.methods["family"], wm.methods["supervised"])],
+        f"mean {sc}": wm.methods["mean"],
+        "sd over runs": wm.methods["sd"],
+        "scaled (0 random, 1 best HVG)": wm.methods["scaled"] if wm.hvg else "no HVG",
+        "gap to best": wm.methods["gap"],
+        "noise": wm.methods["noise"],
+        "within noise": np.where(wm.methods["method"] == wm.best, "best",
+                                 np.where(wm.methods["within_noise"], "yes", "")),
+    })
+    for c in wm.side_scores:
+        tab[f"mean {c}" + (" (best resolution, uses the labels)" if c == "ari" else "")] = wm.methods[c]
+    ranks = F.rank_table(wm)
+    for k in wm.grid:
+        tab[f"{k}: rank (mean)"] = [("-" if not np.isfinite(r) else str(int(r))) + f" ({_f(v)})"
+                                    for r, v in zip(ranks[f"rank@{k}"], ranks[f"mean@{k}"])]
+    extra = []
+    if wm.n_draws:
+        fl = wm.floor.set_index("n_features")
+        extra.append({"method": f"random genes (floor, {wm.n_draws} draws)", f"mean {sc}": wm.floor_mean,
+                      "sd over runs": np.nan, **{f"{k}: rank (mean)": f"{_f(fl.loc[k, 'floor_mean'])} +- "
+                                                 f"{_f(fl.loc[k, 'floor_sd'])}" for k in wm.grid if k in fl.index}})
+    if wm.all_genes is not None:
+        extra.append({"method": f"all genes ({wm.n_genes or ''})".replace(" ()", ""), f"mean {sc}": wm.all_genes,
+                      "sd over runs": wm.all_genes_sd})
+    return pd.concat([tab, pd.DataFrame(extra)], ignore_index=True) if extra else tab
+
+
+def which_per_k_table(wm: F.WhichMethod) -> pd.DataFrame:
+    """Per (method, gene count): mean and sd of the primary score, rank, scaled score, side scores."""
+    cols = ["method", "n_features", "mean", "sd", "n_runs", "rank", "scaled", *wm.side_scores]
+    out = wm.per_k[cols].rename(columns={"mean": f"mean {wm.score}", "sd": f"sd {wm.score}"})
+    return out.assign(rank=out["rank"].astype("Int64"))
+
+
+def _which_html(name: str, wm: F.WhichMethod | None) -> list:
+    """Subsection "Which method": the computed sentences, the rules, the ranks table and per-k details."""
+    if wm is None or wm.best is None:
+        return []
+    parts = [f"<h3 id='which-{_esc(name)}-{wm.protocol}'>Which method on {_esc(name)}? "
+             f"({_esc(PROTOCOL_NAMES[wm.protocol])})</h3>"]
+    parts.append(_findings_html(which_sentences(wm, name)))
+    parts.append(f"<p>Score: {_esc(SCORE_NAMES[wm.protocol][0])}. Best: the highest mean over the grid "
+                 f"({', '.join(map(str, wm.grid))} genes) and runs; the supervised references are not ranked. "
+                 f"Noise: {_esc(NOISE_RULE)} (column 'noise'; 'gap to best' below it = within noise). "
+                 f"Scaled: {_esc(SCALED_RULE)}"
+                 + ("" if wm.hvg else f" (no HVG flavour ran on {_esc(name)}, so it is undefined)") +
+                 ". Rank at each count: 1 = best mean at that count.</p>")
+    parts.append(_table(which_table(wm)))
+    parts.append(f"<details><summary>per gene count: mean, sd, rank and scaled score</summary>"
+                 f"{_table(which_per_k_table(wm))}</details>")
+    return parts
+
+
+def _md_table(header: list, rows: list) -> list:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def which_method_markdown(answers: dict) -> str:
+    """results/which_method.md: per labelled dataset and protocol, the computed sentences and a table
+    (method, mean primary score, scaled score, rank at each gene count), for the README's "Which method?"."""
+    lines = ["# Which method? (this run)", "",
+             "Written by the workflow's make_report rule from this run's tables (results/report.html has the "
+             "figures). Best: the highest mean primary score over the gene-count grid and runs. Noise: "
+             f"{NOISE_RULE}. Scaled: {SCALED_RULE}.", ""]
+    for (ds, protocol), wm in answers.items():
+        if wm is None or wm.best is None:
+            continue
+        lines += [f"## {ds} ({PROTOCOL_NAMES[protocol]}; score {wm.score})", ""]
+        lines += [" ".join(which_sentences(wm, ds)), ""]
+        ranks = F.rank_table(wm).set_index("method")
+        header = ["method", f"mean {wm.score}", "scaled", *[f"rank at {k}" for k in wm.grid]]
+        rows = []
+        for _, r in wm.methods.iterrows():
+            m = r["method"]
+            name = m + (" (supervised)" if r["supervised"] else "") + (" (best)" if m == wm.best else
+                                                                        " (within noise)" if r["within_noise"] else "")
+            rows.append([name, _f(r["mean"]), _f(r["scaled"], 2) if wm.hvg else "no HVG",
+                         *[("-" if not np.isfinite(ranks.loc[m, f"rank@{k}"]) else int(ranks.loc[m, f"rank@{k}"]))
+                           for k in wm.grid]])
+        if wm.n_draws:
+            rows.append([f"random genes ({wm.n_draws} draws)", _f(wm.floor_mean), "0" if wm.hvg else "no HVG",
+                         *["" for _ in wm.grid]])
+        if wm.all_genes is not None:
+            rows.append([f"all genes ({wm.n_genes})" if wm.n_genes else "all genes", _f(wm.all_genes), "",
+                         *["" for _ in wm.grid]])
+        lines += _md_table(header, rows) + [""]
+    if len(lines) == 5:
+        lines += ["No labelled dataset was evaluated in this run.", ""]
+    return "\n".join(lines)
+
+
 # ---- the GLFS section ------------------------------------------------------------------------
 
 SENSITIVITY_LABEL = ("Post-hoc sensitivity on the evaluated data, not tuning: the default graph_weight was chosen "
@@ -651,26 +926,31 @@ def _sensitivity_html(layout: dict) -> list:
 # ---- the document --------------------------------------------------------------------------
 
 
-def build_report(layout: dict, config: dict, *, figures_out: dict | None = None) -> str:
+def build_report(layout: dict, config: dict, *, figures_out: dict | None = None,
+                 which_method_out=None) -> str:
     """Assemble the HTML report.
 
     ``layout`` (built by workflow/rules/report.smk) names every input:
     ``datasets`` (list of dicts with name, labelled, methods, adata,
-    selections, metas, clustering, glfs_path, heatmap_method), ``classification``
-    (dataset -> path), ``paper_table``, ``simulation`` (path or None),
-    ``benchmarks`` (directory), ``provenance`` (dataset -> path).
-    ``figures_out`` maps figure names to PNG paths that are also written
-    (for ``snakemake --report``).
+    selections, metas, clustering, random_floor, leiden, leiden_random,
+    glfs_path, heatmap_method), ``classification`` (dataset -> path),
+    ``paper_table``, ``simulation`` (path or None), ``benchmarks``
+    (directory), ``provenance`` (dataset -> path).  ``figures_out`` maps
+    figure names to PNG paths that are also written (for ``snakemake
+    --report``); ``which_method_out``: a path for the which-method answers as
+    markdown (:func:`which_method_markdown`), or None.
     """
     import matplotlib
 
     matplotlib.use("Agg")
 
     figs: dict[str, bytes] = {}
+    res = _Results()
+    _which_answers(layout, res)
     parts = _head_html()
+    parts += which_summary_html(res.which)
     parts += _run_html(layout, config)
     parts += _provenance_html(layout, config)
-    res = _Results()
     for d in layout["datasets"]:
         parts += _dataset_html(d, layout, figs, res)
     cls_parts, cls_all = _classification_html(layout)
@@ -689,7 +969,52 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None)
     parts += _runtime_software_html(layout)
     parts.append("</body></html>")
     _write_figures(figures_out or {}, figs)
+    if which_method_out is not None:
+        from .files import atomic_path
+
+        with atomic_path(which_method_out) as tmp:
+            Path(tmp).write_text(which_method_markdown(res.which), encoding="utf-8")
     return "".join(parts)
+
+
+def _read_results(d: dict, protocol: str) -> tuple:
+    """A dataset's results and random floor of one protocol: (clustering_nmi, clustering_random) for
+    "spectral", (clustering_leiden, leiden_random) for "leiden"; None for a file not in the layout."""
+    res_key, floor_key = ("clustering", "random_floor") if protocol == "spectral" else ("leiden", "leiden_random")
+    cdf = _read_tsv(d[res_key]) if d.get(res_key) else None
+    rdf = _read_tsv(d[floor_key]) if d.get(floor_key) else None
+    return cdf, rdf
+
+
+def _n_genes(adata_path) -> int | None:
+    """The number of genes of a dataset's .h5ad (read backed: the matrix is not loaded), or None."""
+    import anndata
+
+    if not adata_path or not Path(adata_path).exists():
+        return None
+    ad = anndata.read_h5ad(adata_path, backed="r")
+    try:
+        return int(ad.n_vars)
+    finally:
+        ad.file.close()
+
+
+def _which_answers(layout: dict, res: _Results) -> None:
+    """Read every labelled dataset's evaluation tables and compute the which-method answers
+    (glfs_workflow.findings.which_method) into ``res.tables`` and ``res.which``, keyed (dataset, protocol)."""
+    supervised = layout.get("supervised") or ()
+    for d in layout["datasets"]:
+        if not d["labelled"]:
+            continue
+        protocols = [p for p, key in (("spectral", "clustering"), ("leiden", "leiden")) if d.get(key)]
+        if not protocols:
+            continue
+        n_genes = _n_genes(d.get("adata"))
+        for protocol in protocols:
+            cdf, rdf = _read_results(d, protocol)
+            res.tables[(d["name"], protocol)] = (cdf, rdf)
+            res.which[(d["name"], protocol)] = F.which_method(cdf, rdf, protocol=protocol, n_genes=n_genes,
+                                                              supervised=supervised)
 
 
 @dataclasses.dataclass
@@ -701,6 +1026,8 @@ class _Results:
     path_tsvs: dict = dataclasses.field(default_factory=dict)  # dataset -> glfs_path.tsv rows (or None)
     metas: dict = dataclasses.field(default_factory=dict)  # (dataset, method) -> selection JSON
     paths: dict = dataclasses.field(default_factory=dict)  # (dataset, method) -> path table of a published reading
+    tables: dict = dataclasses.field(default_factory=dict)  # (dataset, protocol) -> (results, random floor) rows
+    which: dict = dataclasses.field(default_factory=dict)  # (dataset, protocol) -> findings.WhichMethod (or None)
 
 
 def _head_html() -> list:
@@ -786,6 +1113,7 @@ def _dataset_html(d: dict, layout: dict, figs: dict, res: _Results) -> list:
     parts += _not_converged_html(d, ad)
     parts += _top_genes_html(d, ad)
     parts += _clustering_html(d, layout, figs, res)
+    parts += _leiden_html(d, figs, res)
     parts += _paths_html(d, figs, res)
     parts += _heatmap_html(d, ad, figs)
     return parts
@@ -839,16 +1167,17 @@ def _top_genes_html(d: dict, ad) -> list:
 
 
 def _clustering_html(d: dict, layout: dict, figs: dict, res: _Results) -> list:
-    """Spectral-clustering NMI against the labels (figure and table, with the random-genes floor)."""
+    """Spectral-clustering NMI against the labels (figure and table, with the random-genes floor), and
+    the which-method answer of the spectral protocol."""
     if not (d["labelled"] and d.get("clustering")):
         return []
     name = d["name"]
-    cdf = _read_tsv(d["clustering"])
+    cdf, rdf = res.tables.get((name, "spectral")) or _read_results(d, "spectral")
     res.clustering[name] = cdf
-    rdf = _read_tsv(d["random_floor"]) if d.get("random_floor") else None
     res.random[name] = rdf
+    wm = res.which.get((name, "spectral"))
     key = f"nmi_{name}"
-    figs[key] = figure_nmi(cdf, name, F.floor_summary(rdf))
+    figs[key] = figure_nmi(cdf, name, F.floor_summary(rdf), all_genes=wm.all_genes if wm is not None else None)
     parts = ["<h3>Spectral-clustering NMI against the labels</h3>"]
     parts.append(_findings_html(F.clustering_findings(cdf, rdf, name, supervised=layout.get("supervised", ()))))
     parts.append(_img(figs[key], f"NMI vs genes, {name}"))
@@ -859,6 +1188,30 @@ def _clustering_html(d: dict, layout: dict, figs: dict, res: _Results) -> list:
                  "'clears floor at' lists the gene counts where a method's mean NMI is above the floor's "
                  "mean + 1 sd.</p>")
     parts.append(_table(nmi_summary_with_floor(cdf, rdf)))
+    parts += _which_html(name, wm)
+    return parts
+
+
+def _leiden_html(d: dict, figs: dict, res: _Results) -> list:
+    """The single-cell Leiden evaluation against the labels: the figure and the which-method answer."""
+    if not (d["labelled"] and d.get("leiden")):
+        return []
+    name = d["name"]
+    wm = res.which.get((name, "leiden"))
+    key = f"leiden_{name}"
+    figs[key] = figure_which(wm, name, ylabel="ARI at the label count (ari_nlabels), mean +- sd over runs",
+                             title=f"{name}: Leiden clustering vs labels")
+    parts = ["<h3>Single-cell evaluation: Leiden clustering against the labels</h3>"]
+    parts.append("<p>On each method's top-k genes: log-normalised expression, PCA, kNN graph, Leiden over a "
+                 "resolution grid (glfs.evaluate.evaluate_ranking_leiden). The figure shows ari_nlabels, the ARI at "
+                 "the resolution whose number of clusters is closest to the number of labels (chosen without the "
+                 "labels); the tables give ari, the ARI at the best resolution (chosen with the labels: an upper "
+                 "bound), beside it. Grey band: random genes of the same count (mean +- sd over draws); dotted "
+                 "black line: all genes; dotted orange lines with squares: scanpy's HVG flavours.</p>")
+    if wm is None:
+        return [*parts, "<p><em>(no Leiden results)</em></p>"]
+    parts.append(_img(figs[key], f"Leiden ARI vs genes, {name}"))
+    parts += _which_html(name, wm)
     return parts
 
 

@@ -1,5 +1,6 @@
-# Stage: the final self-contained HTML report (figures inline) and the figures it
-# shows, registered with report() for `snakemake --report report.zip`.
+# Stage: the final self-contained HTML report (figures inline), the figures it shows,
+# registered with report() for `snakemake --report report.zip`, and the which-method
+# answers as markdown (results/which_method.md, for the README's "Which method?").
 # Its inputs are analysis_targets() (analysis.smk): every other final output.
 
 
@@ -10,6 +11,11 @@ rule make_report:
         html=report(
             REPORT_HTML,
             caption="../report/report_html.rst",
+            category="Final report",
+        ),
+        which=report(
+            "results/which_method.md",
+            caption="../report/which_method.rst",
             category="Final report",
         ),
         figures=[figure_report(n, p) for n, p in report_figures().items()],
