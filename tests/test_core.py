@@ -263,3 +263,45 @@ def test_isolated_sample_rejected_for_laplacian_score():
     W[0, 1] = W[1, 0] = 1.0
     with pytest.raises(ValueError, match="isolated sample"):
         glfs.laplacian_score(X, W.tocsr())
+
+
+# ---------------------------------------------------------------- issue 19 item 6: extreme scales
+SCALES = [1e-200, 1e-160, 1e-100, 1e-30, 3.7, 1e30, 1e100, 1e154, 1e200]
+
+
+@pytest.mark.parametrize("a", SCALES)
+def test_laplacian_score_is_scale_free_at_any_scale(planted, a):
+    X, _ = planted
+    W = glfs.similarity_graph(X, n_neighbors=5)
+    ref = glfs.laplacian_score(X, W)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow/underflow/invalid-value warning
+        got = glfs.laplacian_score(a * X, W)
+    np.testing.assert_allclose(got, ref, rtol=1e-10)
+    # a constant gene stays the only NaN, whatever the scale
+    Xc = X.copy()
+    Xc[:, 3] = 7.0
+    with pytest.warns(ConstantFeatureWarning):
+        got = glfs.laplacian_score(a * Xc, W)
+    assert np.flatnonzero(np.isnan(got)).tolist() == [3]
+    np.testing.assert_array_equal(glfs._validation.constant_features(a * Xc), np.arange(X.shape[1]) == 3)
+
+
+@pytest.mark.parametrize("a", SCALES)
+def test_fisher_score_is_scale_free_at_any_scale(planted, a):
+    X, y = planted
+    ref = glfs.fisher_score(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = glfs.fisher_score(a * X, y)
+    np.testing.assert_allclose(got, ref, rtol=1e-10)
+
+
+@pytest.mark.parametrize("a", [1e-200, 1e200])
+def test_genes_of_very_different_scales_in_one_matrix(planted, a):
+    """Each gene is scaled on its own: one gene at 1e-200 next to genes near 1 keeps its score."""
+    X, _ = planted
+    W = glfs.similarity_graph(X, n_neighbors=5)
+    Xm = X.copy()
+    Xm[:, 0] *= a
+    np.testing.assert_allclose(glfs.laplacian_score(Xm, W), glfs.laplacian_score(X, W), rtol=1e-10)

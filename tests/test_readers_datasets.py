@@ -687,3 +687,58 @@ def test_memory_error_and_empty_messages_name_the_file(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------- issue 19 item 4: labels that cannot be clustered
+
+
+def _labelled(tmp_path, labels, extra=None, X=None):
+    """An 8 x 5 matrix with a labels table (column 'kind'); prepare it with ``extra`` config keys."""
+    df = _planted_frame() if X is None else X
+    df.T.to_csv(tmp_path / "m.tsv", sep="\t")
+    pd.DataFrame({"sample": df.index, "kind": labels}).to_csv(tmp_path / "l.tsv", sep="\t", index=False)
+    cfg = {"expression": "m.tsv", "labels": "l.tsv", "label_column": "kind", **(extra or {})}
+    return _prepare(cfg, {"expression": tmp_path / "m.tsv", "labels": tmp_path / "l.tsv"})
+
+
+@pytest.mark.parametrize(
+    "labels,extra,match",
+    [
+        (["c"] * 8, {}, r"l\.tsv: column 'kind' \(config key label_column\): all 8 samples have the label 'c' \(label counts \{'c': 8\}\); "
+         r"the clustering evaluation needs at least 2 classes"),
+        (["a", "b"] * 4, {"label_map": {"a": "x", "b": "x"}},
+         r"l\.tsv: column 'kind' \(config key label_column\): all 8 samples have the label 'x' after label_map \(label counts \{'x': 8\}\)"),
+        ([f"p{i}" for i in range(8)], {},
+         r"l\.tsv: column 'kind' \(config key label_column\): each of the 8 samples has a label of its own \(8 classes of 1 sample: "
+         r"\['p0', 'p1', 'p2', 'p3', 'p4'\] \.\.\.\); the clustering evaluation needs fewer classes than samples"),
+        (["a", "b"] * 4, {"n_clusters": 8},
+         r"config key datasets\.d\.n_clusters = 8: must be smaller than the 8 samples \(spectral clustering needs fewer clusters than samples\)"),
+        (["a", "b"] * 4, {"n_clusters": 9}, r"config key datasets\.d\.n_clusters = 9: must be smaller than the 8 samples"),
+    ],
+    ids=["one_class", "one_class_after_label_map", "own_class_each", "n_clusters_eq_n", "n_clusters_gt_n"],
+)
+def test_labels_that_cannot_be_clustered_refused_at_preparation(tmp_path, labels, extra, match):
+    with pytest.raises(readers.DataError, match=match):
+        _labelled(tmp_path, labels, extra)
+
+
+def test_labels_that_can_be_clustered_pass(tmp_path):
+    a = _labelled(tmp_path, ["a"] * 7 + ["b"], {"n_clusters": 7})  # 2 classes, one of 1 sample; n_clusters n - 1
+    assert a.uns["dataset"]["n_clusters"] == 7
+
+
+def test_h5ad_one_class_names_the_obs_column(tmp_path):
+    p = _h5ad(tmp_path / "a.h5ad", {"ct": ["a", "b", None, "a", None, "a", "b", None]})
+    with pytest.raises(readers.DataError, match=r"a\.h5ad: obs column 'ct' \(config key label_column\): all 5 samples have the label 'a' after label_map"):
+        _prepare({"expression": str(p), "label_column": "ct", "drop_unlabelled": True, "label_map": {"b": "a"}}, {"expression": p})
+
+
+@pytest.mark.parametrize(
+    "scale,match",
+    [
+        (1e154, r"m\.tsv: values up to \d\.\d+e\+154 in absolute value \(gene 'g\d', sample 's\d'\); the methods need the largest "
+         r"\|value\| in \[1e-50, 1e\+50\]"),
+        (1e-200, r"m\.tsv: values only up to \d\.\d+e-200 in absolute value \(gene 'g\d', sample 's\d'\)"),
+    ],
+)
+def test_extreme_scales_refused_at_preparation(tmp_path, scale, match):
+    for preprocess in ("none", "zscore"):  # zscore squares the raw values: checked before it runs
+        with pytest.raises(readers.DataError, match=match + r".*preprocess: " + preprocess + r"\): divide the values"):
+            _labelled(tmp_path, ["a", "b"] * 4, {"preprocess": preprocess}, X=_planted_frame() * scale)

@@ -8,6 +8,7 @@ used ``sklearn.utils.check_scalar``, so ``except ValueError`` keeps working).
 """
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -309,3 +310,159 @@ def test_check_scalar_message_names_argument_form_and_value(kwargs, form):
     target = numbers.Integral if kwargs.pop("target_type") == "int" else numbers.Real
     with pytest.raises(ValueError, match=rf"^p must be {form}; got -5$"):
         check_scalar(-5, "p", target, **kwargs)
+
+
+# ---------------------------------------------------------------- issue 19: library inputs (items 5, 6, 8, 9)
+def _small(n=10, d=6, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, d))
+
+
+def _tl_select(**kw):
+    import anndata as ad
+
+    return glfs.tl.select(ad.AnnData(_small()), "variance", 2, **kw)
+
+
+# (case, call, exception, message pattern)
+BAD_INPUTS_19 = [
+    ("labels NaN in a plain list", lambda: glfs.fisher_score(_small(), ["a"] * 5 + ["b"] * 4 + [np.nan]), V,
+     r"labels must not contain missing values; got 1 missing"),
+    ("labels None in a plain list", lambda: glfs.select(_small(), "fisher_score", n_features=2, labels=["a", None] * 5), V,
+     r"labels must not contain missing values; got 5 missing"),
+    ("labels NaN in a Series", lambda: glfs.fisher_score(_small(), __import__("pandas").Series(["a"] * 9 + [np.nan])), V,
+     r"labels must not contain missing values; got 1 missing"),
+    ("complex X", lambda: glfs.select(_small() + 1j, "variance", n_features=2), V,
+     r"X must be real; got complex values \(dtype complex128\)"),
+    ("complex X, list", lambda: glfs.laplacian_score([[1 + 1j, 2.0]] * 3, None), V, r"X must be real; got complex values"),
+    ("complex X, sparse", lambda: glfs.variance_score(__import__("scipy.sparse").sparse.csr_matrix(_small() * 1j)), V,
+     r"X must be real; got complex values"),
+    ("fisher, one sample per class", lambda: glfs.fisher_score(_small(), list("abcdefghij")), V,
+     r"labels must have a class with at least 2 samples for the Fisher score; got 10 classes of 1 sample each"),
+    ("fisher via select, one sample per class", lambda: glfs.select(_small(), "fisher_score", n_features=2, labels=np.arange(10)), V,
+     r"labels must have a class with at least 2 samples"),
+    ("method a list", lambda: glfs.select(_small(), ["glfs"], n_features=2), V,
+     r"method must be a method name \(str\), one of \[.*\]; got \['glfs'\] \(list\)"),
+    ("method a list, tl", lambda: glfs.tl.select(__import__("anndata").AnnData(_small()), ["glfs"], 2), V,
+     r"method must be a method name \(str\)"),
+    ("key_added empty", lambda: _tl_select(key_added=""), V, r"key_added must be a non-empty string \(it names every output"),
+    ("key_added blank", lambda: _tl_select(key_added="  "), V, r"key_added must be a non-empty string"),
+    ("key_added not a string", lambda: _tl_select(key_added=3), V, r"key_added must be a non-empty string.*got 3"),
+    ("X too large", lambda: glfs.select(1e154 * _small(), "glfs", n_features=2), V,
+     r"X has values up to 2\.3\d*e\+154 in absolute value; glfs\.select needs the largest \|X\| in \[1e-50, 1e\+50\]"),
+    ("X too small", lambda: glfs.select(1e-200 * _small(), "laplacian_score", n_features=2), V,
+     r"X has values only up to 2\.3\d*e-200 in absolute value; glfs\.select needs the largest \|X\| in \[1e-50, 1e\+50\]"),
+]
+
+
+@pytest.mark.parametrize(("case", "call", "exc", "match"), BAD_INPUTS_19, ids=[b[0] for b in BAD_INPUTS_19])
+def test_bad_library_input_issue_19(case, call, exc, match):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", np.exceptions.ComplexWarning)  # never "imaginary part discarded"
+        with pytest.raises(exc, match=match):
+            call()
+
+
+def test_failed_tl_select_leaves_adata_unchanged():
+    import anndata as ad
+
+    a = ad.AnnData(_small())
+    with pytest.raises(ValueError, match="key_added"):
+        glfs.tl.select(a, "laplacian_score", 2, key_added="")
+    assert list(a.var.columns) == [] and len(a.obsp) == 0 and len(a.uns) == 0
+
+
+@pytest.mark.parametrize("scale", [1e-45, 1.0, 1e45])
+def test_select_accepts_scales_within_the_range(scale):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no overflow, no invalid value
+        s = glfs.select(scale * _small(20, 8), "laplacian_score", n_features=3)
+    assert s.selected.sum() == 3
+
+
+def test_affinity_neighbors_larger_than_the_samples_is_logged(caplog):
+    from glfs.evaluate import evaluate_ranking
+
+    X = _small(12, 4)
+    y = np.repeat([0, 1], 6)
+    with caplog.at_level("WARNING", logger="glfs.evaluate"):
+        recs = evaluate_ranking(X, y, np.arange(4), feature_grid=["all"], n_runs=1, affinity_neighbors=50)
+    assert recs
+    assert re.search(r"affinity_neighbors = 50 is more than the 12 samples allow; using 11", caplog.text), caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="glfs.evaluate"):
+        evaluate_ranking(X, y, np.arange(4), feature_grid=["all"], n_runs=1, affinity_neighbors=5)
+    assert "affinity_neighbors" not in caplog.text
+
+
+# ---- method parameters checked without running the method (glfs.api.check_method_params)
+PARAMS_BAD = [
+    ("glfs", {"graph_weigth": 0.1}, r"parameter 'graph_weigth' is not a parameter of method 'glfs'; its parameters are \[.*'graph_weight'.*\]"),
+    ("ufi", {"n_iter": 5.0}, r"parameter 'n_iter' of method 'ufi' must be an integer; got 5\.0 \(float\)"),
+    ("glfs", {"tol": "small"}, r"parameter 'tol' of method 'glfs' must be a number; got 'small' \(str\)"),
+    ("glfs", {"center": "yes"}, r"parameter 'center' of method 'glfs' must be true or false; got 'yes' \(str\)"),
+    ("glfs_exact", {"n_lams": 2.0}, r"parameter 'n_lams' of method 'glfs_exact' must be an integer; got 2\.0"),
+    ("glfs_exact", {"objective": "paper"}, r"parameter 'objective' is not a parameter of method 'glfs_exact'"),
+    ("lapaofs", {"lambda1": "big"}, r"parameter 'lambda1' of method 'lapaofs' must be a number; got 'big' \(str\)"),
+    ("lapaofs", {"lambda1": True}, r"parameter 'lambda1' of method 'lapaofs' must be a number; got True \(bool\)"),
+    ("lkr_score", {"n_neighbors": 3.5}, r"parameter 'n_neighbors' of method 'lkr_score' must be an integer"),
+    ("lkr_score_supervised", {"n_neighbors": 3}, r"parameter 'n_neighbors' is not a parameter of method 'lkr_score_supervised'"),
+    ("ufi", {"n_instances": 2.0}, r"parameter 'n_instances' of method 'ufi' must be an integer or null"),
+    ("spca", {"n_components": [2]}, r"parameter 'n_components' of method 'spca' must be an integer; got \[2\] \(list\)"),
+    ("q_alpha", {"random_state": 1}, r"parameter 'random_state' is not a parameter of method 'q_alpha'"),
+    ("variance", {"ddof": 1}, r"parameter 'ddof' is not a parameter of method 'variance'; it takes none"),
+    ("hvg_seurat", {"flavor": "x"}, r"parameter 'flavor' is not a parameter of method 'hvg_seurat'; its parameters are \['n_bins'\]"),
+    ("nope", {}, r"method must be one of"),
+]
+
+
+@pytest.mark.parametrize(("method", "params", "match"), PARAMS_BAD, ids=[f"{m}-{sorted(p)}" for m, p, _ in PARAMS_BAD])
+def test_method_params_checked_without_running(method, params, match):
+    from glfs.api import check_method_params
+
+    with pytest.raises(ValueError, match=match):
+        check_method_params(method, params)
+
+
+def test_method_params_good_values_pass():
+    from glfs.api import check_method_params
+
+    check_method_params("glfs", {"graph_weight": 0, "ridge": "1e-3", "center": True, "max_swaps": None, "order": "greedy", "tol": 1e-9})
+    check_method_params("glfs_exact", {"lambda1": 1, "scale": 2, "n_lams": 3, "lam_init": None, "rank_by": "weight"})
+    check_method_params("ufi", {"n_instances": 8, "ridge": 1})
+    check_method_params("hvg_pearson_residuals", {"theta": 100, "clip": None})
+    check_method_params("variance", {})
+
+
+def test_method_params_agree_with_what_each_method_accepts():
+    """Every name check_method_params accepts, the method accepts too (run on a tiny problem with
+    the defaults); a name it refuses, the method refuses.  A method whose function takes **params
+    needs a row in glfs.api._PARAM_SOURCES for its names to be checked (without one they are
+    checked only when it runs); every method registered when this test was written has one."""
+    import warnings
+
+    from glfs.api import method_params
+
+    X = np.abs(np.round(_small(30, 8, seed=4) * 5))
+    y = np.repeat([0, 1, 2], 10)
+    covered_when_written = {
+        "laplacian_score", "fisher_score", "variance", "lapaofs", "lapdofs", "glfs", "glfs_exact", "glfs_paper",
+        "glfs_printed", "lkr_score", "lkr_score_supervised", "ufi", "spca", "q_alpha", "hvg_seurat",
+        "hvg_cell_ranger", "hvg_seurat_v3", "hvg_pearson_residuals", "deviance",
+    }
+    for method, info in glfs.METHODS.items():
+        params = method_params(method)
+        if params is None:
+            assert method not in covered_when_written, f"{method}: no known parameter list (glfs.api._PARAM_SOURCES)"
+            continue
+        if info.family == "hvg":
+            continue  # scanpy's own defaults; names come from glfs.hvg.FLAVOR_PARAMS
+        given = {k: p.default for k, p in params.items() if p.default is not p.empty and p.default is not None}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            glfs.select(X, method, n_features=2, labels=y, **given)
+            with pytest.raises((ValueError, TypeError)):
+                glfs.select(X, method, n_features=2, labels=y, not_a_parameter_of_any_method=1)

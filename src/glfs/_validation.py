@@ -29,6 +29,9 @@ __all__ = [
     "check_nonnegative",
     "ParameterTypeError",
     "check_labels",
+    "check_scale",
+    "scale_problem",
+    "SCALE_RANGE",
     "constant_features",
     "warn_constant",
     "ConstantFeatureWarning",
@@ -178,6 +181,7 @@ def check_X(X, *, name: str = "X", allow_sparse: bool = True, dense: bool = Fals
         if not allow_sparse and not dense:
             msg = f"{name} must be a dense array of shape (n_samples, n_features); got a sparse {type(X).__name__}"
             raise ValueError(msg)
+        _refuse_complex(X.dtype, name)
         Xs = sp.csr_matrix(X, dtype=np.float64)
         if Xs.ndim != 2:
             msg = f"{name} must be 2-D (n_samples, n_features); got shape {Xs.shape}"
@@ -188,9 +192,13 @@ def check_X(X, *, name: str = "X", allow_sparse: bool = True, dense: bool = Fals
             raise ValueError(msg)
         _check_size(Xs.shape, name)
         return Xs.toarray() if dense else Xs
+    keep = read_only and isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)
     try:
-        keep = read_only and isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)
-        arr = X if keep else np.asarray(X, dtype=np.float64)
+        raw = X if keep else np.asarray(X)  # no dtype yet: complex values must not lose their imaginary part unseen
+        _refuse_complex(raw.dtype, name)
+        arr = raw if keep else np.asarray(raw, dtype=np.float64)
+    except _ComplexInput:
+        raise
     except (TypeError, ValueError) as exc:
         msg = f"{name} must be numeric of shape (n_samples, n_features); could not convert {type(X).__name__}: {exc}"
         raise ValueError(msg) from None
@@ -209,6 +217,54 @@ def check_X(X, *, name: str = "X", allow_sparse: bool = True, dense: bool = Fals
     if arr is X and not read_only:  # never hand back the caller's array to code that might write to it
         arr = arr.copy()
     return arr
+
+
+class _ComplexInput(ValueError):
+    """X holds complex numbers (refused, never cast to their real part)."""
+
+
+def _refuse_complex(dtype, name):
+    if np.dtype(dtype).kind == "c":
+        msg = f"{name} must be real; got complex values (dtype {np.dtype(dtype)}); pass X.real or abs(X) explicitly"
+        raise _ComplexInput(msg)
+
+
+#: The range of the largest absolute value of X that :func:`glfs.select` accepts (:func:`check_scale`).
+SCALE_RANGE = (1e-50, 1e50)
+
+
+def scale_problem(X) -> str | None:
+    """Why the scale of X (finite, dense or sparse) is outside :data:`SCALE_RANGE`, or None.
+
+    The methods square and multiply values (Gram matrices, distances,
+    determinants): float64 overflows above about 1e154 squared and underflows
+    below about 1e-154 squared, and products of several factors fail sooner
+    (LapDOFS at 1e80).  Only the largest absolute value counts: a gene at a
+    tiny scale beside normal genes is only a gene with a tiny spread.  An all-zero
+    X is not a scale problem (every gene is constant, refused elsewhere).
+    """
+    v = X.data if sp.issparse(X) else np.asarray(X)
+    top = float(np.abs(v).max()) if v.size else 0.0
+    lo, hi = SCALE_RANGE
+    if top > hi:
+        return f"values up to {top:.4g} in absolute value"
+    if 0 < top < lo:
+        return f"values only up to {top:.4g} in absolute value"
+    return None
+
+
+def check_scale(X, *, name: str = "X", where: str = "glfs.select"):
+    """Refuse X whose largest absolute value is outside :data:`SCALE_RANGE` (:func:`scale_problem`)."""
+    problem = scale_problem(X)
+    if problem:
+        lo, hi = SCALE_RANGE
+        msg = (
+            f"{name} has {problem}; {where} needs the largest |{name}| in [{lo:g}, {hi:g}], where squares and "
+            f"products of values stay within float64: divide {name} by a constant (e.g. {name} / abs({name}).max()). "
+            "glfs.laplacian_score and glfs.fisher_score are scale-free and accept any scale"
+        )
+        raise ValueError(msg)
+    return X
 
 
 def holds_counts(X) -> bool:
@@ -317,8 +373,11 @@ def check_labels(y, n_samples: int, *, name: str = "labels", min_classes: int = 
         raise ValueError(msg)
     import pandas as pd
 
-    if pd.isna(arr).any():
-        msg = f"{name} must not contain missing values; got {int(pd.isna(arr).sum())} missing"
+    # a plain list ["a", nan] becomes the strings "a", "nan" in np.asarray: look at the values as given
+    given = arr if arr.dtype == object or not isinstance(y, (list, tuple)) else np.asarray(y, dtype=object)
+    missing = pd.isna(given)
+    if missing.any():
+        msg = f"{name} must not contain missing values; got {int(missing.sum())} missing"
         raise ValueError(msg)
     classes, codes = np.unique(arr, return_inverse=True)
     if classes.size < min_classes:

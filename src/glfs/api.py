@@ -11,13 +11,16 @@ import numpy as np
 
 from . import baselines, design, gradient, hvg, lkr, optimal, ufi
 from ._result import Selection, make_selection
-from ._validation import check_counts, check_graph, check_labels, check_n_features, check_X
+from ._validation import check_counts, check_graph, check_labels, check_n_features, check_scale, check_X
 from .graph import DEFAULT_GRAPH_PARAMS, similarity_graph
 from .scores import deviance_score, fisher_score, laplacian_score, variance_score
 
 log = logging.getLogger(__name__)
 
-__all__ = ["select", "METHODS", "FAMILIES", "MethodInfo", "method_info", "methods_of", "n_to_select"]
+__all__ = [
+    "select", "METHODS", "FAMILIES", "MethodInfo", "method_info", "methods_of", "n_to_select",
+    "method_params", "check_method_params",
+]
 
 
 # Families of methods; the variant lists of the workflow and the report derive from them.
@@ -137,6 +140,9 @@ def methods_of(*families: str) -> list[str]:
 
 def method_info(method: str) -> MethodInfo:
     """The registry entry of ``method``; a ValueError lists the known names."""
+    if not isinstance(method, str):
+        msg = f"method must be a method name (str), one of {sorted(METHODS)}; got {method!r} ({type(method).__name__})"
+        raise ValueError(msg)
     if method not in METHODS:
         msg = f"method must be one of {sorted(METHODS)}; got {method!r}"
         raise ValueError(msg)
@@ -163,7 +169,10 @@ def select(
     X : array-like or sparse of shape (n_samples, n_features), or AnnData
         Samples (patients, cells) in rows, genes in columns.  Not modified.
         An AnnData is read through its ``.X`` (nothing is written into it;
-        :func:`glfs.tl.select` writes the result into ``.var``).
+        :func:`glfs.tl.select` writes the result into ``.var``).  Real and
+        finite; its largest absolute value must lie in ``[1e-50, 1e50]``
+        (:data:`glfs._validation.SCALE_RANGE`: beyond it squares and products
+        leave float64), else a ValueError says so.
     method : str
         One of :data:`METHODS` (``glfs.METHODS.keys()``).
     graph : sparse (n_samples, n_samples), optional
@@ -203,7 +212,7 @@ def select(
             raise ValueError(msg)
         log.info("select: X is an AnnData; using its .X (glfs.tl.select(adata, ...) writes the result into adata.var)")
         X = X.X
-    X = check_X(X)
+    X = check_scale(check_X(X))
     if info.needs_counts:
         X = _counts_for(method, X, counts)
     n, d = X.shape
@@ -234,6 +243,135 @@ def select(
         msg = f"internal error: {method} did not return a Selection over {d} features"
         raise RuntimeError(msg)
     return sel
+
+
+# ---- method parameters, checked without running the method ---------------------------------
+# Every registered function takes ``**params`` and passes them on to the function that
+# does the work; that function's signature names the parameters (and, through its
+# annotations and defaults, their kinds).  A row: method -> (that function, the names
+# the select_* wrapper sets itself, which a caller cannot pass).  The HVG flavours pass
+# them to scanpy: their names are glfs.hvg.FLAVOR_PARAMS (scanpy is not imported here).
+# A method with **params and no row: its names are checked only when it runs (method_params
+# returns None).  tests/test_validation.py checks that each method accepts the defaults of
+# the names listed here and refuses other names.
+_NO_PARAMS = ("laplacian_score", "fisher_score", "variance", "deviance")
+_PARAM_SOURCES = {
+    "lapaofs": (optimal.optimal_design_greedy, {"X", "W", "n_features", "criterion"}),
+    "lapdofs": (optimal.optimal_design_greedy, {"X", "W", "n_features", "criterion"}),
+    "glfs": (design.glfs_design, {"X", "W", "n_features_to_select", "start"}),
+    "glfs_exact": (gradient.glfs, {"X", "W", "n_features", "objective"}),
+    "glfs_paper": (gradient.glfs, {"X", "W", "n_features", "objective"}),
+    "glfs_printed": (gradient.glfs, {"X", "W", "n_features", "objective"}),
+    "lkr_score": (lkr.lkr_score, {"X", "W", "labels"}),
+    "lkr_score_supervised": (lkr.lkr_score, {"X", "W", "labels", "n_neighbors"}),
+    "ufi": (ufi.ufi, {"X", "n_features", "full_ranking"}),
+    "spca": (baselines.spca_score, {"X", "random_state", "return_components", "return_info"}),
+    "q_alpha": (baselines.q_alpha, {"X", "random_state", "return_info"}),
+}
+_STANDARD = {"X", "W", "n_features", "labels", "random_state"}
+
+
+def method_params(method: str):
+    """The keyword parameters a method accepts (``**params`` of :func:`select`), without running it.
+
+    Returns a dict name -> :class:`inspect.Parameter` (with the default and,
+    where the function has one, the annotation), or None when the method's
+    parameters are not known (a registered function that takes ``**params``
+    and has no row in ``glfs.api._PARAM_SOURCES``).
+    """
+    import inspect
+
+    info = method_info(method)
+    if method in _NO_PARAMS:
+        return {}
+    if info.family == "hvg":
+        return {
+            p: inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, default=None)
+            for p in hvg.FLAVOR_PARAMS.get(method, ())
+        }
+    fn, own = _PARAM_SOURCES.get(method, (info.fn, _STANDARD))
+    sig = inspect.signature(fn)
+    if fn is info.fn and any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return None
+    return {
+        name: p for name, p in sig.parameters.items()
+        if name not in own and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+
+
+def _expected_kind(p) -> str | None:
+    """"int", "int|None", "float", "bool" from a parameter's annotation or default; None = not checked."""
+    ann = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", None)
+    ann = None if ann is None or p.annotation is p.empty else ann.replace(" ", "")
+    if ann in ("int", "float", "bool", "int|None", "float|None"):
+        return ann
+    d = p.default
+    if isinstance(d, bool):
+        return "bool"
+    if isinstance(d, int):
+        return "int"
+    if isinstance(d, float):
+        return "float"
+    return None  # strings (e.g. ``scale``, which takes a number too), None, no default: left to the method
+
+
+def _value_problem(value, kind: str) -> str | None:
+    """Why ``value`` is not of the kind, in words; None when it is."""
+    import numbers
+
+    base, nullable = kind.split("|")[0], kind.endswith("|None")
+    if value is None and nullable:
+        return None
+    suffix = " or null" if nullable else ""
+    if base == "bool":
+        return None if isinstance(value, (bool, np.bool_)) else "true or false"
+    if isinstance(value, (bool, np.bool_)):
+        return f"{'an integer' if base == 'int' else 'a number'}{suffix}"
+    if base == "int":
+        return None if isinstance(value, numbers.Integral) else f"an integer{suffix}"
+    if isinstance(value, numbers.Real):
+        return None
+    if isinstance(value, str):  # a number YAML reads as a string (1e-9 without a dot); the methods read it with float()
+        try:
+            float(value)
+        except ValueError:
+            pass
+        else:
+            return None
+    return f"a number{suffix}"
+
+
+def check_method_params(method: str, params: dict) -> None:
+    """Check the names of a method's parameters, and their kinds where cheap, without running it.
+
+    Names: against :func:`method_params` (the signature of the function the
+    method passes them to).  Values: integers where the parameter is an
+    integer (5.0 is refused, as the methods refuse it), numbers (or numeric
+    strings) where it is a number, true/false where it is a flag, known from
+    the annotation or the default; ranges and choices (e.g. ``order``) are
+    left to the method, which checks them when it runs.
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter, the method and what was given.
+    """
+    known = method_params(method)
+    if known is None:
+        return
+    if not isinstance(params, dict):
+        msg = f"parameters of method {method!r} must be a mapping name -> value; got {params!r}"
+        raise ValueError(msg)
+    for name, value in params.items():
+        if name not in known:
+            listed = f"its parameters are {sorted(known)}" if known else "it takes none"
+            msg = f"parameter {name!r} is not a parameter of method {method!r}; {listed}"
+            raise ValueError(msg)
+        kind = _expected_kind(known[name])
+        problem = kind and _value_problem(value, kind)
+        if problem:
+            msg = f"parameter {name!r} of method {method!r} must be {problem}; got {value!r} ({type(value).__name__})"
+            raise ValueError(msg)
 
 
 def _counts_for(method, X, counts):

@@ -474,6 +474,19 @@ def resolve_feature_grid(grid, n_total: int) -> list[int]:
     return sorted(out)
 
 
+def _affinity_neighbors(k, n: int) -> int:
+    """``affinity_neighbors`` as used on n samples: at most n - 1 (:func:`knn_affinity`), with a warning when lowered."""
+    k = check_int(k, "affinity_neighbors", 1)
+    if k > n - 1:
+        log.warning(
+            "affinity_neighbors = %d is more than the %d samples allow; using %d (the kNN affinity of the "
+            "spectral clustering needs fewer neighbours than samples)",
+            k, n, n - 1,
+        )
+        return n - 1
+    return k
+
+
 def evaluate_ranking(
     X,
     labels,
@@ -509,6 +522,9 @@ def evaluate_ranking(
     n_clusters : int, optional
         Default: the number of distinct labels.
     n_runs : int, default 10
+    affinity_neighbors : int, default 10
+        Neighbours of the spectral clustering's kNN affinity (:func:`knn_affinity`);
+        more than n_samples - 1 is lowered to n_samples - 1 with a logged warning.
     random_state : int
         Master seed; run r uses ``run_seeds(random_state, n_runs)[r]``.
     max_samples : int, optional
@@ -550,6 +566,7 @@ def evaluate_ranking(
         X, y, n = X[keep], y[keep], keep.size
     seeds = run_seeds(random_state, n_runs)
     solver = resolve_eigen_solver(eigen_solver, n)
+    affinity_neighbors = _affinity_neighbors(affinity_neighbors, n)
     records = []
     grid = resolve_feature_grid(feature_grid, d)
     log.info("evaluate_ranking: %d samples, %d gene counts x %d runs; spectral embedding by %s", n, len(grid), n_runs, solver)

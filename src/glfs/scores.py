@@ -52,9 +52,12 @@ def laplacian_score(X, W, *, block_size: int | None = None):
     f~' W f~ = 2 f~' U f~ + sum_i W_ii f~_i^2 (U the strict upper triangle of
     the symmetric W): one sparse-dense product with U, O(nnz(W) d / 2) time.
     The genes are processed in column blocks: each block is copied to
-    float64, centred with its D-weighted mean (He et al. 2005, Eq. 1's f~;
-    centring first keeps f~' D f~ accurate for genes with a large mean and a
-    small variance) and multiplied by U, so the temporaries are
+    float64, each gene divided by its largest absolute value (the score is
+    scale-free; so the squares neither overflow for values near 1e200 nor
+    underflow for values near 1e-200, and a X scores as X for any a != 0),
+    centred with its D-weighted mean (He et al. 2005, Eq. 1's f~; centring
+    first keeps f~' D f~ accurate for genes with a large mean and a small
+    variance) and multiplied by U, so the temporaries are
     O(n block_size).  A dense float32 or float64 X is read in place (no
     copy of X: float32 values are scored in float64 block by block), so the
     memory beyond X and W is O(n block_size).
@@ -79,7 +82,8 @@ def laplacian_score(X, W, *, block_size: int | None = None):
     denom = np.empty(d)
     for j0 in range(0, d, block_size):
         cols = slice(j0, min(d, j0 + block_size))
-        Xc = np.array(X[:, cols], dtype=np.float64, order="C")  # a copy: centred in place
+        Xc = np.array(X[:, cols], dtype=np.float64, order="C")  # a copy: scaled and centred in place
+        _scale_columns(Xc)
         Xc -= (deg @ Xc) / total
         denom[cols] = np.einsum("i,ij,ij->j", deg, Xc, Xc)
         quad_w = 2.0 * np.einsum("ij,ij->j", Xc, U @ Xc)
@@ -100,14 +104,25 @@ def fisher_score(X, labels):
     the class mean and (biased) variance.  **Higher is better**.  With the
     supervised graph :func:`glfs.label_graph` the Laplacian score equals
     1 / (1 + F_r).  Constant features: NaN and one warning; a feature with zero
-    within-class variance but distinct class means scores +inf.
+    within-class variance but distinct class means scores +inf.  Labels with
+    one sample in every class are refused (every gene would score +inf).
+    Scale-free: each gene is divided by its largest absolute value first, so
+    values near 1e200 or 1e-200 score as values near 1 do.
 
     X has shape (n_samples, n_features); labels has length n_samples.
     Cost O(n d).
     """
-    X = check_X(X, dense=True)
+    X = check_X(X, dense=True)  # a copy: scaled in place
     _, codes = check_labels(labels, X.shape[0])
+    sizes = np.bincount(codes)
+    if sizes.max() < 2:
+        msg = (
+            f"labels must have a class with at least 2 samples for the Fisher score; got {sizes.size} classes "
+            "of 1 sample each (the within-class variance would be 0 for every gene)"
+        )
+        raise ValueError(msg)
     const = constant_features(X)
+    _scale_columns(X)
     mu = X.mean(axis=0)
     between = np.zeros(X.shape[1])
     within = np.zeros(X.shape[1])
@@ -122,6 +137,16 @@ def fisher_score(X, labels):
     scores[const] = np.nan
     warn_constant(const, "fisher_score")
     return scores
+
+
+def _scale_columns(A):
+    """Divide each column of the float64 array A in place by its largest absolute value (0 -> 1).
+
+    For the scale-free scores: a gene's squares then neither overflow nor underflow.
+    """
+    top = np.abs(A).max(axis=0)
+    top[top == 0] = 1.0
+    A /= top
 
 
 def variance_score(X):

@@ -76,7 +76,8 @@ def select(
         ``glfs_printed``), which otherwise keep the support of their lam
         search (``n_features``, its former name, is still accepted).
     key_added : str, optional
-        Names every output (scanpy's convention); default the method name.
+        Names every output (scanpy's convention); default the method name.  A
+        non-empty string (an empty one is refused).
         Written: ``var[key]`` (bool, selected), ``var[f"{key}_score"]``,
         ``var[f"{key}_rank"]`` (1 = best), ``var[f"{key}_weight"]`` (methods
         with weights), ``uns[key]["params"]``, and a graph built here in
@@ -113,6 +114,13 @@ def select(
     None or pandas.DataFrame
     """
     info = method_info(method)
+    if key_added is not None and (not isinstance(key_added, str) or not key_added.strip()):
+        msg = (
+            "key_added must be a non-empty string (it names every output: the var columns key_added, "
+            "key_added_score, key_added_rank, uns[key_added] and the graph key_added_patient_similarity) "
+            f"or None (the method name); got {key_added!r}"
+        )
+        raise ValueError(msg)
     k = n_to_select(n_features_to_select, n_features)
     t0 = time.perf_counter()
     key = key_added or method

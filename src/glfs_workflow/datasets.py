@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from glfs._validation import SCALE_RANGE, scale_problem
 from glfs.preprocessing import looks_like_counts, preprocess
 from glfs.readers import (
     _NA_STRINGS,
@@ -373,11 +374,16 @@ def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int | Non
     m, labelled, label_report, notes = _label_dataset(name, fmt, expr, m, cfg, paths)
     n, d = m.X.shape
     notes += _check_size(expr, n, d, cfg, n_neighbors)
+    if labelled:
+        _check_classes(_label_source(fmt, expr, cfg, paths), m.obs["label"], cfg)
     notes += _id_notes(expr, m)
     method = cfg.get("preprocess", "none") or "none"
     notes += _counts_notes(name, expr, m.X, method)
     counts = _raw_counts(m)
+    if method == "zscore":  # squares the raw values: check them first
+        _check_scale(expr, m.X, m.var, m.samples, method)
     X, var, used, keep = _preprocess_dataset(m, method, cfg)
+    _check_scale(expr, X, var, m.samples, method)
     const_names = _constant_genes(expr, X, var, n)
     obs = _obs_frame(name, m, cfg, labelled, n)
     var, obs = _text_frames(var, obs)
@@ -473,6 +479,59 @@ def _check_size(expr: Path, n: int, d: int, cfg: dict, n_neighbors: int | None) 
     return []
 
 
+def _label_source(fmt: str, expr: Path, cfg: dict, paths: dict) -> str:
+    """Where a dataset's labels come from, for messages: the file and the column (and its config key)."""
+    if paths.get("labels"):
+        return f"{paths['labels']}: column {cfg.get('label_column', 'label')!r} (config key label_column)"
+    if fmt == "stategra":
+        return f"{expr}: ed$classname"
+    if fmt == "clanc840":
+        return f"{expr}: line 2 ('Subtype')"
+    return f"{expr}: obs column {cfg.get('label_column')!r} (config key label_column)"
+
+
+def _check_classes(where: str, labels, cfg: dict) -> None:
+    """Refuse labels that cannot be clustered: one class (also after ``label_map``), or one class per sample.
+
+    The clustering evaluation (and the Fisher score) need at least 2 classes
+    and fewer classes than samples; later jobs would otherwise fail without
+    naming the dataset.
+    """
+    counts = pd.Series(list(labels), dtype=object).value_counts()
+    n = int(counts.sum())
+    mapped = " after label_map" if cfg.get("label_map") else ""
+    if counts.size < 2:
+        msg = (
+            f"{where}: all {n} samples have the label {counts.index[0]!r}{mapped} (label counts "
+            f"{ {str(k): int(v) for k, v in counts.items()} }); "
+            "the clustering evaluation needs at least 2 classes (check the column and `label_map`, or leave "
+            "`labels`/`label_column` unset for an unlabelled run)"
+        )
+        raise DataError(msg)
+    if counts.size == n:
+        shown = " ..." if n > 5 else ""
+        msg = (
+            f"{where}: each of the {n} samples has a label of its own ({n} classes of 1 sample: "
+            f"{sorted(map(str, counts.index))[:5]}{shown}); the clustering evaluation needs fewer classes than "
+            "samples (is this a column of sample ids?)"
+        )
+        raise DataError(msg)
+
+
+def _check_scale(expr: Path, X, var: pd.DataFrame, samples, method: str) -> None:
+    """Refuse values whose squares and products leave float64 (glfs._validation.SCALE_RANGE), naming the largest."""
+    problem = scale_problem(X)
+    if problem:
+        i, j = np.unravel_index(int(np.argmax(np.abs(X))), X.shape)
+        lo, hi = SCALE_RANGE
+        msg = (
+            f"{expr}: {problem} (gene {str(var.index[j])!r}, sample {str(samples[i])!r}); the methods need the "
+            f"largest |value| in [{lo:g}, {hi:g}] (beyond it squares and products of values leave float64; "
+            f"preprocess: {method}): divide the values in the file by a constant"
+        )
+        raise DataError(msg)
+
+
 def _id_notes(expr: Path, m: Matrix) -> list:
     """Warnings about the gene and sample ids (glfs.readers.id_warnings), logged and returned."""
     notes = []
@@ -531,8 +590,11 @@ def _obs_frame(name: str, m: Matrix, cfg: dict, labelled: bool, n: int) -> pd.Da
     if labelled:
         obs["label"] = pd.Categorical(obs["label"].astype(str))
         nc = cfg.get("n_clusters")
-        if nc is not None and nc > n:
-            msg = f"datasets.{name}.n_clusters = {nc} exceeds the {n} samples"
+        if nc is not None and nc >= n:
+            msg = (
+                f"config key datasets.{name}.n_clusters = {nc}: must be smaller than the {n} samples "
+                "(spectral clustering needs fewer clusters than samples)"
+            )
             raise DataError(msg)
     return obs
 

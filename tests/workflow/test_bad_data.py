@@ -173,6 +173,44 @@ CASES = {
 }
 
 
+# ---- issue 19 items 4 and 6: labels that cannot be clustered, values at extreme scales (prepare_dataset)
+LABEL_AND_SCALE_CASES = {
+    "one_class": (
+        {"m.tsv": GOOD, "l.tsv": _labels(SAMPLES, lambda i: "c")},
+        {"labels": "l.tsv"},
+        r"data/l\.tsv: column 'subtype' \(config key label_column\): all 12 samples have the label 'c' \(label counts \{'c': 12\}\); "
+        r"the clustering evaluation needs at least 2 classes",
+    ),
+    "one_class_after_label_map": (
+        {"m.tsv": GOOD, "l.tsv": _labels(SAMPLES)},
+        {"labels": "l.tsv", "label_map": {"c0": "x", "c1": "x"}},
+        r"data/l\.tsv: column 'subtype' \(config key label_column\): all 12 samples have the label 'x' after label_map",
+    ),
+    "own_class_each": (
+        {"m.tsv": GOOD, "l.tsv": _labels(SAMPLES, lambda i: f"k{i}")},
+        {"labels": "l.tsv"},
+        r"data/l\.tsv: column 'subtype' \(config key label_column\): each of the 12 samples has a label of its own \(12 classes of 1 sample",
+    ),
+    "n_clusters_eq_n": (
+        {"m.tsv": GOOD, "l.tsv": _labels(SAMPLES)},
+        {"labels": "l.tsv", "n_clusters": 12},
+        r"config key datasets\.n_clusters_eq_n\.n_clusters = 12: must be smaller than the 12 samples",
+    ),
+    "scale_huge": (
+        {"m.tsv": _tsv(X0 * 1e154, GENES, SAMPLES)},
+        {},
+        r"data/m\.tsv: values up to \d\.\d+e\+154 in absolute value \(gene 'G\d+', sample 'S\d+'\); the methods need the largest "
+        r"\|value\| in \[1e-50, 1e\+50\]",
+    ),
+    "scale_tiny": (
+        {"m.tsv": _tsv(X0 * 1e-200, GENES, SAMPLES)},
+        {},
+        r"data/m\.tsv: values only up to \d\.\d+e-200 in absolute value",
+    ),
+}
+CASES.update(LABEL_AND_SCALE_CASES)
+
+
 @pytest.fixture(scope="module")
 def bad_run(tmp_path_factory, mini_workflow, snakemake_run):
     work = tmp_path_factory.mktemp("bad")

@@ -88,7 +88,7 @@ CASES = {
     # issue 11: names and paths as users really write them
     "dataset_name_newline": (
         {"run": ["abc\n"], "datasets": {"abc\n": {"expression": "data/m.tsv"}}},
-        r"config key (datasets|run\.0): 'abc\\n' does not match .*\(dataset names: letters, digits and _ only\)",
+        r"config key (datasets|run\[0\]): 'abc\\n' does not match .*\(dataset names: letters, digits and _ only, at most 100 characters\)",
     ),
     "filename_escapes": (
         _with("datasets.d.expression", {"url": "https://example.org/m.tsv", "filename": "../../../../x"}),
@@ -103,6 +103,32 @@ CASES = {
         r"config key datasets\.d\.label_column: given but the dataset has no `labels` table \(only an \.h5ad",
     ),
     "bad_preprocess_param": (_with("datasets.d.preprocess_params", {"target_sum": 0}), r"config key datasets\.d\.preprocess_params\.target_sum: 0 is less than or equal to the minimum of 0"),
+    # issue 19: numbers the schema called integers but the code refused later; method parameters; long names
+    "n_neighbors_float": (_with("graph.n_neighbors", 5.0), r"config key graph\.n_neighbors: 5\.0 is not an integer \(write 5\)"),
+    "feature_grid_float": (_with("clustering.feature_grid", [10, 5.0, "all"]), r"config key clustering\.feature_grid\[1\]: 5\.0 is not an integer \(write 5\)"),
+    "dataset_feature_grid_float": (_with("datasets.d.feature_grid", [5.0]), r"config key datasets\.d\.feature_grid\[0\]: 5\.0 is not an integer"),
+    "n_clusters_float": (_with("datasets.d.n_clusters", 2.0), r"config key datasets\.d\.n_clusters: 2\.0 is not an integer \(write 2\)"),
+    "resources_threads_float": (_with("resources", {"select": {"threads": 2.0}}), r"config key resources\.select\.threads: 2\.0 is not an integer"),
+    "params_unknown_name": (
+        _with("selection", {"params": {"glfs": {"graph_weigth": 0.1}}}),
+        r"config key selection\.params\.glfs\.graph_weigth: parameter 'graph_weigth' is not a parameter of method 'glfs'; its parameters are \[.*'graph_weight'",
+    ),
+    "params_float_for_int": (
+        _with("selection", {"params": {"glfs_exact": {"n_lams": 5.0}}}),
+        r"config key selection\.params\.glfs_exact\.n_lams: parameter 'n_lams' of method 'glfs_exact' must be an integer; got 5\.0 \(float\)",
+    ),
+    "params_text_for_number": (
+        _with("selection", {"params": {"lapaofs": {"lambda1": "big"}}}),
+        r"config key selection\.params\.lapaofs\.lambda1: parameter 'lambda1' of method 'lapaofs' must be a number; got 'big'",
+    ),
+    "params_for_parameterless_method": (
+        _with("selection", {"params": {"variance": {"ddof": 1}}}),
+        r"config key selection\.params\.variance\.ddof: parameter 'ddof' is not a parameter of method 'variance'; it takes none",
+    ),
+    "dataset_name_too_long": (
+        {"run": ["a" * 250], "datasets": {"a" * 250: {"expression": "data/m.tsv"}}},
+        r"config key (datasets|run\[0\]): 'a{250}' is too long \(dataset names: letters, digits and _ only, at most 100 characters\)",
+    ),
 }
 
 
@@ -119,6 +145,65 @@ def test_config_error_names_key(case, tmp_path, mini_workflow, snakemake_run):
     assert not (tmp_path / "results").exists()
 
 
+BILLION_LAUGHS = """\
+run: [d]
+datasets:
+  d:
+    expression: data/m.tsv
+    labels: data/l.tsv
+    label_map:
+      a: &a [x, x, x, x, x, x, x, x, x, x]
+      b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
+      c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]
+      e: &e [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]
+      f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]
+      g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]
+      h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g, *g]
+      i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h, *h]
+      j: &j [*i, *i, *i, *i, *i, *i, *i, *i, *i, *i]
+"""
+
+
+@pytest.mark.workflow
+def test_yaml_alias_bomb_is_refused_without_expanding_it(tmp_path, mini_workflow):
+    """A billion-laughs YAML (10**9 strings through aliases) used to exhaust memory while the error was
+    formatted; now a short error names the key.  Run under a 2 GB address-space limit."""
+    import re
+    import resource
+    import subprocess
+    import sys
+
+    snakemake = str(Path(sys.executable).with_name("snakemake"))
+    (tmp_path / "bomb.yaml").write_text(BILLION_LAUGHS)
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    cmd = [snakemake, "-s", str(mini_workflow(tmp_path)), "-d", str(tmp_path), "--cores", "1", "-n",
+           "results/d/prepared.h5ad", "--configfile", str(tmp_path / "bomb.yaml")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, preexec_fn=limit)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "MemoryError" not in out
+    assert re.search(r"config key datasets\.d\.label_map\.\w+(\[\d+\])*: the config holds more than 100000 values "
+                     r"\(YAML anchors and aliases counted as often as they are used\)", out), out[-3000:]
+    assert len(out) < 20000
+
+
+@pytest.mark.workflow
+def test_supervised_methods_of_an_unlabelled_dataset_are_named_when_the_config_is_read(tmp_path, mini_workflow, snakemake_run):
+    cfg = _with("datasets.d.methods", ["fisher_score", "variance", "lkr_score_supervised"])
+    cfg["datasets"]["e"] = {"expression": "data/m.tsv", "labels": "data/l.tsv", "methods": ["fisher_score"]}
+    proc = snakemake_run(mini_workflow(tmp_path), tmp_path, cfg, ["results/d/prepared.h5ad"], "-n", timeout=120)
+    out = proc.stdout + proc.stderr
+    line = "dataset d has no labels: its supervised methods fisher_score, lkr_score_supervised are not run (datasets.d.methods)"
+    assert line in out, out[-3000:]
+    assert "dataset e" not in out  # labelled: nothing dropped
+    cfg = _with("methods", ["laplacian_score", "fisher_score"])
+    proc = snakemake_run(mini_workflow(tmp_path), tmp_path, cfg, ["results/d/prepared.h5ad"], "-n", timeout=120)
+    assert "dataset d has no labels: its supervised methods fisher_score are not run (methods)" in proc.stdout + proc.stderr
+
+
 @pytest.mark.workflow
 def test_valid_minimal_config_dry_runs(tmp_path, mini_workflow, snakemake_run):
     proc = snakemake_run(mini_workflow(tmp_path), tmp_path, BASE, ["results/d/prepared.h5ad"], "-n", timeout=120)
@@ -129,6 +214,19 @@ def test_valid_minimal_config_dry_runs(tmp_path, mini_workflow, snakemake_run):
     proc = snakemake_run(mini_workflow(tmp_path), tmp_path, BASE, ["results/d/prepared.h5ad"], "-n", timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "prepare_dataset" in proc.stdout + proc.stderr
+
+
+@pytest.mark.workflow
+def test_a_100_character_dataset_name_is_accepted(tmp_path, mini_workflow, snakemake_run):
+    import hashlib
+
+    # not 'd' * 100: snakemake refuses a wildcard value that ends in 20 repeats (PeriodicWildcardError)
+    name = ("ds_" + hashlib.sha256(b"a").hexdigest() + hashlib.sha256(b"b").hexdigest())[:100]
+    cfg = {"run": [name], "datasets": {name: {"expression": "data/m.tsv"}}}
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data/m.tsv").write_text("gene\ta\tb\ng\t1\t2\n")
+    proc = snakemake_run(mini_workflow(tmp_path), tmp_path, cfg, [f"results/{name}/prepared.h5ad"], "-n", timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 @pytest.mark.workflow

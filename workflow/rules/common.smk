@@ -19,38 +19,137 @@ class ConfigError(Exception):
     """A bad config value; the message names the key."""
 
 
+#: The longest config error message printed (a value quoted in it is cut; see _schema_message).
+_MESSAGE_MAX_CHARS = 2000
+#: The most values (dict and list entries, counted with repeats) a config may hold: a YAML alias
+#: bomb ("billion laughs") is refused before anything walks or prints it.
+_CONFIG_MAX_VALUES = 100_000
+
+
+def _key_path(parts):
+    """A config key path as users write it: graph.n_neighbors, clustering.feature_grid[1]."""
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+def _capped(text):
+    """text cut to _MESSAGE_MAX_CHARS, saying how long it was."""
+    if len(text) <= _MESSAGE_MAX_CHARS:
+        return text
+    return f"{text[:_MESSAGE_MAX_CHARS]} ... (message cut: {len(text)} characters)"
+
+
 def _schema_message(err):
-    """One line naming the config key of a schema violation (the best sub-error of oneOf)."""
+    """One line naming the config key of a schema violation (the best sub-error of oneOf), at most _MESSAGE_MAX_CHARS."""
     from jsonschema.exceptions import best_match
 
     if err.context:
         err = best_match(err.context)
-    path = [str(p) for p in err.absolute_path]
+    key = _key_path(list(err.absolute_path))
     if (
-        err.validator == "pattern"
+        err.validator in ("pattern", "maxLength")
         and isinstance(err.schema, dict)
         and err.schema.get("description")
     ):
-        return f"config key {'.'.join(path) or '(top level)'}: {err.message} ({err.schema['description']})"
+        return _capped(f"config key {key}: {err.message} ({err.schema['description']})")
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = sorted(err.schema.get("properties", {}))
         unknown = sorted(k for k in err.instance if k not in allowed)
         if unknown:
-            keys = ", ".join(".".join([*path, k]) for k in unknown)
-            return f"config key {keys}: unknown key (allowed here: {allowed})"
-    return f"config key {'.'.join(path) or '(top level)'}: {err.message}"
+            keys = ", ".join(_key_path([*err.absolute_path, k]) for k in unknown)
+            return _capped(f"config key {keys}: unknown key (allowed here: {allowed})")
+    return _capped(f"config key {key}: {err.message}")
+
+
+def _check_config_size(cfg):
+    """Refuse a config with more than _CONFIG_MAX_VALUES values, without expanding it further.
+
+    YAML anchors and aliases share one object, so a small file can stand for 10**9
+    values; jsonschema's messages quote the value they refuse, which then never ends.
+    """
+    count = 0
+    stack = [(cfg, [])]
+    while stack:
+        node, path = stack.pop()
+        count += 1
+        if count > _CONFIG_MAX_VALUES:
+            msg = (
+                f"config key {_key_path(path)}: the config holds more than {_CONFIG_MAX_VALUES} values (YAML "
+                "anchors and aliases counted as often as they are used); refused before validation"
+            )
+            raise ConfigError(msg)
+        if isinstance(node, dict):
+            stack.extend((v, [*path, k]) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((v, [*path, i]) for i, v in enumerate(node))
+
+
+def _resolve_ref(schema, root):
+    """A subschema with its $ref (#/definitions/...) replaced by the definition (sibling keys kept)."""
+    while isinstance(schema, dict) and "$ref" in schema:
+        node = root
+        for part in schema["$ref"].lstrip("#/").split("/"):
+            node = node[part]
+        schema = {**node, **{k: v for k, v in schema.items() if k != "$ref"}}
+    return schema
+
+
+def _schema_types(schema):
+    t = schema.get("type", [])
+    return {t} if isinstance(t, str) else set(t)
+
+
+def _float_integers(value, schema, root, path):
+    """Yield (path, value) for each float where the schema asks for an integer.
+
+    JSON schema's "integer" accepts 5.0 (a number with no fraction), but the
+    workflow counts with these values and the library refuses 5.0, so a float is
+    refused here, where the config is read.
+    """
+    schema = _resolve_ref(schema, root)
+    if not isinstance(schema, dict):
+        return
+    branches = [
+        _resolve_ref(b, root) for k in ("oneOf", "anyOf") for b in schema.get(k, [])
+    ]
+    branches = [b for b in branches if isinstance(b, dict)]
+    if isinstance(value, float):
+        kinds = _schema_types(schema).union(*(_schema_types(b) for b in branches))
+        if "integer" in kinds and "number" not in kinds:
+            yield path, value
+        return
+    for sub in [schema, *branches]:
+        if isinstance(value, dict):
+            props, extra = sub.get("properties", {}), sub.get("additionalProperties")
+            for k, v in value.items():
+                s = props.get(k, extra if isinstance(extra, dict) else None)
+                if s is not None:
+                    yield from _float_integers(v, s, root, [*path, k])
+        elif isinstance(value, list) and isinstance(sub.get("items"), dict):
+            for i, v in enumerate(value):
+                yield from _float_integers(v, sub["items"], root, [*path, i])
 
 
 def _check_schema(cfg, schema_path):
-    """Validate with jsonschema first, to report the best error with its key path."""
+    """Validate with jsonschema first, to report the best error with its key path.
+
+    Before it: the size of the config (an alias bomb); after it: floats where an
+    integer is asked (5.0 passes JSON schema's "integer").
+    """
     import jsonschema
     import yaml
 
     with open(schema_path) as fh:
         schema = yaml.safe_load(fh)
+    _check_config_size(cfg)
     errors = list(jsonschema.Draft202012Validator(schema).iter_errors(cfg))
     if errors:
         raise ConfigError(_schema_message(jsonschema.exceptions.best_match(errors)))
+    for path, value in _float_integers(cfg, schema, schema, []):
+        msg = f"config key {_key_path(path)}: {value!r} is not an integer (write {int(value)})"
+        raise ConfigError(msg)
 
 
 _check_schema(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -88,6 +187,8 @@ def _check_config(cfg):
                 if m not in known:
                     msg = f"config key {key}[{i}]: unknown method {m!r}; valid methods are {sorted(known)}"
                     raise ConfigError(msg)
+        _check_method_params(cfg["selection"]["params"])
+        _log_dropped_supervised(cfg, known)
     needs = {"golub": ["independent"], "stategra": ["sample_map"]}
     for name, dc in datasets.items():
         for role, spec in dataset_file_specs(dc).items():
@@ -129,6 +230,41 @@ def _check_config(cfg):
         ):
             msg = f"config key datasets.{name}: drop_unlabelled/label_map given but the dataset has no `labels` table (nor an .h5ad label_column)"
             raise ConfigError(msg)
+
+
+def _check_method_params(all_params):
+    """selection.params: names (and kinds, where cheap) of each method's parameters, without running it
+    (glfs.api.check_method_params: the signature of the function the method passes them to).
+    """
+    from glfs.api import check_method_params
+
+    for method, params in all_params.items():
+        for name, value in params.items():
+            try:
+                check_method_params(method, {name: value})
+            except ValueError as exc:
+                raise ConfigError(
+                    _capped(f"config key selection.params.{method}.{name}: {exc}")
+                ) from None
+
+
+def _log_dropped_supervised(cfg, known):
+    """Say which supervised methods an unlabelled dataset of `run` will not run (analysis.smk drops them)."""
+    from snakemake.logging import logger
+
+    for name in cfg["run"]:
+        dc = cfg["datasets"][name]
+        if _io_has_labels(dc):
+            continue
+        own = dc.get("methods")
+        supervised = [
+            m for m in (cfg["methods"] if own is None else own) if known[m].needs_labels
+        ]
+        if supervised:
+            key = "methods" if own is None else f"datasets.{name}.methods"
+            logger.warning(
+                f"dataset {name} has no labels: its supervised methods {', '.join(supervised)} are not run ({key})"
+            )
 
 
 _check_config(config)
