@@ -35,3 +35,28 @@ def test_prepare_script_error_with_an_empty_message_says_what_happened(tmp_path,
     assert "MemoryError (no further message) while preparing dataset 'd'" in text
     assert "prepare_dataset d: MemoryError (no further message)" in capsys.readouterr().err
     assert not (tmp_path / "prepared.h5ad").exists()
+
+
+def test_count_method_without_counts_names_the_dataset_and_the_layer(tmp_path, restore_logging):
+    """Issue 17: a count-based method on a dataset whose input held no raw counts stops with an error
+    naming the dataset, the missing layers['counts'] and the config keys to change."""
+    import anndata as ad
+    import numpy as np
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    a = ad.AnnData(rng.normal(size=(30, 12)))  # log-scale values: no counts layer was kept
+    a.write_h5ad(tmp_path / "prepared.h5ad")
+    sp.save_npz(tmp_path / "graph.npz", sp.identity(30, format="csr"))
+    smk = NS(
+        wildcards=NS(dataset="cells", method="deviance"),
+        input=NS(adata=str(tmp_path / "prepared.h5ad"), graph=str(tmp_path / "graph.npz")),
+        output=NS(table=str(tmp_path / "deviance.tsv"), meta=str(tmp_path / "deviance.json")),
+        params=NS(method="deviance", n_features=5, method_params={}, seed=0),
+        log=[str(tmp_path / "s.log")],
+    )
+    with pytest.raises(ValueError, match=r"dataset 'cells': method 'deviance' scores raw counts, but .* has no layers\['counts'\]"):
+        runpy.run_path(str(REPO / "scripts/select_features.py"), init_globals={"snakemake": smk})
+    text = (tmp_path / "s.log").read_text()
+    assert "datasets.cells.layer: counts" in text and "datasets.cells.methods" in text
+    assert not (tmp_path / "deviance.tsv").exists()

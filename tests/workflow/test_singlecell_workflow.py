@@ -19,7 +19,9 @@ import pytest
 import glfs
 
 REPO = Path(__file__).resolve().parents[2]
-METHODS = sorted(glfs.METHODS)
+# pbmc68k_reduced holds scaled values, not counts: the methods that score raw counts refuse it (by
+# design, tests/workflow/test_script_errors.py); the vendored mouse bladder runs them in the default run
+METHODS = sorted(m for m, info in glfs.METHODS.items() if not info.needs_counts)
 GLFS_FAST = {"n_lams": 3, "max_iter": 30}
 
 
