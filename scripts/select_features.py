@@ -34,12 +34,15 @@ try:
             )
             raise ValueError(msg)
         counts = adata.layers["counts"]
+    elif info.optional_counts and "counts" in adata.layers:
+        counts = adata.layers["counts"]
     n_features = int(min(par.n_features, adata.n_vars))
     log.info("%s on %s: X %d x %d, n_features=%d, params=%s", par.method, inp.adata, *adata.shape, n_features, dict(par.method_params))
     sel = glfs.select(
         adata.X,
         method=par.method,
-        graph=W if info.needs_graph else None,  # glfs.select warns about an unused graph
+        # glfs.select warns about an unused graph; a method that builds its own cell graph (own_graph) builds it
+        graph=W if info.needs_graph and not info.own_graph else None,
         n_features=n_features,
         labels=labels,
         random_state=int(par.seed),
@@ -48,7 +51,7 @@ try:
     )
     log.info("selected %d genes", int(np.sum(sel.selected)))
     write_tsv(selection_table(sel, adata.var_names), out.table)
-    graph = inp.graph if info.needs_graph else "none"
+    graph = ("own: " + str(sel.params.get("graph_built", "built by the method"))) if info.own_graph else (inp.graph if info.needs_graph else "none")
     write_json(selection_meta(sel, n_features=n_features, graph=graph), out.meta)
 except Exception:
     log.exception("select_features failed")

@@ -54,7 +54,8 @@ def _via_workflow(method, tmp_path):
     info = glfs.METHODS[method]
     a = _adata(d=_n_genes(info))
     X = np.asarray(a.X)
-    W = glfs.similarity_graph(X, n_neighbors=5, kernel="heat") if info.needs_graph else None
+    # as scripts/select_features.py: the dataset's graph, except for a method that builds its own (own_graph)
+    W = glfs.similarity_graph(X, n_neighbors=5, kernel="heat") if info.needs_graph and not info.own_graph else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sel = glfs.select(
@@ -62,9 +63,9 @@ def _via_workflow(method, tmp_path):
             counts=a.layers["counts"] if info.needs_counts else None,
         )
     write_tsv(selection_table(sel, a.var_names), tmp_path / f"{method}.tsv")
-    meta = json.loads(json.dumps(selection_meta(sel, n_features=K, graph="knn" if W is not None else "none")))
-    if W is not None:
-        write_graph(a, W)
+    meta = json.loads(json.dumps(selection_meta(sel, n_features=K, graph="knn" if W is not None else ("own: self" if info.own_graph else "none"))))
+    if W is not None or info.own_graph:
+        write_graph(a, W if W is not None else sel.extra["graph"])
     annotate_selection(a, read_tsv(tmp_path / f"{method}.tsv"), meta)
     return a, sel
 
@@ -85,7 +86,10 @@ def test_tl_select_and_workflow_write_the_same_columns(method, tmp_path):
             np.testing.assert_array_equal(v1, v2, err_msg=col)
     assert set(a1.obsp.keys()) == set(a2.obsp.keys())
     assert set(a1.uns[method]["params"]) >= set(a2.uns[method]["params"]) - {"layer", "counts"}
-    assert a1.uns[method]["params"]["graph"] == a2.uns[method]["params"]["graph"]
+    if glfs.METHODS[method].own_graph:  # tl.select stores the method's own graph; the workflow says it built its own
+        assert a1.uns[method]["params"]["graph"] == f"obsp:{GRAPH_KEY}" and a2.uns[method]["params"]["graph"].startswith("own")
+    else:
+        assert a1.uns[method]["params"]["graph"] == a2.uns[method]["params"]["graph"]
 
 
 @pytest.mark.parametrize("method", ["glfs", "q_alpha", "laplacian_score"])

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import baselines, design, gradient, hvg, lkr, optimal, ufi
+from . import baselines, design, gradient, hvg, lkr, moran, optimal, ufi
 from ._result import Selection, make_selection
 from ._validation import check_counts, check_graph, check_labels, check_n_features, check_scale, check_X
 from .graph import DEFAULT_GRAPH_PARAMS, similarity_graph
@@ -53,6 +53,8 @@ class MethodInfo:
     own_support: bool  # may decide the number of selected features itself (n_features=None)
     description: str
     needs_counts: bool = False  # scores raw counts (glfs.select's `counts`, tl.select's layers["counts"])
+    own_graph: bool = False  # builds its own graph when none is given (instead of DEFAULT_GRAPH_PARAMS')
+    optional_counts: bool = False  # scores X, and takes raw counts too when given (fn's counts=)
 
     @property
     def is_glfs(self) -> bool:
@@ -122,6 +124,12 @@ def _registry() -> dict[str, MethodInfo]:
     reg["deviance"] = MethodInfo(
         "deviance", _select_deviance, "baseline", True, False, False, False,
         "binomial deviance (Townes et al. 2019), raw counts", needs_counts=True,
+    )
+    # the graph-based single-cell selection (glfs.moran; docs/methods.md)
+    reg["graph_moran"] = MethodInfo(
+        "graph_moran", moran.select_graph_moran, "score", True, True, False, False,
+        "Moran's I on a kNN graph of the cells refined on its own top genes (single-cell)",
+        own_graph=True, optional_counts=True,
     )
     return reg
 
@@ -231,12 +239,14 @@ def select(
         check_labels(labels, n)
     W = None
     if info.needs_graph:
-        if graph is None:
+        if graph is not None:
+            W = check_graph(graph, n)
+        elif not info.own_graph:  # an own_graph method builds its graph itself (W=None)
             gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
             W = similarity_graph(X, **gp)
-        else:
-            W = check_graph(graph, n)
     fn = info.fn
+    if info.optional_counts and counts is not None:
+        params = {**params, "counts": _counts_for(method, X, counts)}
     log.info("select: method=%s, X %d x %d, n_features=%s", method, n, d, n_features)
     sel = fn(X, W, n_features=n_features, labels=labels, random_state=random_state, **params)
     if not isinstance(sel, Selection) or sel.scores.shape != (d,):
@@ -267,6 +277,7 @@ _PARAM_SOURCES = {
     "ufi": (ufi.ufi, {"X", "n_features", "full_ranking"}),
     "spca": (baselines.spca_score, {"X", "random_state", "return_components", "return_info"}),
     "q_alpha": (baselines.q_alpha, {"X", "random_state", "return_info"}),
+    "graph_moran": (moran.select_graph_moran, {"X", "W", "n_features", "labels", "random_state", "counts"}),
 }
 _STANDARD = {"X", "W", "n_features", "labels", "random_state"}
 

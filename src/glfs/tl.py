@@ -169,7 +169,8 @@ def select(
     if mark_highly_variable:
         _mark_highly_variable(adata, sel, key)
     if info.needs_graph and obsp is None:
-        write_graph(adata, graph, key=graph_key)
+        # the graph the method used: built here, or by the method itself (own_graph: Selection.extra["graph"])
+        write_graph(adata, sel.extra["graph"] if graph is None else graph, key=graph_key)
     log.info(
         "tl.select: %s done in %.1f s; wrote var[%r], var['%s_score'], var['%s_rank']",
         method, time.perf_counter() - t0, key, key, key,
@@ -195,6 +196,10 @@ def _counts(adata, X, layer, counts_layer, info, method):
     ``adata.layers[counts_layer]`` when it exists; else None (glfs.select then
     scores X) when X holds counts; else a ValueError naming the layer.
     """
+    if info.optional_counts:  # the counts help when they are there; never required
+        if counts_layer in adata.layers:
+            return adata.layers[counts_layer], f"layers:{counts_layer}"
+        return None, None
     if not info.needs_counts:
         return None, None
     if counts_layer in adata.layers:
@@ -255,7 +260,11 @@ def _labels(adata, labels_key, info, method):
 
 
 def _graph_to_use(X, graph, info, obsp, graph_params):
-    """The given graph, or a kNN graph built from X (``DEFAULT_GRAPH_PARAMS`` updated by ``graph_params``) when the method needs one."""
+    """The given graph, or a kNN graph built from X (``DEFAULT_GRAPH_PARAMS`` updated by ``graph_params``) when
+    the method needs one and does not build its own (``info.own_graph``: None, the method builds it)."""
+    if info.needs_graph and graph is None and info.own_graph:
+        log.info("tl.select: %s builds its own cell graph", info.name)
+        return None
     if info.needs_graph and graph is None:
         from .graph import DEFAULT_GRAPH_PARAMS, similarity_graph
 

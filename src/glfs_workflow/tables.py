@@ -10,6 +10,7 @@ import logging
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from glfs._anndata import CONVERGENCE_KEYS, GRAPH_KEY, write_selection
 from glfs._result import Selection, make_selection
@@ -49,8 +50,17 @@ def selection_meta(sel: Selection, *, n_features, graph: str) -> dict:
         "has_weights": sel.weights is not None,
         "graph": graph,
         "params": {k: _plain(v) for k, v in sel.params.items() if v is not None},
-        "extra": {k: _plain(v) for k, v in sel.extra.items()},
+        # plain diagnostics only: a graph a method built itself (Selection.extra["graph"]) is not JSON
+        "extra": {k: _plain(v) for k, v in sel.extra.items() if not sp.issparse(v)},
     }
+
+
+def _graph_record(graph: str) -> str:
+    """uns[key]["params"]["graph"] of a selection: the dataset graph in obsp, none, or the method's own
+    cell graph (an own_graph method's sidecar says "own: ..."; that graph is not the obsp one)."""
+    if graph == "none" or str(graph).startswith("own"):
+        return str(graph)
+    return f"obsp:{GRAPH_KEY}"
 
 
 def selection_from_table(df: pd.DataFrame, meta: dict) -> Selection:
@@ -117,7 +127,7 @@ def annotate_selection(adata, df: pd.DataFrame, meta: dict, *, table="selection 
         adata,
         sel,
         key=sel.method,
-        uns_params={"n_features": meta["n_features"], "graph": f"obsp:{GRAPH_KEY}" if meta["graph"] != "none" else "none"},
+        uns_params={"n_features": meta["n_features"], "graph": _graph_record(meta["graph"])},
     )
     return sel.method
 
