@@ -8,10 +8,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from . import baselines, design, gradient, hvg, lkr, moran, optimal, ufi
 from ._result import Selection, make_selection
-from ._validation import check_counts, check_graph, check_labels, check_n_features, check_scale, check_X
+from ._limits import check_dense_size
+from ._validation import (
+    DENSE_ALTERNATIVE, OutOfCore, check_counts, check_graph, check_labels, check_n_features, check_scale, check_X,
+    out_of_core_kind,
+)
 from .graph import DEFAULT_GRAPH_PARAMS, similarity_graph
 from .scores import deviance_score, fisher_score, laplacian_score, variance_score
 
@@ -220,10 +225,14 @@ def select(
             raise ValueError(msg)
         log.info("select: X is an AnnData; using its .X (glfs.tl.select(adata, ...) writes the result into adata.var)")
         X = X.X
-    X = check_scale(check_X(X))
+    X = check_scale(_input(X))
+    if isinstance(X, OutOfCore):
+        _check_streams(method, X, graph, params)
     if info.needs_counts:
         X = _counts_for(method, X, counts)
     n, d = X.shape
+    if method in _DENSE_X and sp.issparse(X):  # before the graph is built: refuse at once
+        check_dense_size(method, f"a dense copy of the sparse X ({n} x {d})", float(n) * d, DENSE_ALTERNATIVE)
     if graph is not None and not info.needs_graph:
         msg = f"method {method!r} uses no graph; the graph passed is ignored"
         warnings.warn(msg, UserWarning, stacklevel=2)
@@ -253,6 +262,43 @@ def select(
         msg = f"internal error: {method} did not return a Selection over {d} features"
         raise RuntimeError(msg)
     return sel
+
+
+# ---- input conversion: sparse, out-of-core ---------------------------------------------------
+#: Methods that make X dense (a sparse X is refused above the size limit before the graph is built).
+_DENSE_X = frozenset({
+    "lapaofs", "lapdofs", "glfs", "glfs_exact", "glfs_paper", "glfs_printed", "lkr_score",
+    "lkr_score_supervised", "ufi", "spca", "q_alpha",
+})
+#: Methods that stream an out-of-core X (AnnData backed, dask) block by block; graph_moran only on a given graph.
+_STREAMING = ("laplacian_score", "variance", "fisher_score", "graph_moran")
+
+
+def _input(X):
+    """X validated: a sparse or out-of-core X is read as it is (no dense or float64 copy); a dense X is copied
+    to float64 as before (the methods may hand it to code that writes)."""
+    lazy = isinstance(X, OutOfCore) or out_of_core_kind(X) is not None
+    return check_X(X, read_only=sp.issparse(X) or lazy, lazy=lazy)
+
+
+def _check_streams(method, X, graph, params):
+    """Refuse, naming the alternatives, a method that cannot stream the out-of-core X."""
+    own_graph = method == "graph_moran" and (graph is None or params.get("residuals"))
+    if method in _STREAMING and not own_graph and (graph is not None or not METHODS[method].needs_graph):
+        return
+    if method in _STREAMING and METHODS[method].needs_graph:
+        why = (f"it needs a graph, and building one streams no PCA yet: pass graph= (e.g. adata.obsp['connectivities'] "
+               "after sc.pp.neighbors, or glfs.tl.select(..., obsp='connectivities'))")
+        if method == "graph_moran" and params.get("residuals"):
+            why = "residuals=True forms the Pearson residuals from counts in memory"
+    else:
+        why = "it needs X in memory"
+    msg = (
+        f"method {method!r} cannot stream an out-of-core X ({X.describe()}): {why}. "
+        f"Methods that stream it: {', '.join(_STREAMING)} (graph_moran on a given graph); or load X first "
+        f"(adata.to_memory(), or X.compute() for a dask array; {X.memory_hint()})"
+    )
+    raise ValueError(msg)
 
 
 # ---- method parameters, checked without running the method ---------------------------------
@@ -392,11 +438,15 @@ def _counts_for(method, X, counts):
             X, name="X",
             hint=f"method {method!r} scores raw counts: pass them as counts=... (glfs.tl.select reads adata.layers['counts'])",
         )
-    counts = check_counts(check_X(counts, name="counts"), name="counts", hint=f"method {method!r} scores raw counts")
+    counts = check_counts(_input_counts(counts), name="counts", hint=f"method {method!r} scores raw counts")
     if counts.shape != X.shape:
         msg = f"counts must have the shape of X {X.shape}; got {counts.shape}"
         raise ValueError(msg)
     return counts
+
+
+def _input_counts(counts):
+    return check_X(counts, name="counts", read_only=sp.issparse(counts))
 
 
 def n_to_select(n_features_to_select, n_features):

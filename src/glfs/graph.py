@@ -324,8 +324,8 @@ def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state):
         msg = f"metric must be 'euclidean' or 'cosine' for the approximate search (method='approx'); got {metric!r}"
         raise ValueError(msg)
     cosine = metric == "cosine" and method == "approx"
-    if (n_pcs is None or cosine) and not sp.issparse(X) and X.dtype != np.float64:
-        X = X.astype(np.float64)
+    if (n_pcs is None or cosine) and X.dtype != np.float64:
+        X = X.astype(np.float64)  # a sparse X: a sparse copy (never dense); the PCA reads float32 as it is
     if cosine:
         # unit rows: Euclidean distance is then a monotone function of the cosine, 1 - cos = ||a - b||^2 / 2
         if sp.issparse(X):

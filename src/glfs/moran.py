@@ -37,7 +37,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._result import Selection
-from ._validation import ConstantFeatureWarning, check_graph, check_int, check_X, constant_features, warn_constant
+from ._validation import ConstantFeatureWarning, check_graph, check_int, check_X, warn_constant
+from .scores import sparse_blocks
 
 log = logging.getLogger(__name__)
 
@@ -81,28 +82,30 @@ def _dense_block(X, cols, W):
     return np.einsum("ij,ij->j", Z, W @ Z), z2.sum(axis=0), (z2 * z2).sum(axis=0)
 
 
-def _sparse_block(Xc, cols, W, w_row, w_tot, n):
-    """(z'Wz, sum z^2, sum z^4) of a block of sparse columns, from sums over the non-zeros.
+def _sparse_block(B, W, U, w_row, w_tot, n, block_size):
+    """(z'Wz, sum z^2, sum z^4, constant) of the genes of a sparse (n, b) block, from sums over the non-zeros.
 
-    Each block is scaled by its columns' largest absolute value first (the statistics are
-    scale-free), so the power sums stay in range; z'Wz = x'Wx - 2 m (W1)'x + m^2 1'W1 and the
-    centred moments come from the raw power sums (m the column mean).
+    The kernels of the Laplacian score (glfs.scores: ``centred_sums``, ``cross_sums``): each gene
+    scaled by its largest |value| (the statistics are scale-free), the centred moments summed over
+    the non-zeros with the zeros added in closed form (no cancellation), z'Wz = x'Wx - 2 m (W1)'x +
+    m^2 1'W1 with x'Wx from the pairs of non-zeros joined by an edge.  Genes stored in more than half
+    of the cells (where that difference could cancel) are centred on their dense columns.
     """
-    B = Xc[:, cols].tocsc().astype(np.float64)
-    scale = np.asarray(abs(B).max(axis=0).todense()).ravel()
-    scale[scale == 0] = 1.0
-    B = B @ sp.diags(1.0 / scale)
-    m = np.asarray(B.sum(axis=0)).ravel() / n
-    s2 = np.asarray(B.multiply(B).sum(axis=0)).ravel()
-    B3 = B.multiply(B).multiply(B)
-    s3 = np.asarray(B3.sum(axis=0)).ravel()
-    s4 = np.asarray(B3.multiply(B).sum(axis=0)).ravel()
-    xWx = np.asarray((W @ B).multiply(B).sum(axis=0)).ravel()
-    xw = np.asarray(B.T @ w_row).ravel()  # (W 1)' x = sum_i x_i sum_k W_ik
-    zwz = xWx - 2 * m * xw + m * m * w_tot
-    m2 = s2 - n * m * m
-    m4 = s4 - 4 * m * s3 + 6 * m * m * s2 - 3 * n * m**4
-    return zwz, np.maximum(m2, 0.0), np.maximum(m4, 0.0)
+    from .scores import DENSE_SHARE, _dense_parts, centred_sums, cross_sums, sparse_stats
+
+    b = B.shape[1]
+    scale, const, stored = sparse_stats(B)
+    inv = 1.0 / scale
+    ones = np.ones(n)
+    m = centred_sums(B, inv, ones, np.zeros(b))[0, 1] / n
+    c = centred_sums(B, inv, ones, m)[0]
+    zeros = n - c[0]
+    m2, m4 = c[2] + zeros * m**2, c[4] + zeros * m**4
+    xw = centred_sums(B, inv, w_row, np.zeros(b))[0, 1]  # (W 1)' x = sum_i x_i sum_k W_ik
+    zwz = 2.0 * cross_sums(B, U, inv) - 2.0 * m * xw + m * m * w_tot
+    for idx, A in _dense_parts(B, np.flatnonzero(stored > DENSE_SHARE * n), block_size):
+        zwz[idx], m2[idx], m4[idx] = _dense_block(A, slice(None), W)
+    return zwz, m2, m4, const
 
 
 def _finish(zwz, m2, m4, const, n, S0, S1, S2, method):
@@ -171,9 +174,11 @@ def graph_autocorrelation(X, W, *, block_size: int | None = None) -> GraphAutoco
 
     Parameters
     ----------
-    X : array-like or sparse of shape (n_samples, n_features)
+    X : array-like, sparse or out-of-core of shape (n_samples, n_features)
         Cells in rows, genes in columns, e.g. log-normalised expression.
-        Sparse input stays sparse (CSC column blocks).
+        Sparse input (CSR or CSC, float32 or float64) is read as it is, no
+        dense or float64 copy; an AnnData backed sparse matrix or a dask
+        array is streamed in gene blocks (as :func:`glfs.laplacian_score`).
     W : sparse of shape (n_samples, n_samples)
         Symmetric non-negative graph (scanpy's ``connectivities``, or
         :func:`glfs.similarity_graph`); its diagonal is ignored.  At least 4 samples.
@@ -194,7 +199,7 @@ def graph_autocorrelation(X, W, *, block_size: int | None = None) -> GraphAutoco
     is on the usual scale; it is used here to rank genes, not as a p-value
     (neighbouring cells are not independent).
     """
-    X = check_X(X, read_only=True)
+    X = check_X(X, read_only=True, lazy=True)
     n, d = X.shape
     if n < 4:
         msg = f"X must have at least 4 samples for the permutation moments of Moran's I; got {n}"
@@ -206,18 +211,15 @@ def graph_autocorrelation(X, W, *, block_size: int | None = None) -> GraphAutoco
         msg = "W must have at least one edge between different samples; got an empty graph"
         raise ValueError(msg)
     zwz, m2, m4 = np.empty(d), np.empty(d), np.empty(d)
-    if sp.issparse(X):
-        Xc = X.tocsc()
-        w_row = np.asarray(W.sum(axis=1)).ravel()
-        w_tot = float(w_row.sum())
-        for j0 in range(0, d, block_size):
-            cols = slice(j0, min(d, j0 + block_size))
-            zwz[cols], m2[cols], m4[cols] = _sparse_block(Xc, cols, W, w_row, w_tot, n)
-    else:
-        for j0 in range(0, d, block_size):
-            cols = slice(j0, min(d, j0 + block_size))
-            zwz[cols], m2[cols], m4[cols] = _dense_block(X, cols, W)
-    return _finish(zwz, m2, m4, constant_features(X), n, S0, S1, S2, "graph_autocorrelation")
+    const = np.zeros(d, dtype=bool)
+    U, w_row = sp.triu(W, k=1, format="csr"), np.asarray(W.sum(axis=1)).ravel()
+    for cols, B in sparse_blocks(X, block_size):  # all of a CSR X; gene blocks of a CSC, backed or dask X
+        if sp.issparse(B):
+            zwz[cols], m2[cols], m4[cols], const[cols] = _sparse_block(B, W, U, w_row, float(w_row.sum()), n, block_size)
+        else:
+            zwz[cols], m2[cols], m4[cols] = _dense_block(B, slice(None), W)
+            const[cols] = np.ptp(B, axis=0) == 0
+    return _finish(zwz, m2, m4, const, n, S0, S1, S2, "graph_autocorrelation")
 
 
 # ---- the graph-based single-cell selection (docs/methods.md, "The graph-based single-cell selection") ----

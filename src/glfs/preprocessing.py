@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+import scipy.sparse as sp
 
 from .readers import DataError
 
@@ -80,6 +81,11 @@ def preprocess(X: np.ndarray, genes: list, method: str = "none", params: dict | 
 
     ``samples`` (ids, optional) only names samples in error messages.
     Returns (X, kept gene mask (n_genes,) bool, params used).
+
+    A sparse X stays sparse under ``none``, ``log1p`` and ``normalize_log1p``
+    (a CSR copy with the same non-zeros, in X's float dtype: float32 stays
+    float32; the totals are summed in float64); the other options make it
+    dense, after checking the size (:func:`glfs._limits.check_dense_size`).
     """
     params = {k: v for k, v in (params or {}).items() if v is not None or k in ("floor", "ceiling")}
     if method not in PREPROCESS_DEFAULTS:
@@ -89,6 +95,17 @@ def preprocess(X: np.ndarray, genes: list, method: str = "none", params: dict | 
     keep = np.ones(X.shape[1], dtype=bool)
     if method == "none":
         return X, keep, used
+    if sp.issparse(X):
+        if method in ("log1p", "normalize_log1p"):
+            return _log1p_sparse(X, genes, method, used, samples), keep, used
+        from ._limits import check_dense_size
+
+        n, d = X.shape
+        check_dense_size(
+            f"preprocess {method!r}", f"a dense copy of the sparse matrix ({n} x {d})", float(n) * d,
+            "Sparse counts take preprocess 'log1p' or 'normalize_log1p', which keep them sparse",
+        )
+        X = X.toarray()
     if method == "zscore":
         mu = X.mean(axis=0)
         sd = X.std(axis=0)
@@ -129,3 +146,30 @@ def preprocess(X: np.ndarray, genes: list, method: str = "none", params: dict | 
         msg = "preprocess 'dudoit' removed every gene (preprocess_params min_fold / min_diff too strict)"
         raise DataError(msg)
     return np.log10(Xc[:, keep]), keep, used
+
+
+def _log1p_sparse(X, genes, method, used, samples):
+    """log1p, or library-size normalisation + log1p, of a sparse X: a CSR copy, zeros stay zeros (O(nnz))."""
+    Y = sp.csr_matrix(X, copy=True)
+    if Y.dtype.kind != "f":
+        Y = Y.astype(np.float32 if Y.nnz == 0 or float(abs(Y.data).max()) <= 2**24 else np.float64)
+    Y.sum_duplicates()
+    sample_ids = samples if samples is not None else [str(i) for i in range(Y.shape[0])]
+    if Y.nnz and Y.data.min() < 0:
+        t = int(np.argmin(Y.data))
+        i = int(np.searchsorted(Y.indptr, t, side="right") - 1)
+        msg = (f"preprocess {method!r} needs non-negative values; gene {genes[Y.indices[t]]!r} has {Y.data[t]} "
+               f"at sample {sample_ids[i]!r}")
+        raise DataError(msg)
+    if method == "normalize_log1p":
+        totals = np.asarray(Y.sum(axis=1, dtype=np.float64)).ravel()
+        if (totals <= 0).any():
+            i = int(np.flatnonzero(totals <= 0)[0])
+            msg = f"preprocess {method!r}: sample {sample_ids[i]!r} has a total of 0 over all genes; remove it or use preprocess 'log1p'"
+            raise DataError(msg)
+        target = used.get("target_sum")
+        target = float(np.median(totals)) if target is None else float(target)
+        used["target_sum"] = target
+        Y.data *= np.repeat(target / totals, np.diff(Y.indptr)).astype(Y.dtype, copy=False)
+    np.log1p(Y.data, out=Y.data)
+    return Y

@@ -1,8 +1,33 @@
 """Per-gene filter scores: Laplacian score, Fisher score, variance.
 
 X has shape (n_samples, n_features).  Graphs are sparse (n_samples, n_samples).
-All scores are computed for every gene at once with sparse products: cost
-O(nnz(W) d + n d) time and O(n d) memory; nothing n x n is densified.
+All scores are computed for every gene at once: nothing n x n is densified.
+Dense X: sparse products in column blocks, O(nnz(W) d + n d) time, O(n block)
+memory beyond X.  Sparse X (CSR or CSC, float32 or float64): sums over the
+non-zeros only, O(nnz(X) + nnz(W) nnz(X) / n) time and O(d) memory beyond X
+(no dense copy, no float64 copy of X; see "Sparse X" below).  Out-of-core X
+(an AnnData backed sparse matrix, a dask array; :class:`glfs._validation.OutOfCore`):
+the same sums in gene blocks streamed from the file, so the memory is one block.
+
+Sparse X
+--------
+The centred quantities of the scores come from sums over the non-zeros, with
+the zeros added in closed form, so no centred (dense) copy is formed and no
+cancellation occurs: for a gene x with weighted mean m (weights w_i),
+
+    sum_i w_i (x_i - m)^2 = sum_{x_i != 0} w_i (x_i - m)^2 + m^2 (sum_i w_i - sum_{x_i != 0} w_i),
+
+a sum of non-negative terms (two passes over the non-zeros: the first for m).
+The graph term uses L 1 = 0 (centring does not change it):
+f~' L f~ = sum_i (D_ii - W_ii) x_i^2 - 2 sum_{i<j} W_ij x_i x_j, where only pairs of
+non-zeros enter the second sum (:func:`cross_sums`).  This difference loses no
+accuracy when the gene's non-zeros carry at most half of the degree weight
+(then f' D f <= 2 f~' D f~, by Cauchy-Schwarz); the few genes above that
+share (:data:`DENSE_SHARE`) are centred and scored on their dense columns, as
+for a dense X.  Each gene is divided by its largest absolute value on the fly
+(the scores are scale-free).
+The kernels are compiled with numba (installed with pynndescent, a dependency)
+on first use and cached on disk.
 """
 
 from __future__ import annotations
@@ -12,7 +37,7 @@ import logging
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_graph, check_int, check_labels, check_X, constant_features, warn_constant
+from ._validation import OutOfCore, check_graph, check_int, check_labels, check_X, constant_features, warn_constant
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +48,202 @@ __all__ = ["laplacian_score", "fisher_score", "variance_score", "deviance_score"
 #: this many values divided by n_samples): 2**23 values = 64 MB per temporary block.
 LS_BLOCK_VALUES = 2**23
 
+#: Row (CSR) partitions of the sparse kernels: each has its own accumulators, and the partition does
+#: not depend on the number of threads, so the sums (and the scores) do not either.
+N_PARTS = 8
+
+
+# ---- sparse kernels (numba; compiled on first use, cached on disk) --------------------------------
+# X is an (n, b) CSR matrix (rows = samples, columns = genes); ``inv`` (b,) multiplies each gene's values.
+
+
+def _nb_stats(indices, data, b):
+    """(stored entries, min, max) of each column of a CSR matrix."""
+    cnt = np.zeros(b, np.int64)
+    lo = np.full(b, np.inf)
+    hi = np.full(b, -np.inf)
+    for t in range(indices.size):
+        g = indices[t]
+        v = data[t]
+        cnt[g] += 1
+        if v < lo[g]:
+            lo[g] = v
+        if v > hi[g]:
+            hi[g] = v
+    return cnt, lo, hi
+
+
+def _nb_sums(indptr, indices, data, inv, w, codes, m, n_parts):
+    """out[k, p, g] = sum over the non-zeros x of gene g in rows of class k of w_i (x inv_g - m[k, g])^p, p = 0..4."""
+    n = indptr.size - 1
+    K, b = m.shape
+    part = np.zeros((n_parts, K, 5, b))
+    step = (n + n_parts - 1) // n_parts
+    for q in numba.prange(n_parts):
+        acc = part[q]
+        for i in range(q * step, min(n, (q + 1) * step)):
+            k = codes[i]
+            wi = w[i]
+            for t in range(indptr[i], indptr[i + 1]):
+                g = indices[t]
+                z = data[t] * inv[g] - m[k, g]
+                z2 = z * z
+                acc[k, 0, g] += wi
+                acc[k, 1, g] += wi * z
+                acc[k, 2, g] += wi * z2
+                acc[k, 3, g] += wi * z2 * z
+                acc[k, 4, g] += wi * z2 * z2
+    out = np.zeros((K, 5, b))
+    for q in range(n_parts):
+        out += part[q]
+    return out
+
+
+def _nb_cross(x_ptr, x_idx, x_val, inv, u_ptr, u_idx, u_val, n_parts):
+    """sum over the entries (i, j) of U of U_ij x_i x_j per column (x scaled by inv), X in CSR.
+
+    Row i is scattered into a dense buffer of the b genes; each neighbour j then costs its own
+    non-zeros, so the work is sum over the entries of U of nnz(row j), with O(b) memory per part.
+    """
+    n = x_ptr.size - 1
+    b = inv.size
+    part = np.zeros((n_parts, b))
+    step = (n + n_parts - 1) // n_parts
+    for q in numba.prange(n_parts):
+        acc = part[q]
+        row = np.zeros(b)
+        for i in range(q * step, min(n, (q + 1) * step)):
+            if u_ptr[i] == u_ptr[i + 1]:
+                continue
+            for t in range(x_ptr[i], x_ptr[i + 1]):
+                g = x_idx[t]
+                row[g] = x_val[t] * inv[g]
+            for s in range(u_ptr[i], u_ptr[i + 1]):
+                j = u_idx[s]
+                wij = u_val[s]
+                for t in range(x_ptr[j], x_ptr[j + 1]):
+                    g = x_idx[t]
+                    acc[g] += wij * row[g] * (x_val[t] * inv[g])
+            for t in range(x_ptr[i], x_ptr[i + 1]):
+                row[x_idx[t]] = 0.0
+    out = np.zeros(b)
+    for q in range(n_parts):
+        out += part[q]
+    return out
+
+
+_JIT: dict = {}
+
+
+def _kernel(name):
+    """The numba-compiled kernel ``_nb_<name>`` (compiled on first use, cached on disk)."""
+    fn = _JIT.get(name)
+    if fn is None:
+        global numba
+        import numba
+
+        fn = numba.njit(cache=True, parallel=name != "stats", nogil=True)(globals()[f"_nb_{name}"])
+        _JIT[name] = fn
+    return fn
+
+
+def _csr(B):
+    """B as CSR with sorted indices, without a copy when it already is one."""
+    B = B if B.format == "csr" else B.tocsr()
+    return B if B.has_sorted_indices else B.sorted_indices()
+
+
+def sparse_stats(B):
+    """(largest |value|, constant mask, stored entries) of each column of a sparse (n, b) matrix, O(nnz).
+
+    The largest |value| is 1 for all-zero columns (a divisor); a column is constant when its
+    smallest and largest value (implicit zeros included) are equal.
+    """
+    B = _csr(B)
+    n, b = B.shape
+    cnt, lo, hi = _kernel("stats")(B.indices, B.data, b)
+    has_zero = cnt < n
+    lo = np.where(has_zero, np.minimum(lo, 0.0), lo)
+    hi = np.where(has_zero, np.maximum(hi, 0.0), hi)
+    scale = np.maximum(np.abs(lo), np.abs(hi))
+    scale[~(scale > 0)] = 1.0
+    return scale, lo == hi, cnt
+
+
+def centred_sums(B, inv, w, m, codes=None):
+    """Sums over the non-zeros of a sparse (n, b) matrix: out[k, p, g] = sum w_i (x_ig inv_g - m[k, g])^p.
+
+    ``p`` = 0..4 (p = 0: the weight of the non-zeros), over the samples i of class ``k``
+    (``codes`` (n,) int, default one class) where gene g is stored.  The zeros' share of a
+    centred sum is added by the caller: (-m)^p (sum of the class's weights - out[k, 0, g]).
+    O(nnz) time, O(K b) memory per row part (:data:`N_PARTS`).
+    """
+    B = _csr(B)
+    n, b = B.shape
+    m = np.ascontiguousarray(np.broadcast_to(np.atleast_2d(m), (1 if codes is None else int(np.max(codes)) + 1, b)),
+                             dtype=np.float64)
+    codes = np.zeros(n, np.int64) if codes is None else np.ascontiguousarray(codes, dtype=np.int64)
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    inv = np.ascontiguousarray(inv, dtype=np.float64)
+    return _kernel("sums")(B.indptr, B.indices, B.data, inv, w, codes, m, N_PARTS)
+
+
+def cross_sums(B, U, inv):
+    """sum_{(i, j) in U} U_ij x_i x_j for every column x of the sparse (n, b) matrix B (values times ``inv``).
+
+    With U the strict upper triangle of a symmetric graph W, x' W x = 2 cross_sums(B, U) +
+    sum_i W_ii x_i^2.  Only pairs of non-zeros contribute: O(nnz(U) nnz(B) / n) time, O(b)
+    memory per row part.  Shared by the Laplacian score and Moran's I (``glfs.moran``).
+    """
+    B = _csr(B)
+    U = sp.csr_matrix(U)
+    inv = np.ascontiguousarray(inv, dtype=np.float64)
+    return _kernel("cross")(B.indptr, B.indices, B.data, inv, U.indptr, U.indices, U.data, N_PARTS)
+
+
+def sparse_blocks(X, dense_genes: int):
+    """(column slice, block) pairs over the genes of X (n_samples, n_features), each block in memory.
+
+    In-memory CSR X: the whole of it (no copy).  In-memory CSC X: column slices of at most
+    :data:`glfs._validation.STREAM_VALUES` non-zeros, each converted to CSR.  Out-of-core X: the
+    gene blocks of :meth:`~glfs._validation.OutOfCore.column_blocks` (CSR, or dense arrays of a
+    dense source).  Dense X: column slices of ``dense_genes`` genes.
+    """
+    from ._validation import STREAM_VALUES
+
+    n, d = X.shape
+    if isinstance(X, OutOfCore):
+        for cols, B in X.column_blocks(dense_genes=dense_genes):
+            yield cols, (_csr(B) if sp.issparse(B) else B)
+    elif sp.issparse(X) and X.format == "csr":
+        yield slice(0, d), X
+    elif sp.issparse(X):
+        X = X.tocsc()
+        csum = np.diff(X.indptr).cumsum()
+        j0 = 0
+        while j0 < d:
+            base = csum[j0 - 1] if j0 else 0
+            j1 = min(d, max(j0 + 1, int(np.searchsorted(csum, base + STREAM_VALUES, side="right"))))
+            yield slice(j0, j1), X[:, j0:j1].tocsr()
+            j0 = j1
+    else:
+        for j0 in range(0, d, dense_genes):
+            cols = slice(j0, min(d, j0 + dense_genes))
+            yield cols, X[:, cols]
+
+
+def _dense_parts(B, genes, n_genes):
+    """Dense float64 copies of the columns ``genes`` of the CSR block B, ``n_genes`` at a time: (positions, array)."""
+    for k in range(0, genes.size, n_genes):
+        idx = genes[k : k + n_genes]
+        yield idx, B[:, idx].toarray().astype(np.float64, copy=False)
+
+
+#: A gene of a sparse X whose non-zeros carry more than this share of the (degree) weight is scored
+#: on its dense column (centred first); below it the sums over the non-zeros lose no accuracy (the
+#: uncentred f' D f is then at most 1 / (1 - share) = 2 times the centred one).
+DENSE_SHARE = 0.5
+
 
 def laplacian_score(X, W, *, block_size: int | None = None):
     """Laplacian score of every feature (He, Cai & Niyogi, NIPS 2005, Eq. 1 / Algorithm step 4).
@@ -31,13 +252,18 @@ def laplacian_score(X, W, *, block_size: int | None = None):
 
     Parameters
     ----------
-    X : array-like or sparse of shape (n_samples, n_features)
-        Samples in rows, genes in columns.
+    X : array-like, sparse, or out-of-core matrix of shape (n_samples, n_features)
+        Samples in rows, genes in columns.  Sparse X (CSR or CSC, float32 or
+        float64) is read as it is, without a dense or float64 copy; an AnnData
+        backed sparse matrix or a dask array is streamed in gene blocks
+        (:class:`glfs._validation.OutOfCore`).
     W : sparse of shape (n_samples, n_samples)
         Symmetric non-negative similarity graph (e.g. :func:`glfs.similarity_graph`).
     block_size : int, optional
-        Genes per column block (see Notes).  Default: about 2**23 / n_samples
-        (64 MB float64 blocks), at least 1.  Only speed and memory depend on it.
+        Genes per column block of a dense X (see Notes).  Default: about
+        2**23 / n_samples (64 MB float64 blocks), at least 1.  Only speed and
+        memory depend on it.  A sparse X is scored over its non-zeros (its
+        denser genes, if any, in dense blocks of this size).
 
     Returns
     -------
@@ -48,7 +274,7 @@ def laplacian_score(X, W, *, block_size: int | None = None):
 
     Notes
     -----
-    f~' D f~ = sum_i D_ii f~_i^2 and f~' L f~ = f~' D f~ - f~' W f~, with
+    Dense X: f~' D f~ = sum_i D_ii f~_i^2 and f~' L f~ = f~' D f~ - f~' W f~, with
     f~' W f~ = 2 f~' U f~ + sum_i W_ii f~_i^2 (U the strict upper triangle of
     the symmetric W): one sparse-dense product with U, O(nnz(W) d / 2) time.
     The genes are processed in column blocks: each block is copied to
@@ -61,8 +287,14 @@ def laplacian_score(X, W, *, block_size: int | None = None):
     O(n block_size).  A dense float32 or float64 X is read in place (no
     copy of X: float32 values are scored in float64 block by block), so the
     memory beyond X and W is O(n block_size).
+
+    Sparse X (module docstring): f~' D f~ from two passes over the non-zeros
+    (:func:`centred_sums`), f~' L f~ from the pairs of non-zeros joined by an
+    edge (:func:`cross_sums`), genes on more than half of the degree weight
+    on their dense columns; O(nnz(X) + nnz(W) nnz(X) / n) time, O(d) memory
+    beyond X (``benchmarks/results/atlas_scale.md``).
     """
-    X = check_X(X, dense=True, read_only=True)
+    X = check_X(X, read_only=True, lazy=True)
     n, d = X.shape
     W = check_graph(W, n)
     if block_size is None:
@@ -73,28 +305,49 @@ def laplacian_score(X, W, *, block_size: int | None = None):
     if np.any(deg <= 0):
         msg = f"W must give every sample a positive degree; got {int(np.sum(deg <= 0))} isolated sample(s)"
         raise ValueError(msg)
-    const = constant_features(X)
     total = deg.sum()
     U = sp.triu(W, k=1, format="csr")
     w_diag = W.diagonal()
-    has_diag = bool(np.any(w_diag))  # the supervised graph keeps its diagonal (label_graph)
+    off_deg = deg - w_diag  # sum_j != i W_ij
     num = np.empty(d)
     denom = np.empty(d)
-    for j0 in range(0, d, block_size):
-        cols = slice(j0, min(d, j0 + block_size))
-        Xc = np.array(X[:, cols], dtype=np.float64, order="C")  # a copy: scaled and centred in place
-        _scale_columns(Xc)
-        Xc -= (deg @ Xc) / total
-        denom[cols] = np.einsum("i,ij,ij->j", deg, Xc, Xc)
-        quad_w = 2.0 * np.einsum("ij,ij->j", Xc, U @ Xc)
-        if has_diag:
-            quad_w += np.einsum("i,ij,ij->j", w_diag, Xc, Xc)
-        num[cols] = denom[cols] - quad_w
+    const = np.zeros(d, dtype=bool)
+    for cols, B in sparse_blocks(X, block_size):
+        if not sp.issparse(B):
+            num[cols], denom[cols], const[cols] = _laplacian_dense(B, deg, total, U, w_diag)
+            continue
+        b = B.shape[1]
+        scale, const[cols], _ = sparse_stats(B)
+        inv = 1.0 / scale
+        first = centred_sums(B, inv, deg, np.zeros(b))[0]
+        mean = first[1] / total
+        c = centred_sums(B, inv, deg, mean)[0]
+        # f~'Df~ exactly (non-negative terms); f'Lf = sum_i (d_i - W_ii) x_i^2 - 2 sum_{i<j} W_ij x_i x_j
+        denom[cols] = c[2] + mean * mean * (total - c[0])
+        sq = centred_sums(B, inv, off_deg, np.zeros(b))[0, 2]
+        num[cols] = sq - 2.0 * cross_sums(B, U, inv)
+        dense = np.flatnonzero(first[0] > DENSE_SHARE * total)  # genes on most of the degree: centred densely
+        for idx, A in _dense_parts(B, dense, block_size):
+            j = np.arange(cols.start, cols.stop)[idx]
+            num[j], denom[j], _ = _laplacian_dense(A, deg, total, U, w_diag)
     with np.errstate(invalid="ignore", divide="ignore"):
         scores = num / denom
     scores[const] = np.nan
     warn_constant(const, "laplacian_score")
     return scores
+
+
+def _laplacian_dense(B, deg, total, U, w_diag):
+    """(f~'Lf~, f~'Df~, constant) of the dense columns B (n, b): copied to float64, scaled, centred."""
+    Xc = np.array(B, dtype=np.float64, order="C")  # a copy: scaled and centred in place
+    const = np.ptp(Xc, axis=0) == 0
+    _scale_columns(Xc)
+    Xc -= (deg @ Xc) / total
+    denom = np.einsum("i,ij,ij->j", deg, Xc, Xc)
+    quad_w = 2.0 * np.einsum("ij,ij->j", Xc, U @ Xc)
+    if np.any(w_diag):  # the supervised graph keeps its diagonal (label_graph)
+        quad_w += np.einsum("i,ij,ij->j", w_diag, Xc, Xc)
+    return denom - quad_w, denom, const
 
 
 def fisher_score(X, labels):
@@ -109,11 +362,15 @@ def fisher_score(X, labels):
     Scale-free: each gene is divided by its largest absolute value first, so
     values near 1e200 or 1e-200 score as values near 1 do.
 
-    X has shape (n_samples, n_features); labels has length n_samples.
-    Cost O(n d).
+    X has shape (n_samples, n_features) (dense, sparse CSR/CSC, or out-of-core
+    as :func:`laplacian_score`); labels has length n_samples.  Cost O(n d)
+    dense; sparse X: two passes over the non-zeros (class sums, then the sums of
+    squares about the class means, the zeros added in closed form), O(nnz + K d),
+    no dense or float64 copy of X.
     """
-    X = check_X(X, dense=True)  # a copy: scaled in place
-    _, codes = check_labels(labels, X.shape[0])
+    X = check_X(X, read_only=True, lazy=True)
+    n, d = X.shape
+    _, codes = check_labels(labels, n)
     sizes = np.bincount(codes)
     if sizes.max() < 2:
         msg = (
@@ -121,17 +378,32 @@ def fisher_score(X, labels):
             "of 1 sample each (the within-class variance would be 0 for every gene)"
         )
         raise ValueError(msg)
-    const = constant_features(X)
-    _scale_columns(X)
-    mu = X.mean(axis=0)
-    between = np.zeros(X.shape[1])
-    within = np.zeros(X.shape[1])
-    for c in np.unique(codes):
-        Xk = X[codes == c]
-        nk = Xk.shape[0]
-        mk = Xk.mean(axis=0)
-        between += nk * (mk - mu) ** 2
-        within += nk * Xk.var(axis=0)
+    K = sizes.size
+    between = np.zeros(d)
+    within = np.zeros(d)
+    const = np.zeros(d, dtype=bool)
+    ones = np.ones(n)
+    for cols, B in sparse_blocks(X, max(1, LS_BLOCK_VALUES // n)):
+        if sp.issparse(B):
+            b = B.shape[1]
+            scale, const[cols], _ = sparse_stats(B)
+            inv = 1.0 / scale
+            s = centred_sums(B, inv, ones, np.zeros((K, b)), codes)
+            mk = s[:, 1, :] / sizes[:, None]  # class means (the zeros add nothing)
+            c = centred_sums(B, inv, ones, mk, codes)
+            within[cols] = np.sum(c[:, 2, :] + mk * mk * (sizes[:, None] - c[:, 0, :]), axis=0)
+            mu = (sizes @ mk) / n
+            between[cols] = sizes @ (mk - mu) ** 2
+            continue
+        Xb = np.array(B, dtype=np.float64)  # a copy: scaled in place
+        const[cols] = np.ptp(Xb, axis=0) == 0
+        _scale_columns(Xb)
+        mu = Xb.mean(axis=0)
+        for c in range(K):
+            Xk = Xb[codes == c]
+            mk = Xk.mean(axis=0)
+            between[cols] += sizes[c] * (mk - mu) ** 2
+            within[cols] += sizes[c] * Xk.var(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         scores = between / within
     scores[const] = np.nan
@@ -152,14 +424,25 @@ def _scale_columns(A):
 def variance_score(X):
     """Per-feature variance (ddof=0); **higher is better**.  Constant features score 0.
 
-    X has shape (n_samples, n_features); sparse input is handled without densifying.
+    X has shape (n_samples, n_features): dense, sparse (CSR/CSC, float32 or
+    float64: two passes over the non-zeros, the zeros added in closed form, no
+    dense or float64 copy), or out-of-core as :func:`laplacian_score`.
     """
-    X = check_X(X)
-    if sp.issparse(X):
-        m = np.asarray(X.mean(axis=0)).ravel()
-        m2 = np.asarray(X.multiply(X).mean(axis=0)).ravel()
-        return np.maximum(m2 - m**2, 0.0)
-    return X.var(axis=0)
+    X = check_X(X, read_only=True, lazy=True)
+    n, d = X.shape
+    if isinstance(X, np.ndarray):
+        return np.ascontiguousarray(X, dtype=np.float64).var(axis=0)  # C order: the same sums as a copy of X
+    out = np.empty(d)
+    ones = np.ones(n)
+    for cols, B in sparse_blocks(X, max(1, LS_BLOCK_VALUES // n)):
+        if sp.issparse(B):
+            inv = np.ones(B.shape[1])
+            mean = centred_sums(B, inv, ones, np.zeros(B.shape[1]))[0, 1] / n
+            c = centred_sums(B, inv, ones, mean)[0]
+            out[cols] = (c[2] + mean * mean * (n - c[0])) / n
+        else:
+            out[cols] = np.asarray(B, dtype=np.float64).var(axis=0)
+    return np.maximum(out, 0.0)
 
 
 def deviance_score(counts):

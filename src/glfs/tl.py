@@ -35,8 +35,8 @@ import pandas as pd
 
 from ._anndata import GRAPH_KEY as _GRAPH_KEY
 from ._anndata import write_graph, write_selection
-from ._validation import holds_counts
-from .api import method_info, n_to_select
+from ._validation import OutOfCore, check_X, holds_counts, out_of_core_kind
+from .api import _check_streams, method_info, n_to_select
 from .api import select as _select
 
 log = logging.getLogger(__name__)
@@ -130,8 +130,11 @@ def select(
         msg = f"graph_key must be a non-empty string; got {graph_key!r}"
         raise ValueError(msg)
     X = _expression(adata, layer)
-    counts, counts_from = _counts(adata, X, layer, counts_layer, info, method)
     graph = _given_graph(adata, obsp, info, method)
+    if out_of_core_kind(X) is not None:  # backed AnnData or dask X: read once here, then streamed by the scores
+        X = check_X(X, read_only=True, lazy=True)
+        _check_streams(method, X, graph, params)
+    counts, counts_from = _counts(adata, X, layer, counts_layer, info, method)
     log.info(
         "tl.select: %s on %d samples x %d genes (%s; %s)",
         method, adata.n_obs, adata.n_vars, f"layer {layer!r}" if layer is not None else "adata.X", info.description,
@@ -208,7 +211,7 @@ def _counts(adata, X, layer, counts_layer, info, method):
     import scipy.sparse as sp
 
     where = f"adata.layers[{layer!r}]" if layer is not None else "adata.X"
-    if holds_counts(X if sp.issparse(X) else np.asarray(X)):
+    if not isinstance(X, OutOfCore) and holds_counts(X if sp.issparse(X) else np.asarray(X)):
         log.info("tl.select: %s scores %s, which holds raw counts", method, where)
         return None, "X" if layer is None else f"layers:{layer}"
     msg = (
@@ -297,6 +300,8 @@ def _warn_if_counts(X, layer) -> None:
 
     from .preprocessing import looks_like_counts
 
+    if isinstance(X, OutOfCore):  # not read again for a warning
+        return
     values = X.data if sp.issparse(X) else np.asarray(X)
     if values.size and looks_like_counts(values):
         where = f"adata.layers[{layer!r}]" if layer is not None else "adata.X"

@@ -69,7 +69,7 @@ from ._validation import check_int, check_n_features, check_positive, check_X, c
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ufi", "UFIResult", "select_ufi", "ufi_form"]
+__all__ = ["ufi", "UFIResult", "select_ufi", "ufi_form", "ufi_work", "UFI_MAX_WORK"]
 
 #: Rank-one updates between two recomputations of P in :func:`ufi` (drift after 3000 updates: below 1e-11, relative).
 DEFAULT_REFRESH_EVERY = 1000
@@ -249,14 +249,36 @@ class _PrimalState:
             self.live = np.ones(self.idx.size, dtype=bool)
 
 
-def ufi_form(n_samples: int, n_features: int, n_instances: int | None = None, form: str = "auto", *, limit_gb=None):
+#: Work limit of UFI, in the operations of its gene removals: n r (d / 2 + n) for the dual form and
+#: d^3 / 3 + n d^2 / 16 for the primal (its one Gram product X'X runs as BLAS-3, about 16 times
+#: faster per operation), for r removed genes out of d (r = d for the full ranking of
+#: ``select_ufi``).  Measured 2026-11-25 on 2 busy cores (load 3-4): about 3e8 such operations per
+#: second (400 x 1,500 dual: 2.1 s; 700 x 2,500: 12 s; 20,000 x 2,000 primal: 29 s), so the limit
+#: of 3e10 is about 100 s.  4,186 x 10,023 in the dual form (3.9e11, about 20 min) is refused.
+UFI_MAX_WORK = 3e10
+
+
+def ufi_work(n_samples: int, n_features: int, form: str, n_removed: int | None = None) -> float:
+    """The operations of UFI's gene removals in ``form`` (see :data:`UFI_MAX_WORK`)."""
+    n, d = float(n_samples), float(n_features)
+    r = d if n_removed is None else float(n_removed)
+    if form == "dual":
+        return n * r * (d / 2.0 + n)
+    return d**3 / 3.0 + n * d * d / 16.0
+
+
+def ufi_form(n_samples: int, n_features: int, n_instances: int | None = None, form: str = "auto", *, limit_gb=None,
+             n_removed: int | None = None, max_work: float | None = None):
     """Which form UFI uses, after checking its size (docs/methods.md, "Size limits").
 
     ``"primal"`` (genes x genes, all instances kept) when ``form="auto"``,
     every instance is kept and n_samples > n_features; ``"dual"`` (samples x
     samples) otherwise.  Raises ``ValueError`` ("size limit") when the dense
     matrices of the chosen form (three of its size at once) exceed
-    ``limit_gb`` (default :data:`glfs._limits.DENSE_LIMIT_GB`).
+    ``limit_gb`` (default :data:`glfs._limits.DENSE_LIMIT_GB`), or, when
+    ``n_removed`` is given (:func:`ufi` passes it: all genes for a full
+    ranking), when the work of removing that many genes exceeds ``max_work``
+    (default :data:`UFI_MAX_WORK`, about 100 s; :func:`ufi_work`).
     """
     if form not in ("auto", "primal", "dual"):
         msg = f"form must be 'auto', 'primal' or 'dual'; got {form!r}"
@@ -283,6 +305,18 @@ def ufi_form(n_samples: int, n_features: int, n_instances: int | None = None, fo
             "Pre-filter the genes (e.g. by variance or sc.pp.highly_variable_genes) before UFI.",
             limit_gb=limit_gb,
         )
+    limit = UFI_MAX_WORK if max_work is None else float(max_work)
+    work = 0.0 if n_removed is None else ufi_work(n_samples, n_features, form, n_removed)
+    if work > limit:
+        formula = "n r (d/2 + n)" if form == "dual" else "d^3/3 + n d^2/16"
+        msg = (
+            f"ufi: the {form} form on {n_samples} samples x {n_features} genes "
+            f"({n_removed} gene removals) needs about {work:.1e} operations "
+            f"({formula}), above the size limit of {limit:.0e} (about {limit / 3e8:.0f} s on 2 cores; "
+            "glfs.ufi.UFI_MAX_WORK; docs/methods.md, 'Size limits'). Pre-filter the genes (e.g. 2,000 highly "
+            "variable genes: sc.pp.highly_variable_genes, or glfs.select(X, 'variance', ...)) or subsample the samples."
+        )
+        raise ValueError(msg)
     return form
 
 
@@ -364,7 +398,7 @@ def ufi(
     if p < n_features:
         log.warning("ufi: only %d non-constant genes; keeping %d", p, p)
 
-    form = ufi_form(m, int(alive.size), n_instances, form)
+    form = ufi_form(m, int(alive.size), n_instances, form, n_removed=int(alive.size) if full_ranking else int(alive.size) - p)
     log.info("ufi: %d samples x %d genes, %s form", m, alive.size, form)
     st = _PrimalState(X, lam, alive) if form == "primal" else _State(X, lam, np.arange(m), alive)
     feat_counts = _schedule(alive.size, p, n_iter)
