@@ -183,7 +183,8 @@ def _peak_mb(fn):
         tracemalloc.stop()
 
 
-@pytest.mark.parametrize("what", ["laplacian_score", "fisher_score", "variance", "moran", "normalize_log1p", "log1p"])
+@pytest.mark.parametrize("what", ["laplacian_score", "fisher_score", "variance", "moran", "deviance", "normalize_log1p",
+                                  "log1p"])
 def test_no_dense_copy_on_the_sparse_path(big, what):
     X, W = big
     limit_mb = 0.1 * N_BIG * D_BIG * 4 / 2**20  # 32 MB; a dense float32 copy is 305 MB
@@ -194,6 +195,7 @@ def test_no_dense_copy_on_the_sparse_path(big, what):
         "fisher_score": lambda: glfs.fisher_score(X, labels),
         "variance": lambda: glfs.variance_score(X),
         "moran": lambda: graph_autocorrelation(X, W),
+        "deviance": lambda: glfs.scores.deviance_score(X),
         "normalize_log1p": lambda: preprocess(X, genes, "normalize_log1p"),
         "log1p": lambda: preprocess(X, genes, "log1p"),
     }[what]
@@ -309,3 +311,55 @@ def test_ufi_refuses_through_select(monkeypatch):
     X = np.random.default_rng(0).normal(size=(50, 200))
     with pytest.raises(ValueError, match=r"ufi: the dual form on 50 samples x 200 genes .*size limit of 1e\+06"):
         glfs.select(X, "ufi", n_features_to_select=5)
+
+
+# ---- the workflow's preparation keeps a sparse .h5ad sparse -------------------------------------------
+
+
+def _sparse_h5ad(path, X, labels):
+    import anndata as ad
+    import pandas as pd
+
+    a = ad.AnnData(X=X, obs=pd.DataFrame({"cell_type": pd.Categorical(labels)}, index=[f"c{i}" for i in range(X.shape[0])]))
+    a.var_names = [f"g{j}" for j in range(X.shape[1])]
+    a.write_h5ad(path)
+    return path
+
+
+@pytest.mark.parametrize("method", ["none", "log1p", "normalize_log1p"])
+def test_prepare_dataset_keeps_a_sparse_h5ad_sparse(tmp_path, method):
+    from glfs_workflow import datasets
+
+    X = _random_sparse(120, 60, 0.2, 11)
+    X[:, 0] = 0  # an all-zero gene: constant
+    X.eliminate_zeros()
+    labels = np.arange(120) % 3
+    cfg = {"label_column": "cell_type", "preprocess": method}
+    sparse = datasets.prepare_dataset("s", {**cfg, "expression": "s.h5ad"},
+                                      {"expression": _sparse_h5ad(tmp_path / "s.h5ad", X, labels)}, n_neighbors=5)
+    dense = datasets.prepare_dataset("d", {**cfg, "expression": "d.h5ad"},
+                                     {"expression": _sparse_h5ad(tmp_path / "d.h5ad", X.toarray(), labels)}, n_neighbors=5)
+    assert sp.isspmatrix_csr(sparse.X) and sparse.X.dtype == np.float64 and sparse.X.nnz == X.nnz
+    assert isinstance(dense.X, np.ndarray)
+    np.testing.assert_array_equal(sparse.X.toarray(), dense.X)  # the values of the dense path, bit for bit
+    assert sp.issparse(sparse.layers["counts"]) and sparse.layers["counts"].dtype == np.float32
+    np.testing.assert_array_equal(sparse.layers["counts"].toarray(), dense.layers["counts"].toarray())
+    for key in ("n_constant_genes", "constant_genes", "preprocess_params", "warnings"):
+        assert sparse.uns["dataset"][key] == dense.uns["dataset"][key], key
+    sparse.write_h5ad(tmp_path / "prepared.h5ad")  # written sparse
+    import anndata as ad
+
+    assert ad.read_h5ad(tmp_path / "prepared.h5ad", backed="r").X.format == "csr"
+
+
+def test_prepare_dataset_refuses_a_dense_step_naming_the_file_and_sizes(tmp_path, monkeypatch):
+    from glfs_workflow import datasets
+
+    monkeypatch.setattr(limits, "DENSE_LIMIT_GB", 1e-4)
+    X = _random_sparse(400, 300, 0.05, 12)
+    p = _sparse_h5ad(tmp_path / "big.h5ad", X, np.arange(400) % 2)
+    cfg = {"expression": str(p), "label_column": "cell_type", "preprocess": "zscore"}
+    with pytest.raises(DataError, match=rf"{tmp_path}/big.h5ad: preprocess 'zscore' would make the sparse matrix of "
+                                        rf"400 samples x 300 genes \({X.nnz} non-zeros\) dense: 0\.0 GB of float64, "
+                                        r"above the size limit of 0\.0001 GB .*'normalize_log1p' \(they keep it sparse\)"):
+        datasets.prepare_dataset("big", cfg, {"expression": p}, n_neighbors=5)

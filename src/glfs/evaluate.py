@@ -551,7 +551,7 @@ def evaluate_ranking(
         One record per (k, run): ``n_features, run, seed, nmi, nmi_max,
         kmeans_acc, kmeans_nmi, loo_1nn_acc``.  All scores: higher is better.
     """
-    X = _as_dense(check_X(X))
+    X = check_X(X, read_only=sp.issparse(X))  # a sparse X stays sparse until its rows are subsampled
     n, d = X.shape
     _, y = check_labels(labels, n)
     ranking = np.asarray(ranking, dtype=np.int64)
@@ -564,6 +564,7 @@ def evaluate_ranking(
         keep = stratified_subsample(y, max_samples, random_state)
         log.info("evaluate_ranking: %d samples; evaluating a stratified subsample of %d (max_samples)", n, keep.size)
         X, y, n = X[keep], y[keep], keep.size
+    X = _as_dense(X).astype(np.float64, copy=False)
     seeds = run_seeds(random_state, n_runs)
     solver = resolve_eigen_solver(eigen_solver, n)
     affinity_neighbors = _affinity_neighbors(affinity_neighbors, n)

@@ -330,7 +330,10 @@ def _gct_head(path: Path, text: str) -> tuple[int, int]:
 
 @dataclass
 class Matrix:
-    """A parsed matrix: X (n_samples, n_genes), sample ids, gene ids, var extras."""
+    """A parsed matrix: X (n_samples, n_genes), sample ids, gene ids, var extras.
+
+    X is a float64 ndarray, or a float64 CSR matrix for a sparse ``.h5ad``.
+    """
 
     X: np.ndarray
     samples: list
@@ -434,18 +437,23 @@ def _read_h5ad(path: Path, layer: str | None = None) -> Matrix:
         raise DataError(msg)
     else:
         X = a.X
-    X = X.toarray() if sp.issparse(X) else np.asarray(X)
-    X = np.asarray(X, dtype=np.float64)
     if a.n_obs == 0 or a.n_vars == 0:
         msg = f"{path}: empty AnnData ({a.n_obs} obs x {a.n_vars} var)"
         raise DataError(msg)
+    # a sparse X stays sparse (CSR float64: the values of the former dense copy, 12 bytes per non-zero)
+    X = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
     samples, genes = [str(s) for s in a.obs_names], [str(g) for g in a.var_names]
     _check_unique(samples, path, "sample", "obs_names")
     _check_unique(genes, path, "gene", "var_names")
-    nonfinite = ~np.isfinite(X)
+    nonfinite = ~np.isfinite(X.data if sp.issparse(X) else X)
     if nonfinite.any():
-        i, j = np.argwhere(nonfinite)[0]
-        msg = f"{path}: non-finite value {X[i, j]} in X at obs {samples[i]!r} (row {i}), var {genes[j]!r} (column {j}); expected finite numbers ({int(nonfinite.sum())} cells)"
+        if sp.issparse(X):
+            t = int(np.flatnonzero(nonfinite)[0])
+            i, j, value = int(np.searchsorted(X.indptr, t, side="right") - 1), int(X.indices[t]), X.data[t]
+        else:
+            i, j = np.argwhere(nonfinite)[0]
+            value = X[i, j]
+        msg = f"{path}: non-finite value {value} in X at obs {samples[i]!r} (row {i}), var {genes[j]!r} (column {j}); expected finite numbers ({int(nonfinite.sum())} cells)"
         raise DataError(msg)
     var = a.var.copy()
     var.index = pd.Index(genes)

@@ -462,36 +462,69 @@ def deviance_score(counts):
     ----------
     counts : array-like or sparse of shape (n_samples, n_features)
         Raw counts (non-negative integers), cells in rows.  Sparse input is
-        used as it is: a zero count contributes -n_i log(1 - pi_j), summed for
-        all zeros of a gene at once, so the cost is O(nnz + n + d) time and
-        O(nnz) memory; nothing dense is formed.
+        used as it is (CSR, float32 kept): a zero count contributes
+        -n_i log(1 - pi_j), summed for all zeros of a gene at once, and the
+        stored counts are summed in one pass (numba), so the cost is
+        O(nnz + n + d) time and O(n + d) memory beyond X; nothing dense is formed.
 
     Returns
     -------
     ndarray of shape (n_features,)
     """
-    X = check_X(counts, name="counts")
-    C = X.tocsc() if sp.issparse(X) else sp.csc_matrix(X)
-    C.eliminate_zeros()
-    if C.nnz and (C.data.min() < 0 or not np.array_equal(C.data, np.floor(C.data))):
+    X = check_X(counts, name="counts", read_only=True)
+    C = _csr(X) if sp.issparse(X) else sp.csr_matrix(X)
+    if C.nnz and not _whole_nonnegative(C.data):
         msg = "counts must be raw counts (non-negative integers); got negative or non-integer values"
         raise ValueError(msg)
-    n_cell = np.asarray(C.sum(axis=1)).ravel()
+    n_cell = np.asarray(C.sum(axis=1, dtype=np.float64)).ravel()
+    gene_total = np.asarray(C.sum(axis=0, dtype=np.float64)).ravel()
     total = float(n_cell.sum())
     if total <= 0:
         msg = "counts must hold at least one count; got an all-zero matrix"
         raise ValueError(msg)
-    pi = np.asarray(C.sum(axis=0)).ravel() / total
-    gene = np.repeat(np.arange(C.shape[1]), np.diff(C.indptr))
-    y, n = C.data, n_cell[C.indices]
-    mu = n * pi[gene]
-    rest = n - y
-    with np.errstate(divide="ignore", invalid="ignore"):
-        term = y * np.log(y / mu) + np.where(rest > 0, rest * np.log(rest / (n - mu)), 0.0)
-    nonzero_part = np.bincount(gene, weights=term, minlength=C.shape[1])
+    pi = gene_total / total
+    # one pass over the non-zeros (numba): sum of the non-zero terms, and of the totals of the cells where the gene is stored
+    nonzero_part, n_at_nonzero = _kernel("deviance")(C.indptr, C.indices, C.data, n_cell, pi, N_PARTS)
     # zero counts: n_i log(n_i / (n_i - mu_ij)) = -n_i log(1 - pi_j), over the cells where gene j is 0
-    n_at_nonzero = np.bincount(gene, weights=n, minlength=C.shape[1])
     with np.errstate(divide="ignore"):
         zero_part = -np.log1p(-pi) * (total - n_at_nonzero)
     zero_part[pi >= 1] = 0.0  # a gene holding every count: no zero cell has a total, so nothing to add
     return 2.0 * (nonzero_part + zero_part)
+
+
+def _whole_nonnegative(v) -> bool:
+    """All values >= 0 and integers, checked in slices (no temporary of the matrix's size)."""
+    for i in range(0, v.size, 2**24):
+        part = v[i : i + 2**24]
+        if part.min() < 0 or not np.array_equal(part, np.floor(part)):
+            return False
+    return True
+
+
+def _nb_deviance(indptr, indices, data, n_cell, pi, n_parts):
+    """Per gene: sum over the non-zero counts y of y log(y / mu) + (n - y) log((n - y) / (n - mu)), mu = n pi
+    (0 log 0 = 0), and the sum of the totals n of those cells."""
+    n = indptr.size - 1
+    b = pi.size
+    part = np.zeros((n_parts, 2, b))
+    step = (n + n_parts - 1) // n_parts
+    for q in numba.prange(n_parts):
+        acc = part[q]
+        for i in range(q * step, min(n, (q + 1) * step)):
+            ni = n_cell[i]
+            for t in range(indptr[i], indptr[i + 1]):
+                y = float(data[t])
+                if y == 0:  # an explicitly stored zero is a zero count: its term, -n log(1 - pi), comes from the caller
+                    continue
+                g = indices[t]
+                mu = ni * pi[g]
+                term = y * np.log(y / mu)
+                rest = ni - y
+                if rest > 0:
+                    term += rest * np.log(rest / (ni - mu))
+                acc[0, g] += term
+                acc[1, g] += ni
+    out = np.zeros((2, b))
+    for q in range(n_parts):
+        out += part[q]
+    return out[0], out[1]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from glfs._validation import SCALE_RANGE, scale_problem
 from glfs.preprocessing import looks_like_counts, preprocess
@@ -363,8 +364,13 @@ def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int | Non
 
     Returns
     -------
-    AnnData with X dense float64 (n_samples, n_genes), obs_names = sample ids,
-    ``obs['label']`` categorical when labelled, ``uns['dataset']`` plain values.
+    AnnData with X float64 (n_samples, n_genes): dense, or CSR when the input
+    is a sparse ``.h5ad`` (kept sparse throughout: log1p and normalize_log1p
+    keep the non-zeros; a preprocessing that would make it dense is refused
+    above the size limit, naming the file and the sizes, before anything dense
+    is allocated), obs_names = sample ids, ``obs['label']`` categorical when
+    labelled, ``uns['dataset']`` plain values; raw counts in
+    ``layers['counts']`` (CSR float32).
     """
     import anndata as ad
 
@@ -378,6 +384,7 @@ def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int | Non
         _check_classes(_label_source(fmt, expr, cfg, paths), m.obs["label"], cfg)
     notes += _id_notes(expr, m)
     method = cfg.get("preprocess", "none") or "none"
+    _check_dense_step(expr, m.X, method)
     notes += _counts_notes(name, expr, m.X, method)
     counts = _raw_counts(m)
     if method == "zscore":  # squares the raw values: check them first
@@ -391,7 +398,8 @@ def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int | Non
         name, fmt, cfg, n=n, d=d, n_genes=X.shape[1], labelled=labelled, obs=obs, method=method, used=used,
         const_names=const_names, notes=notes, label_report=label_report, provenance=provenance,
     )
-    adata = ad.AnnData(X=np.ascontiguousarray(X, dtype=np.float64), obs=obs, var=var)
+    X = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.ascontiguousarray(X, dtype=np.float64)
+    adata = ad.AnnData(X=X, obs=obs, var=var)
     if counts is not None:
         # scanpy's convention: the raw counts beside the normalised X, for the methods and
         # evaluations that score counts (glfs.METHODS[m].needs_counts)
@@ -404,12 +412,37 @@ def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int | Non
 
 def _raw_counts(m: Matrix):
     """The input as a sparse CSR float32 matrix when it holds raw counts (non-negative integers, not all 0/1), else None."""
-    import scipy.sparse as sp
-
     X = m.X
-    if X.size == 0 or X.min() < 0 or X.max() <= 1 or not np.array_equal(X, np.floor(X)):
+    v = (X.data if sp.issparse(X) else X).reshape(-1)  # a sparse X: its non-zeros (the zeros are counts)
+    if v.size == 0 or v.min() < 0 or v.max() <= 1:
         return None
-    return sp.csr_matrix(X.astype(np.float32))
+    for i in range(0, v.size, 2**24):  # integers? in slices: no temporary of the matrix's size
+        part = v[i : i + 2**24]
+        if not np.array_equal(part, np.floor(part)):
+            return None
+    return sp.csr_matrix(X, dtype=np.float32)
+
+
+#: The preprocessing options that keep a sparse matrix sparse (glfs.preprocessing.preprocess).
+SPARSE_PREPROCESS = ("none", "log1p", "normalize_log1p")
+
+
+def _check_dense_step(expr: Path, X, method: str) -> None:
+    """Refuse, naming the file and the sizes, a preprocessing that would make a large sparse X dense."""
+    if not sp.issparse(X) or method in SPARSE_PREPROCESS:
+        return
+    from glfs import _limits
+
+    n, d = X.shape
+    need = 8.0 * n * d / 2**30
+    if need > _limits.DENSE_LIMIT_GB:
+        msg = (
+            f"{expr}: preprocess {method!r} would make the sparse matrix of {n} samples x {d} genes "
+            f"({X.nnz} non-zeros) dense: {need:.1f} GB of float64, above the size limit of "
+            f"{_limits.DENSE_LIMIT_GB:g} GB (docs/methods.md, 'Size limits'); use preprocess 'log1p' or "
+            "'normalize_log1p' (they keep it sparse), or 'none' for data already normalised"
+        )
+        raise DataError(msg)
 
 
 def _read_dataset(name: str, fmt: str, expr: Path, cfg: dict, paths: dict) -> Matrix:
@@ -522,7 +555,12 @@ def _check_scale(expr: Path, X, var: pd.DataFrame, samples, method: str) -> None
     """Refuse values whose squares and products leave float64 (glfs._validation.SCALE_RANGE), naming the largest."""
     problem = scale_problem(X)
     if problem:
-        i, j = np.unravel_index(int(np.argmax(np.abs(X))), X.shape)
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)
+            t = int(np.argmax(np.abs(X.data)))
+            i, j = int(np.searchsorted(X.indptr, t, side="right") - 1), int(X.indices[t])
+        else:
+            i, j = np.unravel_index(int(np.argmax(np.abs(X))), X.shape)
         lo, hi = SCALE_RANGE
         msg = (
             f"{expr}: {problem} (gene {str(var.index[j])!r}, sample {str(samples[i])!r}); the methods need the "
@@ -544,6 +582,8 @@ def _id_notes(expr: Path, m: Matrix) -> list:
 
 def _counts_notes(name: str, expr: Path, X, method: str) -> list:
     """A note (logged and returned) when values look like raw counts and no preprocessing is configured."""
+    if sp.issparse(X):
+        X = X.data.reshape(-1, 1)  # the non-zeros (read in blocks): the zeros change neither the check nor the median
     if method != "none" or not looks_like_counts(X):
         return []
     pos = X[X > 0]
@@ -569,10 +609,17 @@ def _preprocess_dataset(m: Matrix, method: str, cfg: dict):
 
 def _constant_genes(expr: Path, X, var: pd.DataFrame, n: int) -> list:
     """Names of the constant genes (logged); an error when every gene is constant."""
-    const = np.ptp(X, axis=0) == 0
+    if sp.issparse(X):
+        from glfs.scores import sparse_stats
+
+        const = sparse_stats(X)[1]  # O(nnz), no dense copy
+        all_zero = X.count_nonzero() == 0
+    else:
+        const = np.ptp(X, axis=0) == 0
+        all_zero = not X.any()
     const_names = list(np.asarray(var.index)[const])
     if const.all():
-        zero = " (all zero)" if not X.any() else ""
+        zero = " (all zero)" if all_zero else ""
         msg = (
             f"{expr}: every one of the {X.shape[1]} genes is constant across the {n} samples{zero}; "
             "nothing to select (check the file, `orientation` and `preprocess`)"

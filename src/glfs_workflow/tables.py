@@ -168,8 +168,9 @@ def leiden_matrix(adata):
     method = adata.uns.get("dataset", {}).get("preprocess", "none")
     if method == "none" and "counts" in adata.layers:
         counts = adata.layers["counts"]
-        dense = counts.toarray() if hasattr(counts, "toarray") else np.asarray(counts)
-        X, _, used = preprocess(np.asarray(dense, dtype=np.float64), list(adata.var_names), "normalize_log1p")
+        # sparse counts stay sparse (float64: the values the dense normalisation gave)
+        counts = sp.csr_matrix(counts, dtype=np.float64) if sp.issparse(counts) else np.asarray(counts, dtype=np.float64)
+        X, _, used = preprocess(counts, list(adata.var_names), "normalize_log1p")
         how = f"raw counts normalised to {used['target_sum']:.4g} per cell + log1p for the evaluation"
     else:
         X, how = adata.X, f"X as prepared (preprocess {method})"

@@ -329,12 +329,31 @@ def get_threads(family):
     return int(_res(family)["threads"])
 
 
-def _dataset_mcells(wildcards):
+# Dense float64 values a method that makes X dense may hold (glfs._limits.DENSE_LIMIT_GB, 4 GB).
+DENSE_LIMIT_CELLS = 4 * 2**30 / 8
+
+
+def _dataset_mcells(wildcards, family=None):
+    """Million matrix cells a job of the family holds: n_samples x n_genes of the size_hint.
+
+    A sparse dataset (size_hint.nnz, an .h5ad whose X stays sparse): 1.5 x its non-zeros
+    (CSR float64, 12 bytes each, against 8 per dense value), and for the families with a
+    dense step (select: the methods that make X dense; evaluate: the subsampled top genes)
+    at least min(n_samples x n_genes, the dense size limit).
+    """
     ds = getattr(wildcards, "dataset", None)
     if ds is None or ds not in config["datasets"]:
         return 0.0
     size = config["datasets"][ds]["size_hint"]
-    return float(size["n_samples"]) * float(size["n_genes"]) / 1e6
+    cells = float(size["n_samples"]) * float(size["n_genes"])
+    nnz = size.get("nnz")
+    if nnz is not None:
+        sparse = 1.5 * float(nnz)
+        if family in ("select", "evaluate"):
+            cells = max(sparse, min(cells, DENSE_LIMIT_CELLS))
+        else:
+            cells = min(cells, sparse)
+    return cells / 1e6
 
 
 def get_mem_mb(family):
@@ -342,7 +361,8 @@ def get_mem_mb(family):
 
     def _f(wildcards, attempt=1):
         return int(
-            (r["mem_mb"] + r["mem_mb_per_mcell"] * _dataset_mcells(wildcards)) * attempt
+            (r["mem_mb"] + r["mem_mb_per_mcell"] * _dataset_mcells(wildcards, family))
+            * attempt
         )
 
     return _f
@@ -356,7 +376,10 @@ def get_runtime(family, per_method=False):
         jobs = len(dataset_methods(wildcards.dataset)) if per_method else 1
         return int(
             math.ceil(
-                (r["runtime"] + r["runtime_per_mcell"] * _dataset_mcells(wildcards))
+                (
+                    r["runtime"]
+                    + r["runtime_per_mcell"] * _dataset_mcells(wildcards, family)
+                )
                 * jobs
                 * attempt
             )
