@@ -368,15 +368,15 @@ class OutOfCore:
             return
         axis = 1 if self.format == "csc" else 0
         total, other = (d, n) if axis else (n, d)
-        step = max(1, STREAM_VALUES // (4 * other))  # first guess: 25 % non-zeros
+        step = max(1, STREAM_VALUES // (32 * other))  # first guess: 25 % non-zeros, STREAM_VALUES / 8 a block
         i = 0
         while i < total:
             sl = slice(i, min(total, i + step))
             blk = src[:, sl] if axis else src[sl]
             yield axis, sl, blk
             i = sl.stop
-            if sp.issparse(blk) and blk.nnz:  # adapt to the density seen: about STREAM_VALUES / 2 per block
-                step = max(1, int(step * (STREAM_VALUES / 2) / blk.nnz))
+            if sp.issparse(blk) and blk.nnz:  # adapt to the density seen: about STREAM_VALUES / 8 per block
+                step = max(1, int(step * (STREAM_VALUES / 8) / blk.nnz))
 
     def validate(self, name: str = "X"):
         """Read the matrix once: real, finite, at least 2 samples and 1 gene; record max |x| and non-zeros per gene."""

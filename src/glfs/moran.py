@@ -98,7 +98,7 @@ def _sparse_block(B, W, U, w_row, w_tot, n, block_size):
     inv = 1.0 / scale
     ones = np.ones(n)
     m = centred_sums(B, inv, ones, np.zeros(b))[0, 1] / n
-    c = centred_sums(B, inv, ones, m)[0]
+    c = centred_sums(B, inv, ones, m, fourth=True)[0]
     zeros = n - c[0]
     m2, m4 = c[2] + zeros * m**2, c[4] + zeros * m**4
     xw = centred_sums(B, inv, w_row, np.zeros(b))[0, 1]  # (W 1)' x = sum_i x_i sum_k W_ik

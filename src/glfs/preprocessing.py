@@ -43,7 +43,7 @@ def looks_like_counts(X: np.ndarray) -> bool:
     X = np.asarray(X)
     if X.size == 0:
         return False
-    X2 = X.reshape(X.shape[0], -1) if X.ndim > 1 else X.reshape(1, -1)
+    X2 = X.reshape(X.shape[0], -1) if X.ndim > 1 else X.reshape(-1, 1)  # 1-D (e.g. sparse .data): 1e6 values a block
     rows = max(1, int(1e6 // max(X2.shape[1], 1)))
     quota = max(1, 1_000_000 // -(-X2.shape[0] // rows))  # non-zero values kept per block
     top, sample = -np.inf, []

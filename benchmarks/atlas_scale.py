@@ -1,0 +1,382 @@
+"""Atlas scale (issue 21): the gene-wise scores on sparse counts next to scanpy's seurat_v3 HVG, in the same run.
+
+Simulated counts made in cell blocks (never the whole matrix in memory): 10 cell groups, 3 % of the genes
+up-regulated per group, library sizes log-normal (``--lib-loc``: median exp(6.3) = 545 counts by default, so
+about 2.8 % of the values are non-zero and a million cells hold about 5.6e8; 7.4 gives 7.4 %), reads drawn
+from each group's gene proportions.  Each block is appended to two .h5ad files with
+anndata's own sparse writer: the raw counts (CSR float32) and their scanpy normalisation (total 1e4 + log1p,
+CSR float32).
+
+Every step runs in a fresh Python process (``--worker``), which loads what it needs and reports its wall
+time (the median of ``--repeat`` runs of the step in that process), its peak resident memory (VmHWM of
+/proc/self/status: the whole process, data included; getrusage's maxrss would include the parent's, which
+Linux carries over the fork) and the memory the inputs took before the step started (psutil), with the
+1-minute load before and after.  Each process
+runs under an address-space limit (``--mem-limit-gb``, default 16), so a step that needs more fails with
+a MemoryError instead of swapping.
+
+    python benchmarks/atlas_scale.py                      # 50,000 cells x 20,000 genes
+    python benchmarks/atlas_scale.py --cells 1000000      # a million cells (about 5e8 non-zeros)
+
+Writes benchmarks/results/atlas_scale.tsv (one row per step and size, appended) and atlas_scale.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+N_GROUPS = 10
+BLOCK = 20_000
+
+
+def _load():
+    return os.getloadavg()[0]
+
+
+# ---- simulation -------------------------------------------------------------------------------
+
+
+def _files(work: Path, n: int, lib_loc: float):
+    tag = f"{n}_{lib_loc:g}"
+    return work / f"counts_{tag}.h5ad", work / f"lognorm_{tag}.h5ad", tag
+
+
+def simulate(n_cells: int, n_genes: int, work: Path, lib_loc: float, seed: int = 0) -> dict:
+    """Write the counts and log-normalised .h5ad files in blocks of BLOCK cells; return the facts."""
+    import anndata as ad
+    import h5py
+    import pandas as pd
+    import scipy.sparse as sp
+
+    counts_f, log_f, _ = _files(work, n_cells, lib_loc)
+    if counts_f.exists() and log_f.exists():
+        with h5py.File(counts_f) as f:
+            nnz = int(f["X"]["data"].shape[0])
+        return {"n_cells": n_cells, "n_genes": n_genes, "nnz": nnz, "seconds": None}
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    base = rng.gamma(0.35, 1.0, n_genes) + 1e-4
+    cdfs = []
+    for _ in range(N_GROUPS):
+        p = base.copy()
+        de = rng.choice(n_genes, int(0.03 * n_genes), replace=False)
+        p[de] *= np.exp(rng.normal(1.0, 0.4, de.size))
+        cdfs.append(np.cumsum(p / p.sum()))
+    groups = rng.integers(0, N_GROUPS, n_cells)
+    lib = np.maximum(1, np.round(np.exp(rng.normal(lib_loc, 0.4, n_cells)))).astype(np.int64)
+    obs = pd.DataFrame({"group": pd.Categorical(groups.astype(str))}, index=[f"c{i}" for i in range(n_cells)])
+    var = pd.DataFrame(index=[f"g{j}" for j in range(n_genes)])
+    nnz = 0
+    for path in (counts_f, log_f):
+        ad.AnnData(obs=obs, var=var).write_h5ad(path)
+    fc, fl = h5py.File(counts_f, "a"), h5py.File(log_f, "a")
+    try:
+        xc = xl = None
+        for b0 in range(0, n_cells, BLOCK):
+            cells = np.arange(b0, min(n_cells, b0 + BLOCK))
+            rows, cols = [], []
+            for g in range(N_GROUPS):
+                idx = np.flatnonzero(groups[cells] == g)
+                if not idx.size:
+                    continue
+                reads = lib[cells[idx]]
+                u = rng.random(int(reads.sum()))
+                cols.append(np.minimum(np.searchsorted(cdfs[g], u), n_genes - 1).astype(np.int32))
+                rows.append(np.repeat(idx, reads).astype(np.int32))
+            r, c = np.concatenate(rows), np.concatenate(cols)
+            C = sp.csr_matrix((np.ones(r.size, np.float32), (r, c)), shape=(cells.size, n_genes))
+            C.sum_duplicates()
+            L = C.copy()
+            tot = np.asarray(L.sum(axis=1)).ravel()
+            L.data *= np.repeat((1e4 / tot).astype(np.float32), np.diff(L.indptr))
+            np.log1p(L.data, out=L.data)
+            nnz += C.nnz
+            if xc is None:
+                for f, M in ((fc, C), (fl, L)):
+                    if "X" in f:
+                        del f["X"]
+                    ad.io.write_elem(f, "X", M)
+                xc, xl = ad.io.sparse_dataset(fc["X"]), ad.io.sparse_dataset(fl["X"])
+            else:
+                xc.append(C)
+                xl.append(L)
+    finally:
+        fc.close()
+        fl.close()
+    return {"n_cells": n_cells, "n_genes": n_genes, "nnz": nnz, "seconds": time.perf_counter() - t0}
+
+
+# ---- the steps (run in a worker process) --------------------------------------------------------
+
+
+def _read(path, backed=False):
+    import anndata as ad
+
+    return ad.read_h5ad(path, backed="r" if backed else None)
+
+
+def _graph_file(work, tag, which):
+    return work / f"graph_{which}_{tag}.npz"
+
+
+def _timed(fn, repeat):
+    """Median wall time of ``repeat`` calls of fn."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
+    """Run one step; return {"seconds", "note"} (the worker adds memory and load)."""
+    import logging
+    import warnings
+
+    import scipy.sparse as sp
+
+    warnings.simplefilter("ignore")
+    import glfs
+
+    counts_f, log_f, tag = _files(work, n, lib_loc)
+    n = tag  # graph files are named by the size and the density
+    note = ""
+    if name == "hvg_seurat_v3":  # the peer: scanpy on the counts in memory
+        import scanpy as sc
+
+        a = _read(counts_f)
+        _mark()
+        return {"seconds": _timed(lambda: sc.pp.highly_variable_genes(a, flavor="seurat_v3", n_top_genes=2000), repeat)}
+    if name == "scanpy_pca_neighbors":  # scanpy's graph (PCA 50 + 15 neighbours), saved for the next steps
+        import scanpy as sc
+
+        a = _read(log_f)
+        _mark()
+        t0 = time.perf_counter()
+        sc.pp.pca(a, n_comps=50)
+        t1 = time.perf_counter()
+        sc.pp.neighbors(a, n_neighbors=15)
+        dt = time.perf_counter() - t0
+        sp.save_npz(_graph_file(work, n, "scanpy"), sp.csr_matrix(a.obsp["connectivities"]))
+        return {"seconds": dt, "note": f"PCA {t1 - t0:.1f} s, neighbours {dt - (t1 - t0):.1f} s"}
+    if name == "own_graph":  # the library's default graph (5-NN heat kernel on 50 PCs; faiss IVF from 30,000 cells)
+        from glfs.graph import DEFAULT_GRAPH_PARAMS, similarity_graph
+
+        a = _read(log_f)
+        X = a.X
+        stamps = []
+
+        class _Stamp(logging.Handler):
+            def emit(self, record):
+                stamps.append((time.perf_counter(), record.getMessage()))
+
+        lg = logging.getLogger("glfs.graph")
+        lg.setLevel(logging.INFO)
+        lg.addHandler(_Stamp())
+        _mark()
+        t0 = time.perf_counter()
+        W = similarity_graph(X, **DEFAULT_GRAPH_PARAMS)
+        t2 = time.perf_counter()
+        sp.save_npz(_graph_file(work, n, "own"), W)
+        pca = [t for t, m in stamps if "PCA to" in m]
+        split = f"PCA {pca[0] - t0:.1f} s, neighbours and weights {t2 - pca[0]:.1f} s" if pca else ""
+        return {"seconds": t2 - t0, "note": split}
+    if name in ("ls_scanpy_graph", "ls_own_graph", "ls_backed", "moran_given_graph"):
+        which = "own" if name == "ls_own_graph" or not _graph_file(work, n, "scanpy").exists() else "scanpy"
+        W = sp.load_npz(_graph_file(work, n, which))
+        a = _read(log_f, backed=name == "ls_backed")
+        a.obsp["connectivities"] = W
+        _mark()
+        if name == "moran_given_graph":
+            dt = _timed(lambda: glfs.select(a.X, "graph_moran", graph=W, n_features_to_select=2000), repeat)
+        else:
+            dt = _timed(lambda: glfs.tl.select(a, "laplacian_score", 2000, obsp="connectivities"), repeat)
+        return {"seconds": dt, "note": f"graph: {which}"}
+    if name == "ls_own_graph_end_to_end":  # glfs.tl.select building its graph, as a user calls it
+        a = _read(log_f)
+        _mark()
+        t0 = time.perf_counter()
+        glfs.tl.select(a, "laplacian_score", 2000)
+        return {"seconds": time.perf_counter() - t0}
+    if name.startswith("method:"):  # any registered method, on the given graph where it needs one
+        method = name.split(":", 1)[1]
+        info = glfs.METHODS[method]
+        a = _read(log_f)
+        counts = _read(counts_f).X if info.needs_counts or info.optional_counts else None
+        W = None
+        if info.needs_graph:
+            which = "scanpy" if _graph_file(work, n, "scanpy").exists() else "own"
+            W = sp.load_npz(_graph_file(work, n, which))
+            note = f"graph: {which}"
+        labels = a.obs["group"].to_numpy()
+        _mark()
+        t0 = time.perf_counter()
+        try:
+            dt = _timed(lambda: glfs.select(a.X, method, graph=W, n_features_to_select=2000, labels=labels,
+                                            counts=counts), repeat)
+        except ValueError as exc:
+            return {"seconds": time.perf_counter() - t0, "note": f"refused: {exc}"[:600]}
+        return {"seconds": dt, "note": note}
+    msg = f"unknown step {name!r}"
+    raise ValueError(msg)
+
+
+_RSS_BEFORE = [0.0]
+
+
+def _mark():
+    import psutil
+
+    _RSS_BEFORE[0] = psutil.Process().memory_info().rss / 2**30
+
+
+def _vm_hwm_gb() -> float:
+    """Peak resident memory of this process since its exec (VmHWM), in GB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 2**20  # kB
+    return float("nan")
+
+
+def worker(name: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float, repeat: int) -> None:
+    limit = int(mem_limit_gb * 2**30)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    load0 = _load()
+    try:
+        out = step(name, n, work, lib_loc, repeat)
+    except MemoryError as exc:
+        out = {"seconds": None, "note": f"MemoryError under the {mem_limit_gb:g} GB address-space limit: {exc}"[:300]}
+    peak = _vm_hwm_gb()
+    out.update({"peak_rss_gb": peak, "rss_before_gb": _RSS_BEFORE[0], "load_before": load0, "load_after": _load()})
+    print("RESULT " + json.dumps(out))
+
+
+def run_step(name, n, work, mem_limit_gb, timeout, lib_loc, repeat):
+    cmd = [sys.executable, __file__, "--worker", name, "--cells", str(n), "--work", str(work),
+           "--mem-limit-gb", str(mem_limit_gb), "--lib-loc", str(lib_loc), "--repeat", str(repeat)]
+    t0 = time.perf_counter()
+    load0 = _load()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {"step": name, "seconds": None, "note": f"stopped after {timeout} s", "load_before": load0,
+                "load_after": _load(), "peak_rss_gb": None, "rss_before_gb": None}
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+    if not lines:
+        tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"step": name, "seconds": None, "note": f"failed (exit {p.returncode}): {tail}"[:300],
+                "load_before": load0, "load_after": _load(), "peak_rss_gb": None, "rss_before_gb": None,
+                "wall": time.perf_counter() - t0}
+    out = json.loads(lines[-1][7:])
+    out["step"] = name
+    return out
+
+
+STEPS_50K = ["hvg_seurat_v3", "scanpy_pca_neighbors", "ls_scanpy_graph", "own_graph", "ls_own_graph",
+             "ls_own_graph_end_to_end", "ls_backed", "moran_given_graph", "method:variance", "method:fisher_score",
+             "method:deviance"]
+STEPS_1M = ["hvg_seurat_v3", "own_graph", "ls_own_graph", "ls_backed", "moran_given_graph"]
+
+
+STEP_TEXT = {
+    "hvg_seurat_v3": "scanpy `highly_variable_genes(flavor='seurat_v3')` on the counts (the peer)",
+    "scanpy_pca_neighbors": "scanpy `pp.pca` (50, ARPACK) + `pp.neighbors` (15)",
+    "ls_scanpy_graph": "`glfs.tl.select(adata, 'laplacian_score', 2000, obsp='connectivities')` (scanpy's graph)",
+    "own_graph": "`glfs.similarity_graph` (the library's default: 5-NN heat kernel, 50 PCs)",
+    "ls_own_graph": "Laplacian score on the library's own graph (given)",
+    "ls_own_graph_end_to_end": "`glfs.tl.select(adata, 'laplacian_score', 2000)`: own graph + score",
+    "ls_backed": "Laplacian score from the backed .h5ad (`backed='r'`), graph given",
+    "moran_given_graph": "`graph_moran` (Moran's I) on the given graph",
+}
+
+
+def render(tsv: Path, md: Path) -> None:
+    """atlas_scale.md from the TSV: one table per size, each time next to the peer's of the same run."""
+    import pandas as pd
+
+    t = pd.read_csv(tsv, sep="\t")
+    out = ["# Atlas scale: sparse counts, as scanpy users hold them (issue 21)", "",
+           "Written by `benchmarks/atlas_scale.py` from `atlas_scale.tsv`. Times are wall seconds (median of the "
+           "`repeat` runs in one process); peak = VmHWM of the step's process (its data included), data = the "
+           "resident memory after loading the inputs, before the step; load = 1-minute load average before/after "
+           "(2 cores shared with other work). x HVG = time / the seurat_v3 time of the same run and size.", ""]
+    for (n, d, nnz), g in t.groupby(["n_cells", "n_genes", "nnz"], sort=True):
+        hvg = g.loc[g["step"] == "hvg_seurat_v3", "seconds"]
+        ref = float(hvg.iloc[-1]) if len(hvg) and pd.notna(hvg.iloc[-1]) else None
+        out += [f"## {n:,} cells x {d:,} genes, {nnz:,} non-zeros ({nnz / (n * d):.1%})", "",
+                "| step | seconds | x HVG | peak GB | data GB | load | note |", "|---|---|---|---|---|---|---|"]
+        for _, r in g.iterrows():
+            sec = r["seconds"]
+            ratio = f"{sec / ref:.1f}" if ref and pd.notna(sec) else ""
+            text = STEP_TEXT.get(r["step"], f"`glfs.select(..., {r['step'].split(':', 1)[-1]!r})`")
+            note = "" if pd.isna(r["note"]) else str(r["note"]).replace("|", "/")
+            fmt = (lambda v: "" if pd.isna(v) else f"{v:.3g}")
+            out.append(f"| {text} | {fmt(sec)} | {ratio} | {fmt(r['peak_rss_gb'])} | {fmt(r['rss_before_gb'])} | "
+                       f"{fmt(r['load_before'])}-{fmt(r['load_after'])} | {note} |")
+        out.append("")
+    md.write_text("\n".join(out))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cells", type=int, nargs="+", default=[50_000])
+    ap.add_argument("--genes", type=int, default=20_000)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/glfs_atlas"))
+    ap.add_argument("--steps", nargs="*", help="steps to run (default: the list for the size)")
+    ap.add_argument("--all-methods", action="store_true", help="also every registered method (time or refusal)")
+    ap.add_argument("--mem-limit-gb", type=float, default=16.0)
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds per step")
+    ap.add_argument("--lib-loc", type=float, default=6.3, help="log of the median library size")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each step in its process (median time)")
+    ap.add_argument("--worker")
+    ap.add_argument("--render", action="store_true", help="only write atlas_scale.md from the TSV")
+    args = ap.parse_args(argv)
+    if args.render:
+        render(RESULTS / "atlas_scale.tsv", RESULTS / "atlas_scale.md")
+        return
+    if args.worker:
+        worker(args.worker, args.cells[0], args.work, args.mem_limit_gb, args.lib_loc, args.repeat)
+        return
+    import glfs
+
+    args.work.mkdir(parents=True, exist_ok=True)
+    RESULTS.mkdir(exist_ok=True)
+    tsv = RESULTS / "atlas_scale.tsv"
+    for n in args.cells:
+        facts = simulate(n, args.genes, args.work, args.lib_loc)
+        print(f"{n} cells x {args.genes} genes: {facts['nnz']} non-zeros "
+              f"({facts['nnz'] / (n * args.genes):.1%}); simulated in {facts['seconds'] or 0:.0f} s", flush=True)
+        steps = args.steps or (STEPS_50K if n <= 100_000 else STEPS_1M)
+        if args.all_methods:
+            done = {s.split(":", 1)[-1] for s in steps} | {"laplacian_score", "graph_moran"}
+            steps = steps + [f"method:{m}" for m in glfs.METHODS if m not in done]
+        for name in steps:
+            r = run_step(name, n, args.work, args.mem_limit_gb, args.timeout, args.lib_loc,
+                         1 if name in ("own_graph", "scanpy_pca_neighbors", "ls_own_graph_end_to_end") else args.repeat)
+            row = {"date": time.strftime("%Y-%m-%d %H:%M"), "n_cells": n, "n_genes": args.genes, "nnz": facts["nnz"],
+                   "repeat": args.repeat, **{k: r.get(k) for k in ("step", "seconds", "peak_rss_gb", "rss_before_gb", "load_before",
+                                           "load_after", "note")}}
+            print(json.dumps(row), flush=True)
+            new = not tsv.exists()
+            with tsv.open("a") as f:
+                if new:
+                    f.write("\t".join(row) + "\n")
+                f.write("\t".join("" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v)).replace("\t", " ")
+                                  .replace("\n", " ") for v in row.values()) + "\n")
+            render(tsv, RESULTS / "atlas_scale.md")
+
+
+if __name__ == "__main__":
+    main()
