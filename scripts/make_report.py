@@ -1,21 +1,34 @@
-"""Rule make_report: results/report.html (self-contained), its figures as PNG files and results/which_method.md."""
+"""Rule make_report: {report_dir}/report.html (self-contained), its figures as PNG files and {report_dir}/which_method.md.
+
+Before writing, reads the record of the configuration that made the report there
+(params.record); when it was another configuration, says so in the log, on stderr
+and at the top of the new report.  Then records this configuration.
+"""
 
 import sys
 from pathlib import Path
 
 from glfs_workflow.files import atomic_path
 from glfs_workflow.logs import log_to
-from glfs_workflow.report import build_report
+from glfs_workflow.report import build_report, replaced_message, replaced_report, write_report_record
 from glfs_workflow.files import DiskFullError
 
 log = log_to(snakemake.log[0])  # noqa: F821
 try:
     par = snakemake.params  # noqa: F821
-    html = build_report(dict(par.layout), dict(par.config), figures_out=dict(par.figures),
-                        which_method_out=snakemake.output.which)  # noqa: F821
+    config = dict(par.config)
+    previous = replaced_report(par.record, config)
+    if previous:
+        msg = replaced_message(previous, snakemake.output.html)  # noqa: F821
+        log.warning("%s", msg)
+        sys.stderr.write(f"make_report: WARNING: {msg}\n")
+    html = build_report(dict(par.layout), config, figures_out=dict(par.figures),
+                        which_method_out=snakemake.output.which, replaced=previous)  # noqa: F821
     with atomic_path(snakemake.output.html) as tmp:  # noqa: F821
         Path(tmp).write_text(html, encoding="utf-8")
-    log.info("report: %d characters, %d figures", len(html), len(par.figures))
+    write_report_record(par.record, config, report_html=snakemake.output.html)  # noqa: F821
+    log.info("report: %d characters, %d figures; configuration recorded in %s", len(html), len(par.figures),
+             par.record)
 except DiskFullError as exc:  # one line, not a traceback
     log.error("%s", exc)
     sys.stderr.write(f"make_report: {exc}\n")

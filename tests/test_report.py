@@ -276,8 +276,8 @@ def test_classification_findings_compare_with_random_genes():
     assert "Random genes (8, as many as glfs_supervised; median over 21 seeded random gene sets) give 6/34" in text
     assert "(range 2-12)" in text
     assert "fewer than that: glfs_supervised and elastic_net; not fewer: glfs." in text
-    assert "glfs_supervised: 8 genes, 1/34 test errors, 1/38 CV errors; the issue's target" in text
-    assert "is met" in text and "glfs: 16 genes, 9/34 test errors" in text and "is not met" in text
+    assert "glfs_supervised: 8 genes, 1/34 test errors, 1/38 CV errors." in text
+    assert "glfs: 16 genes, 9/34 test errors, 5/38 CV errors." in text
     assert "Failed on golub: linear_svm" in text
 
 
@@ -290,10 +290,11 @@ def test_provenance_table_and_findings():
     t = F.provenance_table(prov).set_index("file")
     assert t.loc["expression", "checksum"] == "matches expected"
     assert t.loc["labels", "checksum"] == "MISMATCH"
-    assert t.loc["extra", "checksum"] == "no expected value"
+    assert t.loc["extra", "checksum"] == "no checksum given"
     assert t.loc["expression", "sha256"] == "ab" * 8 + "..."
     text = " ".join(F.provenance_findings({"ds": t.reset_index()}))
-    assert "1 of 3 input files match their expected sha256" in text
+    assert "1 of 2 input files with a checksum match their expected sha256" in text
+    assert "1 input file with no checksum given" in text
     assert "mirror 2" in text and "Checksum MISMATCH: ds/labels." in text
 
 
@@ -319,7 +320,7 @@ def test_paper_findings_count_rank_one_points():
     })
     text = " ".join(F.paper_findings(pvr))
     assert "first among the unsupervised methods at 1 of 2 (dataset, gene count) points" in text
-    assert "glfs_supervised on Golub (CV errors, test errors, genes): 4/38, 15/34, 16 (paper GLFS: 0/38, 0/34, 16)." in text
+    assert "glfs_supervised on golub (CV errors, test errors, genes): 4/38, 15/34, 16 (paper GLFS: 0/38, 0/34, 16)." in text
 
 
 def test_report_names_methods_that_did_not_converge():

@@ -495,8 +495,8 @@ def sensitivity_findings(sens: pd.DataFrame | None, dataset: str) -> list[str]:
 # ---- classification ------------------------------------------------------------------------------
 
 
-def classification_findings(cls: pd.DataFrame | None, dataset: str, *, target=(50, 2)) -> list[str]:
-    """Sentences on a classification table: the random_genes floor, the best rows, the GLFS target."""
+def classification_findings(cls: pd.DataFrame | None, dataset: str) -> list[str]:
+    """Sentences on a classification table: the random_genes floor, the best rows, the GLFS rows' numbers."""
     if cls is None or cls.empty:
         return []
     out = []
@@ -529,11 +529,8 @@ def classification_findings(cls: pd.DataFrame | None, dataset: str, *, target=(5
         if row.empty:
             continue
         r = row.iloc[0]
-        g, e = int(r["n_genes"]), int(r["test_errors"])
-        meets = g <= target[0] and e <= target[1]
-        out.append(f"{m}: {g} genes, {e}/{test_n} test errors, {int(r['cv_errors'])}/{int(r['cv_n'])} CV errors; "
-                   f"the issue's target (at most {target[0]} genes and {target[1]}/{test_n} test errors) is "
-                   f"{'met' if meets else 'not met'}.")
+        out.append(f"{m}: {int(r['n_genes'])} genes, {int(r['test_errors'])}/{test_n} test errors, "
+                   f"{int(r['cv_errors'])}/{int(r['cv_n'])} CV errors.")
     return out
 
 
@@ -565,11 +562,15 @@ def runtime_findings(rt: pd.DataFrame | None) -> list[str]:
             f"{top['slowest_job']}, {float(top['max_s']):.0f} s)."]
 
 
+NO_CHECKSUM = "no checksum given"
+
+
 def provenance_table(prov: dict) -> pd.DataFrame:
     """A provenance record (results/{dataset}/provenance.json) as one row per input file.
 
     Columns: file, source, path, url, size, sha256 (first 16 hex digits), checksum
-    ("matches expected", "MISMATCH", "no expected value"), time.
+    ("matches expected", "MISMATCH", or :data:`NO_CHECKSUM` when the config gives no
+    expected value: nothing was checked), time.
     """
     rows = []
     for role, f in (prov.get("files") or {}).items():
@@ -577,7 +578,7 @@ def provenance_table(prov: dict) -> pd.DataFrame:
             rows.append({"file": role, "source": str(f)})
             continue
         sha, exp = f.get("sha256"), f.get("expected_sha256")
-        check = "no expected value" if not exp else ("matches expected" if sha and sha.lower() == exp.lower() else "MISMATCH")
+        check = NO_CHECKSUM if not exp else ("matches expected" if sha and sha.lower() == exp.lower() else "MISMATCH")
         rows.append({
             "file": role,
             "source": f.get("source", ""),
@@ -591,32 +592,81 @@ def provenance_table(prov: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def checksum_counts(tables: dict) -> dict:
+    """Input files over every dataset's :func:`provenance_table`: ``checked`` (an expected sha256 was
+    given), ``match``, ``mismatch`` ("dataset/file" of each) and ``unchecked`` (no checksum given)."""
+    out = {"checked": 0, "match": 0, "mismatch": [], "unchecked": 0}
+    for ds, t in tables.items():
+        if t is None or t.empty or "checksum" not in t:
+            continue
+        check = t["checksum"].fillna(NO_CHECKSUM)
+        out["checked"] += int((check != NO_CHECKSUM).sum())
+        out["match"] += int((check == "matches expected").sum())
+        out["mismatch"] += [f"{ds}/{f}" for f in t.loc[check == "MISMATCH", "file"]]
+        out["unchecked"] += int((check == NO_CHECKSUM).sum())
+    return out
+
+
 def provenance_findings(tables: dict) -> list[str]:
-    """One sentence on the checksums and sources of every dataset's inputs."""
+    """One sentence on the checksums and sources of every dataset's inputs.
+
+    Only files with an expected sha256 are counted as checked; the others are said to
+    have no checksum given (not a mismatch).
+    """
     rows = [t.assign(dataset=ds) for ds, t in tables.items() if t is not None and not t.empty]
     if not rows:
         return []
     df = pd.concat(rows, ignore_index=True)
     if "checksum" not in df:
         return []
-    n, ok = len(df), int((df["checksum"] == "matches expected").sum())
-    bad = df[df["checksum"] == "MISMATCH"]
-    s = f"{ok} of {n} input files match their expected sha256"
+    c = checksum_counts(tables)
+    said = []
+    if c["checked"]:
+        said.append(f"{c['match']} of {c['checked']} input files with a checksum match their expected sha256")
+    if c["unchecked"]:
+        said.append(f"{c['unchecked']} input file{'s' if c['unchecked'] != 1 else ''} with no checksum given "
+                    "(not checked)")
+    s = "; ".join(said)
     if "source" in df:
-        s += "; sources: " + ", ".join(f"{v} {c}" for v, c in df["source"].value_counts().items())
-    s += "."
-    if len(bad):
-        s += " Checksum MISMATCH: " + _list(f"{r['dataset']}/{r['file']}" for _, r in bad.iterrows()) + "."
+        s += "; sources: " + ", ".join(f"{v} {n}" for v, n in df["source"].value_counts().items())
+    s = s[0].upper() + s[1:] + "."
+    if c["mismatch"]:
+        s += " Checksum MISMATCH: " + _list(c["mismatch"]) + "."
     return [s]
 
 
-def run_findings(layout: dict, config: dict) -> list[str]:
-    """One sentence on what was run (datasets, labels, methods, seed)."""
+def run_summary(layout: dict) -> dict:
+    """What this run did, from the report's layout (never from config keys the run did not use).
+
+    ``datasets`` and ``labelled`` (names), ``methods`` (dataset -> the methods it ran: its own
+    list or the top-level one, without supervised methods on unlabelled data), ``n_methods``
+    (distinct methods over the datasets), ``classification`` (datasets classified),
+    ``simulation_methods`` (methods of the planted simulation; [] when it did not run).
+    """
     ds = layout.get("datasets") or []
-    lab = [d["name"] for d in ds if d.get("labelled")]
-    methods = config.get("methods", [])
-    return [f"{len(ds)} datasets ({len(lab)} with labels: {_list(lab)}), {len(methods)} selection methods, "
-            f"master seed {config.get('seed')}."]
+    methods = {d["name"]: list(d.get("methods") or []) for d in ds}
+    return {
+        "datasets": [d["name"] for d in ds],
+        "labelled": [d["name"] for d in ds if d.get("labelled")],
+        "methods": methods,
+        "n_methods": len({m for ms in methods.values() for m in ms}),
+        "classification": list(layout.get("classification") or {}),
+        "simulation_methods": list(layout.get("simulation_methods") or []) if layout.get("simulation") else [],
+    }
+
+
+def run_findings(layout: dict, config: dict) -> list[str]:
+    """One sentence on what was run (datasets, labels, the methods each dataset ran, seed)."""
+    s = run_summary(layout)
+    per = {tuple(m) for m in s["methods"].values()}
+    if len(per) <= 1:
+        methods = f"{s['n_methods']} selection methods"
+    else:
+        methods = (f"{s['n_methods']} selection methods in all ("
+                   + ", ".join(f"{len(m)} on {d}" for d, m in s["methods"].items()) + ")")
+    n = len(s["datasets"])
+    return [f"{n} dataset{'s' if n != 1 else ''} ({len(s['labelled'])} with labels: {_list(s['labelled'])}), "
+            f"{methods}, master seed {config.get('seed')}."]
 
 
 def paper_findings(pvr: pd.DataFrame | None) -> list[str]:
@@ -630,10 +680,11 @@ def paper_findings(pvr: pd.DataFrame | None) -> list[str]:
         first = sum(p == 1 for p in pos)
         out.append(f"The paper has GLFS first on GBM at small gene counts; here the best GLFS variant is first among "
                    f"the unsupervised methods at {first} of {len(pos)} (dataset, gene count) points checked.")
-    golub = pvr[pvr["item"].str.startswith("golub: glfs")]
-    for _, r in golub.iterrows():
-        out.append(f"{r['item'].split(': ')[1].split(' CV')[0]} on Golub (CV errors, test errors, genes): "
-                   f"{r['this run']} (paper {r['paper']}).")
+    for _, r in pvr.iterrows():  # the Table 3 rows of the GLFS classifiers: "{dataset}: {method} CV / test errors, genes"
+        hit = re.fullmatch(r"(.+): (glfs\S*) CV / test errors, genes", str(r["item"]))
+        if hit:
+            out.append(f"{hit.group(2)} on {hit.group(1)} (CV errors, test errors, genes): "
+                       f"{r['this run']} (paper {r['paper']}).")
     return out
 
 

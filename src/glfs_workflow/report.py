@@ -157,6 +157,27 @@ def _read_tsv(path):
 # ---- figures ---------------------------------------------------------------------------
 
 
+def _plain_log_ticks(axis, lo: float, hi: float):
+    """Ticks of a log axis over the data range [lo, hi], written as plain numbers (0.001, 0.2, 10).
+
+    At the powers of 10, or at 1, 2 and 5 times them when fewer than two powers of 10 fall in
+    the range, or at lo and hi.  Matplotlib's default log labels are math text
+    (``$\\mathdefault{10^{-1}}$``), which the figures, drawn with math text off
+    (:func:`_no_mathtext`), would show as raw text.
+    """
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    decades = 10.0 ** np.arange(np.floor(np.log10(lo)), np.ceil(np.log10(hi)) + 1)
+    ticks = [t for t in decades if lo <= t <= hi]
+    if len(ticks) < 2:
+        ticks = [t for t in np.outer(decades, [1.0, 2.0, 5.0]).ravel() if lo <= t <= hi]
+    if len(ticks) < 2:
+        ticks = sorted({lo, hi})
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.3g}"))
+    axis.set_minor_locator(NullLocator())
+
+
 def _grid_ticks(ax, values):
     """Ticks at the grid values, plain numbers, on a log axis."""
     from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
@@ -278,16 +299,24 @@ def figure_paths(paths: dict, dataset: str) -> bytes:
         p = p.sort_values("lam")
         ax.step(p["lam"], p["n_selected"], where="post", marker=".", label=m)
     ax.set_xscale("log")
+    lams = np.concatenate([p["lam"].to_numpy(dtype=float) for p in paths.values()])
+    lams = lams[np.isfinite(lams) & (lams > 0)]
+    if lams.size:
+        _plain_log_ticks(ax.xaxis, float(lams.min()), float(lams.max()))
     top = max(float(p["n_selected"].max()) for p in paths.values())
-    if top > 50:
-        ax.set_yscale("symlog")
-    from matplotlib.ticker import MaxNLocator, ScalarFormatter
+    from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator, StrMethodFormatter
 
-    ax.yaxis.set_major_formatter(ScalarFormatter())
-    if top <= 50:
+    if top > 50:  # 0 stays on the axis: linear below 1 gene, logarithmic above; no negative counts
+        ax.set_yscale("symlog", linthresh=1, linscale=0.5)
+        decades = 10 ** np.arange(0, int(np.ceil(np.log10(top))) + 1)
+        ax.yaxis.set_major_locator(FixedLocator([0, *decades]))
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.set_ylim(-0.3, decades[-1] * 1.2)
+    else:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(-0.5, top + 1)
-    ax.set_xlabel("lam")
+    ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+    ax.set_xlabel("lam (log scale)")
     ax.set_ylabel("number of genes with beta > 0")
     ax.set_title(f"{dataset}: GLFS sparsity path")
     ax.legend(fontsize=8)
@@ -408,10 +437,19 @@ def nmi_summary_with_floor(df: pd.DataFrame, random_df: pd.DataFrame | None, ks=
     return tab
 
 
-def runtime_table(bench_dir) -> pd.DataFrame:
-    """Per-rule wall time from Snakemake ``benchmark:`` files (benchmarks/{rule}/{wildcards}.tsv)."""
+def runtime_table(benchmarks) -> pd.DataFrame:
+    """Per-rule wall time from Snakemake ``benchmark:`` files (benchmarks/{rule}/{wildcards}.tsv).
+
+    ``benchmarks``: the benchmark files of this run's jobs (a list, as report_layout gives them;
+    a file that does not exist is left out), or a directory, whose every file is read (jobs of
+    earlier runs included).  One row per rule: jobs, total_s, max_s, slowest_job, max_rss_mb.
+    """
+    if isinstance(benchmarks, (str, Path)):
+        files = sorted(Path(benchmarks).glob("*/*.tsv"))
+    else:
+        files = [Path(f) for f in benchmarks if Path(f).is_file()]
     rows = []
-    for f in sorted(Path(bench_dir).glob("*/*.tsv")):
+    for f in files:
         try:
             b = pd.read_csv(f, sep="\t")
         except Exception:  # noqa: BLE001 - a malformed benchmark file is reported, not fatal
@@ -565,6 +603,7 @@ def _classification_rows(ctx: dict) -> list:
     if cls is not None and not cls.empty and paper is not None:
         pt = paper.set_index("method")
         for _, r in cls.iterrows():
+            ds = r.get("dataset") or "classification"
             prow = "GLFS" if _is_glfs(r["method"]) else PAPER_ROW_OF.get(r["method"])
             if prow is None or prow not in pt.index:
                 continue
@@ -573,12 +612,12 @@ def _classification_rows(ctx: dict) -> list:
             if prow == "GLFS":
                 note = "GLFS classifier (Eq. 11) on all genes; lam by CV on the training set"
             if pd.isna(r["cv_errors"]) or pd.isna(r["test_errors"]):
-                rows.append({"item": f"golub: {r['method']} CV / test errors, genes",
+                rows.append({"item": f"{ds}: {r['method']} CV / test errors, genes",
                              "paper": f"{prow}: {q['cv_errors']}/{q['cv_n']}, {q['test_errors']}/{q['test_n']}, {q['n_genes']}",
                              "this run": "failed (see the classification table's params)", "note": ""})
                 continue
             rows.append({
-                "item": f"golub: {r['method']} CV / test errors, genes",
+                "item": f"{ds}: {r['method']} CV / test errors, genes",
                 "paper": f"{prow}: {q['cv_errors']}/{q['cv_n']}, {q['test_errors']}/{q['test_n']}, {q['n_genes']}",
                 "this run": f"{r['cv_errors']}/{r['cv_n']}, {r['test_errors']}/{r['test_n']}, {r['n_genes']}",
                 "note": note,
@@ -677,7 +716,7 @@ def which_summary_sentence(wm: F.WhichMethod, dataset: str) -> str:
     return s + "."
 
 
-def which_summary_html(answers: dict) -> list:
+def which_summary_html(answers: dict, which_md="results/which_method.md") -> list:
     """The opening summary (above the configuration): one paragraph over every labelled dataset."""
     items = [(ds, wm) for (ds, _), wm in answers.items() if wm is not None and wm.best is not None]
     if not items:
@@ -688,7 +727,7 @@ def which_summary_html(answers: dict) -> list:
             f"mean score over the gene-count grid and runs, the methods within noise of it ({_esc(NOISE_RULE)}), "
             f"the HVG bar (the best HVG flavour at each count, averaged over the grid) and the random-genes floor. "
             f"{text} Details, figures and ranks in each dataset's section; the same tables in "
-            f"results/which_method.md.</div>"]
+            f"{_esc(which_md)}.</div>"]
 
 
 def which_table(wm: F.WhichMethod) -> pd.DataFrame:
@@ -759,11 +798,11 @@ def _md_table(header: list, rows: list) -> list:
     return out
 
 
-def which_method_markdown(answers: dict) -> str:
+def which_method_markdown(answers: dict, report_html="results/report.html") -> str:
     """results/which_method.md: per labelled dataset and protocol, the computed sentences and a table
     (method, mean primary score, scaled score, rank at each gene count), for the README's "Which method?"."""
     lines = ["# Which method? (this run)", "",
-             "Written by the workflow's make_report rule from this run's tables (results/report.html has the "
+             f"Written by the workflow's make_report rule from this run's tables ({report_html} has the "
              "figures). Best: the highest mean primary score over the gene-count grid and runs. Noise: "
              f"{NOISE_RULE}. Scaled: {SCALED_RULE}.", ""]
     for (ds, protocol), wm in answers.items():
@@ -927,7 +966,7 @@ def _sensitivity_html(layout: dict) -> list:
 
 
 def build_report(layout: dict, config: dict, *, figures_out: dict | None = None,
-                 which_method_out=None) -> str:
+                 which_method_out=None, replaced: dict | None = None) -> str:
     """Assemble the HTML report.
 
     ``layout`` (built by workflow/rules/report.smk) names every input:
@@ -938,7 +977,9 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None,
     (directory), ``provenance`` (dataset -> path).  ``figures_out`` maps
     figure names to PNG paths that are also written (for ``snakemake
     --report``); ``which_method_out``: a path for the which-method answers as
-    markdown (:func:`which_method_markdown`), or None.
+    markdown (:func:`which_method_markdown`), or None; ``replaced``: the record
+    (:func:`replaced_report`) of a report made by another configuration that this one
+    replaces, said at the top.  ``layout["report_dir"]``: where the report is written.
     """
     import matplotlib
 
@@ -947,8 +988,10 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None,
     figs: dict[str, bytes] = {}
     res = _Results()
     _which_answers(layout, res)
+    report_dir = layout.get("report_dir") or "results"
     parts = _head_html()
-    parts += which_summary_html(res.which)
+    parts += _replaced_html(replaced, f"{report_dir}/report.html")
+    parts += which_summary_html(res.which, which_md=f"{report_dir}/which_method.md")
     parts += _run_html(layout, config)
     parts += _provenance_html(layout, config)
     for d in layout["datasets"]:
@@ -973,7 +1016,8 @@ def build_report(layout: dict, config: dict, *, figures_out: dict | None = None,
         from .files import atomic_path
 
         with atomic_path(which_method_out) as tmp:
-            Path(tmp).write_text(which_method_markdown(res.which), encoding="utf-8")
+            Path(tmp).write_text(which_method_markdown(res.which, report_html=f"{report_dir}/report.html"),
+                                 encoding="utf-8")
     return "".join(parts)
 
 
@@ -1041,33 +1085,121 @@ def _head_html() -> list:
 
 
 def _run_html(layout: dict, config: dict) -> list:
-    """Section "What was run": datasets, methods, seeds and the configuration."""
-    ds_names = [d["name"] for d in layout["datasets"]]
-    own = [  # datasets with their own `methods` list in the config
-        (f"methods on {d['name']}", ", ".join(d["methods"]))
-        for d in layout["datasets"]
-        if ((config.get("datasets") or {}).get(d["name"]) or {}).get("methods") is not None
-    ]
+    """Section "What was run": datasets, the methods each ran, seeds and the configuration of this run.
+
+    Everything is this run's (glfs_workflow.findings.run_summary): the methods a dataset ran, not
+    the top-level ``methods``; the classification and simulation only when they ran.  The
+    configuration shown leaves out the definitions of datasets not in ``run``.
+    """
+    s = F.run_summary(layout)
+    methods = [(f"methods on {ds}", f"{len(ms)}: {', '.join(ms)}" if ms else "none") for ds, ms in s["methods"].items()]
+    cls = config.get("classification", {})
+    cls_row = (json.dumps({**cls, "datasets": s["classification"]}) if s["classification"] else "not run")
+    sim_row = "not run"
+    if s["simulation_methods"]:
+        sim = {k: v for k, v in (config.get("simulation") or {}).items() if k not in ("enabled", "methods")}
+        sim_row = f"methods {', '.join(s['simulation_methods'])}; {json.dumps(sim)}"
     parts = ["<h2>What was run</h2>"]
     parts.append(_findings_html(F.run_findings(layout, config)))
     parts.append("<table>" + "".join(f"<tr><th>{_esc(k)}</th><td style='text-align:left'>{_esc(v)}</td></tr>" for k, v in [
-        ("datasets", ", ".join(ds_names)),
-        ("methods", ", ".join(config.get("methods", []))),
-        *own,
+        ("datasets", ", ".join(s["datasets"])),
+        *methods,
         ("master seed", config.get("seed")),
         ("graph", json.dumps(config.get("graph", {}))),
         ("selection", json.dumps(config.get("selection", {}))),
         ("clustering", json.dumps(config.get("clustering", {}))),
-        ("classification", json.dumps(config.get("classification", {}))),
-        ("simulation", json.dumps(config.get("simulation", {}))),
+        ("classification", cls_row),
+        ("simulation", sim_row),
     ]) + "</table>")
     parts.append("<p>Seeds: every random step derives from the master seed: clustering run r uses "
                  "<code>glfs.evaluate.run_seeds(seed, n_runs)[r]</code> (the same for every method), CV folds "
                  "are shuffled with the master seed, each simulated data set uses "
                  "<code>glfs.simulate.point_seed(seed, sigma, N, replicate)</code> (the same for every method), "
                  "and selection methods get <code>random_state = seed</code>.</p>")
-    parts.append("<details><summary>full configuration</summary><pre>" + _esc(json.dumps(config, indent=1, default=str)) + "</pre></details>")
+    parts.append("<details><summary>configuration of this run (datasets not in <code>run</code> left out)</summary>"
+                 "<pre>" + _esc(json.dumps(run_config(config, s), indent=1, default=str)) + "</pre></details>")
     return parts
+
+
+def run_config(config: dict, summary: dict) -> dict:
+    """The configuration as this run used it: ``datasets`` and ``classification.datasets`` limited to
+    the datasets of the run (``summary``: glfs_workflow.findings.run_summary)."""
+    out = dict(config)
+    if "datasets" in out:
+        out["datasets"] = {k: v for k, v in (out["datasets"] or {}).items() if k in summary["datasets"]}
+    if isinstance(out.get("classification"), dict):
+        out["classification"] = {**out["classification"], "datasets": summary["classification"]}
+    return out
+
+
+# ---- the configuration that made a report -----------------------------------------------------
+
+#: Config keys that do not change what a report says (compute resources): left out of its digest.
+DIGEST_IGNORES = ("resources",)
+
+
+def config_digest(config: dict) -> str:
+    """sha256 (hex) of a configuration, keys sorted, without :data:`DIGEST_IGNORES`: two runs with
+    the same digest make the same report from the same inputs."""
+    import hashlib
+
+    plain = {k: v for k, v in config.items() if k not in DIGEST_IGNORES}
+    return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def write_report_record(path, config: dict, *, report_html) -> None:
+    """Record which configuration made a report: a small JSON file beside it (config_sha256, run, report,
+    created).  Read back by :func:`replaced_report` when the next report is written there."""
+    from .files import atomic_path
+
+    record = {
+        "config_sha256": config_digest(config),
+        "run": list(config.get("run") or []),
+        "report": str(report_html),
+        "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+
+
+def replaced_report(path, config: dict) -> dict | None:
+    """The record (:func:`write_report_record`) of a report made by another configuration, or None.
+
+    None when there is no record or it names the same configuration as ``config``; an
+    unreadable record is returned as ``{"config_sha256": None, ...}`` (an unknown configuration).
+    """
+    p = Path(path)
+    if not p.exists():
+        return None
+    try:
+        record = json.loads(p.read_text(encoding="utf-8"))
+        if not isinstance(record, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as e:
+        return {"config_sha256": None, "run": [], "created": None, "error": f"{p}: {e}"}
+    if record.get("config_sha256") == config_digest(config):
+        return None
+    return {"config_sha256": record.get("config_sha256"), "run": list(record.get("run") or []),
+            "created": record.get("created")}
+
+
+def replaced_message(previous: dict, report_html) -> str:
+    """One sentence: ``report_html`` replaced a report made by another configuration (``previous``)."""
+    digest = previous.get("config_sha256")
+    if digest:
+        who = (f"another configuration (sha256 {digest[:12]}, datasets {', '.join(previous.get('run') or []) or 'none'}"
+               + (f", made {previous['created']}" if previous.get("created") else "") + ")")
+    else:
+        who = "a configuration whose record could not be read"
+    return (f"{report_html} replaced a report made by {who}; set report_dir in your configuration to give "
+            "each configuration a report of its own.")
+
+
+def _replaced_html(previous: dict | None, report_html) -> list:
+    """A note at the top of a report that replaced one made by another configuration."""
+    if not previous:
+        return []
+    return [f"<p class='note'>{_esc(replaced_message(previous, report_html))}</p>"]
 
 
 def _provenance_html(layout: dict, config: dict) -> list:
@@ -1322,7 +1454,7 @@ def _paper_vs_run_html(layout: dict, config: dict, res: _Results, sim_df, cls_al
         "paths": res.path_tsvs,
         "glfs_method": layout.get("glfs_method"),
         "supervised": layout.get("supervised", ["fisher_score", "lkr_score_supervised"]),
-        "classification": pd.concat(cls_all, ignore_index=True) if cls_all else None,
+        "classification": _tagged(layout.get("classification") or {}, cls_all),
         "paper_table": paper_table,
     }
     parts = ["<h2>Paper versus this run</h2>"]
@@ -1334,11 +1466,26 @@ def _paper_vs_run_html(layout: dict, config: dict, res: _Results, sim_df, cls_al
     return parts
 
 
+def _tagged(datasets, tables: list) -> pd.DataFrame | None:
+    """The classification tables of the run, one below the other, each with its dataset's name (or None)."""
+    frames = [c.assign(dataset=ds) for ds, c in zip(datasets, tables) if c is not None]
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+
 def _runtime_software_html(layout: dict) -> list:
-    """Sections "Runtime per rule" (Snakemake benchmark files) and "Software versions"."""
-    parts = [("<h2>Runtime per rule</h2><p>From Snakemake <code>benchmark:</code> files (wall seconds; "
-              "jobs of earlier runs that were not re-run keep their old files).</p>")]
-    rt = runtime_table(layout.get("benchmarks", "benchmarks"))
+    """Sections "Runtime per rule" (the benchmark files of this run's jobs) and "Software versions"."""
+    bench = layout.get("benchmarks", "benchmarks")
+    rt = runtime_table(bench)
+    if isinstance(bench, (str, Path)):
+        text = (f"From every Snakemake <code>benchmark:</code> file in {_esc(bench)} (wall seconds), jobs of "
+                "earlier runs included.")
+    else:
+        text = ("From the Snakemake <code>benchmark:</code> files of this run's jobs (wall seconds); a job whose "
+                "output was already up to date keeps the time of the run that made it.")
+        missing = len(bench) - int(rt["jobs"].sum())
+        if missing:
+            text += f" {missing} of the {len(bench)} jobs have no benchmark file (not counted)."
+    parts = [f"<h2>Runtime per rule</h2><p>{text}</p>"]
     parts.append(_findings_html(F.runtime_findings(rt)))
     parts.append(_table(rt, "{:.1f}"))
     parts.append("<h2>Software versions</h2>")

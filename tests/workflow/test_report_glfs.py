@@ -128,7 +128,7 @@ def test_fake_report_findings_follow_the_numbers(tmp_path):
     assert "no worse than greedy LapAOFS at every k on every dataset (2 cases)" in html
     assert "the default 0.1 gives 0.510 (rank 2 of 3)" in html
     # provenance is a table, not raw JSON
-    assert "1 of 1 input files match their expected sha256" in html
+    assert "1 of 1 input files with a checksum match their expected sha256" in html
     assert "matches expected" in html and '"expected_sha256"' not in html
 
 
@@ -273,3 +273,38 @@ def test_report_has_the_floor_and_the_glfs_section(run_dir):
     # the random_genes row and the floor sentence on the classification table
     assert "Random genes (" in html and "random_genes" in html
     assert "glfs converged (no single swap lowers its criterion) on 2 of 2 datasets." in html
+
+
+# ---- each configuration's report --------------------------------------------------------------
+
+
+@pytest.mark.workflow
+def test_a_report_of_another_configuration_is_replaced_with_a_warning_and_report_dir_keeps_both(run_dir, tmp_path):
+    wd = tmp_path / "wd"
+    shutil.copytree(run_dir, wd, symlinks=True)
+    first = json.loads((wd / "results/report_config.json").read_text())
+    assert first["run"] == ["two", "un"] and len(first["config_sha256"]) == 64
+    # another configuration that changes only what make_report reads (the simulation does not run)
+    (wd / "other.json").write_text(json.dumps({"simulation": {"replicates": 3}}))
+    r = subprocess.run([SNAKEMAKE, "--cores", "2", "--configfile", "test_config.json", "other.json"], cwd=wd,
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-8000:]
+    second = json.loads((wd / "results/report_config.json").read_text())
+    assert second["config_sha256"] != first["config_sha256"]
+    warnings = [x for x in (wd / "logs/make_report/report.log").read_text().splitlines() if " WARNING: " in x]
+    assert len(warnings) == 1 and first["config_sha256"][:12] in warnings[0] and "results/report.html" in warnings[0]
+    assert first["config_sha256"][:12] in r.stderr  # on the terminal too
+    html = (wd / "results/report.html").read_text()
+    assert first["config_sha256"][:12] in html.split("<h2>")[0]  # at the top of the new report, before any section
+    # a configuration with its own report_dir leaves results/report.html alone
+    before = (wd / "results/report.html").read_bytes()
+    (wd / "mine.json").write_text(json.dumps({"report_dir": "results/mine"}))
+    r = subprocess.run([SNAKEMAKE, "--cores", "2", "--configfile", "test_config.json", "mine.json"], cwd=wd,
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-8000:]
+    assert (wd / "results/report.html").read_bytes() == before
+    assert (wd / "results/mine/report.html").is_file() and (wd / "results/mine/which_method.md").is_file()
+    assert any((wd / "results/mine/figures").glob("nmi_two.png"))
+    mine = json.loads((wd / "results/mine/report_config.json").read_text())
+    assert mine["config_sha256"] not in (first["config_sha256"], second["config_sha256"])
+    assert " WARNING: " not in (wd / "logs/make_report/report.log").read_text()

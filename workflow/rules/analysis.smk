@@ -218,7 +218,13 @@ def recovery_tables(wildcards):
 # What `rule all` builds, computed from the config alone (not from the order in
 # which the stage files are included); the report reads every one of them.
 SIMULATION_TABLE = "results/simulation/recovery.tsv"
-REPORT_HTML = "results/report.html"
+# The report and its companions: one directory per configuration (config report_dir).  The record
+# of the configuration that made the report is not an output (snakemake would delete it before the
+# job): make_report reads it to warn when another configuration's report is replaced.
+REPORT_DIR = config["report_dir"]
+REPORT_HTML = f"{REPORT_DIR}/report.html"
+REPORT_WHICH = f"{REPORT_DIR}/which_method.md"
+REPORT_RECORD = f"{REPORT_DIR}/report_config.json"
 
 
 def analysis_targets():
@@ -307,9 +313,48 @@ def report_layout():
         },
         "paper_table": "resources/paper_table3.tsv",
         "simulation": SIMULATION_TABLE if simulation_enabled() else None,
-        "benchmarks": "benchmarks",
+        "simulation_methods": simulation_methods() if simulation_enabled() else [],
+        "benchmarks": run_benchmarks(),
         "provenance": {ds: f"results/{ds}/provenance.json" for ds in run_datasets()},
+        "report_dir": REPORT_DIR,
     }
+
+
+def run_benchmarks():
+    """The benchmark file of every job that makes this run's targets (rule all), for the report's
+    runtime table: each rule's `benchmark:` pattern over the wildcards analysis_targets() gives
+    its jobs.  Files of earlier runs' datasets and methods are not among them.  Called when
+    make_report is defined (report.smk, included last), so every rule exists;
+    tests/test_report_run_only.py checks the list against the DAG's jobs."""
+    ds, spectral, leiden = run_datasets(), spectral_datasets(), leiden_datasets()
+    with_glfs = [d for d in ds if "glfs" in dataset_methods(d)]
+    per_dataset = {
+        "fetch_dataset": ds,
+        "prepare_dataset": ds,
+        "build_graph": ds,
+        "annotate_adata": ds,
+        "evaluate_clustering": spectral,
+        "evaluate_random_floor": spectral,
+        "evaluate_leiden": leiden,
+        "evaluate_leiden_floor": leiden,
+        "classify_samples": classification_datasets(),
+        "compare_glfs_greedy": with_glfs,
+        "glfs_sensitivity": [d for d in spectral if d in with_glfs],
+    }
+    out = []
+    for rule, names in per_dataset.items():
+        out += expand(str(getattr(rules, rule).benchmark), dataset=names)
+    for d in ds:
+        out += expand(
+            str(rules.select_features.benchmark), dataset=d, method=dataset_methods(d)
+        )
+    if simulation_enabled():
+        out += expand(
+            str(rules.simulate_recovery.benchmark),
+            simgrid="simulation",
+            method=simulation_methods(),
+        )
+    return list(dict.fromkeys(out))
 
 
 def report_inputs():
@@ -328,17 +373,19 @@ def report_figures():
     figs = {}
     for d in lay["datasets"]:
         if d["clustering"]:
-            figs[f"nmi_{d['name']}"] = f"results/figures/nmi_{d['name']}.png"
+            figs[f"nmi_{d['name']}"] = f"{REPORT_DIR}/figures/nmi_{d['name']}.png"
         if d["leiden"]:
-            figs[f"leiden_{d['name']}"] = f"results/figures/leiden_{d['name']}.png"
+            figs[f"leiden_{d['name']}"] = f"{REPORT_DIR}/figures/leiden_{d['name']}.png"
         if any(m in GLFS_VARIANTS for m in d["metas"]):
             figs[f"glfs_path_{d['name']}"] = (
-                f"results/figures/glfs_path_{d['name']}.png"
+                f"{REPORT_DIR}/figures/glfs_path_{d['name']}.png"
             )
         if d["labelled"] and d["heatmap_method"]:
-            figs[f"heatmap_{d['name']}"] = f"results/figures/heatmap_{d['name']}.png"
+            figs[f"heatmap_{d['name']}"] = (
+                f"{REPORT_DIR}/figures/heatmap_{d['name']}.png"
+            )
     if lay["simulation"]:
-        figs["simulation"] = "results/figures/simulation.png"
+        figs["simulation"] = f"{REPORT_DIR}/figures/simulation.png"
     return figs
 
 

@@ -1,7 +1,10 @@
 # Stage: the final self-contained HTML report (figures inline), the figures it shows,
 # registered with report() for `snakemake --report report.zip`, and the which-method
-# answers as markdown (results/which_method.md, for the README's "Which method?").
-# Its inputs are analysis_targets() (analysis.smk): every other final output.
+# answers as markdown (which_method.md, for the README's "Which method?"), all in the
+# configuration's report_dir (default results/).  Its inputs are analysis_targets()
+# (analysis.smk): every other final output.  REPORT_RECORD, beside the report, names the
+# configuration that made it; a report of another configuration replaced there is said
+# in the log and in the new report.
 
 
 rule make_report:
@@ -14,7 +17,7 @@ rule make_report:
             category="Final report",
         ),
         which=report(
-            "results/which_method.md",
+            REPORT_WHICH,
             caption="../report/which_method.rst",
             category="Final report",
         ),
@@ -28,5 +31,6 @@ rule make_report:
         layout=report_layout(),
         figures=report_figures(),
         config=config,
+        record=REPORT_RECORD,
     script:
         "../../scripts/make_report.py"

@@ -1,0 +1,293 @@
+"""Every statement of the report is computed from this run, and each configuration keeps its own report.
+
+- What was run: the methods each dataset ran (not the top-level ``methods``), the
+  classification and simulation of this run only (not what config.yaml names).
+- Runtime: only the benchmark files of this run's jobs (report_layout lists them),
+  not every file under benchmarks/.
+- Provenance: a file without an expected checksum is "no checksum given", not a
+  mismatch, and is not counted as checked.
+- No internal references (issue numbers) in the report's text.
+- The sparsity-path figure: plain numbers on both axes, no negative gene counts.
+- The report's own directory (config ``report_dir``) and the record of the
+  configuration that made a report (a warning when another one replaces it).
+
+The workflow parts (marked ``workflow``) build the DAG in a dry run and check
+that report_layout's benchmark files are exactly those of the DAG's jobs.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from glfs_workflow import findings as F
+from glfs_workflow import report as R
+
+REPO = Path(__file__).resolve().parents[1]
+
+ALL_METHODS = ["glfs", "glfs_paper", "glfs_exact", "glfs_printed", "laplacian_score", "lapaofs", "lapdofs",
+               "lkr_score", "ufi", "variance", "spca", "q_alpha", "fisher_score"]
+
+
+def _layout(**kw) -> dict:
+    """A layout of a user's run: 'mine' (labelled, 4 methods) and 'cells' (unlabelled, 2 methods); no
+    classification, no simulation (config.yaml's golub and simulation are not part of it)."""
+    lay = {
+        "datasets": [
+            {"name": "mine", "labelled": True, "methods": ["glfs", "laplacian_score", "variance", "fisher_score"]},
+            {"name": "cells", "labelled": False, "methods": ["variance", "laplacian_score"]},
+        ],
+        "glfs_method": None, "supervised": ["fisher_score", "lkr_score_supervised"], "classification": {},
+        "simulation": None, "simulation_methods": [], "benchmarks": [], "provenance": {},
+    }
+    lay.update(kw)
+    return lay
+
+
+CONFIG = {  # config.yaml merged with a user's file: top-level methods, golub and the simulation are config.yaml's
+    "run": ["mine", "cells"], "seed": 0, "methods": ALL_METHODS,
+    "classification": {"datasets": ["golub"], "cv_folds": 10},
+    "simulation": {"enabled": True, "methods": ["glfs", "variance"], "replicates": 2},
+    "datasets": {"golub": {"format": "golub"}, "mine": {"expression": "m.tsv", "methods": ["glfs", "laplacian_score",
+                                                                                            "variance", "fisher_score"]},
+                 "cells": {"expression": "c.h5ad", "methods": ["variance", "laplacian_score"]}},
+}
+
+
+# ---- what was run ------------------------------------------------------------------------------
+
+
+def test_run_summary_counts_what_each_dataset_ran():
+    s = F.run_summary(_layout())
+    assert s["methods"] == {"mine": ["glfs", "laplacian_score", "variance", "fisher_score"],
+                            "cells": ["variance", "laplacian_score"]}
+    assert s["n_methods"] == 4  # distinct methods run over the datasets, not config["methods"] (13)
+    assert s["labelled"] == ["mine"] and s["classification"] == [] and s["simulation_methods"] == []
+    text = " ".join(F.run_findings(_layout(), CONFIG))
+    assert "13" not in text and "4 selection methods" in text
+
+
+def test_what_was_run_names_only_this_runs_datasets_classification_and_simulation():
+    html = "".join(R._run_html(_layout(), CONFIG))
+    assert "golub" not in html  # not run: neither in the table nor in the configuration shown
+    table = html.split("</table>")[0]
+    assert "glfs_paper" not in table and "q_alpha" not in table  # top-level methods no dataset ran
+    # with a classification and a simulation in the run, they are shown
+    lay = _layout(classification={"mine": "results/mine/classification.tsv"},
+                  simulation="results/simulation/recovery.tsv", simulation_methods=["glfs", "variance"])
+    table = "".join(R._run_html(lay, CONFIG)).split("</table>")[0]
+    cls_row = re.search(r"<th>classification</th><td[^>]*>(.*?)</td>", table).group(1)
+    sim_row = re.search(r"<th>simulation</th><td[^>]*>(.*?)</td>", table).group(1)
+    assert "mine" in cls_row and "golub" not in cls_row
+    assert "glfs, variance" in sim_row
+
+
+# ---- runtime -------------------------------------------------------------------------------------
+
+
+def _bench(path: Path, s: float):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"s\th:m:s\tmax_rss\n{s}\t0:00:01\t10.0\n")
+
+
+def test_runtime_table_counts_only_the_jobs_of_this_run(tmp_path):
+    b = tmp_path / "benchmarks"
+    _bench(b / "prepare_dataset/mine.tsv", 1.0)
+    _bench(b / "select_features/mine_variance.tsv", 2.0)
+    _bench(b / "select_features/mine_glfs_exact.tsv", 100.0)  # an earlier run's method
+    _bench(b / "classify_samples/golub.tsv", 50.0)  # an earlier run's dataset
+    this_run = [str(b / "prepare_dataset/mine.tsv"), str(b / "select_features/mine_variance.tsv"),
+                str(b / "select_features/mine_glfs.tsv")]  # the last: no file (e.g. benchmarks/ cleaned)
+    rt = R.runtime_table(this_run).set_index("rule")
+    assert sorted(rt.index) == ["prepare_dataset", "select_features"]
+    assert rt["jobs"].sum() == 2 and rt["total_s"].sum() == pytest.approx(3.0)
+    assert rt.loc["select_features", "slowest_job"] == "mine_variance"
+    html = "".join(R._runtime_software_html({"benchmarks": this_run}))
+    assert "golub" not in html and "glfs_exact" not in html
+    assert "1 of the 3 jobs have no benchmark file" in html
+
+
+# ---- provenance ----------------------------------------------------------------------------------
+
+
+def test_no_checksum_given_is_not_counted_as_a_failure():
+    none_given = F.provenance_table({"files": {"expression": {"sha256": "ab" * 32, "source": "local"}}})
+    assert none_given["checksum"].tolist() == ["no checksum given"]
+    assert F.checksum_counts({"mine": none_given}) == {"checked": 0, "match": 0, "mismatch": [], "unchecked": 1}
+    text = " ".join(F.provenance_findings({"mine": none_given}))
+    assert "0 of" not in text and "no checksum given" in text
+    mixed = F.provenance_table({"files": {
+        "expression": {"sha256": "ab" * 32, "expected_sha256": "ab" * 32},
+        "labels": {"sha256": "cd" * 32, "expected_sha256": "ef" * 32},
+        "extra": {"sha256": "12" * 32}}})
+    assert F.checksum_counts({"mine": mixed}) == {"checked": 2, "match": 1, "mismatch": ["mine/labels"],
+                                                  "unchecked": 1}
+    assert "1 of 2 input files with a checksum" in " ".join(F.provenance_findings({"mine": mixed}))
+
+
+# ---- no internal references ----------------------------------------------------------------------
+
+INTERNAL = re.compile(r"\bissues?\b|\bitem \d|\bround (one|two|three)\b|\bsession\b", re.I)
+
+
+def _user_facing_strings(path: Path) -> list[str]:
+    """String constants of a module that are not docstrings (docstrings are for developers)."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return [n.value for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings]
+
+
+@pytest.mark.parametrize("module", ["src/glfs_workflow/report.py", "src/glfs_workflow/findings.py"])
+def test_no_internal_references_in_the_reports_text(module):
+    assert [s for s in _user_facing_strings(REPO / module) if INTERNAL.search(s)] == []
+
+
+def test_classification_findings_state_numbers_not_a_target():
+    c = pd.DataFrame([{"method": "glfs_supervised", "cv_errors": 1, "cv_n": 38, "test_errors": 1, "test_n": 34,
+                       "n_genes": 8, "params": "{}"}])
+    text = " ".join(F.classification_findings(c, "mine"))
+    assert "8 genes, 1/34 test errors, 1/38 CV errors" in text and not INTERNAL.search(text)
+
+
+# ---- the sparsity-path figure --------------------------------------------------------------------
+
+
+def _drawn(monkeypatch, fn, *args):
+    """The figure ``fn`` draws (drawn, so its tick labels are set), instead of its PNG."""
+    figs = []
+
+    def keep(fig):
+        fig.canvas.draw()
+        figs.append(fig)
+        return b""
+
+    monkeypatch.setattr(R, "_png", keep)
+    fn(*args)
+    return figs[0]
+
+
+def _number(label: str) -> float:
+    return float(label.replace(",", "").replace("\u2212", "-"))
+
+
+@pytest.mark.parametrize("counts, lam_range", [([30, 20, 12, 6, 3, 1, 1, 0], (-3, 1)),
+                                               ([7000, 900, 120, 30, 6, 1, 0, 0], (-3, 1)),
+                                               ([3, 2, 1], (np.log10(0.2), np.log10(0.5)))])
+def test_sparsity_path_axes_are_plain_numbers_and_counts_not_negative(monkeypatch, counts, lam_range):
+    lam = np.logspace(*lam_range, len(counts))
+    fig = _drawn(monkeypatch, R.figure_paths, {"glfs_exact": pd.DataFrame({"lam": lam, "n_selected": counts})}, "d")
+    ax = fig.axes[0]
+    lo, hi = ax.get_ylim()
+    assert -1 < lo <= 0 and hi >= max(counts)
+    yticks = [t for t in ax.get_yticks() if lo <= t <= hi]
+    assert min(yticks) >= 0 and 0 in yticks
+    for axis, (vmin, vmax) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, (lo, hi))):
+        shown = [(loc, t.get_text()) for loc, t in zip(axis.get_majorticklocs(), axis.get_ticklabels())
+                 if vmin <= loc <= vmax and t.get_text()]
+        assert len(shown) >= 2
+        for loc, text in shown:  # no '$\mathdefault{10^{-1}}$': the number itself
+            assert _number(text) == pytest.approx(loc), text
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+# ---- the configuration that made a report --------------------------------------------------------
+
+
+def test_config_digest_ignores_resources_and_key_order():
+    a = {"run": ["x"], "seed": 0, "resources": {"select": {"mem_mb": 1000}}}
+    b = {"seed": 0, "run": ["x"], "resources": {"select": {"mem_mb": 16000}}}
+    assert R.config_digest(a) == R.config_digest(b)
+    assert R.config_digest(a) != R.config_digest({**a, "seed": 1})
+
+
+def test_replaced_report_is_the_record_of_another_configuration(tmp_path):
+    record = tmp_path / "report_config.json"
+    default = {"run": ["golub"], "seed": 0}
+    mine = {"run": ["mine"], "seed": 0}
+    assert R.replaced_report(record, default) is None  # no record: nothing to say
+    R.write_report_record(record, default, report_html="results/report.html")
+    assert R.replaced_report(record, default) is None  # the same configuration again
+    prev = R.replaced_report(record, mine)
+    assert prev["config_sha256"] == R.config_digest(default) and prev["run"] == ["golub"]
+    record.write_text("not json")
+    assert R.replaced_report(record, mine)["config_sha256"] is None  # unreadable: from an unknown configuration
+    html = "".join(R._replaced_html(prev, "results/report.html"))
+    assert R.config_digest(default)[:12] in html and "golub" in html
+
+
+# ---- the workflow: report_layout against the DAG (dry run) ----------------------------------------
+
+_DAG_SCRIPT = r"""
+import json, sys
+from pathlib import Path
+from snakemake.api import SnakemakeApi
+from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
+
+wd = Path(sys.argv[1]).resolve()
+with SnakemakeApi(OutputSettings()) as api:
+    wapi = api.workflow(resource_settings=ResourceSettings(cores=1),
+                        config_settings=ConfigSettings(configfiles=[Path(c).resolve() for c in sys.argv[2:]]),
+                        snakefile=wd / "Snakefile", workdir=wd)
+    wapi.dag(DAGSettings(forceall=True))
+    wf = wapi._workflow  # no public API returns the jobs
+    wf._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True)
+    wf._build_dag()
+    out = {"benchmarks": sorted(str(j.benchmark) for j in wf.dag.jobs if j.benchmark)}
+    (rep,) = [j for j in wf.dag.jobs if j.rule.name == "make_report"]
+    out["layout"] = rep.params.layout
+    out["report_outputs"] = sorted(str(f) for f in rep.output)
+    print("JSON" + json.dumps(out, default=str))
+"""
+
+
+def _copy_workflow(wd: Path):
+    for item in ["Snakefile", "config.yaml", "workflow", "scripts", "envs"]:
+        (shutil.copytree if (REPO / item).is_dir() else shutil.copy)(REPO / item, wd / item)
+    shutil.copytree(REPO / "tests/workflow/tiny", wd / "tests/workflow/tiny")
+    (wd / "resources").mkdir()
+    shutil.copy(REPO / "resources/paper_table3.tsv", wd / "resources")
+
+
+def _dag(wd: Path, cfg: dict) -> dict:
+    (wd / "test_config.json").write_text(json.dumps(cfg))
+    proc = subprocess.run([sys.executable, "-c", _DAG_SCRIPT, str(wd), str(wd / "tests/workflow/tiny/config.yaml"),
+                           str(wd / "test_config.json")], capture_output=True, text=True, timeout=600, cwd=wd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("JSON")]
+    return json.loads(line[4:])
+
+
+@pytest.mark.workflow
+def test_layout_benchmarks_are_the_dags_jobs_and_report_dir_holds_the_report(tmp_path):
+    _copy_workflow(tmp_path)
+    cfg = {  # every kind of job: own methods, glfs (greedy, sensitivity), Leiden, classification, simulation
+        "methods": ["glfs", "laplacian_score", "variance", "fisher_score"],
+        "classification": {"datasets": ["tiny"], "cv_folds": 3},
+        "simulation": {"enabled": True, "methods": ["variance", "laplacian_score", "fisher_score"]},
+        "report_dir": "results/mine",
+        "datasets": {"tiny": {"evaluation": "both", "feature_grid": [3, 9]},
+                     "tiny_unlabelled": {"methods": ["variance", "fisher_score"]}},
+    }
+    dag = _dag(tmp_path, cfg)
+    assert sorted(dag["layout"]["benchmarks"]) == dag["benchmarks"]
+    assert "benchmarks/select_features/tiny_unlabelled_variance.tsv" in dag["benchmarks"]
+    assert "benchmarks/simulate_recovery/simulation_variance.tsv" in dag["benchmarks"]
+    assert dag["layout"]["simulation_methods"] == ["variance", "laplacian_score"]
+    outs = dag["report_outputs"]
+    assert "results/mine/report.html" in outs and "results/mine/which_method.md" in outs
+    assert all(o.startswith("results/mine/") for o in outs), outs
+    assert dag["layout"]["report_dir"] == "results/mine"
