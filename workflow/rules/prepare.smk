@@ -1,5 +1,6 @@
 # Stage: read, label, preprocess and check each dataset into
-# results/{dataset}/prepared.h5ad (obs = samples, var = genes, X dense float64).
+# results/{dataset}/prepared.h5ad (obs = samples, var = genes; X float64, dense for dense input, CSR for a sparse .h5ad;
+# raw counts in layers["counts"] when the input holds them).
 
 
 rule prepare_dataset:
