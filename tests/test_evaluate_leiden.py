@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
+import glfs.evaluate
 from glfs.evaluate import (
     LEIDEN_RESOLUTIONS,
     evaluate_ranking_leiden,
@@ -134,7 +135,6 @@ def test_max_samples_is_a_stratified_subsample(planted, caplog):
 
 def test_resolution_choice_and_ties(monkeypatch):
     """The two resolutions of a record, on a fake Leiden whose partition depends on the resolution."""
-    import scanpy as sc
 
     y = np.repeat(np.arange(4), 25)
     merge = np.where(y == 3, 2, y)  # 3 clusters: groups 2 and 3 merged
@@ -142,10 +142,10 @@ def test_resolution_choice_and_ties(monkeypatch):
     many = y * 2 + np.arange(100) % 2  # 8 clusters: every group split
     partitions = {0.5: merge, 1.0: split, 1.5: many, 2.0: split}
 
-    def fake_leiden(adata, resolution, *, key_added, **kwargs):
-        adata.obs[key_added] = pd.Categorical(partitions[resolution].astype(str))
+    def fake_leiden_runs(sc, adata, seed, resolutions):
+        return [partitions[r] for r in resolutions]
 
-    monkeypatch.setattr(sc.tl, "leiden", fake_leiden)
+    monkeypatch.setattr(glfs.evaluate, "_leiden_runs", fake_leiden_runs)
     X = np.random.default_rng(0).normal(size=(100, 10))
     (r,) = evaluate_ranking_leiden(X, y, np.arange(10), feature_grid=(10,), n_runs=1, resolutions=(0.5, 1.0, 1.5, 2.0))
     # ARI: split (0.88) > merge (0.79) > many; split at 1.0 and 2.0 ties -> the first, 1.0
@@ -153,6 +153,37 @@ def test_resolution_choice_and_ties(monkeypatch):
     # |n_clusters - 4| = 1, 1, 4, 1 -> the first, 0.5
     assert (r["resolution_nlabels"], r["n_clusters_nlabels"]) == (0.5, 3)
     assert r["ari"] > r["ari_nlabels"]
+
+
+@pytest.mark.parametrize("private_api", [True, False])
+def test_leiden_runs_are_scanpys_leiden(planted, monkeypatch, private_api):
+    """The graph built once gives, resolution by resolution and seed by seed, the partitions of
+    sc.tl.leiden(flavor="igraph", n_iterations=2, directed=False, random_state=seed) itself; so
+    does the route without scanpy's private helpers."""
+    import anndata
+    import scanpy as sc
+
+    X, _ = planted
+    adata = anndata.AnnData(X[:, :60].copy())
+    sc.pp.pca(adata, n_comps=20, svd_solver="arpack", random_state=0)
+    sc.pp.neighbors(adata, n_neighbors=15, random_state=0)
+    if not private_api:
+        monkeypatch.setitem(sys.modules, "scanpy._utils.random", None)
+    resolutions = (0.3, 1.0, 2.0)
+    n_distinct = set()
+    for seed in (0, 7):
+        got = glfs.evaluate._leiden_runs(sc, adata, seed, resolutions)
+        assert len(got) == len(resolutions)
+        for resolution, membership in zip(resolutions, got):
+            ref = sc.tl.leiden(
+                adata, resolution=resolution, flavor="igraph", n_iterations=2, directed=False,
+                random_state=seed, key_added="ref", copy=True,
+            ).obs["ref"]
+            # the same partition: a one-to-one map between labels (scanpy's names are strings)
+            pairs = set(zip(membership.tolist(), ref.astype(str)))
+            assert len(pairs) == len(set(membership.tolist())) == ref.nunique()
+            n_distinct.add(ref.nunique())
+    assert len(n_distinct) > 1  # the resolutions gave different partitions: a real comparison
 
 
 def test_missing_scanpy_is_a_clear_import_error(monkeypatch):
