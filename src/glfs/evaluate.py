@@ -791,10 +791,12 @@ def evaluate_ranking_leiden(
     Leiden runs (about linear in the graph's edges) and ``n_runs`` k-means fits
     of 10 restarts (on one OpenMP thread).  Dense: the top-k columns when X
     is dense (n k floats) and the (n_samples, n_pcs) PCs; nothing n x n.
-    Measured on 2,100 cells (mouse bladder, 16 cell types), 3 runs, 2 cores at
-    load 3: 2-6 s per k from 200 to 2,000 genes, 11 s for all 20,670 genes
-    (sparse), about half of it the 30 Leiden runs; the first call in a
-    process adds about 4 s (numba compiles scanpy's connectivities).
+    Measured on 2,100 cells (mouse bladder, 16 cell types), 3 runs, 2 quiet cores
+    (load about 1): 5.2 s for the 4 gene counts 200-2,000 of one ranking
+    (6.9 s before the igraph graph was built once per k), about half of it the
+    30 Leiden runs and a fifth the 30 k-means restarts; 9 s for all 20,670 genes
+    (sparse); the first call in a process adds about 10 s (numba compiles umap's
+    connectivities for scanpy).
 
     References
     ----------
