@@ -21,8 +21,8 @@ a sum of non-negative terms (two passes over the non-zeros: the first for m).
 The graph term uses L 1 = 0 (centring does not change it):
 f~' L f~ = sum_i (D_ii - W_ii) x_i^2 - 2 sum_{i<j} W_ij x_i x_j, where only pairs of
 non-zeros enter the second sum (:func:`cross_sums`).  This difference loses no
-accuracy when the gene's non-zeros carry at most half of the degree weight
-(then f' D f <= 2 f~' D f~, by Cauchy-Schwarz); the few genes above that
+accuracy when the gene's non-zeros carry at most 90 % of the degree weight
+(then f' D f <= 10 f~' D f~, by Cauchy-Schwarz); the few genes above that
 share (:data:`DENSE_SHARE`) are centred and scored on their dense columns, as
 for a dense X.  Each gene is divided by its largest absolute value on the fly
 (the scores are scale-free).
