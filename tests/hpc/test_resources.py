@@ -63,4 +63,4 @@ def test_config_families_are_the_schema_families():
     assert used <= set(CONFIG["resources"]), f"families used by rules but not configured: {used - set(CONFIG['resources'])}"
     assert "default" in CONFIG["resources"]
     for family, spec in CONFIG["resources"].items():
-        assert set(spec) <= {"threads", "mem_mb", "runtime", "mem_mb_per_mcell", "runtime_per_mcell"}, family
+        assert set(spec) <= {"threads", "mem_mb", "runtime", "mem_mb_per_mcell", "runtime_per_mcell", "runtime_per_mnnz"}, family

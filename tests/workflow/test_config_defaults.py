@@ -76,8 +76,12 @@ def test_minimal_config_gets_every_default_nested_ones_included():
     assert cfg["clustering"]["feature_grid"] == [5, 10, 15, 20, 25, 50, 75, 100, 150, 200, "all"]
     assert cfg["selection"] == {"n_features": 100, "params": {}}
     assert cfg["classification"] == {"datasets": [], "cv_folds": 10}
-    assert cfg["resources"]["select"] == {"mem_mb": 2000, "mem_mb_per_mcell": 60, "runtime": 60, "runtime_per_mcell": 5}
-    assert cfg["resources"]["default"] == {"threads": 1, "mem_mb": 1000, "runtime": 10, "mem_mb_per_mcell": 0, "runtime_per_mcell": 0}
+    assert cfg["resources"]["select"] == {
+        "mem_mb": 2000, "mem_mb_per_mcell": 60, "runtime": 60, "runtime_per_mcell": 5, "runtime_per_mnnz": 0.1,
+    }
+    assert cfg["resources"]["default"] == {
+        "threads": 1, "mem_mb": 1000, "runtime": 10, "mem_mb_per_mcell": 0, "runtime_per_mcell": 0, "runtime_per_mnnz": 0,
+    }
     assert cfg["fetch"]["download_dir"] == "results/downloads"
     assert cfg["datasets"]["d"]["size_hint"] == {"n_samples": 200, "n_genes": 10000}
 
@@ -239,6 +243,32 @@ def test_config_graph_and_params_reach_the_classifier_and_the_graph(tmp_path):
     # the preparation does not depend on the graph
     prep = [j for j in jobs if j["rule"] == "prepare_dataset"]
     assert prep and all(set(j["params"]) == {"dataset"} for j in prep)
+
+
+@pytest.mark.workflow
+def test_sparse_size_hint_scales_runtime_by_non_zeros(tmp_path):
+    """A sparse dataset's runtime follows its non-zeros (runtime_per_mnnz), a dense one its
+    matrix cells (runtime_per_mcell); memory keeps following 1.5 x nnz.  Expected values
+    from the config.yaml rates (minutes, ceil), written out:
+    1,000,000 x 20,000 with 5.5e8 non-zeros: select 60 + 0.1 x 550 = 115 (the dense methods
+    refuse above the 4 GB dense limit, so no per-mcell term), graph 10 + 0.1 x 550 = 65,
+    prepare 10 + 0.01 x 550 = 15.5 -> 16; select memory 2000 + 60 x 1.5 x 550 = 51,500 MB.
+    50,000 x 2,000 (1e8 cells, under the dense limit) dense: select 60 + 5 x 100 = 560; the
+    same with 2.8e6 non-zeros: 560 + 0.1 x 2.8 = 560.28 -> 561 (the dense methods run)."""
+    _copy_workflow(tmp_path)
+    cases = {
+        "atlas": ({"n_samples": 1_000_000, "n_genes": 20_000, "nnz": 550_000_000}, {"select_features": 115, "build_graph": 65, "prepare_dataset": 16}),
+        "dense": ({"n_samples": 50_000, "n_genes": 2_000}, {"select_features": 560}),
+        "sparse_small": ({"n_samples": 50_000, "n_genes": 2_000, "nnz": 2_800_000}, {"select_features": 561}),
+    }
+    for name, (hint, want) in cases.items():
+        jobs = _jobs(tmp_path, {"methods": ["variance"], "datasets": {"tiny": {"size_hint": hint}}})
+        for rule, minutes in want.items():
+            got = {j["resources"]["runtime"] for j in jobs if j["rule"] == rule and j["wildcards"].get("dataset") == "tiny"}
+            assert got == {minutes}, (name, rule, got)
+        if name == "atlas":
+            sel = [j for j in jobs if j["rule"] == "select_features" and j["wildcards"]["dataset"] == "tiny"]
+            assert {j["resources"]["mem_mb"] for j in sel} == {51_500}
 
 
 @pytest.mark.workflow

@@ -315,8 +315,9 @@ def seed():
 
 
 # ---- resources (threads, mem_mb, runtime) per rule family -------------------
-# config["resources"][family] = {threads, mem_mb, runtime, mem_mb_per_mcell, runtime_per_mcell}
-# (per_mcell: added per million matrix cells n_samples * n_genes of the dataset).
+# config["resources"][family] = {threads, mem_mb, runtime, mem_mb_per_mcell, runtime_per_mcell,
+# runtime_per_mnnz} (per_mcell: added per million matrix cells n_samples * n_genes of the
+# dataset; per_mnnz: per million non-zeros of a sparse one).
 # The schema gives every family and every key of `default` a value.
 
 
@@ -334,7 +335,7 @@ DENSE_LIMIT_CELLS = 4 * 2**30 / 8
 
 
 def _dataset_mcells(wildcards, family=None):
-    """Million matrix cells a job of the family holds: n_samples x n_genes of the size_hint.
+    """Million matrix cells a job of the family holds (its memory request): n_samples x n_genes of the size_hint.
 
     A sparse dataset (size_hint.nnz, an .h5ad whose X stays sparse): 1.5 x its non-zeros
     (CSR float64, 12 bytes each, against 8 per dense value), and for the families with a
@@ -368,22 +369,36 @@ def get_mem_mb(family):
     return _f
 
 
+def _runtime_work(wildcards, family, r):
+    """Minutes of work of a job of the family beyond its base runtime.
+
+    A dense dataset: runtime_per_mcell x million matrix cells (n_samples x n_genes).
+    A sparse one (size_hint.nnz): runtime_per_mnnz x million non-zeros (the gene-wise
+    scores and the graph are linear in them, or close), plus, for the families with a
+    dense step (select, evaluate), runtime_per_mcell x million matrix cells when the
+    matrix fits the dense size limit, where the methods that make X dense run (above
+    it they refuse at once).  The per-mcell rate times 1.5 x nnz asked 69 hours for a
+    selection at a million cells x 20,000 genes (5.5e8 non-zeros); this asks 115 minutes.
+    """
+    ds = getattr(wildcards, "dataset", None)
+    if ds is None or ds not in config["datasets"]:
+        return 0.0
+    size = config["datasets"][ds]["size_hint"]
+    cells = float(size["n_samples"]) * float(size["n_genes"])
+    nnz = size.get("nnz")
+    if nnz is None:
+        return r["runtime_per_mcell"] * cells / 1e6
+    dense = cells if family in ("select", "evaluate") and cells <= DENSE_LIMIT_CELLS else 0.0
+    return r["runtime_per_mnnz"] * float(nnz) / 1e6 + r["runtime_per_mcell"] * dense / 1e6
+
+
 def get_runtime(family, per_method=False):
     """Runtime (min) of a job of the family; per_method: times the dataset's method count (one job runs them all)."""
     r = _res(family)
 
     def _f(wildcards, attempt=1):
         jobs = len(dataset_methods(wildcards.dataset)) if per_method else 1
-        return int(
-            math.ceil(
-                (
-                    r["runtime"]
-                    + r["runtime_per_mcell"] * _dataset_mcells(wildcards, family)
-                )
-                * jobs
-                * attempt
-            )
-        )
+        return int(math.ceil((r["runtime"] + _runtime_work(wildcards, family, r)) * jobs * attempt))
 
     return _f
 
