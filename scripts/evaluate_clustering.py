@@ -8,7 +8,7 @@ import pandas as pd
 
 from glfs_workflow.files import read_tsv, write_tsv
 from glfs_workflow.logs import log_to
-from glfs.evaluate import evaluate_ranking
+from glfs.evaluate import clustering_kwargs, evaluate_ranking
 
 COLUMNS = ["method", "n_features", "run", "nmi", "nmi_max", "kmeans_acc", "kmeans_nmi", "loo_1nn_acc", "seed"]
 
@@ -17,19 +17,8 @@ def evaluate_method(adata, table_path, method, par) -> pd.DataFrame:
     """One method's rows: evaluate_ranking of its ranking over the feature grid."""
     table = read_tsv(table_path)
     ranking = np.argsort(table["rank"].to_numpy(), kind="stable")
-    cl = dict(par.clustering)
-    records = evaluate_ranking(
-        adata.X,
-        np.asarray(adata.obs["label"].astype(str)),
-        ranking,
-        feature_grid=cl["feature_grid"],
-        n_clusters=par.n_clusters,
-        n_runs=int(cl["n_runs"]),
-        affinity_neighbors=int(cl["affinity_neighbors"]),
-        random_state=int(par.seed),
-        max_samples=cl["max_samples"],
-        eigen_solver=cl["eigen_solver"],
-    )
+    kwargs = clustering_kwargs(par.clustering, n_clusters=par.n_clusters, random_state=par.seed)
+    records = evaluate_ranking(adata.X, np.asarray(adata.obs["label"].astype(str)), ranking, **kwargs)
     df = pd.DataFrame.from_records(records)
     df.insert(0, "method", method)
     return df[COLUMNS]

@@ -12,10 +12,10 @@ import anndata
 import numpy as np
 import pandas as pd
 
-from glfs.evaluate import evaluate_ranking_leiden
+from glfs.evaluate import evaluate_ranking_leiden, leiden_kwargs
 from glfs_workflow.files import read_tsv, write_tsv
 from glfs_workflow.logs import log_to
-from glfs_workflow.tables import LEIDEN_COLUMNS, leiden_kwargs, leiden_matrix
+from glfs_workflow.tables import LEIDEN_COLUMNS, leiden_matrix
 
 log = log_to(snakemake.log[0])  # noqa: F821
 try:

@@ -1,7 +1,7 @@
 """Rule evaluate_leiden_floor: random genes and all genes under the single-cell protocol.
 
 Random genes of every size of the dataset's grid (leiden.random_draws seeded gene orders,
-glfs.evaluate.random_gene_orders: the floor every method must clear), and all genes once
+glfs.evaluate.evaluate_random_floor with protocol "leiden": the floor every method must clear), and all genes once
 (the same set for every ranking), evaluated exactly like evaluate_leiden's methods.
 Output: results/{dataset}/leiden_random.tsv, the columns of clustering_leiden.tsv plus
 ``draw``; method "random_genes" (draw 0..) and "all_genes" (draw 0).
@@ -11,10 +11,10 @@ import anndata
 import numpy as np
 import pandas as pd
 
-from glfs.evaluate import evaluate_ranking_leiden, random_gene_orders
+from glfs.evaluate import evaluate_random_floor, evaluate_ranking_leiden, leiden_kwargs
 from glfs_workflow.files import write_tsv
 from glfs_workflow.logs import log_to
-from glfs_workflow.tables import LEIDEN_COLUMNS, leiden_kwargs, leiden_matrix
+from glfs_workflow.tables import LEIDEN_COLUMNS, leiden_matrix
 
 COLUMNS = [*LEIDEN_COLUMNS[:2], "draw", *LEIDEN_COLUMNS[2:]]
 
@@ -27,12 +27,13 @@ try:
     d = adata.n_vars
     grid = [k for k in par.feature_grid if k != "all" and int(k) < d]
     kwargs = leiden_kwargs(par.leiden, par.seed)
-    frames = []
-    for i, (s, order) in enumerate(random_gene_orders(d, int(par.leiden["random_draws"]), int(par.seed))):
-        f = pd.DataFrame.from_records(evaluate_ranking_leiden(X, labels, order, feature_grid=grid, **{**kwargs, "random_state": int(s)}))
-        f["method"], f["draw"] = "random_genes", i
-        frames.append(f)
-    log.info("random genes on %s (%s): %d draws x %s genes done; now all %d genes", inp.adata, how, len(frames), grid, d)
+    draws = int(par.leiden["random_draws"])
+    f = pd.DataFrame.from_records(
+        evaluate_random_floor(X, labels, n_draws=draws, protocol="leiden", feature_grid=grid, **kwargs)
+    )
+    f["method"] = "random_genes"
+    frames = [f]
+    log.info("random genes on %s (%s): %d draws x %s genes done; now all %d genes", inp.adata, how, draws, grid, d)
     f = pd.DataFrame.from_records(evaluate_ranking_leiden(X, labels, np.arange(d), feature_grid=["all"], **kwargs))
     f["method"], f["draw"] = "all_genes", 0
     frames.append(f)

@@ -24,7 +24,7 @@ import glfs
 from glfs_workflow.files import write_tsv
 from glfs_workflow.logs import log_to
 from glfs.design import DEFAULT_GRAPH_WEIGHT
-from glfs.evaluate import evaluate_ranking
+from glfs.evaluate import clustering_kwargs, evaluate_ranking
 
 COLUMNS = [
     "graph_weight", "is_default", "lambda1", "lambda2", "n_selected", "criterion", "greedy_criterion",
@@ -44,25 +44,13 @@ try:
         params = dict(par.method_params)
         default = float(params.pop("graph_weight", DEFAULT_GRAPH_WEIGHT))
         n_features = int(min(par.n_features, adata.n_vars))
-        cl = dict(par.clustering)
-        n_runs = int(cl["n_runs"])
+        # the clustering of evaluate_clustering (same affinity, seeds and max_samples subsample), on this grid
+        kwargs = clustering_kwargs(par.clustering, n_clusters=par.n_clusters, random_state=par.seed)
+        kwargs["feature_grid"] = list(par.feature_grid)
         for gw in par.graph_weights:
             sel = glfs.select(adata.X, method="glfs", graph=W, n_features=n_features, graph_weight=float(gw), **params)
             p = dict(sel.params)
-            records = pd.DataFrame.from_records(
-                evaluate_ranking(
-                    adata.X,
-                    labels,
-                    np.asarray(sel.ranking),
-                    feature_grid=list(par.feature_grid),
-                    n_clusters=par.n_clusters,
-                    n_runs=n_runs,
-                    affinity_neighbors=int(cl["affinity_neighbors"]),
-                    random_state=int(par.seed),
-                    max_samples=cl["max_samples"],  # the same subsample as evaluate_clustering (same seed)
-                    eigen_solver=cl["eigen_solver"],
-                )
-            )
+            records = pd.DataFrame.from_records(evaluate_ranking(adata.X, labels, np.asarray(sel.ranking), **kwargs))
             for k, g in records.groupby("n_features"):
                 rows.append({
                     "graph_weight": float(gw),

@@ -606,3 +606,53 @@ def test_lobpcg_that_misses_its_tolerance_is_flagged(monkeypatch, caplog):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         ev.spectral_cluster_runs(A, 4, run_seeds(0, 2), eigen_solver="lobpcg")  # the default tolerance is reached
+
+
+# ---- the random-genes floor (evaluate_random_floor) and the configuration mappings -----------
+
+
+def test_random_floor_is_random_orders_scored_by_the_methods_protocol():
+    """Spectral floor, written out: draw i = (s_i, order_i) of random_gene_orders(d, n, seed), scored by
+    evaluate_ranking with one run and master seed s_i on the methods' max_samples subsample (seeded by
+    the master seed), each record tagged draw = i."""
+    from glfs.evaluate import evaluate_random_floor, random_gene_orders
+
+    X, y = _mixture(n=150, d=12, seed=3)
+    y = np.array(["a", "b", "c", "d"])[y]
+    kw = {"feature_grid": [2, 5], "n_clusters": None, "n_runs": 7, "affinity_neighbors": 8,
+          "random_state": 11, "max_samples": 100, "eigen_solver": "auto"}
+    got = evaluate_random_floor(X, y, n_draws=3, protocol="spectral", **kw)
+    keep = stratified_subsample(y, 100, 11)
+    want = []
+    for i, (s, order) in enumerate(random_gene_orders(12, 3, 11)):
+        recs = evaluate_ranking(X[keep], y[keep], order, feature_grid=[2, 5], n_runs=1, affinity_neighbors=8, random_state=s)
+        want += [{**r, "draw": i} for r in recs]
+    assert got == want
+    assert len(got) == 3 * 2 and {r["draw"] for r in got} == {0, 1, 2}
+    # the subsample is the methods' one: the same cells as evaluate_ranking(max_samples=100, random_state=11)
+    one = evaluate_ranking(X, y, random_gene_orders(12, 1, 11)[0][1], feature_grid=[5], n_runs=1, random_state=11, max_samples=100)
+    assert one == evaluate_ranking(X[keep], y[keep], random_gene_orders(12, 1, 11)[0][1], feature_grid=[5], n_runs=1, random_state=11)
+
+
+def test_random_floor_bad_inputs():
+    from glfs.evaluate import evaluate_random_floor
+
+    X, y = _mixture(n=40, d=6)
+    with pytest.raises(ValueError, match=r"protocol must be 'spectral' or 'leiden'; got 'umap'"):
+        evaluate_random_floor(X, y, n_draws=2, protocol="umap")
+    with pytest.raises(ValueError, match=r"n_draws"):
+        evaluate_random_floor(X, y, n_draws=0)
+
+
+def test_configuration_mappings_take_every_key():
+    from glfs.evaluate import clustering_kwargs, leiden_kwargs
+
+    cl = {"feature_grid": (5, "all"), "n_runs": 4, "affinity_neighbors": 9, "max_samples": None, "eigen_solver": "lobpcg"}
+    assert clustering_kwargs(cl, n_clusters=3, random_state=2) == {
+        "feature_grid": [5, "all"], "n_clusters": 3, "n_runs": 4, "affinity_neighbors": 9,
+        "random_state": 2, "max_samples": None, "eigen_solver": "lobpcg",
+    }
+    le = {"n_runs": 2, "resolutions": [0.5, 1], "n_pcs": 20, "n_neighbors": 10, "max_samples": 300, "random_draws": 5}
+    assert leiden_kwargs(le, 4) == {"n_runs": 2, "resolutions": [0.5, 1.0], "n_pcs": 20, "n_neighbors": 10, "max_samples": 300, "random_state": 4}
+    with pytest.raises(KeyError, match="eigen_solver"):
+        clustering_kwargs({k: v for k, v in cl.items() if k != "eigen_solver"})

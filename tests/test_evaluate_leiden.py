@@ -250,3 +250,20 @@ def test_bad_inputs(kwargs, match):
 def test_random_gene_orders_bad_inputs(args, match):
     with pytest.raises(ValueError, match=match):
         random_gene_orders(*args)
+
+
+def test_leiden_random_floor_is_random_orders_scored_by_the_protocol(planted):
+    """Leiden floor, written out: draw i scored by evaluate_ranking_leiden with master seed s_i and the
+    configured runs, on the methods' max_samples subsample (seeded by the master seed)."""
+    from glfs.evaluate import evaluate_random_floor
+
+    X, y = planted
+    kw = {"n_runs": 2, "resolutions": [0.5, 1.0], "n_pcs": 10, "n_neighbors": 10, "max_samples": 400, "random_state": 5}
+    got = evaluate_random_floor(X, y, n_draws=2, protocol="leiden", feature_grid=[30], **kw)
+    keep = stratified_subsample(y, 400, 5)
+    want = []
+    for i, (s, order) in enumerate(random_gene_orders(X.shape[1], 2, 5)):
+        recs = evaluate_ranking_leiden(X[keep], y[keep], order, feature_grid=[30], n_runs=2, resolutions=[0.5, 1.0],
+                                       n_pcs=10, n_neighbors=10, random_state=s)
+        want += [{**r, "draw": i} for r in recs]
+    assert got == want and len(got) == 2 * 2

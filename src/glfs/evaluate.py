@@ -77,6 +77,9 @@ __all__ = [
     "resolve_feature_grid",
     "evaluate_ranking",
     "LEIDEN_RESOLUTIONS",
+    "evaluate_random_floor",
+    "leiden_kwargs",
+    "clustering_kwargs",
     "evaluate_ranking_leiden",
     "random_gene_orders",
     "cv_splitter",
@@ -636,6 +639,88 @@ def random_gene_orders(n_genes: int, n_draws: int, random_state) -> list[tuple[i
     n_genes = check_int(n_genes, "n_genes", 1)
     n_draws = check_int(n_draws, "n_draws", 1)
     return [(int(s), np.random.default_rng(int(s)).permutation(n_genes)) for s in run_seeds(random_state, n_draws)]
+
+
+def clustering_kwargs(clustering, *, n_clusters=None, random_state=0) -> dict:
+    """:func:`evaluate_ranking`'s keyword arguments from a clustering configuration.
+
+    ``clustering`` is a mapping with ``feature_grid``, ``n_runs``,
+    ``affinity_neighbors``, ``max_samples`` and ``eigen_solver`` (the
+    workflow's ``clustering:`` section); ``n_clusters`` (None: the number of
+    labels) and ``random_state`` (the master seed) are passed through.
+    """
+    return {
+        "feature_grid": list(clustering["feature_grid"]),
+        "n_clusters": n_clusters,
+        "n_runs": int(clustering["n_runs"]),
+        "affinity_neighbors": int(clustering["affinity_neighbors"]),
+        "random_state": int(random_state),
+        "max_samples": clustering["max_samples"],
+        "eigen_solver": clustering["eigen_solver"],
+    }
+
+
+def leiden_kwargs(leiden, random_state=0) -> dict:
+    """:func:`evaluate_ranking_leiden`'s keyword arguments from a Leiden configuration.
+
+    ``leiden`` is a mapping with ``n_runs``, ``resolutions``, ``n_pcs``,
+    ``n_neighbors`` and ``max_samples`` (the workflow's ``leiden:`` section);
+    ``random_state`` is the master seed.  The gene-count grid is the caller's.
+    """
+    return {
+        "n_runs": int(leiden["n_runs"]),
+        "resolutions": [float(r) for r in leiden["resolutions"]],
+        "n_pcs": int(leiden["n_pcs"]),
+        "n_neighbors": int(leiden["n_neighbors"]),
+        "max_samples": leiden["max_samples"],
+        "random_state": int(random_state),
+    }
+
+
+def evaluate_random_floor(X, labels, *, n_draws: int, protocol: str = "spectral", **kwargs) -> list[dict]:
+    """The random-genes floor: random gene orders evaluated like a method's ranking.
+
+    Each of ``n_draws`` draws is an order of :func:`random_gene_orders` (seed
+    s_i from the master seed ``kwargs["random_state"]``), evaluated with the
+    protocol's function and s_i as its master seed, and its records get
+    ``draw = i``:
+
+    - ``protocol="spectral"``: :func:`evaluate_ranking` with one run per draw
+      (the draws give the spread);
+    - ``protocol="leiden"``: :func:`evaluate_ranking_leiden` with the
+      configured runs per draw.
+
+    With ``max_samples``, every draw is evaluated on the stratified subsample
+    seeded by the master seed: the cells the methods are evaluated on.
+
+    ``kwargs`` are the protocol function's keyword arguments
+    (:func:`clustering_kwargs` or :func:`leiden_kwargs`, plus ``feature_grid``).
+    Cost: ``n_draws`` evaluations of one ranking.
+    """
+    if protocol not in ("spectral", "leiden"):
+        msg = f"protocol must be 'spectral' or 'leiden'; got {protocol!r}"
+        raise ValueError(msg)
+    n_draws = check_int(n_draws, "n_draws", 1)
+    kwargs = dict(kwargs)
+    seed = kwargs.pop("random_state", 0)
+    X = check_X(X, read_only=True)
+    _, y = check_labels(labels, X.shape[0])
+    labels = np.asarray(labels)
+    max_samples = kwargs.pop("max_samples", None)
+    if max_samples is not None and max_samples < X.shape[0]:
+        keep = stratified_subsample(y, int(max_samples), seed)
+        log.info("random floor: %d samples; evaluating the stratified subsample of %d (max_samples)", X.shape[0], keep.size)
+        X, labels = X[keep], labels[keep]
+    if protocol == "spectral":
+        kwargs["n_runs"] = 1
+        evaluate = evaluate_ranking
+    else:
+        evaluate = evaluate_ranking_leiden
+    records = []
+    for i, (s, order) in enumerate(random_gene_orders(X.shape[1], n_draws, seed)):
+        for r in evaluate(X, labels, order, random_state=int(s), **kwargs):
+            records.append({**r, "draw": i})
+    return records
 
 
 def _import_singlecell():

@@ -143,18 +143,6 @@ LEIDEN_COLUMNS = [
 ]
 
 
-def leiden_kwargs(leiden: dict, seed) -> dict:
-    """Keyword arguments of glfs.evaluate.evaluate_ranking_leiden from config["leiden"] and the workflow seed."""
-    return {
-        "n_runs": int(leiden["n_runs"]),
-        "resolutions": [float(r) for r in leiden["resolutions"]],
-        "n_pcs": int(leiden["n_pcs"]),
-        "n_neighbors": int(leiden["n_neighbors"]),
-        "max_samples": leiden["max_samples"],
-        "random_state": int(seed),
-    }
-
-
 def leiden_matrix(adata):
     """The log-normalised expression the Leiden protocol clusters, and how it was obtained.
 
