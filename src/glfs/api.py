@@ -40,23 +40,25 @@ FAMILIES = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MethodInfo:
-    """One registered method: its function and plain facts about it.
+    """One registered method: its function and plain facts about it, by name.
 
     ``fn(X, W, *, n_features, labels, random_state, **params)`` returns a
     :class:`glfs.Selection`; :func:`select` checks the arguments once before
-    calling it (X, the graph W or None, labels, n_features).
+    calling it (X, the graph W or None, labels, n_features).  Every fact but
+    the name, function, family and description has a default, so an entry
+    states only what sets it apart.
     """
 
     name: str
     fn: Callable[..., Selection]
     family: str  # a key of FAMILIES
-    higher_is_better: bool  # direction of Selection.scores
-    needs_graph: bool
-    needs_labels: bool
-    own_support: bool  # may decide the number of selected features itself (n_features=None)
     description: str
+    higher_is_better: bool = True  # direction of Selection.scores
+    needs_graph: bool = False
+    needs_labels: bool = False
+    own_support: bool = False  # may decide the number of selected features itself (n_features=None)
     needs_counts: bool = False  # scores raw counts (glfs.select's `counts`, tl.select's layers["counts"])
     own_graph: bool = False  # builds its own graph when none is given (instead of DEFAULT_GRAPH_PARAMS')
     optional_counts: bool = False  # scores X, and takes raw counts too when given (fn's counts=)
@@ -100,43 +102,49 @@ def _no_params(method, params):
 def _registry() -> dict[str, MethodInfo]:
     # Registry order is the order of derived lists (glfs_exact is the first published reading:
     # the workflow's results/{dataset}/glfs_path.tsv).
-    # name, function, family, higher_is_better, needs_graph, needs_labels, own_support, description
-    rows = [
-        ("laplacian_score", _select_laplacian_score, "score", False, True, False, False, "Laplacian score (He 2005), lower better"),
-        ("fisher_score", _select_fisher_score, "score", True, False, True, False, "Fisher score (supervised), higher better"),
-        ("variance", _select_variance, "baseline", True, False, False, False, "per-gene variance baseline"),
-        ("lapaofs", optimal.select_lapaofs, "optimal_design", True, True, False, False, "LapAOFS greedy A-optimal (He 2011)"),
-        ("lapdofs", optimal.select_lapdofs, "optimal_design", True, True, False, False, "LapDOFS greedy D-optimal (He 2011)"),
-        ("glfs", design.select_glfs_design, "glfs", True, True, False, False, "well-posed GLFS: budgeted A-optimal design, greedy + exchange"),
-        ("glfs_exact", gradient.select_glfs_exact, "glfs_published", True, True, False, True, "GLFS, exact covariance trace"),
-        ("glfs_paper", gradient.select_glfs_paper, "glfs_published", True, True, False, True, "GLFS, Eq. 7 with its true gradient"),
-        ("glfs_printed", gradient.select_glfs_printed, "glfs_published", True, True, False, True, "GLFS, Eq. 7 values with printed Eq. 9"),
-        ("lkr_score", lkr.select_lkr_score, "lkr", False, True, False, False, "LKR score (Cheung & Zeng 2009), unsupervised"),
-        ("lkr_score_supervised", lkr.select_lkr_score_supervised, "lkr", False, False, True, False, "LKR score, class graph"),
-        ("ufi", ufi.select_ufi, "baseline", True, False, False, False, "UFI feature selection (Zhang 2012); no graph"),
-        ("spca", baselines.select_spca, "baseline", True, False, False, False, "sparse PCA loading mass"),
-        ("q_alpha", baselines.select_q_alpha, "baseline", True, False, False, False, "Q-alpha (Wolf & Shashua 2005)"),
+    M = MethodInfo
+    entries = [
+        M(name="laplacian_score", fn=_select_laplacian_score, family="score", higher_is_better=False, needs_graph=True,
+          description="Laplacian score (He 2005), lower better"),
+        M(name="fisher_score", fn=_select_fisher_score, family="score", needs_labels=True,
+          description="Fisher score (supervised), higher better"),
+        M(name="variance", fn=_select_variance, family="baseline", description="per-gene variance baseline"),
+        M(name="lapaofs", fn=optimal.select_lapaofs, family="optimal_design", needs_graph=True,
+          description="LapAOFS greedy A-optimal (He 2011)"),
+        M(name="lapdofs", fn=optimal.select_lapdofs, family="optimal_design", needs_graph=True,
+          description="LapDOFS greedy D-optimal (He 2011)"),
+        M(name="glfs", fn=design.select_glfs_design, family="glfs", needs_graph=True,
+          description="well-posed GLFS: budgeted A-optimal design, greedy + exchange"),
+        M(name="glfs_exact", fn=gradient.select_glfs_exact, family="glfs_published", needs_graph=True, own_support=True,
+          description="GLFS, exact covariance trace"),
+        M(name="glfs_paper", fn=gradient.select_glfs_paper, family="glfs_published", needs_graph=True, own_support=True,
+          description="GLFS, Eq. 7 with its true gradient"),
+        M(name="glfs_printed", fn=gradient.select_glfs_printed, family="glfs_published", needs_graph=True,
+          own_support=True, description="GLFS, Eq. 7 values with printed Eq. 9"),
+        M(name="lkr_score", fn=lkr.select_lkr_score, family="lkr", higher_is_better=False, needs_graph=True,
+          description="LKR score (Cheung & Zeng 2009), unsupervised"),
+        M(name="lkr_score_supervised", fn=lkr.select_lkr_score_supervised, family="lkr", higher_is_better=False,
+          needs_labels=True, description="LKR score, class graph"),
+        M(name="ufi", fn=ufi.select_ufi, family="baseline", description="UFI feature selection (Zhang 2012); no graph"),
+        M(name="spca", fn=baselines.select_spca, family="baseline", description="sparse PCA loading mass"),
+        M(name="q_alpha", fn=baselines.select_q_alpha, family="baseline", description="Q-alpha (Wolf & Shashua 2005)"),
+        # the single-cell baselines: scanpy's HVG flavours (glfs.hvg) and the binomial deviance
+        M(name="hvg_seurat", fn=hvg.select_hvg_seurat, family="hvg",
+          description="scanpy HVG, flavor 'seurat' (log-normalised input)"),
+        M(name="hvg_cell_ranger", fn=hvg.select_hvg_cell_ranger, family="hvg",
+          description="scanpy HVG, flavor 'cell_ranger' (log-normalised input)"),
+        M(name="hvg_seurat_v3", fn=hvg.select_hvg_seurat_v3, family="hvg", needs_counts=True,
+          description="scanpy HVG, flavor 'seurat_v3' (raw counts)"),
+        M(name="hvg_pearson_residuals", fn=hvg.select_hvg_pearson_residuals, family="hvg", needs_counts=True,
+          description="scanpy HVG, Pearson residuals (raw counts)"),
+        M(name="deviance", fn=_select_deviance, family="baseline", needs_counts=True,
+          description="binomial deviance (Townes et al. 2019), raw counts"),
+        # the graph-based single-cell selection (glfs.moran; docs/methods.md)
+        M(name="graph_moran", fn=moran.select_graph_moran, family="score", needs_graph=True, own_graph=True,
+          optional_counts=True,
+          description="Moran's I on a kNN graph of the cells refined on its own top genes (single-cell)"),
     ]
-    reg = {r[0]: MethodInfo(*r) for r in rows}
-    # the single-cell baselines: scanpy's HVG flavours (glfs.hvg) and the binomial deviance
-    for name, fn, counts, text in (
-        ("hvg_seurat", hvg.select_hvg_seurat, False, "scanpy HVG, flavor 'seurat' (log-normalised input)"),
-        ("hvg_cell_ranger", hvg.select_hvg_cell_ranger, False, "scanpy HVG, flavor 'cell_ranger' (log-normalised input)"),
-        ("hvg_seurat_v3", hvg.select_hvg_seurat_v3, True, "scanpy HVG, flavor 'seurat_v3' (raw counts)"),
-        ("hvg_pearson_residuals", hvg.select_hvg_pearson_residuals, True, "scanpy HVG, Pearson residuals (raw counts)"),
-    ):
-        reg[name] = MethodInfo(name, fn, "hvg", True, False, False, False, text, needs_counts=counts)
-    reg["deviance"] = MethodInfo(
-        "deviance", _select_deviance, "baseline", True, False, False, False,
-        "binomial deviance (Townes et al. 2019), raw counts", needs_counts=True,
-    )
-    # the graph-based single-cell selection (glfs.moran; docs/methods.md)
-    reg["graph_moran"] = MethodInfo(
-        "graph_moran", moran.select_graph_moran, "score", True, True, False, False,
-        "Moran's I on a kNN graph of the cells refined on its own top genes (single-cell)",
-        own_graph=True, optional_counts=True,
-    )
-    return reg
+    return {m.name: m for m in entries}
 
 
 METHODS: dict[str, MethodInfo] = _registry()
