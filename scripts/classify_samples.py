@@ -18,6 +18,7 @@ import pandas as pd
 
 from glfs_workflow.files import write_tsv
 from glfs_workflow.logs import log_to
+from glfs.api import METHODS
 from glfs.evaluate import baseline_classifiers, cv_splitter, evaluate_classifier
 
 COLUMNS = ["method", "cv_errors", "cv_n", "test_errors", "test_n", "n_genes", "params"]
@@ -44,8 +45,7 @@ def glfs_estimators(variants, cv, seed, graph, params):
             out["glfs"] = GLFSClassifier(objective="design", glfs_params=design or None, **common)
             out["glfs_supervised"] = GLFSClassifier(objective="design", graph="labels", glfs_params=design or None, **common)
         else:
-            objective = v.removeprefix("glfs_")  # glfs_exact -> GLFSClassifier(objective="exact")
-            out[v] = GLFSClassifier(objective=objective, glfs_params=dict(params.get(v, {})) or None, **common)
+            out[v] = GLFSClassifier(objective=METHODS[v].objective, glfs_params=dict(params.get(v, {})) or None, **common)
     return out
 
 

@@ -305,3 +305,26 @@ def test_genes_of_very_different_scales_in_one_matrix(planted, a):
     Xm = X.copy()
     Xm[:, 0] *= a
     np.testing.assert_allclose(glfs.laplacian_score(Xm, W), glfs.laplacian_score(X, W), rtol=1e-10)
+
+
+def test_registry_objective_is_the_one_each_glfs_function_uses():
+    """MethodInfo.objective (what the classifier script passes to GLFSClassifier) is the objective the
+    registered function solves: the published readings equal glfs.gradient.select_glfs with it, and the
+    well-posed one is the classifier's "design" objective; no other method has one."""
+    import scipy.sparse as sp
+
+    from glfs.api import METHODS, methods_of
+    from glfs.gradient import select_glfs
+    from glfs.sklearn import GLFSClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 8))
+    W = sp.csr_matrix(np.exp(-np.square(X[:, None, :2] - X[None, :, :2]).sum(-1)))
+    for name in methods_of("glfs_published"):
+        info = METHODS[name]
+        a = info.fn(X, W, n_features=3)
+        b = select_glfs(X, W, n_features=3, objective=info.objective)
+        assert np.array_equal(a.ranking, b.ranking) and np.allclose(a.scores, b.scores, equal_nan=True), name
+    assert METHODS["glfs"].objective == "design"
+    GLFSClassifier(objective=METHODS["glfs"].objective)  # accepted by the classifier
+    assert {m for m, i in METHODS.items() if i.objective} == set(methods_of("glfs", "glfs_published"))

@@ -62,6 +62,7 @@ class MethodInfo:
     needs_counts: bool = False  # scores raw counts (glfs.select's `counts`, tl.select's layers["counts"])
     own_graph: bool = False  # builds its own graph when none is given (instead of DEFAULT_GRAPH_PARAMS')
     optional_counts: bool = False  # scores X, and takes raw counts too when given (fn's counts=)
+    objective: str | None = None  # GLFS methods: GLFSClassifier's objective ("design", "exact", "paper", "printed")
 
     @property
     def is_glfs(self) -> bool:
@@ -113,14 +114,14 @@ def _registry() -> dict[str, MethodInfo]:
           description="LapAOFS greedy A-optimal (He 2011)"),
         M(name="lapdofs", fn=optimal.select_lapdofs, family="optimal_design", needs_graph=True,
           description="LapDOFS greedy D-optimal (He 2011)"),
-        M(name="glfs", fn=design.select_glfs_design, family="glfs", needs_graph=True,
+        M(name="glfs", fn=design.select_glfs_design, family="glfs", needs_graph=True, objective="design",
           description="well-posed GLFS: budgeted A-optimal design, greedy + exchange"),
-        M(name="glfs_exact", fn=gradient.select_glfs_exact, family="glfs_published", needs_graph=True, own_support=True,
-          description="GLFS, exact covariance trace"),
-        M(name="glfs_paper", fn=gradient.select_glfs_paper, family="glfs_published", needs_graph=True, own_support=True,
-          description="GLFS, Eq. 7 with its true gradient"),
+        M(name="glfs_exact", fn=gradient.select_glfs_exact, family="glfs_published", needs_graph=True,
+          objective="exact", own_support=True, description="GLFS, exact covariance trace"),
+        M(name="glfs_paper", fn=gradient.select_glfs_paper, family="glfs_published", needs_graph=True,
+          objective="paper", own_support=True, description="GLFS, Eq. 7 with its true gradient"),
         M(name="glfs_printed", fn=gradient.select_glfs_printed, family="glfs_published", needs_graph=True,
-          own_support=True, description="GLFS, Eq. 7 values with printed Eq. 9"),
+          objective="printed", own_support=True, description="GLFS, Eq. 7 values with printed Eq. 9"),
         M(name="lkr_score", fn=lkr.select_lkr_score, family="lkr", higher_is_better=False, needs_graph=True,
           description="LKR score (Cheung & Zeng 2009), unsupervised"),
         M(name="lkr_score_supervised", fn=lkr.select_lkr_score_supervised, family="lkr", higher_is_better=False,

@@ -19,7 +19,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from glfs.api import METHODS
+from glfs.api import METHODS, methods_of
 
 # Genes on the Y chromosome (male-specific expression; current and older symbols) and XIST
 # (female-specific): top genes among these separate the samples by sex, not by the biology asked about.
@@ -39,7 +39,7 @@ ALL_GENES = "all_genes"
 
 # Methods shown side by side in the GLFS section (those present in the run).
 GLFS_SIDE_BY_SIDE = ["glfs", "glfs_exact", "glfs_paper", "glfs_printed", "laplacian_score", "lapaofs"]
-PUBLISHED_GLFS = ["glfs_exact", "glfs_paper", "glfs_printed"]
+PUBLISHED_GLFS = methods_of("glfs_published")
 PATH_COLUMNS = ["lam", "n_selected", "objective", "converged", "kkt_residual"]
 
 
