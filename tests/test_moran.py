@@ -146,3 +146,7 @@ def test_pearson_residual_autocorrelation_equals_scanpys_residuals():
     keep = np.arange(d) != 3
     np.testing.assert_allclose(got.moran_i[keep], ref.moran_i[keep], rtol=1e-9, atol=1e-12)
     assert np.isnan(got.moran_i[3])
+    # float32 counts (as anndata stores them) are read as they are, without a float64 copy: the same result,
+    # counts being integers (exact in float32)
+    got32 = pearson_residual_autocorrelation(sp.csr_matrix(counts.astype(np.float32)), W, block_size=7)
+    np.testing.assert_allclose(got32.moran_i[keep], got.moran_i[keep], rtol=1e-12, atol=1e-15)

@@ -138,7 +138,7 @@ def pearson_residual_autocorrelation(counts, W, *, theta: float = 100.0, clip: f
     counts : array-like or sparse (n_samples, n_features), raw counts; W as :func:`graph_autocorrelation`.
     Cost O(n d) time (the residuals are dense) plus O(nnz(W) d).
     """
-    C = check_X(counts, name="counts")
+    C = check_X(counts, name="counts", read_only=True)  # float32 counts stay float32: no float64 copy
     n, d = C.shape
     if n < 4:
         msg = f"counts must have at least 4 samples for the permutation moments of Moran's I; got {n}"
