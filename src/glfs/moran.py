@@ -151,8 +151,8 @@ def pearson_residual_autocorrelation(counts, W, *, theta: float = 100.0, clip: f
     block_size = max(1, BLOCK_VALUES // n) if block_size is None else check_int(block_size, "block_size", 1)
     W, S0, S1, S2 = _graph_sums(W)
     Cc = C.tocsc() if sp.issparse(C) else np.asarray(C)
-    cell = np.asarray(C.sum(axis=1)).ravel()
-    gene = np.asarray(C.sum(axis=0)).ravel()
+    cell = np.asarray(C.sum(axis=1, dtype=np.float64)).ravel()  # float64 sums of float32 counts: exact totals
+    gene = np.asarray(C.sum(axis=0, dtype=np.float64)).ravel()
     total = float(gene.sum())
     if total <= 0:
         msg = "counts must hold at least one count; got an all-zero matrix"
