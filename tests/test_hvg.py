@@ -261,31 +261,3 @@ def test_seurat_v3_on_too_few_genes_says_why():
     X[:18, :3] += 2.5
     with pytest.raises(ValueError, match=r"hvg_seurat_v3: scanpy's loess fit .* failed on 14 genes"):
         glfs.select(rng.poisson(np.exp(X)).astype(float), "hvg_seurat_v3", n_features_to_select=4)
-
-
-def test_pearson_chunks_follow_the_cells_and_do_not_change_the_scores(data, monkeypatch):
-    """scanpy makes each gene chunk of the Pearson residuals dense: the chunk is cut so that n_cells x
-    chunk stays under PEARSON_CHUNK_VALUES (scanpy's 1,000 genes below it), and a chunk of 7 genes gives
-    the scores of scanpy's own default call (residual variances are per gene)."""
-    import glfs.hvg as hvg
-
-    assert hvg.pearson_chunksize(2_100) == 1000  # small data: scanpy's default, unchanged
-    assert hvg.pearson_chunksize(1_000_000) == 2**24 // 1_000_000 == 16
-    assert hvg.pearson_chunksize(10**9) == 1
-    counts, lognorm, _ = data
-    a = ad.AnnData(counts.copy())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ref = sc.experimental.pp.highly_variable_genes(a, flavor="pearson_residuals", n_top_genes=50, inplace=False)
-    seen = []
-    real = sc.experimental.pp.highly_variable_genes
-
-    def spy(adata, **kw):
-        seen.append(kw.get("chunksize"))
-        return real(adata, **kw)
-
-    monkeypatch.setattr(sc.experimental.pp, "highly_variable_genes", spy)
-    monkeypatch.setattr(hvg, "PEARSON_CHUNK_VALUES", 7 * counts.shape[0])
-    sel = _glfs("hvg_pearson_residuals", counts, lognorm, 50)
-    assert seen == [7]
-    np.testing.assert_allclose(sel.scores, ref["residual_variances"].to_numpy(), rtol=1e-12, equal_nan=True)

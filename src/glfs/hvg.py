@@ -187,28 +187,11 @@ def select_hvg_pearson_residuals(X, W=None, *, n_features, labels=None, random_s
 
     X : (n_samples, n_features) raw counts.  Score: variance of the analytic
     Pearson residuals of a negative binomial null (theta 100, clipped at
-    sqrt(n)), higher is better.  Cost O(n d) time, computed in gene chunks of
-    :func:`pearson_chunksize` genes unless ``chunksize`` is given (scanpy's 1,000
-    up to 16,777 cells; memory O(n chunksize)).
+    sqrt(n)), higher is better.  Cost O(n d) time (computed in gene chunks).
     """
     sc, _ = _scanpy()
 
     def call(adata, **kw):
-        # scanpy makes each chunk of genes dense (n x chunksize float64, several arrays of it): its default
-        # of 1,000 genes is 8 GB per array at a million cells.  Unless the caller sets chunksize, take as
-        # many genes as keep one array at PEARSON_CHUNK_VALUES values; the residual variances are per gene,
-        # so the chunking does not change them (tests/test_hvg.py).
-        kw.setdefault("chunksize", pearson_chunksize(adata.n_obs))
         return sc.experimental.pp.highly_variable_genes(adata, flavor="pearson_residuals", **kw)
 
     return _ranked_flavor("hvg_pearson_residuals", X, n_features, params, call, "residual_variances")
-
-
-#: Values of one dense chunk (cells x genes, float64) of scanpy's Pearson residuals: 2**24 = 128 MB.
-PEARSON_CHUNK_VALUES = 2**24
-
-
-def pearson_chunksize(n_cells: int) -> int:
-    """Genes per chunk of scanpy's Pearson residuals: scanpy's 1,000, fewer when n_cells x 1,000 would
-    exceed :data:`PEARSON_CHUNK_VALUES` (16 genes at a million cells), at least 1."""
-    return int(max(1, min(1000, PEARSON_CHUNK_VALUES // max(1, int(n_cells)))))
