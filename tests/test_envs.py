@@ -24,7 +24,7 @@ try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     tomllib = pytest.importorskip("tomli")
-import yaml
+yaml = pytest.importorskip("yaml")  # the workflow extra
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version

@@ -102,6 +102,7 @@ def test_log2_and_zscore():
 
 
 def test_stategra_tcga_gbm():
+    pytest.importorskip("rdata")  # the workflow extra reads .rda
     m = datasets.read_stategra(GBM / "STATegRa_S1.rda", GBM / "STATegRa_S1_sample_map.derived.tsv")
     assert m.X.shape == (169, 1740)
     counts = m.obs["label"].value_counts().to_dict()
@@ -119,6 +120,7 @@ def test_stategra_tcga_gbm():
 
 
 def test_stategra_labels_agree_with_clanc840():
+    pytest.importorskip("rdata")
     s = datasets.read_stategra(GBM / "STATegRa_S1.rda", GBM / "STATegRa_S1_sample_map.derived.tsv")
     c = datasets.read_clanc840(GBM / "TCGA_unified_CORE_ClaNC840.txt")
     cl = c.obs["label"]
@@ -190,7 +192,7 @@ def _u133a_like(tmp_path):
 
 def test_u133a_config_entry_on_xena_like_file(tmp_path):
     """The tcga_gbm_u133a config entry: patient-barcode matching, G-CIMP -> Proneural, NA and unknown dropped."""
-    import yaml
+    yaml = pytest.importorskip("yaml")
 
     cfg = yaml.safe_load((RES.parent / "config.yaml").read_text())["datasets"]["tcga_gbm_u133a"]
     p, samples, X = _u133a_like(tmp_path)

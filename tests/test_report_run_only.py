@@ -166,6 +166,7 @@ def test_classification_findings_state_numbers_not_a_target():
 
 def _drawn(monkeypatch, fn, *args):
     """The figure ``fn`` draws (drawn, so its tick labels are set), instead of its PNG."""
+    pytest.importorskip("matplotlib")  # the workflow extra
     figs = []
 
     def keep(fig):

@@ -253,6 +253,7 @@ def _layout(tmp_path, datasets):
 
 
 def test_report_builds_for_leiden_only_and_both(tmp_path):
+    pytest.importorskip("matplotlib")  # the workflow extra draws the figures
     layout = _layout(tmp_path, [_dataset(tmp_path / "sc", "sc"), _dataset(tmp_path / "bo", "bo", spectral=True)])
     figures = {"leiden_sc": str(tmp_path / "leiden_sc.png"), "leiden_bo": str(tmp_path / "leiden_bo.png"),
                "nmi_bo": str(tmp_path / "nmi_bo.png")}
@@ -286,6 +287,7 @@ def test_report_builds_for_leiden_only_and_both(tmp_path):
 
 
 def test_report_without_hvg_says_so(tmp_path):
+    pytest.importorskip("matplotlib")
     entry = _dataset(tmp_path / "nh", "nh")
     no_hvg = {m: v for m, v in MEANS.items() if m not in (HVG1, HVG2)}
     _leiden(no_hvg).to_csv(entry["leiden"], sep="\t", index=False)
