@@ -8,8 +8,10 @@ import scipy.sparse as sp
 
 import glfs
 from glfs import ConstantFeatureWarning
-import glfs.gradient as gradient
-from glfs.gradient import KKT_TOL, GLFSConvergenceWarning, _m_matrix, glfs_objective
+import glfs.gradient_model as gradient_model
+import glfs.gradient_path as gradient_path
+from glfs.gradient import KKT_TOL, GLFSConvergenceWarning, glfs_objective
+from glfs.gradient_model import _m_matrix
 from glfs.graph import laplacian
 from glfs.simulate import make_planted, recovery_score
 
@@ -67,10 +69,10 @@ def test_gradient_at_zero_is_squared_norm():
 
 def _forms(X, W, beta, lambda1, lambda2, objective):
     """(dense state, low-rank state) of the same point, both forms forced."""
-    P = gradient._p_matrix(W, X.shape[0], lambda1)
-    model = gradient._Model(X, P, lambda2, objective)
+    P = gradient_model._p_matrix(W, X.shape[0], lambda1)
+    model = gradient_model._Model(X, P, lambda2, objective)
     idx = np.flatnonzero(beta > 0)
-    return gradient._DenseState(model, beta, idx), gradient._LowRankState(model, beta, idx)
+    return gradient_model._DenseState(model, beta, idx), gradient_model._LowRankState(model, beta, idx)
 
 
 @pytest.mark.parametrize("objective", ["exact", "paper", "printed"])
@@ -245,16 +247,16 @@ def test_chosen_point_and_ranking_come_from_converged_points():
     X, W, _ = _small_problem(seed=3, n=40, d=120, sigma=0.3)
     ref = glfs.glfs_path(X, W, objective="exact", n_lams=2)
     lams = [ref.path[0][0], ref.path[1][0], 1e-4 * ref.path[1][0]]
-    prob = gradient._Problem(
-        X, W, objective="exact", lambda1=gradient.DEFAULT_LAMBDA1, lambda2=gradient.DEFAULT_LAMBDA2,
-        center=gradient.DEFAULT_CENTER, scale=gradient.DEFAULT_SCALE, beta_init=ref.path_weights[1], max_iter=20,
+    prob = gradient_path._Problem(
+        X, W, objective="exact", lambda1=gradient_model.DEFAULT_LAMBDA1, lambda2=gradient_model.DEFAULT_LAMBDA2,
+        center=gradient_model.DEFAULT_CENTER, scale=gradient_model.DEFAULT_SCALE, beta_init=ref.path_weights[1], max_iter=20,
     )
-    lams = gradient._lam_grid(prob, lams, 3, gradient.DEFAULT_LAM_RATIO)
+    lams = gradient_path._lam_grid(prob, lams, 3, gradient_model.DEFAULT_LAM_RATIO)
     with pytest.warns(GLFSConvergenceWarning, match="1 of 3 path points"):
         # pick=120: what glfs(n_features=120) asks of the path
-        res = gradient._path_result(
-            prob, lams, gradient._run_path(prob, lams), rank_by="weight", lam_ratio=gradient.DEFAULT_LAM_RATIO,
-            search_C=gradient.DEFAULT_SEARCH_C, center=False, scale="unit", beta_init=ref.path_weights[1], pick=120,
+        res = gradient_path._path_result(
+            prob, lams, gradient_path._run_path(prob, lams), rank_by="weight", lam_ratio=gradient_model.DEFAULT_LAM_RATIO,
+            search_C=gradient_model.DEFAULT_SEARCH_C, center=False, scale="unit", beta_init=ref.path_weights[1], pick=120,
         )
     assert res.converged == (True, True, False)
     assert res.lam == lams[1]  # no converged point has 120 genes: the last converged one
@@ -295,8 +297,8 @@ def test_support_grows_as_lam_falls_on_planted_case(objective):
 def test_monotone_flag_reports_a_gene_that_leaves():
     # the flag is computed from the supports: shrink one point's support artificially
     betas = [np.array([1.0, 0.0, 0.0]), np.array([1.0, 1.0, 0.0]), np.array([0.0, 1.0, 1.0])]
-    assert gradient._nested(betas, [0, 1])
-    assert not gradient._nested(betas, [0, 1, 2])
+    assert gradient_path._nested(betas, [0, 1])
+    assert not gradient_path._nested(betas, [0, 1, 2])
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -370,12 +372,12 @@ def test_large_n_never_forms_dense_matrices(objective, monkeypatch):
     # (the dense M constructor is made to fail) and give the same path as the unrestricted run
     X, W, _ = _small_problem(seed=6, n=40, d=120, sigma=0.3)
     ref = glfs.glfs_path(X, W, objective=objective, n_lams=4)
-    monkeypatch.setattr(gradient, "DENSE_MAX_N", 10)
+    monkeypatch.setattr(gradient_model, "DENSE_MAX_N", 10)
 
     def no_dense(*args, **kwargs):
         raise AssertionError("dense n x n matrix formed")
 
-    monkeypatch.setattr(gradient, "_m_dense", no_dense)
+    monkeypatch.setattr(gradient_model, "_m_dense", no_dense)
     res = glfs.glfs_path(X, W, objective=objective, n_lams=4)
     assert res.converged == ref.converged
     np.testing.assert_array_equal(res.path_weights > 0, ref.path_weights > 0)
@@ -390,8 +392,8 @@ def test_large_n_never_forms_dense_matrices(objective, monkeypatch):
 
 def test_large_n_refuses_a_support_too_large_for_the_lowrank_form(monkeypatch):
     X, W, _ = _small_problem(seed=6, n=40, d=120, sigma=0.3)
-    monkeypatch.setattr(gradient, "DENSE_MAX_N", 10)
-    monkeypatch.setattr(gradient, "LOWRANK_MAX_K", 50)
+    monkeypatch.setattr(gradient_model, "DENSE_MAX_N", 10)
+    monkeypatch.setattr(gradient_model, "LOWRANK_MAX_K", 50)
     with pytest.raises(ValueError, match=r"limited to LOWRANK_MAX_K = 50 genes with beta > 0; this point has 120"):
         glfs.glfs_path(X, W, objective="exact", n_lams=2)  # the uniform start has all 120 genes
     with pytest.raises(ValueError, match=r"dense forms are limited to n_samples <= 10"):
@@ -401,18 +403,18 @@ def test_large_n_refuses_a_support_too_large_for_the_lowrank_form(monkeypatch):
 def test_cost_rule_picks_lowrank_for_small_supports():
     X, W, _ = _small_problem(seed=6, n=40, d=120)
     for objective in ("exact", "paper", "printed"):
-        model = gradient._Model(X, gradient._p_matrix(W, 40, 0.01), 0.01, objective)
+        model = gradient_model._Model(X, gradient_model._p_matrix(W, 40, 0.01), 0.01, objective)
         assert not model.dense_cheaper(2, 120)  # 2 genes: Woodbury
         assert model.dense_cheaper(120, 120)  # every gene (k > n): dense
-        model.n = gradient.DENSE_MAX_N + 1
+        model.n = gradient_model.DENSE_MAX_N + 1
         assert not model.dense_cheaper(120, 120)  # never dense above the limit
 
 
 def test_cg_solver_matches_direct_solve():
     _, X, W = _toy(9, n=30, d=5)
-    P = gradient._p_matrix(W, 30, 3.0)
+    P = gradient_model._p_matrix(W, 30, 3.0)
     B = np.random.default_rng(0).normal(size=(30, 4))
-    sol, ok = gradient._cg_columns(P, B)
+    sol, ok = gradient_model._cg_columns(P, B)
     assert ok
     np.testing.assert_allclose(sol, np.linalg.solve(P.toarray(), B), rtol=1e-10, atol=1e-12)
 
@@ -601,8 +603,8 @@ def test_published_readings_refuse_above_the_size_limit_before_copying_x(objecti
 
 def test_size_limit_applies_through_select(monkeypatch):
     X = np.random.default_rng(0).normal(size=(30, 8))
-    monkeypatch.setattr(gradient, "PATH_MAX_CELLS", X.size - 1)
+    monkeypatch.setattr(gradient_model, "PATH_MAX_CELLS", X.size - 1)
     with pytest.raises(ValueError, match="size limit"):
         glfs.select(X, "glfs_exact", n_features_to_select=2)
-    monkeypatch.setattr(gradient, "PATH_MAX_CELLS", X.size)  # at the limit: runs
+    monkeypatch.setattr(gradient_model, "PATH_MAX_CELLS", X.size)  # at the limit: runs
     assert glfs.select(X, "glfs_exact", n_features_to_select=2).selected.sum() == 2
