@@ -467,7 +467,7 @@ def runtime_table(benchmarks) -> pd.DataFrame:
         "jobs": g.size(),
         "total_s": g["s"].sum(),
         "max_s": g["s"].max(),
-        "slowest_job": g.apply(lambda x: x.loc[x["s"].idxmax(), "job"], include_groups=False),
+        "slowest_job": df.loc[g["s"].idxmax(), ["rule", "job"]].set_index("rule")["job"],
         "max_rss_mb": g["max_rss_mb"].max(),
     }).reset_index().sort_values("total_s", ascending=False)
     return out
