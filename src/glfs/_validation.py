@@ -29,6 +29,7 @@ __all__ = [
     "check_nonnegative",
     "ParameterTypeError",
     "check_labels",
+    "check_params",
     "check_scale",
     "scale_problem",
     "SCALE_RANGE",
@@ -658,3 +659,11 @@ def warn_constant(mask: np.ndarray, method: str) -> None:
         )
         warnings.warn(msg, ConstantFeatureWarning, stacklevel=3)
         log.warning(msg)
+
+
+def check_params(method, params, allowed):
+    """Refuse keyword parameters of a method outside ``allowed`` (a set of names), naming them."""
+    bad = sorted(set(params) - set(allowed))
+    if bad:
+        msg = f"method {method!r} accepts parameters {sorted(allowed)}; got unknown {bad}"
+        raise ValueError(msg)

@@ -35,7 +35,16 @@ from threadpoolctl import threadpool_limits
 
 from ._limits import check_dense_size
 from ._result import Selection, make_selection
-from ._validation import check_graph, check_int, check_labels, check_positive, check_X, constant_features, warn_constant
+from ._validation import (
+    check_graph,
+    check_int,
+    check_labels,
+    check_params,
+    check_positive,
+    check_X,
+    constant_features,
+    warn_constant,
+)
 
 log = logging.getLogger(__name__)
 
@@ -383,13 +392,6 @@ def lkr_score(X, W=None, *, labels=None, h=None, ridge: float = 0.1, n_neighbors
 _PARAMS = {"h", "ridge", "n_neighbors", "center"}
 
 
-def _check_params(method, params, allowed):
-    bad = sorted(set(params) - allowed)
-    if bad:
-        msg = f"method {method!r} accepts parameters {sorted(allowed)}; got unknown {bad}"
-        raise ValueError(msg)
-
-
 def select_lkr_score(X, W, *, n_features, labels=None, random_state=None, **params) -> Selection:
     """Unsupervised LKR score as a :class:`~glfs.Selection` (registry ``"lkr_score"``).
 
@@ -397,7 +399,7 @@ def select_lkr_score(X, W, *, n_features, labels=None, random_state=None, **para
     densities (``n_neighbors`` then only matters when W is None).  ``labels``
     and ``random_state`` are ignored.  Lower score is better.
     """
-    _check_params("lkr_score", params, _PARAMS)
+    check_params("lkr_score", params, _PARAMS)
     s = lkr_score(X, W, **params)
     return make_selection("lkr_score", s, higher_is_better=False, n_features=n_features, params=dict(params))
 
@@ -407,7 +409,7 @@ def select_lkr_score_supervised(X, W, *, n_features, labels=None, random_state=N
 
     Registry ``"lkr_score_supervised"``; needs ``labels``; W is ignored.
     """
-    _check_params("lkr_score_supervised", params, _PARAMS - {"n_neighbors"})
+    check_params("lkr_score_supervised", params, _PARAMS - {"n_neighbors"})
     if labels is None:
         msg = "labels must be given for method 'lkr_score_supervised' (one label per sample); got None"
         raise ValueError(msg)
