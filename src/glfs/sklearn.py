@@ -12,6 +12,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import check_int
 from .api import method_info, select
+from .gradient_model import DEFAULT_LAMBDA1, DEFAULT_LAMBDA2
+from .graph import DEFAULT_GRAPH_PARAMS
 
 __all__ = ["FeatureSelector", "GLFSClassifier"]
 
@@ -65,8 +67,8 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
         self,
         method="laplacian_score",
         n_features_to_select=50,
-        n_neighbors=5,
-        kernel="heat",
+        n_neighbors=DEFAULT_GRAPH_PARAMS["n_neighbors"],
+        kernel=DEFAULT_GRAPH_PARAMS["kernel"],
         random_state=0,
         method_params=None,
         n_features="deprecated",
@@ -217,10 +219,10 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
         self,
         objective="design",
         graph="knn",
-        n_neighbors=5,
-        kernel="heat",
-        lambda1=0.01,
-        lambda2=0.01,
+        n_neighbors=DEFAULT_GRAPH_PARAMS["n_neighbors"],
+        kernel=DEFAULT_GRAPH_PARAMS["kernel"],
+        lambda1=DEFAULT_LAMBDA1,
+        lambda2=DEFAULT_LAMBDA2,
         cv=10,
         random_state=0,
         n_genes_grid=(2, 4, 8, 16, 32, 50),

@@ -19,6 +19,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from glfs._validation import SCALE_RANGE, scale_problem
+from glfs.graph import DEFAULT_GRAPH_PARAMS
 from glfs.preprocessing import looks_like_counts, preprocess
 from glfs.readers import (
     _NA_STRINGS,
@@ -348,7 +349,10 @@ def _plain(x):
     return x
 
 
-def prepare_dataset(name: str, cfg: dict, paths: dict, *, n_neighbors: int | None = 5, provenance: dict | None = None):
+def prepare_dataset(
+    name: str, cfg: dict, paths: dict, *, n_neighbors: int | None = DEFAULT_GRAPH_PARAMS["n_neighbors"],
+    provenance: dict | None = None,
+):
     """Read, label, preprocess and check one dataset; return an AnnData.
 
     Parameters

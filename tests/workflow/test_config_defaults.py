@@ -346,3 +346,19 @@ def test_a_datasets_own_methods_replace_the_top_level_list_for_that_dataset_only
     jobs = _jobs(tmp_path, cfg)
     assert of("compare_glfs_greedy", "tiny_unlabelled") == [] and len(of("compare_glfs_greedy", "tiny")) == 1
     assert {j["wildcards"]["method"] for j in of("select_features", "tiny_unlabelled")} == {"variance"}
+
+
+def test_the_workflow_graph_and_glfs_defaults_are_the_librarys():
+    """The schema (YAML: it cannot import) repeats the library's defaults of the graph and of GLFS's
+    lambdas; this keeps each pair equal, so the library's value is the one that counts."""
+    from glfs.graph import DEFAULT_GRAPH_PARAMS
+    from glfs.gradient_model import DEFAULT_LAMBDA1, DEFAULT_LAMBDA2
+
+    graph = SCHEMA["properties"]["graph"]["properties"]
+    assert graph["n_neighbors"]["default"] == DEFAULT_GRAPH_PARAMS["n_neighbors"]
+    assert graph["kernel"]["default"] == DEFAULT_GRAPH_PARAMS["kernel"]
+    from glfs.sklearn import FeatureSelector, GLFSClassifier
+
+    for est in (FeatureSelector(), GLFSClassifier()):
+        assert est.n_neighbors == DEFAULT_GRAPH_PARAMS["n_neighbors"] and est.kernel == DEFAULT_GRAPH_PARAMS["kernel"]
+    assert (GLFSClassifier().lambda1, GLFSClassifier().lambda2) == (DEFAULT_LAMBDA1, DEFAULT_LAMBDA2)
