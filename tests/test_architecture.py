@@ -14,13 +14,13 @@ SRC = ROOT / "src"
 # Layer of each module (lower = more basic).  A module may import its own layer or below.
 LAYERS = {
     "glfs": {
-        0: ["_result", "_validation", "_limits", "_progress", "readers"],
-        1: ["graph", "scores", "optimal", "baselines", "ufi", "gradient", "gradient_model", "gradient_solver", "gradient_path", "lkr", "design", "preprocessing", "hvg", "moran", "scsim"],
+        0: ["_result", "_validation", "_limits", "_progress"],
+        1: ["graph", "scores", "optimal", "baselines", "ufi", "gradient", "gradient_model", "gradient_solver", "gradient_path", "lkr", "design", "hvg", "moran", "scsim"],
         2: ["api", "evaluate"],
         3: ["simulate"],
         4: ["tl", "sklearn", "_anndata", "__init__"],
     },
-    "glfs_workflow": {5: ["files", "logs", "findings", "fetch", "datasets", "tables", "report", "__init__"]},
+    "glfs_workflow": {5: ["errors", "readers", "preprocessing", "files", "logs", "findings", "fetch", "datasets", "tables", "report", "__init__"]},
 }
 LAYER = {(pkg, m): lay for pkg, layers in LAYERS.items() for lay, mods in layers.items() for m in mods}
 

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from glfs import preprocessing, readers
+from glfs._validation import looks_like_counts
+from glfs_workflow import preprocessing, readers
 from glfs_workflow import datasets, fetch, files
 
 RES = Path(__file__).resolve().parents[1] / "resources"
@@ -371,13 +372,13 @@ def _counts(n=12, d=30, seed=0):
 
 
 def test_count_like_detection():
-    assert preprocessing.looks_like_counts(_counts())
+    assert looks_like_counts(_counts())
     rng = np.random.default_rng(0)
-    assert not preprocessing.looks_like_counts(np.log1p(_counts()))  # logged: not integers
-    assert not preprocessing.looks_like_counts(rng.normal(5, 1, (10, 20)).round(3))
-    assert not preprocessing.looks_like_counts(np.round(rng.normal(100, 300, (10, 20))))  # negative values (Golub-like)
-    assert not preprocessing.looks_like_counts(rng.integers(0, 2, (10, 20)).astype(float))  # binary: no dynamic range
-    assert not preprocessing.looks_like_counts(np.zeros((4, 3)))
+    assert not looks_like_counts(np.log1p(_counts()))  # logged: not integers
+    assert not looks_like_counts(rng.normal(5, 1, (10, 20)).round(3))
+    assert not looks_like_counts(np.round(rng.normal(100, 300, (10, 20))))  # negative values (Golub-like)
+    assert not looks_like_counts(rng.integers(0, 2, (10, 20)).astype(float))  # binary: no dynamic range
+    assert not looks_like_counts(np.zeros((4, 3)))
 
 
 def test_raw_counts_warned_and_preprocess_options(tmp_path, caplog):

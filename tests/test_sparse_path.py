@@ -18,8 +18,8 @@ import glfs
 import glfs._limits as limits
 from glfs import ConstantFeatureWarning
 from glfs.moran import graph_autocorrelation
-from glfs.preprocessing import preprocess
-from glfs.readers import DataError
+from glfs_workflow.errors import DataError
+from glfs_workflow.preprocessing import preprocess
 from glfs.scsim import simulate_counts
 
 

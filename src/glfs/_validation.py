@@ -30,6 +30,8 @@ __all__ = [
     "ParameterTypeError",
     "check_labels",
     "check_params",
+    "looks_like_counts",
+    "COUNT_DYNAMIC_RANGE",
     "check_scale",
     "scale_problem",
     "SCALE_RANGE",
@@ -667,3 +669,39 @@ def check_params(method, params, allowed):
     if bad:
         msg = f"method {method!r} accepts parameters {sorted(allowed)}; got unknown {bad}"
         raise ValueError(msg)
+
+
+COUNT_DYNAMIC_RANGE = 100.0
+
+
+def looks_like_counts(X: np.ndarray) -> bool:
+    """Whether X (n_samples, n_genes) looks like unnormalised counts.
+
+    True when every value is a non-negative integer and the largest value is
+    at least :data:`COUNT_DYNAMIC_RANGE` (100) times the median of the
+    non-zero values: raw read or UMI counts, whose few very highly expressed
+    genes dominate every distance and variance (log-scale data are not
+    integers; microarray intensities such as Golub's have negative values;
+    0/1 data have no dynamic range).  O(n d) time; works through X in blocks
+    of about 10^6 cells, so the extra memory stays small; the median comes
+    from at most 10^6 evenly spaced non-zero values.
+    """
+    X = np.asarray(X)
+    if X.size == 0:
+        return False
+    X2 = X.reshape(X.shape[0], -1) if X.ndim > 1 else X.reshape(-1, 1)  # 1-D (e.g. sparse .data): 1e6 values a block
+    rows = max(1, int(1e6 // max(X2.shape[1], 1)))
+    quota = max(1, 1_000_000 // -(-X2.shape[0] // rows))  # non-zero values kept per block
+    top, sample = -np.inf, []
+    for i in range(0, X2.shape[0], rows):
+        block = X2[i : i + rows]
+        if block.min() < 0 or not np.array_equal(block, np.floor(block)):
+            return False
+        top = max(top, float(block.max()))
+        pos = block[block > 0]
+        if pos.size:
+            sample.append(pos[:: -(-pos.size // quota)])
+    if not sample:
+        return False
+    med = float(np.median(np.concatenate(sample)))
+    return bool(top >= COUNT_DYNAMIC_RANGE * max(med, 1.0))

@@ -295,10 +295,10 @@ def _selection_frame(sel, var_names):
 
 
 def _warn_if_counts(X, layer) -> None:
-    """Log a warning when the matrix looks like raw counts (glfs.preprocessing.looks_like_counts)."""
+    """Log a warning when the matrix looks like raw counts (glfs._validation.looks_like_counts)."""
     import scipy.sparse as sp
 
-    from .preprocessing import looks_like_counts
+    from ._validation import looks_like_counts
 
     if isinstance(X, OutOfCore):  # not read again for a warning
         return

@@ -20,8 +20,9 @@ import scipy.sparse as sp
 
 from glfs._validation import SCALE_RANGE, scale_problem
 from glfs.graph import DEFAULT_GRAPH_PARAMS
-from glfs.preprocessing import looks_like_counts, preprocess
-from glfs.readers import (
+from glfs._validation import looks_like_counts
+from glfs_workflow.preprocessing import preprocess
+from glfs_workflow.readers import (
     _NA_STRINGS,
     DataError,
     Matrix,
@@ -427,7 +428,7 @@ def _raw_counts(m: Matrix):
     return sp.csr_matrix(X, dtype=np.float32)
 
 
-#: The preprocessing options that keep a sparse matrix sparse (glfs.preprocessing.preprocess).
+#: The preprocessing options that keep a sparse matrix sparse (glfs_workflow.preprocessing.preprocess).
 SPARSE_PREPROCESS = ("none", "log1p", "normalize_log1p")
 
 
@@ -575,7 +576,7 @@ def _check_scale(expr: Path, X, var: pd.DataFrame, samples, method: str) -> None
 
 
 def _id_notes(expr: Path, m: Matrix) -> list:
-    """Warnings about the gene and sample ids (glfs.readers.id_warnings), logged and returned."""
+    """Warnings about the gene and sample ids (glfs_workflow.readers.id_warnings), logged and returned."""
     notes = []
     for kind, ids in (("gene", m.genes), ("sample", m.samples)):
         for note in id_warnings(ids, kind):
@@ -603,7 +604,7 @@ def _counts_notes(name: str, expr: Path, X, method: str) -> list:
 
 
 def _preprocess_dataset(m: Matrix, method: str, cfg: dict):
-    """Preprocess the matrix (glfs.preprocessing.preprocess); return (X, var of the kept genes, params used, kept mask)."""
+    """Preprocess the matrix (glfs_workflow.preprocessing.preprocess); return (X, var of the kept genes, params used, kept mask)."""
     X, keep, used = preprocess(m.X, m.genes, method, cfg.get("preprocess_params"), samples=m.samples)
     var = m.var.loc[np.asarray(m.genes)[keep]].copy() if not keep.all() else m.var.copy()
     if not keep.all():

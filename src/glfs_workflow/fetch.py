@@ -15,7 +15,7 @@ import urllib.request
 import zlib
 from pathlib import Path
 
-from glfs.readers import DataError
+from glfs_workflow.errors import DataError
 
 from .files import _atomic_path
 

@@ -149,9 +149,9 @@ def leiden_matrix(adata):
     X of ``prepared.h5ad`` when the dataset was preprocessed; when it was not
     (``preprocess: none``) and X holds the raw counts (``layers["counts"]``),
     the counts normalised as a scanpy user would (library size to the median
-    total, then log1p: glfs.preprocessing.preprocess "normalize_log1p").
+    total, then log1p: glfs_workflow.preprocessing.preprocess "normalize_log1p").
     """
-    from glfs.preprocessing import preprocess
+    from glfs_workflow.preprocessing import preprocess
 
     method = adata.uns.get("dataset", {}).get("preprocess", "none")
     if method == "none" and "counts" in adata.layers:

@@ -239,7 +239,7 @@ def test_h5ad_label_column_and_counts_options_dry_run(tmp_path, mini_workflow, s
 
 
 def test_schema_preprocess_options_match_the_library():
-    from glfs.preprocessing import PREPROCESS_DEFAULTS
+    from glfs_workflow.preprocessing import PREPROCESS_DEFAULTS
 
     enum = SCHEMA["definitions"]["dataset"]["properties"]["preprocess"]["enum"]
     assert set(enum) == set(PREPROCESS_DEFAULTS)

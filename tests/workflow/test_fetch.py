@@ -374,7 +374,7 @@ def test_gzip_expanding_beyond_the_cap_is_refused_at_fetch(tmp_path):
 def test_limit_defaults_agree_with_the_schema_and_the_reader():
     import yaml
 
-    from glfs import readers
+    from glfs_workflow import readers
     from glfs_workflow import fetch
 
     schema = yaml.safe_load((Path(__file__).resolve().parents[2] / "workflow/schemas/config.schema.yaml").read_text())

@@ -10,7 +10,7 @@ import logging
 import numpy as np
 import scipy.sparse as sp
 
-from .readers import DataError
+from .errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -25,40 +25,6 @@ PREPROCESS_DEFAULTS = {
 }
 
 
-COUNT_DYNAMIC_RANGE = 100.0
-
-
-def looks_like_counts(X: np.ndarray) -> bool:
-    """Whether X (n_samples, n_genes) looks like unnormalised counts.
-
-    True when every value is a non-negative integer and the largest value is
-    at least :data:`COUNT_DYNAMIC_RANGE` (100) times the median of the
-    non-zero values: raw read or UMI counts, whose few very highly expressed
-    genes dominate every distance and variance (log-scale data are not
-    integers; microarray intensities such as Golub's have negative values;
-    0/1 data have no dynamic range).  O(n d) time; works through X in blocks
-    of about 10^6 cells, so the extra memory stays small; the median comes
-    from at most 10^6 evenly spaced non-zero values.
-    """
-    X = np.asarray(X)
-    if X.size == 0:
-        return False
-    X2 = X.reshape(X.shape[0], -1) if X.ndim > 1 else X.reshape(-1, 1)  # 1-D (e.g. sparse .data): 1e6 values a block
-    rows = max(1, int(1e6 // max(X2.shape[1], 1)))
-    quota = max(1, 1_000_000 // -(-X2.shape[0] // rows))  # non-zero values kept per block
-    top, sample = -np.inf, []
-    for i in range(0, X2.shape[0], rows):
-        block = X2[i : i + rows]
-        if block.min() < 0 or not np.array_equal(block, np.floor(block)):
-            return False
-        top = max(top, float(block.max()))
-        pos = block[block > 0]
-        if pos.size:
-            sample.append(pos[:: -(-pos.size // quota)])
-    if not sample:
-        return False
-    med = float(np.median(np.concatenate(sample)))
-    return bool(top >= COUNT_DYNAMIC_RANGE * max(med, 1.0))
 
 
 def preprocess(X: np.ndarray, genes: list, method: str = "none", params: dict | None = None, *, samples: list | None = None):
@@ -98,7 +64,7 @@ def preprocess(X: np.ndarray, genes: list, method: str = "none", params: dict | 
     if sp.issparse(X):
         if method in ("log1p", "normalize_log1p"):
             return _log1p_sparse(X, genes, method, used, samples), keep, used
-        from ._limits import check_dense_size
+        from glfs._limits import check_dense_size
 
         n, d = X.shape
         check_dense_size(

@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .errors import DataError
+
 log = logging.getLogger(__name__)
 
 
@@ -33,10 +35,6 @@ _NA_STRINGS = {"", "na", "nan", "n/a", "null", "none", "-nan"}
 #: memory while it is parsed; larger matrices are better stored as .h5ad.  The workflow's
 #: ``fetch.max_expanded_gb`` has the same default.
 MAX_EXPANDED_BYTES = 10 * 2**30
-
-
-class DataError(ValueError):
-    """Bad input data: the message names the file and the row/column or key."""
 
 
 def _names_errors(fn):
