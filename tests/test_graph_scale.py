@@ -355,3 +355,34 @@ def test_bad_input(case, call, match):
     X = np.random.default_rng(0).normal(size=(30, 8))
     with pytest.raises(ValueError, match=match):
         call(X)
+
+
+@pytest.mark.skipif(not HAS_FAISS, reason="faiss-cpu not installed")
+def test_ivf_query_order_changes_nothing(data):
+    """_knn_ivf searches the queries grouped by their k-means cell (for the cache); the graph equals a
+    search in the samples' own order on the same index, written out here, and the blocked distances
+    equal the distances of all pairs at once."""
+    import faiss
+
+    X, _ = data
+    Z = gg._pca(gg.check_X(X), 30, 0, float32=True)
+    got = gg._knn_ivf(Z, 5, random_state=3)
+    n, p = Z.shape
+    Z32 = np.ascontiguousarray(Z, dtype=np.float32)
+    nlist = max(1, round(gg.IVF_NLIST_PER_SQRT_N * np.sqrt(n)))
+    index = faiss.IndexIVFFlat(faiss.IndexFlatL2(p), p, nlist)
+    index.cp.seed = int(np.random.RandomState(3).randint(2**31 - 1))
+    index.cp.min_points_per_centroid = 1
+    index.train(Z32)
+    index.add(Z32)
+    index.nprobe = min(nlist, gg.IVF_NPROBE)
+    _, ind = index.search(Z32, 5 + 5)
+    rows = np.repeat(np.arange(n), ind.shape[1])
+    cols = ind.ravel().astype(np.int64)
+    ok = cols >= 0
+    rows, cols = rows[ok], cols[ok]
+    Zd = Z.astype(np.float64)
+    d = np.sqrt(np.maximum(np.einsum("ij,ij->i", Zd[rows] - Zd[cols], Zd[rows] - Zd[cols]), 0.0))
+    want = gg._keep_k(rows, cols, d, 5)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
