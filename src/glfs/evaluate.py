@@ -783,6 +783,39 @@ def _check_resolutions(resolutions) -> tuple[float, ...]:
     return tuple(check_positive(r, f"resolutions[{i}]") for i, r in enumerate(values))
 
 
+def _leiden_record(sc, adata, embedding, y, k: int, run: int, seed: int, res, n_labels: int) -> dict:
+    """One run of :func:`evaluate_ranking_leiden` at k genes: Leiden at every resolution (best and
+    label-count resolutions) and k-means on the embedding, with seed ``seed``."""
+    runs = [  # (ari, nmi, n_clusters) per resolution
+        (float(adjusted_rand_score(y, pred)), nmi(y, pred), int(np.unique(pred).size))
+        for pred in _leiden_runs(sc, adata, seed, res)
+    ]
+    ari = np.array([a for a, _, _ in runs])
+    n_cl = np.array([c for _, _, c in runs])
+    best = int(np.argmax(ari))  # first maximum: the smaller resolution on ties
+    honest = int(np.argmin(np.abs(n_cl - n_labels)))  # first minimum likewise
+    # one OpenMP thread: a small fit (n x n_pcs, a few clusters) that 2 threads slow down by
+    # up to 100x on a busy machine (measured: 2 s instead of 0.01 s at 600 cells), and the
+    # reduction order of the cluster sums then no longer depends on the thread schedule
+    with threadpool_limits(limits=1, user_api="openmp"):
+        km = kmeans_best_of(embedding, n_labels, n_init=10, random_state=seed)
+    return {
+        "n_features": k,
+        "run": run,
+        "seed": seed,
+        "ari": runs[best][0],
+        "nmi": runs[best][1],
+        "resolution": res[best],
+        "n_clusters": runs[best][2],
+        "ari_nlabels": runs[honest][0],
+        "nmi_nlabels": runs[honest][1],
+        "resolution_nlabels": res[honest],
+        "n_clusters_nlabels": runs[honest][2],
+        "kmeans_ari": float(adjusted_rand_score(y, km)),
+        "kmeans_nmi": nmi(y, km),
+    }
+
+
 def evaluate_ranking_leiden(
     X,
     labels,
@@ -940,37 +973,7 @@ def evaluate_ranking_leiden(
                 adata.obsm[rep] = _as_dense(Xk)
             sc.pp.neighbors(adata, n_neighbors=n_neighbors, use_rep=rep, random_state=seed0)
             embedding = np.asarray(adata.obsm[rep], dtype=np.float64)
-            for r, s in enumerate(seeds):
-                runs = [  # (ari, nmi, n_clusters) per resolution
-                    (float(adjusted_rand_score(y, pred)), nmi(y, pred), int(np.unique(pred).size))
-                    for pred in _leiden_runs(sc, adata, int(s), res)
-                ]
-                ari = np.array([a for a, _, _ in runs])
-                n_cl = np.array([c for _, _, c in runs])
-                best = int(np.argmax(ari))  # first maximum: the smaller resolution on ties
-                honest = int(np.argmin(np.abs(n_cl - n_labels)))  # first minimum likewise
-                # one OpenMP thread: a small fit (n x n_pcs, a few clusters) that 2 threads slow down by
-                # up to 100x on a busy machine (measured: 2 s instead of 0.01 s at 600 cells), and the
-                # reduction order of the cluster sums then no longer depends on the thread schedule
-                with threadpool_limits(limits=1, user_api="openmp"):
-                    km = kmeans_best_of(embedding, n_labels, n_init=10, random_state=int(s))
-                records.append(
-                    {
-                        "n_features": k,
-                        "run": r,
-                        "seed": int(s),
-                        "ari": runs[best][0],
-                        "nmi": runs[best][1],
-                        "resolution": res[best],
-                        "n_clusters": runs[best][2],
-                        "ari_nlabels": runs[honest][0],
-                        "nmi_nlabels": runs[honest][1],
-                        "resolution_nlabels": res[honest],
-                        "n_clusters_nlabels": runs[honest][2],
-                        "kmeans_ari": float(adjusted_rand_score(y, km)),
-                        "kmeans_nmi": nmi(y, km),
-                    }
-                )
+            records += [_leiden_record(sc, adata, embedding, y, k, r, int(s), res, n_labels) for r, s in enumerate(seeds)]
             last = records[-len(seeds) :]
             log.info(
                 "evaluate_ranking_leiden: k=%d (%d/%d), mean ARI %.3f at the best resolution, %.3f at %d clusters, "
