@@ -388,8 +388,14 @@ def _runtime_work(wildcards, family, r):
     nnz = size.get("nnz")
     if nnz is None:
         return r["runtime_per_mcell"] * cells / 1e6
-    dense = cells if family in ("select", "evaluate") and cells <= DENSE_LIMIT_CELLS else 0.0
-    return r["runtime_per_mnnz"] * float(nnz) / 1e6 + r["runtime_per_mcell"] * dense / 1e6
+    dense = (
+        cells
+        if family in ("select", "evaluate") and cells <= DENSE_LIMIT_CELLS
+        else 0.0
+    )
+    return (
+        r["runtime_per_mnnz"] * float(nnz) / 1e6 + r["runtime_per_mcell"] * dense / 1e6
+    )
 
 
 def get_runtime(family, per_method=False):
@@ -398,7 +404,11 @@ def get_runtime(family, per_method=False):
 
     def _f(wildcards, attempt=1):
         jobs = len(dataset_methods(wildcards.dataset)) if per_method else 1
-        return int(math.ceil((r["runtime"] + _runtime_work(wildcards, family, r)) * jobs * attempt))
+        return int(
+            math.ceil(
+                (r["runtime"] + _runtime_work(wildcards, family, r)) * jobs * attempt
+            )
+        )
 
     return _f
 
