@@ -261,3 +261,64 @@ def test_seurat_v3_on_too_few_genes_says_why():
     X[:18, :3] += 2.5
     with pytest.raises(ValueError, match=r"hvg_seurat_v3: scanpy's loess fit .* failed on 14 genes"):
         glfs.select(rng.poisson(np.exp(X)).astype(float), "hvg_seurat_v3", n_features_to_select=4)
+
+
+# ---- scanpy's Pearson residuals: its copies of X are estimated and refused above the size limit (issue 21) ----
+def _scanpy_pearson_peak(X):
+    """tracemalloc peak of scanpy's Pearson-residuals call on X (numpy registers its buffers with tracemalloc)."""
+    import tracemalloc
+
+    from glfs.hvg import _adata
+
+    def run(Y):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sc.experimental.pp.highly_variable_genes(
+                _adata(Y), flavor="pearson_residuals", n_top_genes=Y.shape[1], inplace=False
+            )
+
+    run(X[:50])  # numba compiles its kernels on the first call; that is not a copy of X
+    tracemalloc.start()
+    try:
+        run(X)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("form", ["csr float32", "csc float32", "csr float64", "dense float32"])
+def test_pearson_copy_estimate_matches_the_measured_peak(form):
+    """The estimate read in scanpy's source is the measured peak within 15 % (a missing or extra copy is 30 % or more)."""
+    layout, dtype = form.split()
+    rng = np.random.default_rng(3)
+    n, d = (6000, 1500) if layout != "dense" else (2000, 800)
+    X = sp.random(n, d, density=0.08, format="csr", random_state=rng, data_rvs=lambda k: rng.poisson(3, k) + 1.0)
+    X = X.astype(dtype).asformat(layout if layout != "dense" else "csr")
+    if layout == "dense":
+        X = X.toarray()
+    peak = _scanpy_pearson_peak(X)
+    est = glfs.hvg.pearson_residuals_bytes(X)
+    assert 0.85 < peak / est < 1.15, (form, peak, est)
+
+
+def test_pearson_residuals_refuse_above_the_size_limit_before_scanpy_runs(data, monkeypatch):
+    counts, _, _ = data
+    import glfs._limits
+
+    need = glfs.hvg.pearson_residuals_bytes(counts) / 2**30
+    monkeypatch.setattr(glfs._limits, "DENSE_LIMIT_GB", need / 2)
+
+    def fail(*a, **k):
+        raise AssertionError("scanpy ran")
+
+    monkeypatch.setattr(sc.experimental.pp, "highly_variable_genes", fail)
+    n, d = counts.shape
+    with pytest.raises(ValueError, match="size limit") as err:
+        glfs.select(counts, "hvg_pearson_residuals", n_features_to_select=10)
+    msg = str(err.value)
+    assert msg.startswith("hvg_pearson_residuals:")
+    assert f"({n} x {d}, {counts.nnz:.3g} non-zeros" in msg
+    assert f"{need:.1f} GB" in msg and "deviance" in msg
+    monkeypatch.setattr(glfs._limits, "DENSE_LIMIT_GB", need * 2)
+    with pytest.raises(AssertionError, match="scanpy ran"):  # within the limit it goes on to scanpy
+        glfs.select(counts, "hvg_pearson_residuals", n_features_to_select=10)

@@ -8,9 +8,10 @@ into swap or an out-of-memory kill.
 
 from __future__ import annotations
 
-__all__ = ["DENSE_LIMIT_GB", "check_dense_size"]
+__all__ = ["DENSE_LIMIT_GB", "check_dense_size", "check_bytes"]
 
-#: Budget for the dense intermediates of one method call, in GB (2**30 bytes).
+#: Budget for the dense intermediates of one method call, in GB (2**30 bytes); also for the
+#: copies of a sparse X a peer's code makes (scanpy's Pearson residuals).
 #: With X itself and its copies this keeps 50,000 x 2,000 inputs below 8 GB.
 DENSE_LIMIT_GB = 4.0
 
@@ -36,12 +37,23 @@ def check_dense_size(method: str, what: str, n_elements: float, alternative: str
     float
         The predicted size in GB (when within the limit).
     """
+    return check_bytes(method, what, 8.0 * float(n_elements), alternative, limit_gb=limit_gb)
+
+
+def check_bytes(method: str, what: str, n_bytes: float, alternative: str, *, limit_gb: float | None = None,
+                kind: str = "dense intermediates"):
+    """Raise ``ValueError`` when ``n_bytes`` of intermediates exceed the limit (:func:`check_dense_size` in bytes).
+
+    ``kind`` names what the budget counts in the message (default "dense
+    intermediates"; e.g. "copies of X" for a peer's copies of a sparse X).
+    Returns the predicted size in GB (when within the limit).
+    """
     limit = DENSE_LIMIT_GB if limit_gb is None else float(limit_gb)
-    need = 8.0 * float(n_elements) / 2**30
+    need = float(n_bytes) / 2**30
     if need > limit:
         msg = (
             f"{method}: {what} would need {need:.1f} GB, above the size limit of {limit:g} GB "
-            f"for dense intermediates (docs/methods.md, 'Size limits'). {alternative}"
+            f"for {kind} (docs/methods.md, 'Size limits'). {alternative}"
         )
         raise ValueError(msg)
     return need

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 import numpy as np
 import scipy.sparse as sp
 
+from ._limits import check_bytes
 from ._result import Selection, make_selection
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ __all__ = [
     "select_hvg_seurat_v3",
     "select_hvg_pearson_residuals",
     "FLAVOR_PARAMS",
+    "pearson_residuals_bytes",
 ]
 
 #: Parameters each flavour accepts (passed on to scanpy unchanged; scanpy's defaults apply otherwise).
@@ -190,8 +192,51 @@ def select_hvg_pearson_residuals(X, W=None, *, n_features, labels=None, random_s
     sqrt(n)), higher is better.  Cost O(n d) time (computed in gene chunks).
     """
     sc, _ = _scanpy()
+    n, d = X.shape
+    what = (f"scanpy's copies of the counts ({n} x {d}, {_nnz(X):.3g} non-zeros: the cell and gene subsets, "
+            "a CSC copy and the values as float64)" if sp.issparse(X) else
+            f"scanpy's copies of the dense counts ({n} x {d}: the cell and gene subsets and a float64 copy)")
+    check_bytes("hvg_pearson_residuals", what, pearson_residuals_bytes(X), PEARSON_ALTERNATIVE, kind="copies of X")
 
     def call(adata, **kw):
         return sc.experimental.pp.highly_variable_genes(adata, flavor="pearson_residuals", **kw)
 
     return _ranked_flavor("hvg_pearson_residuals", X, n_features, params, call, "residual_variances")
+
+
+#: What to do when scanpy's Pearson residuals would copy the counts beyond the size limit.
+PEARSON_ALTERNATIVE = (
+    "scanpy 1.11.5 copies the counts before it computes the residuals gene by gene (its chunksize is not used). "
+    "deviance (the binomial deviance of Townes et al., a null model of the same kind) and hvg_seurat_v3 score "
+    "sparse counts without a copy; or subsample the cells, or raise glfs._limits.DENSE_LIMIT_GB on a machine "
+    "with the memory"
+)
+
+
+def _nnz(X) -> int:
+    return int(X.nnz) if sp.issparse(X) else int(np.prod(X.shape))
+
+
+def pearson_residuals_bytes(X) -> float:
+    """Bytes of the copies of X that scanpy's Pearson residuals make (scanpy 1.11.5), beyond X itself.
+
+    Read in scanpy's source (``experimental.pp._highly_variable_genes``) and
+    checked with tracemalloc (tests/test_hvg.py): :func:`_adata` first makes a
+    sparse X float32; scanpy then copies the cell subset and the gene subset
+    (every cell and every gene with a count, but copies all the same), converts
+    the gene subset to CSC, and casts its values to float64 while the first
+    copy is still held.  With float32 values and index arrays of ``b`` bytes
+    that is ``max(3 (4 + b), 2 (4 + b) + 8)`` bytes per non-zero (24 at int32
+    indices), plus about 64 bytes per cell and per gene for the index pointers
+    and sums.  A dense X: two copies of X and one in float64, ``n d (2 s + 8)``
+    for values of ``s`` bytes.  At a million cells x 20,000 genes with 5.5e8
+    non-zeros this is 12.3 GiB; scanpy failed there with a MemoryError under a
+    16 GB address-space limit (docs/methods.md, "Size limits").
+    """
+    n, d = X.shape
+    if not sp.issparse(X):
+        return float(n) * d * (2 * X.dtype.itemsize + 8)
+    index = max(X.indices.dtype.itemsize, 4)
+    entry = 4 + index
+    per_nnz = max(3 * entry, 2 * entry + 8) + (entry if X.dtype != np.float32 else 0)
+    return float(X.nnz) * per_nnz + 64.0 * (n + d)
