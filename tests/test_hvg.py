@@ -322,3 +322,24 @@ def test_pearson_residuals_refuse_above_the_size_limit_before_scanpy_runs(data, 
     monkeypatch.setattr(glfs._limits, "DENSE_LIMIT_GB", need * 2)
     with pytest.raises(AssertionError, match="scanpy ran"):  # within the limit it goes on to scanpy
         glfs.select(counts, "hvg_pearson_residuals", n_features_to_select=10)
+
+
+def test_the_counts_check_reads_a_large_matrix_in_blocks():
+    """Checking that X holds counts makes no copy of its values (the floor is taken block by block)."""
+    import tracemalloc
+
+    from glfs._validation import holds_counts
+
+    rng = np.random.default_rng(0)
+    nnz = 1 << 24  # 64 MB of float32 values: a floor of all of them would be 64 MB
+    X = sp.csr_matrix((rng.poisson(2.0, nnz).astype(np.float32) + 1, rng.integers(0, 1000, nnz),
+                       np.linspace(0, nnz, 20_001).astype(np.int64)), shape=(20_000, 1000))
+    tracemalloc.start()
+    try:
+        assert holds_counts(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40e6, peak
+    X.data[-1] = 0.5  # the last block is read too
+    assert not holds_counts(X)

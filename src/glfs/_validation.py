@@ -522,8 +522,11 @@ def check_scale(X, *, name: str = "X", where: str = "glfs.select"):
 
 def holds_counts(X) -> bool:
     """Whether X (dense or sparse, already finite) holds raw counts: non-negative integers."""
-    v = X.data if sp.issparse(X) else np.asarray(X)
-    return bool(v.size == 0 or (v.min() >= 0 and np.array_equal(v, np.floor(v))))
+    v = (X.data if sp.issparse(X) else np.asarray(X)).reshape(-1)
+    step = 1 << 22  # blocks of 4M values: the floor's temporary stays 32 MB at any size (not 4 bytes a value)
+    return all(
+        b.min() >= 0 and np.array_equal(b, np.floor(b)) for b in (v[i : i + step] for i in range(0, v.size, step))
+    )
 
 
 def check_counts(X, *, name: str = "counts", hint: str = ""):

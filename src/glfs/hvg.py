@@ -191,12 +191,12 @@ def select_hvg_pearson_residuals(X, W=None, *, n_features, labels=None, random_s
     Pearson residuals of a negative binomial null (theta 100, clipped at
     sqrt(n)), higher is better.  Cost O(n d) time (computed in gene chunks).
     """
-    sc, _ = _scanpy()
     n, d = X.shape
     what = (f"scanpy's copies of the counts ({n} x {d}, {_nnz(X):.3g} non-zeros: the cell and gene subsets, "
             "a CSC copy and the values as float64)" if sp.issparse(X) else
             f"scanpy's copies of the dense counts ({n} x {d}: the cell and gene subsets and a float64 copy)")
     check_bytes("hvg_pearson_residuals", what, pearson_residuals_bytes(X), PEARSON_ALTERNATIVE, kind="copies of X")
+    sc, _ = _scanpy()  # after the size check: importing scanpy takes seconds
 
     def call(adata, **kw):
         return sc.experimental.pp.highly_variable_genes(adata, flavor="pearson_residuals", **kw)
