@@ -21,7 +21,7 @@ import pandas as pd
 
 from glfs.api import METHODS, classifier_rows, methods_of
 
-from .which import ALL_GENES, floor_summary  # noqa: F401 - re-exported: the floor is a finding too
+from .which import floor_summary
 
 # Genes on the Y chromosome (male-specific expression; current and older symbols) and XIST
 # (female-specific): top genes among these separate the samples by sex, not by the biology asked about.

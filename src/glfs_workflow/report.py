@@ -25,17 +25,14 @@ from pathlib import Path
 from glfs.api import METHODS
 
 from . import findings as F
+from . import sections
 from . import report_tables as T
 from .record import replaced_message
 from .render import render_html, render_markdown
+from .sections import read_tsv_or_none
 from .which import which_facts, which_method
 
 log = logging.getLogger(__name__)
-
-#: The input kinds of a dataset (nested under ``inputs["datasets"][name]``), as workflow/rules/analysis.smk names them.
-DATASET_INPUTS = ("adata", "clustering", "random_floor", "leiden", "leiden_random", "sensitivity", "glfs_vs_greedy",
-                  "glfs_path", "classification", "provenance")
-
 
 # ---- inputs ------------------------------------------------------------------------------------
 
@@ -52,23 +49,17 @@ def nest_inputs(flat: dict) -> dict:
     return out
 
 
-def _read_tsv(path):
-    from .files import read_tsv  # ids (genes, methods) read as text
-
-    if not path or not Path(path).exists():
-        return None
-    return read_tsv(Path(path))
-
-
 def _dataset_views(inputs: dict, run: dict) -> list[dict]:
-    """One dict per dataset of the run: its facts (name, labelled, methods, heatmap_method) and input files
-    (every kind of :data:`DATASET_INPUTS`, None when the dataset has none; selections and metas by method)."""
+    """One dict per dataset of the run: its facts (name, labelled, methods, heatmap_method) and its input
+    files by kind (the kinds of workflow/rules/analysis.smk's RESULT it has: adata, clustering, random_floor,
+    leiden, leiden_random, glfs_path, glfs_vs_greedy, sensitivity, classification, provenance; a kind it
+    does not have is missing), with ``selections`` and ``metas`` by method."""
     views = []
     for d in run.get("datasets") or []:
         files = (inputs.get("datasets") or {}).get(d["name"], {})
         methods = list(d.get("methods") or [])
         views.append({
-            **{k: files.get(k) for k in DATASET_INPUTS},
+            **{k: v for k, v in files.items() if k not in ("selections", "metas")},
             "name": d["name"], "labelled": bool(d.get("labelled")), "methods": methods,
             "heatmap_method": d.get("heatmap_method"),
             "selections": {m: p for m in methods for p in [(files.get("selections") or {}).get(m)] if p},
@@ -95,7 +86,7 @@ def _read_results(d: dict, protocol: str) -> tuple:
     """A dataset's results and random floor of one protocol: (clustering_nmi, clustering_random) for
     "spectral", (clustering_leiden, leiden_random) for "leiden"; None for a file it does not have."""
     res_key, floor_key = ("clustering", "random_floor") if protocol == "spectral" else ("leiden", "leiden_random")
-    return _read_tsv(d.get(res_key)), _read_tsv(d.get(floor_key))
+    return read_tsv_or_none(d.get(res_key)), read_tsv_or_none(d.get(floor_key))
 
 
 def _n_genes(adata_path) -> int | None:
@@ -132,7 +123,7 @@ def collect(inputs: dict, *, run: dict, config: dict, benchmarks=(), replaced: d
     """Read the run's result files and compute everything the report shows (no wording).
 
     ``inputs``: the named input files, nested (:func:`nest_inputs`): ``datasets`` (name -> kind ->
-    path, kinds :data:`DATASET_INPUTS` plus ``selections`` and ``metas``: method -> path),
+    path: the kinds of analysis.smk's RESULT the dataset has, plus ``selections`` and ``metas``: method -> path),
     ``paper_table``, ``simulation``.  ``run``: what ran (``datasets``: [{name, labelled, methods,
     heatmap_method}], ``glfs_method``, ``simulation_methods``).  ``config``: the configuration as the
     report shows it (glfs_workflow.record.report_config).  ``benchmarks``: this run's benchmark files
@@ -142,35 +133,33 @@ def collect(inputs: dict, *, run: dict, config: dict, benchmarks=(), replaced: d
     import matplotlib
 
     matplotlib.use("Agg")
-    from . import sections as S
 
     supervised = sorted(m for m, info in METHODS.items() if info.needs_labels)
     views = _dataset_views(inputs, run)
     res = _Results()
     _which_answers(views, res, supervised)
     report_dir = config.get("report_dir") or "results"
-    summary = F.run_summary({**run, "datasets": views,
-                             "classification": {d["name"]: 1 for d in views if d.get("classification")},
-                             "simulation": inputs.get("simulation")})
+    summary = F.run_summary({"datasets": views, "classification": [d["name"] for d in views if d.get("classification")],
+                             "simulation": inputs.get("simulation"), "simulation_methods": run.get("simulation_methods")})
     ctx = {
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "report_dir": report_dir,
         "replaced": replaced_message(replaced, f"{report_dir}/report.html") if replaced else None,
         "which": [f for (ds, _), wm in res.which.items() for f in [which_facts(wm, ds)] if f is not None],
-        "run": S.run_section(summary, config),
-        "provenance": S.provenance_section(views, config),
-        "datasets": [S.dataset_section(d, res, supervised) for d in views],
+        "run": sections.run_section(summary, config),
+        "provenance": sections.provenance_section(views, config),
+        "datasets": [sections.dataset_section(d, res, supervised) for d in views],
     }
-    cls = S.classification_section(views)
-    paper_table = _read_tsv(inputs.get("paper_table"))
+    cls = sections.classification_section(views)
+    paper_table = read_tsv_or_none(inputs.get("paper_table"))
     ctx["classification"] = cls
     ctx["paper_table"] = paper_table if (paper_table is not None and cls) else None
-    ctx["glfs"] = S.glfs_section(views, res, run.get("glfs_method"), cls)
-    sim = S.simulation_section(inputs.get("simulation"), config.get("simulation", {}), res)
+    ctx["glfs"] = sections.glfs_section(views, res, run.get("glfs_method"), cls)
+    sim = sections.simulation_section(inputs.get("simulation"), config.get("simulation", {}), res)
     ctx["simulation"] = sim
-    ctx["paper_vs_run"] = S.paper_vs_run_section(res, run.get("glfs_method"), supervised, config, sim, cls,
+    ctx["paper_vs_run"] = sections.paper_vs_run_section(res, run.get("glfs_method"), supervised, config, sim, cls,
                                                  paper_table)
-    ctx["runtime"] = S.runtime_section(benchmarks)
+    ctx["runtime"] = sections.runtime_section(benchmarks)
     ctx["software"] = T.software_versions()
     ctx["figures"] = res.figures
     return ctx

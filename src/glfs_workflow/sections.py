@@ -21,10 +21,13 @@ from . import report_tables as T
 from .which import which_facts
 
 
-def _read_tsv(path):
-    from .report import _read_tsv as read
+def read_tsv_or_none(path):
+    """A result table (ids such as genes and methods read as text), or None when there is no such file."""
+    from .files import read_tsv
 
-    return read(path)
+    if not path or not Path(path).exists():
+        return None
+    return read_tsv(Path(path))
 
 
 # ---- what was run, provenance --------------------------------------------------------------------
@@ -125,7 +128,7 @@ def _top_genes(d: dict, ad) -> dict | None:
     their findings (glfs_workflow.findings.top_gene_facts); None without a selection table."""
     top = {}
     for m, p in d["selections"].items():
-        t = _read_tsv(p)
+        t = read_tsv_or_none(p)
         if t is not None:
             top[m] = t.sort_values("rank")["gene"].astype(str).head(10).tolist()
     notes = T.gene_notes(ad.var, sorted({g for v in top.values() for g in v}))
@@ -150,7 +153,7 @@ def _clustering(d: dict, res, supervised) -> dict | None:
     if not (d["labelled"] and d.get("clustering")):
         return None
     name = d["name"]
-    cdf, rdf = res.tables.get((name, "spectral")) or (_read_tsv(d.get("clustering")), _read_tsv(d.get("random_floor")))
+    cdf, rdf = res.tables.get((name, "spectral")) or (read_tsv_or_none(d.get("clustering")), read_tsv_or_none(d.get("random_floor")))
     res.clustering[name] = cdf
     res.random[name] = rdf
     wm = res.which.get((name, "spectral"))
@@ -187,7 +190,7 @@ def _paths(d: dict, res) -> dict | None:
             paths[m] = pf
             res.paths[(name, m)] = pf
     if d.get("glfs_path"):
-        res.path_tsvs[name] = _read_tsv(d["glfs_path"])
+        res.path_tsvs[name] = read_tsv_or_none(d["glfs_path"])
     if not paths:
         return None
     key = f"glfs_path_{name}"
@@ -222,7 +225,7 @@ def classification_section(views: list[dict]) -> dict | None:
     files = [(d["name"], d["classification"]) for d in views if d.get("classification")]
     if not files:
         return None
-    tables = [{"dataset": ds, "table": _read_tsv(p)} for ds, p in files]
+    tables = [{"dataset": ds, "table": read_tsv_or_none(p)} for ds, p in files]
     for t in tables:
         t["facts"] = F.classification_facts(t["table"])
     return {"tables": tables,
@@ -235,9 +238,9 @@ def glfs_section(views: list[dict], res, gm, cls: dict | None) -> dict:
     records = F.convergence_records(res.metas)
     path_tsvs = {k: v for k, v in res.path_tsvs.items() if v is not None}
     classification = {t["dataset"]: t["table"] for t in (cls or {}).get("tables", [])}
-    greedy = {d["name"]: _read_tsv(d["glfs_vs_greedy"]) for d in views if d.get("glfs_vs_greedy")}
+    greedy = {d["name"]: read_tsv_or_none(d["glfs_vs_greedy"]) for d in views if d.get("glfs_vs_greedy")}
     greedy = {k: v for k, v in greedy.items() if v is not None}
-    sens = {d["name"]: _read_tsv(d["sensitivity"]) for d in views if d.get("sensitivity")}
+    sens = {d["name"]: read_tsv_or_none(d["sensitivity"]) for d in views if d.get("sensitivity")}
     sens = {k: v for k, v in sens.items() if v is not None and not v.empty}
     sbs = [ds for ds, c in res.clustering.items() if c is not None and not c.empty]
     keep = [*F.glfs_classifier_rows(), "random_genes"]
@@ -272,7 +275,7 @@ def simulation_section(path, simcfg: dict, res) -> dict | None:
     """Section "Planted-feature simulation" (Figure 1 protocol): figure, findings, mean Score per grid point."""
     if not path:
         return None
-    sim_df = _read_tsv(path)
+    sim_df = read_tsv_or_none(path)
     res.figures["simulation"] = G.figure_simulation(sim_df, simcfg)
     agg = None
     if sim_df is not None and not sim_df.empty:
