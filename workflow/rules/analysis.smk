@@ -214,24 +214,7 @@ def recovery_tables(wildcards):
     )
 
 
-# ---- the result files: every path once ----
-# Each result file of a dataset, by the name the report reads it under
-# (glfs_workflow.report.DATASET_INPUTS).  The rules' outputs are these patterns;
-# analysis_targets() (rule all) and report_input() (make_report) expand them through
-# dataset_results(), the one place that says which results a dataset gets.
-RESULT = {
-    "provenance": "results/{dataset}/provenance.json",
-    "graph": "results/{dataset}/graph.npz",
-    "adata": "results/{dataset}/adata.h5ad",
-    "glfs_path": "results/{dataset}/glfs_path.tsv",
-    "clustering": "results/{dataset}/clustering_nmi.tsv",
-    "leiden": "results/{dataset}/clustering_leiden.tsv",
-    "leiden_random": "results/{dataset}/leiden_random.tsv",
-    "classification": "results/{dataset}/classification.tsv",
-    "random_floor": "results/{dataset}/clustering_random.tsv",
-    "glfs_vs_greedy": "results/{dataset}/glfs_vs_greedy.tsv",
-    "sensitivity": "results/{dataset}/glfs_sensitivity.tsv",
-}
+# ---- the result files: every path once (RESULT, common.smk) ----
 SIMULATION_TABLE = "results/simulation/recovery.tsv"
 PAPER_TABLE = "resources/paper_table3.tsv"
 
