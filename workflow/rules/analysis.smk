@@ -215,7 +215,9 @@ def recovery_tables(wildcards):
 
 
 # ---- the result files: every path once (RESULT, common.smk) ----
-SIMULATION_TABLE = "results/simulation/recovery.tsv"
+# The merged recovery table of a simulation grid (rule merge_recovery's output); the default grid's is a target.
+RECOVERY_TABLE = "results/{simgrid}/recovery.tsv"
+SIMULATION_TABLE = RECOVERY_TABLE.format(simgrid="simulation")
 PAPER_TABLE = "resources/paper_table3.tsv"
 
 
