@@ -534,9 +534,12 @@ def provenance_facts(tables: dict) -> dict | None:
 
 
 def run_summary(layout: dict) -> dict:
-    """What this run did, from the report's layout (never from config keys the run did not use).
+    """What this run did, from the datasets the report reads (never from config keys the run did not use).
 
-    ``datasets`` and ``labelled`` (names), ``methods`` (dataset -> the methods it ran: its own
+    ``layout``: ``datasets`` ([{name, labelled, methods}]), ``classification`` (the datasets classified),
+    ``simulation`` (the recovery table, or None when the simulation did not run), ``simulation_methods``.
+
+    Returns ``datasets`` and ``labelled`` (names), ``methods`` (dataset -> the methods it ran: its own
     list or the top-level one, without supervised methods on unlabelled data), ``n_methods``
     (distinct methods over the datasets), ``classification`` (datasets classified),
     ``simulation_methods`` (methods of the planted simulation; [] when it did not run).

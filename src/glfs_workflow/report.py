@@ -51,7 +51,7 @@ def nest_inputs(flat: dict) -> dict:
 
 def _dataset_views(inputs: dict, run: dict) -> list[dict]:
     """One dict per dataset of the run: its facts (name, labelled, methods, heatmap_method) and its input
-    files by kind (the kinds of workflow/rules/analysis.smk's RESULT it has: adata, clustering, random_floor,
+    files by kind (the kinds of the workflow's RESULT, common.smk, it has: adata, clustering, random_floor,
     leiden, leiden_random, glfs_path, glfs_vs_greedy, sensitivity, classification, provenance; a kind it
     does not have is missing), with ``selections`` and ``metas`` by method."""
     views = []
@@ -123,7 +123,7 @@ def collect(inputs: dict, *, run: dict, config: dict, benchmarks=(), replaced: d
     """Read the run's result files and compute everything the report shows (no wording).
 
     ``inputs``: the named input files, nested (:func:`nest_inputs`): ``datasets`` (name -> kind ->
-    path: the kinds of analysis.smk's RESULT the dataset has, plus ``selections`` and ``metas``: method -> path),
+    path: the kinds of the workflow's RESULT (common.smk) the dataset has, plus ``selections`` and ``metas``: method -> path),
     ``paper_table``, ``simulation``.  ``run``: what ran (``datasets``: [{name, labelled, methods,
     heatmap_method}], ``glfs_method``, ``simulation_methods``).  ``config``: the configuration as the
     report shows it (glfs_workflow.record.report_config).  ``benchmarks``: this run's benchmark files
