@@ -20,7 +20,8 @@ LAYERS = {
         3: ["simulate"],
         4: ["tl", "sklearn", "_anndata", "__init__"],
     },
-    "glfs_workflow": {5: ["errors", "readers", "preprocessing", "files", "logs", "findings", "fetch", "datasets", "tables", "report", "__init__"]},
+    "glfs_workflow": {5: ["errors", "readers", "preprocessing", "files", "logs", "which", "findings", "figures", "report_tables",
+                          "sections", "render", "record", "fetch", "datasets", "tables", "report", "__init__"]},
 }
 LAYER = {(pkg, m): lay for pkg, layers in LAYERS.items() for lay, mods in layers.items() for m in mods}
 

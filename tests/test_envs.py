@@ -55,7 +55,7 @@ SINGLECELL = _requirements(PYPROJECT["project"]["optional-dependencies"]["single
 # (glfs.yaml) run scanpy's selections and the Leiden evaluation, so they need the singlecell extra.
 EXTRAS_BY_ENV = {
     "data": {"rdata", "xarray"},
-    "report": {"matplotlib"},
+    "report": {"matplotlib", "jinja2", "markupsafe"},
     "glfs": {PYPI_TO_CONDA.get(name, name) for name in SINGLECELL},
 }
 

@@ -152,7 +152,7 @@ def test_tables_read_back_ids_as_text(tmp_path):
 
 def test_report_figures_draw_names_that_look_like_math_text():
     pytest.importorskip("matplotlib")
-    from glfs_workflow.report import figure_heatmap, figure_nmi, figure_paths
+    from glfs_workflow.figures import figure_heatmap, figure_nmi, figure_paths
 
     rng = np.random.default_rng(0)
     genes = ["$\\foo$", "a$b", "$x_{1}$", "G\tTAB"]

@@ -1,8 +1,10 @@
-"""Findings of the report (glfs_workflow.findings) and the report's floor and GLFS tables, on small hand-made result tables.
+"""Findings of the report (glfs_workflow.findings: numbers, names and flags) and its tables
+(glfs_workflow.report_tables), on small hand-made result tables.
 
-Every expected sentence part follows from the fake numbers written here (e.g. a
-method whose NMI is below the random mean must be named as not clearing the
-floor), not from the code's own output.
+Every expected value follows from the fake numbers written here (e.g. a method whose
+NMI is below the random mean must be listed below the floor), not from the code's own
+output; the words the report puts around them are its templates' (tested by the
+rendering tests in tests/workflow/test_report_glfs.py).
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from glfs.api import METHODS, classifier_rows
 from glfs_workflow import findings as F
-from glfs_workflow.report import nmi_summary_with_floor, sensitivity_table
+from glfs_workflow import report_tables as T
+from glfs_workflow.report_tables import nmi_summary_with_floor, sensitivity_table
 
 
 def _clustering(means: dict, grid=(10, 50, 200), runs=3, spread=0.01):
@@ -70,41 +74,46 @@ def test_floor_comparison_classifies_methods():
     assert comp.loc[("bad", 10), "margin"] == pytest.approx(0.05 - 0.20)
 
 
-def test_clustering_findings_name_methods_below_the_floor():
-    text = " ".join(F.clustering_findings(CDF, FLOOR, "toy", supervised=["sup"]))
-    s10 = next(s for s in F.clustering_findings(CDF, FLOOR, "toy", supervised=["sup"]) if s.startswith("At 10 genes"))
-    assert "2 of 4 methods clear the random floor" in s10
-    clears = s10.split("Within")[0]
-    assert "good" in clears and "sup" in clears and "bad" not in clears and "within" not in clears
-    assert "Within the spread of random genes: within." in s10  # 0.22 in [0.15, 0.25]
-    assert "Below it (under the mean - 1 sd): bad." in s10  # 0.05 < 0.15
-    assert "Never above the floor at any grid size below all genes: within and bad." in text
-    assert "0.200 + 0.050" in s10
-    # best unsupervised is 'good', not the supervised reference
-    assert "best unsupervised result at <= 100 genes is good with NMI 0.600 at 10 genes" in text
-    assert "supervised reference sup" in text
-    assert "With all 200 genes NMI is 0.300" in text
+def _at(facts, k):
+    return next(f for f in facts["floor"]["at"] if f["k"] == k)
 
 
-def test_clustering_findings_near_zero_only_when_every_unsupervised_method_is():
+def test_clustering_facts_sort_methods_against_the_floor():
+    f = F.clustering_facts(CDF, FLOOR, supervised=["sup"])
+    at10 = _at(f, 10)
+    # at 10 genes the floor is 0.20 +- 0.05: sup 0.90 and good 0.60 above 0.25 (best first); within 0.22 in
+    # [0.15, 0.25]; bad 0.05 below 0.15
+    assert at10["above"] == ["sup", "good"] and at10["within"] == ["within"] and at10["below"] == ["bad"]
+    assert at10["n"] == 4 and at10["n_draws"] == 5
+    assert at10["floor_mean"] == pytest.approx(0.20) and at10["floor_sd"] == pytest.approx(0.05)
+    # below all genes (200): within (0.22, 0.24 vs 0.25) and bad never clear it, in the table's order
+    assert f["floor"]["never"] == ["within", "bad"]
+    # the best unsupervised result at <= 100 genes is good's 0.60 at 10, not the supervised reference
+    assert f["unsupervised"]["best"] == {"method": "good", "nmi": pytest.approx(0.60), "k": 10}
+    assert not f["unsupervised"]["all_near_zero"] and f["unsupervised"]["near"] == []
+    assert f["supervised_best"]["method"] == "sup" and f["supervised_best"]["nmi"] == pytest.approx(0.90)
+    assert f["all_genes"] == {"k": 200, "nmi": pytest.approx(0.30)}
+
+
+def test_clustering_facts_near_zero_only_when_every_unsupervised_method_is():
     low = _clustering({"a": {10: 0.02, 50: 0.05, 200: 0.3}, "b": {10: 0.01, 50: 0.08, 200: 0.3},
                        "sup": {10: 0.9, 50: 0.9, 200: 0.3}}, grid=GRID)
-    text = " ".join(F.clustering_findings(low, FLOOR, "golubish", supervised=["sup"]))
-    assert "Every unsupervised method is near NMI 0 on golubish at <= 100 genes" in text
-    assert "highest b with 0.080 at 50 genes" in text
+    u = F.clustering_facts(low, FLOOR, supervised=["sup"])["unsupervised"]
+    assert u["all_near_zero"] and u["best"] == {"method": "b", "nmi": pytest.approx(0.08), "k": 50}
     high = _clustering({"a": {10: 0.02, 50: 0.15, 200: 0.3}}, grid=GRID)
-    assert "near NMI 0" not in " ".join(F.clustering_findings(high, FLOOR, "x"))
-    # some but not all near 0: they are counted and named
+    assert not F.clustering_facts(high, FLOOR)["unsupervised"]["all_near_zero"]
+    # some but not all near 0: they are named, lowest peak first
     mixed = _clustering({"a": {10: 0.02, 50: 0.15, 200: 0.3}, "b": {10: 0.01, 50: 0.05, 200: 0.3},
                          "c": {10: 0.03, 50: 0.09, 200: 0.3}}, grid=GRID)
-    text = " ".join(F.clustering_findings(mixed, FLOOR, "x"))
-    assert "2 of 3 unsupervised methods stay near NMI 0 (below 0.1 at every gene count <= 100): b and c." in text
-    assert "Every unsupervised method" not in text
+    u = F.clustering_facts(mixed, FLOOR)["unsupervised"]
+    assert not u["all_near_zero"] and u["near"] == ["b", "c"] and u["n_methods"] == 3
+    assert u["threshold"] == F.NEAR_ZERO_NMI
 
 
-def test_clustering_findings_without_floor_say_so():
-    text = " ".join(F.clustering_findings(CDF, None, "toy"))
-    assert "No random-genes floor" in text and "clear the random floor" not in text
+def test_clustering_facts_without_floor():
+    f = F.clustering_facts(CDF, None)
+    assert f["floor"] is None and f["unsupervised"]["best"]["method"] == "sup"  # nothing named supervised here
+    assert F.clustering_facts(None, FLOOR) is None
 
 
 @pytest.mark.parametrize(
@@ -127,17 +136,16 @@ def test_clustering_findings_without_floor_say_so():
 def test_sex_genes_are_flagged(top, descriptions, flagged):
     for m, genes in top.items():
         assert F.sex_genes_in(genes, descriptions) == flagged.get(m, [])
-    text = " ".join(F.top_gene_findings(top, "gbm", descriptions=descriptions))
-    assert ("Sex:" in text) == bool(flagged)
-    for m, hits in flagged.items():
-        assert f"{m} ({len(hits)} of {len(top[m])}: {', '.join(hits)})" in text
+    sex = F.top_gene_facts(top, descriptions=descriptions)["sex"]
+    assert sex == [{"method": m, "hits": h, "n": len(top[m])} for m, h in flagged.items()]
 
 
-def test_top_gene_findings_name_the_recommended_methods_top_genes():
-    text = F.top_gene_findings({"glfs": list("ABCDEFG")}, "gbm")[0]
-    assert text == "Top genes of glfs on gbm: A, B, C, D and E."
-    text = F.top_gene_findings({"glfs": ["p1_at", "p2_at"]}, "golub", descriptions={"p1_at": "HSPB1 Heat shock 27kD protein 1"})[0]
-    assert text == "Top genes of glfs on golub: p1_at (HSPB1 Heat shock 27kD protein ) and p2_at."
+def test_top_gene_facts_name_the_recommended_methods_top_genes():
+    t = F.top_gene_facts({"glfs": list("ABCDEFG"), "variance": list("XYZ")})
+    assert t["highlight"] == "glfs" and t["top"] == [[g, None] for g in "ABCDE"]
+    t = F.top_gene_facts({"glfs": ["p1_at", "p2_at"]}, descriptions={"p1_at": "HSPB1 Heat shock 27kD protein 1"})
+    assert t["top"] == [["p1_at", "HSPB1 Heat shock 27kD protein 1"[:30]], ["p2_at", None]]
+    assert F.top_gene_facts({"variance": list("XYZ")})["highlight"] is None  # the recommended method did not run
 
 
 def _path(lams, sizes, objective=None, converged=None):
@@ -148,26 +156,27 @@ def _path(lams, sizes, objective=None, converged=None):
 
 
 @pytest.mark.parametrize(
-    ("sizes", "word"),
-    [([1368, 454, 30, 1], "shrinks as lam falls"), ([1, 5, 7, 7], "grows as lam falls"),
-     ([3, 1, 4, 2], "is not monotone"), ([2, 2, 2, 2], "keeps 2 genes at every lam"),
-     ([1, 1, 1, 1], "keeps 1 gene at every lam")],
+    ("sizes", "direction"),
+    [([1368, 454, 30, 1], "shrinks"), ([1, 5, 7, 7], "grows"), ([3, 1, 4, 2], "mixed"), ([2, 2, 2, 2], "flat"),
+     ([1, 1, 1, 1], "flat")],
 )
-def test_path_findings_direction(sizes, word):
-    p = _path([27.7, 16.6, 9.95, 5.97], sizes)
-    text = F.path_findings(p.sample(frac=1.0, random_state=1), "glfs_exact", "gbm")[0]  # row order must not matter
-    assert word in text
-    if not word.startswith("keeps"):
-        assert f"from {sizes[0]} genes at lam = 27.7 to {sizes[-1]} at lam = 5.97" in text
+def test_path_facts_direction(sizes, direction):
+    lams = [27.7, 16.6, 9.95, 5.97]
+    p = _path(lams, sizes)
+    f = F.path_facts(p.sample(frac=1.0, random_state=1), "glfs_exact", "gbm")  # row order must not matter
+    assert f["direction"] == direction
+    assert f["sizes"] == sizes and f["lams"] == lams  # largest lam first
+    assert f["converged"] is None
 
 
-def test_path_findings_converged_points():
+def test_path_facts_converged_points():
     p = _path([4, 2, 1], [1, 3, 9], converged=[True, False, True])
-    assert "2 of 3 points converged, with support sizes 1, 9." in " ".join(F.path_findings(p, "m", "d"))
+    assert F.path_facts(p, "m", "d")["converged"] == {"n": 3, "n_converged": 2, "sizes": [1, 9]}
     p = _path([4, 2, 1], [1, 3, 9], converged=[True, True, True])
-    assert "All 3 points converged." in " ".join(F.path_findings(p, "m", "d"))
+    assert F.path_facts(p, "m", "d")["converged"]["n_converged"] == 3
     p = _path([4, 2, 1], [1, 3, 9], converged=[False, False, False])
-    assert "None of its 3 points converged" in " ".join(F.path_findings(p, "m", "d"))
+    assert F.path_facts(p, "m", "d")["converged"] == {"n": 3, "n_converged": 0, "sizes": []}
+    assert F.path_facts(_path([], []), "m", "d") is None
 
 
 def _meta_path(rows, **params):
@@ -185,37 +194,65 @@ def test_path_frame_reads_lists_with_and_without_convergence_and_records():
     assert F.path_frame({"method": "glfs", "params": {}, "extra": {"history": [1.0]}}) is None
 
 
-def test_convergence_table_and_findings():
+def test_convergence_records_table_and_facts():
     metas = {
         ("a", "glfs"): {"params": {"converged": True, "n_swaps": 3, "criterion": 1.0, "greedy_criterion": 1.1}},
         ("b", "glfs"): {"params": {"converged": False, "n_swaps": 50, "criterion": 1.0, "greedy_criterion": 1.2}},
         ("a", "glfs_exact"): _meta_path([[2.0, 1, 0.5, True, 1e-9], [1.0, 4, 0.7, False, 0.3]], lam=1.0),
         ("a", "glfs_paper"): _meta_path([[2.0, 1, 0.5], [1.0, 4, 0.7]], lam=2.0, n_selected_at_lam=1),
     }
-    t = F.convergence_table(metas).set_index(["dataset", "method"])
+    rec = {(r["dataset"], r["method"]): r for r in F.convergence_records(metas)}
+    assert rec[("a", "glfs")]["kind"] == "design" and rec[("a", "glfs")]["n_swaps"] == 3
+    exact = rec[("a", "glfs_exact")]
+    assert (exact["kind"], exact["n_points"], exact["n_converged"]) == ("path", 2, 1)
+    assert exact["lam"] == 1.0 and exact["lam_converged"] is False and exact["kkt_max"] == pytest.approx(0.3)
+    assert rec[("a", "glfs_paper")]["n_converged"] is None and rec[("a", "glfs_paper")]["converged"] is None
+    f = F.convergence_facts(list(rec.values()))
+    assert f["design"] == {"n": 2, "n_ok": 1, "not_ok": ["b"]}
+    assert f["paths"] == {"recorded": True, "bad": [("glfs_exact", "a", 1, 2)]}
+    t = T.convergence_table(list(rec.values())).set_index(["dataset", "method"])
     assert t.loc[("a", "glfs"), "converged"] == "yes" and t.loc[("b", "glfs"), "converged"] == "no"
-    assert "3 swaps" in t.loc[("a", "glfs"), "details"]
     assert t.loc[("a", "glfs_exact"), "converged"] == "1 of 2 path points"
-    assert "chosen lam 1: NOT converged" in t.loc[("a", "glfs_exact"), "details"]
-    assert "largest KKT residual 0.3" in t.loc[("a", "glfs_exact"), "details"]
     assert t.loc[("a", "glfs_paper"), "converged"] == "not recorded"
-    text = " ".join(F.convergence_findings(t.reset_index()))
-    assert "converged (no single swap lowers its criterion) on 1 of 2 datasets; not on b." in text
-    assert "glfs_exact on a (1 of 2)" in text
 
 
-def test_collapse_findings_use_the_path_numbers():
+def test_collapse_facts_use_the_path_numbers():
     paths = {("gbm", "glfs_exact"): _path([3.0, 2.0, 1.0], [0, 1, 1], objective=[0.0, 0.25, 0.5]),
              ("gbm", "glfs_paper"): _path([3.0, 2.0], [2, 5], objective=[-0.1, 0.2])}
-    text = " ".join(F.collapse_findings(paths))
-    assert "gbm, glfs_exact: objective 0.25 to 0.5 at the 2 non-empty path points, against 0 at beta = 0" in text
-    assert "every point is worse than selecting nothing" in text
-    assert "gbm: path points that keep a single gene: glfs_exact 2 of 3." in text
-    assert "negative at 1 of 2 path points (minimum -0.1)" in text
+    f = F.collapse_facts(paths)
+    exact, paper = f["entries"]
+    # the exact reading: objective 0.25..0.5 at its 2 non-empty points, all above beta = 0's 0
+    assert exact == {"kind": "exact", "dataset": "gbm", "method": "glfs_exact", "min": 0.25, "max": 0.5,
+                     "n_nonempty": 2, "all_positive": True}
+    assert paper == {"kind": "negative", "dataset": "gbm", "method": "glfs_paper", "n_negative": 1, "n": 2,
+                     "min": -0.1}
+    assert f["single"] == [("gbm", [("glfs_exact", 2, 3)])]
+
+
+def test_side_by_side_methods_come_from_the_registry():
+    glfs = [m for m, info in METHODS.items() if info.is_glfs]
+    methods = F.side_by_side_methods()
+    assert methods[: len(glfs)] == glfs and len(methods) == len(glfs) + 2
+    for m in methods[len(glfs):]:
+        info = METHODS[m]
+        assert info.needs_graph and not info.needs_labels and not info.is_glfs
+    assert {METHODS[m].family for m in methods[len(glfs):]} == {"score", "optimal_design"}
+
+
+def test_classifier_rows_of_the_registry():
+    for m, info in METHODS.items():
+        rows = classifier_rows(m)
+        if not info.is_glfs:
+            assert rows == ()
+        elif info.objective == "design":  # the budgeted design also gives the class-graph row
+            assert rows == (m, f"{m}_supervised")
+        else:
+            assert rows == (m,)
+    assert "glfs_supervised" in F.glfs_classifier_rows()
 
 
 def test_side_by_side_has_the_floor_row():
-    tab = F.side_by_side(_clustering({"glfs": {10: 0.4, 50: 0.4, 200: 0.3}, "laplacian_score": {10: 0.3, 50: 0.3, 200: 0.3},
+    tab = T.side_by_side(_clustering({"glfs": {10: 0.4, 50: 0.4, 200: 0.3}, "laplacian_score": {10: 0.3, 50: 0.3, 200: 0.3},
                                       "variance": {10: 0.9, 50: 0.9, 200: 0.3}}, grid=GRID), FLOOR)
     assert tab["method"].tolist()[:2] == ["glfs", "laplacian_score"]  # variance is not in the side-by-side set
     assert tab.columns.tolist() == ["method", "NMI@10", "NMI@50"]
@@ -232,18 +269,18 @@ def test_nmi_summary_with_floor_marks_where_methods_clear_it():
     assert tab.loc["random genes: sd over draws", "NMI@10"] == pytest.approx(0.05)
 
 
-def test_greedy_findings():
+def test_greedy_facts():
     ok = pd.DataFrame({"k": [10, 25], "greedy_criterion": [1.0, 2.0], "criterion": [1.0, 1.9], "pct_lower": [0.0, 5.0],
                        "n_swaps": [0, 2], "converged": [True, True]})
-    text = " ".join(F.greedy_findings({"d": ok}))
-    assert "no worse than greedy LapAOFS at every k on every dataset (2 cases)" in text
-    assert "largest gain is 5.00% (d, k = 25)" in text and "1 cases equal greedy" in text
+    f = F.greedy_facts({"d": ok})
+    assert f["n_cases"] == 2 and f["worse"] == [] and f["n_equal"] == 1 and f["not_converged"] == []
+    assert f["best"] == {"pct": 5.0, "dataset": "d", "k": 25}
     bad = ok.assign(criterion=[1.1, 1.9], converged=[True, False])
-    text = " ".join(F.greedy_findings({"d": bad}))
-    assert "worse than greedy LapAOFS at d k = 10" in text and "Not converged (max_swaps reached): d k = 25" in text
+    f = F.greedy_facts({"d": bad})
+    assert f["worse"] == [("d", 10)] and f["not_converged"] == [("d", 25)]
 
 
-def test_sensitivity_findings_and_table():
+def test_sensitivity_facts_and_table():
     rows = []
     for gw, nmi10 in [(0.0, 0.30), (0.1, 0.20), (1.0, 0.40)]:
         for k, nmi in [(10, nmi10), (50, 0.5)]:
@@ -251,9 +288,11 @@ def test_sensitivity_findings_and_table():
                          "n_selected": 50, "criterion": 1 + gw, "greedy_criterion": 1 + gw, "converged": True,
                          "n_swaps": 0, "k": k, "nmi_mean": nmi, "nmi_sd": 0.01, "nmi_max_mean": nmi, "n_runs": 3})
     sens = pd.DataFrame(rows)
-    s10 = F.sensitivity_findings(sens, "gbm")[0]
-    assert s10 == ("gbm, 10 genes: NMI 0.200 (graph_weight 0.1) to 0.400 (graph_weight 1); the default 0.1 gives "
-                   "0.200 (rank 3 of 3); without the graph (0) 0.300.")
+    k10 = F.sensitivity_facts(sens, "gbm")["per_k"][0]
+    # at 10 genes: lowest 0.20 (weight 0.1, the default: two weights above it, rank 3 of 3), highest 0.40 (weight 1)
+    assert k10 == {"k": 10, "lo_nmi": 0.2, "lo_weight": 0.1, "hi_nmi": 0.4, "hi_weight": 1.0,
+                   "default": {"weight": 0.1, "nmi": 0.2, "rank": 3, "n": 3}, "without_graph": 0.3}
+    assert F.sensitivity_facts(sens, "gbm")["not_converged"] == []
     tab = sensitivity_table(sens)
     assert tab["graph_weight"].tolist() == [0.0, 0.1, 1.0]
     assert tab["default"].tolist() == ["", "default", ""]
@@ -265,23 +304,27 @@ def _cls(rows):
     return pd.DataFrame([dict(zip(cols, r)) for r in rows])
 
 
-def test_classification_findings_compare_with_random_genes():
+def test_classification_facts_compare_with_random_genes():
     rnd = json.dumps({"statistic": "median over 21 seeded random gene sets", "n_genes_as": "glfs_supervised",
                       "test_errors_range": [2, 12]})
     c = _cls([("glfs_supervised", 1, 38, 1, 34, 8, "{}"), ("glfs", 5, 38, 9, 34, 16, "{}"),
               ("elastic_net", 2, 38, 2, 34, 20, "{}"), ("random_genes", 6, 38, 6, 34, 8, rnd),
               ("linear_svm", None, 38, None, 34, None, "{}")])
-    text = " ".join(F.classification_findings(c, "golub"))
-    assert "Fewest test errors on golub: 1/34, by glfs_supervised." in text
-    assert "Random genes (8, as many as glfs_supervised; median over 21 seeded random gene sets) give 6/34" in text
-    assert "(range 2-12)" in text
-    assert "fewer than that: glfs_supervised and elastic_net; not fewer: glfs." in text
-    assert "glfs_supervised: 8 genes, 1/34 test errors, 1/38 CV errors." in text
-    assert "glfs: 16 genes, 9/34 test errors, 5/38 CV errors." in text
-    assert "Failed on golub: linear_svm" in text
+    f = F.classification_facts(c)
+    assert f["failed"] == ["linear_svm"] and f["test_n"] == 34
+    assert f["best_errors"] == 1 and f["best"] == ["glfs_supervised"]
+    r = f["random"]
+    assert (r["n_genes"], r["test_errors"], r["range"], r["n_genes_as"]) == (8, 6, [2, 12], "glfs_supervised")
+    # fewer test errors than random genes' 6: glfs_supervised (1) and elastic_net (2); glfs (9) not
+    assert r["fewer"] == ["glfs_supervised", "elastic_net"] and r["not_fewer"] == ["glfs"]
+    # the GLFS rows, the supervised one first, with the table's numbers
+    assert [(g["method"], g["n_genes"], g["test_errors"], g["cv_errors"], g["cv_n"]) for g in f["glfs"]] == [
+        ("glfs_supervised", 8, 1, 1, 38), ("glfs", 16, 9, 5, 38)]
+    every_failed = _cls([("glfs", None, 38, None, 34, None, "{}")])
+    assert F.classification_facts(every_failed) == {"failed": ["glfs"], "test_n": None}
 
 
-def test_provenance_table_and_findings():
+def test_provenance_table_and_facts():
     prov = {"created": "t", "files": {
         "expression": {"sha256": "ab" * 32, "expected_sha256": "AB" * 32, "source": "mirror", "path": "p", "size": 3},
         "labels": {"sha256": "cd" * 32, "expected_sha256": "ef" * 32, "source": "download"},
@@ -292,48 +335,53 @@ def test_provenance_table_and_findings():
     assert t.loc["labels", "checksum"] == "MISMATCH"
     assert t.loc["extra", "checksum"] == "no checksum given"
     assert t.loc["expression", "sha256"] == "ab" * 8 + "..."
-    text = " ".join(F.provenance_findings({"ds": t.reset_index()}))
-    assert "1 of 2 input files with a checksum match their expected sha256" in text
-    assert "1 input file with no checksum given" in text
-    assert "mirror 2" in text and "Checksum MISMATCH: ds/labels." in text
+    f = F.provenance_facts({"ds": t.reset_index()})
+    assert (f["checked"], f["match"], f["unchecked"], f["mismatch"]) == (2, 1, 1, ["ds/labels"])
+    assert dict(f["sources"]) == {"mirror": 2, "download": 1}
 
 
-def test_simulation_and_runtime_findings():
+def test_simulation_and_runtime_facts():
     sim = pd.DataFrame({"method": ["a", "a", "b", "b"], "sigma": [0.1, 0.5, 0.1, 0.5], "n_noise": [10] * 4,
                         "replicate": [0] * 4, "score": [1.0, 1.0, 1.0, 0.25]})
-    text = " ".join(F.simulation_findings(sim, {}))
-    assert "at every grid point: a." in text and "Lowest mean Score over the grid: b (0.625)" in text
+    f = F.simulation_facts(sim)
+    assert f["perfect"] == ["a"] and f["lowest"] == ("b", pytest.approx((1.0 + 0.25) / 2))
+    assert f["highest"] == ("a", 1.0)
     rt = pd.DataFrame({"rule": ["x", "y"], "jobs": [1, 2], "total_s": [30.0, 10.0], "max_s": [30.0, 6.0],
                        "slowest_job": ["x1", "y2"], "max_rss_mb": [1.0, 1.0]})
-    assert F.runtime_findings(rt) == ["Job time summed over rules: 40 s; the largest share is x (30 s, 75%; "
-                                      "slowest job x1, 30 s)."]
+    assert F.runtime_facts(rt) == {"total": 40.0, "rule": "x", "rule_s": 30.0, "pct": pytest.approx(75.0),
+                                   "slowest_job": "x1", "max_s": 30.0}
 
 
-def test_paper_findings_count_rank_one_points():
-    pvr = pd.DataFrame({
-        "item": ["gbm: NMI rank of the best GLFS variant among unsupervised methods at 5 genes",
-                 "gbm: NMI rank of the best GLFS variant among unsupervised methods at 10 genes",
-                 "golub: glfs_supervised CV / test errors, genes", "simulation, largest sigma with Score = 1 (glfs)"],
-        "paper": ["1", "1", "GLFS: 0/38, 0/34, 16", "0.415"],
-        "this run": ["1 of 9 (glfs 0.4; best glfs 0.4)", "3 of 9 (glfs 0.3; best x 0.5)", "4/38, 15/34, 16", "0.3"],
-        "note": [""] * 4,
-    })
-    text = " ".join(F.paper_findings(pvr))
-    assert "first among the unsupervised methods at 1 of 2 (dataset, gene count) points" in text
-    assert "glfs_supervised on golub (CV errors, test errors, genes): 4/38, 15/34, 16 (paper GLFS: 0/38, 0/34, 16)." in text
+def test_paper_facts_count_rank_one_points():
+    rows = [{"kind": "gbm_rank", "rank": 1}, {"kind": "gbm_rank", "rank": 3},
+            {"kind": "classification", "glfs": True, "method": "glfs_supervised", "dataset": "golub"},
+            {"kind": "classification", "glfs": False, "method": "elastic_net", "dataset": "golub"},
+            {"kind": "sigma", "method": "glfs"}]
+    f = F.paper_facts(rows)
+    assert f["ranks"] == [1, 3] and f["n_first"] == 1
+    assert [r["method"] for r in f["glfs_rows"]] == ["glfs_supervised"]
+
+
+def test_paper_vs_run_rows_carry_their_values():
+    cdf = _clustering({"glfs": {10: 0.5, 50: 0.4, 200: 0.3}, "variance": {10: 0.6, 50: 0.3, 200: 0.3},
+                       "fisher_score": {10: 0.9, 50: 0.9, 200: 0.3}}, grid=GRID)
+    rows = T.paper_vs_run_rows({"clustering": {"tcga_gbm": cdf, "golub": cdf}, "supervised": ["fisher_score"]})
+    # GBM only; at 10 genes variance (0.6) is above glfs (0.5): rank 2 of the 2 unsupervised methods
+    assert [(r["kind"], r["dataset"], r["rank"]) for r in rows] == [("gbm_rank", "tcga_gbm", 2)]
+    assert list(T.paper_vs_run(rows).columns) == T.PAPER_COLUMNS
 
 
 def test_report_names_methods_that_did_not_converge():
     import anndata
 
-    from glfs_workflow.report import _not_converged_html
+    from glfs_workflow.sections import _not_converged
 
     ad = anndata.AnnData(np.zeros((3, 2)))
     ad.uns["q_alpha"] = {"params": {"method": "q_alpha", "converged": np.bool_(False), "n_iter": np.int64(30)}}
     ad.uns["spca"] = {"params": {"method": "spca", "converged": np.bool_(True), "n_iter": 12}}
+    ad.uns["lkr_score"] = {"params": {"method": "lkr_score", "converged": False}}
     ad.uns["variance"] = {"params": {"method": "variance"}}
-    d = {"methods": ["variance", "spca", "q_alpha"]}
-    (note,) = _not_converged_html(d, ad)
-    assert "Not converged" in note and "q_alpha (30 iterations)" in note and "spca" not in note
+    d = {"methods": ["variance", "spca", "q_alpha", "lkr_score"]}
+    assert _not_converged(d, ad) == [("q_alpha", 30), ("lkr_score", None)]
     ad.uns["q_alpha"]["params"]["converged"] = True
-    assert _not_converged_html(d, ad) == []
+    assert _not_converged(d, ad) == [("lkr_score", None)]

@@ -29,8 +29,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from glfs_workflow import figures as G
 from glfs_workflow import findings as F
-from glfs_workflow import report as R
+from glfs_workflow import record as Rec
+from glfs_workflow import report_tables as T
+from glfs_workflow import sections as S
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -72,23 +75,23 @@ def test_run_summary_counts_what_each_dataset_ran():
                             "cells": ["variance", "laplacian_score"]}
     assert s["n_methods"] == 4  # distinct methods run over the datasets, not config["methods"] (13)
     assert s["labelled"] == ["mine"] and s["classification"] == [] and s["simulation_methods"] == []
-    text = " ".join(F.run_findings(_layout(), CONFIG))
-    assert "13" not in text and "4 selection methods" in text
+    run = S.run_section(s, CONFIG)
+    assert run["summary"]["n_methods"] == 4 and not run["one_method_list"] and run["seed"] == 0
 
 
 def test_what_was_run_names_only_this_runs_datasets_classification_and_simulation():
-    html = "".join(R._run_html(_layout(), CONFIG))
-    assert "golub" not in html  # not run: neither in the table nor in the configuration shown
-    table = html.split("</table>")[0]
-    assert "glfs_paper" not in table and "q_alpha" not in table  # top-level methods no dataset ran
+    run = S.run_section(F.run_summary(_layout()), CONFIG)
+    assert run["classification"] is None and run["simulation"] is None  # neither ran
+    shown = json.loads(run["config"])
+    assert set(shown["datasets"]) == {"mine", "cells"} and shown["classification"]["datasets"] == []
+    assert "golub" not in run["config"]  # not run: not in the configuration shown either
     # with a classification and a simulation in the run, they are shown
     lay = _layout(classification={"mine": "results/mine/classification.tsv"},
                   simulation="results/simulation/recovery.tsv", simulation_methods=["glfs", "variance"])
-    table = "".join(R._run_html(lay, CONFIG)).split("</table>")[0]
-    cls_row = re.search(r"<th>classification</th><td[^>]*>(.*?)</td>", table).group(1)
-    sim_row = re.search(r"<th>simulation</th><td[^>]*>(.*?)</td>", table).group(1)
-    assert "mine" in cls_row and "golub" not in cls_row
-    assert "glfs, variance" in sim_row
+    run = S.run_section(F.run_summary(lay), CONFIG)
+    assert json.loads(run["classification"]) == {"datasets": ["mine"], "cv_folds": 10}
+    assert run["simulation"]["methods"] == ["glfs", "variance"]
+    assert json.loads(run["simulation"]["json"]) == {"replicates": 2}  # enabled and methods said apart
 
 
 # ---- runtime -------------------------------------------------------------------------------------
@@ -107,13 +110,13 @@ def test_runtime_table_counts_only_the_jobs_of_this_run(tmp_path):
     _bench(b / "classify_samples/golub.tsv", 50.0)  # an earlier run's dataset
     this_run = [str(b / "prepare_dataset/mine.tsv"), str(b / "select_features/mine_variance.tsv"),
                 str(b / "select_features/mine_glfs.tsv")]  # the last: no file (e.g. benchmarks/ cleaned)
-    rt = R.runtime_table(this_run).set_index("rule")
+    rt = T.runtime_table(this_run).set_index("rule")
     assert sorted(rt.index) == ["prepare_dataset", "select_features"]
     assert rt["jobs"].sum() == 2 and rt["total_s"].sum() == pytest.approx(3.0)
     assert rt.loc["select_features", "slowest_job"] == "mine_variance"
-    html = "".join(R._runtime_software_html({"benchmarks": this_run}))
-    assert "golub" not in html and "glfs_exact" not in html
-    assert "1 of the 3 jobs have no benchmark file" in html
+    sec = S.runtime_section(this_run)
+    assert (sec["n_jobs"], sec["n_missing"]) == (3, 1) and not sec["from_dir"]
+    assert sec["facts"]["total"] == pytest.approx(3.0) and sec["facts"]["rule"] == "select_features"
 
 
 # ---- provenance ----------------------------------------------------------------------------------
@@ -123,15 +126,15 @@ def test_no_checksum_given_is_not_counted_as_a_failure():
     none_given = F.provenance_table({"files": {"expression": {"sha256": "ab" * 32, "source": "local"}}})
     assert none_given["checksum"].tolist() == ["no checksum given"]
     assert F.checksum_counts({"mine": none_given}) == {"checked": 0, "match": 0, "mismatch": [], "unchecked": 1}
-    text = " ".join(F.provenance_findings({"mine": none_given}))
-    assert "0 of" not in text and "no checksum given" in text
+    f = F.provenance_facts({"mine": none_given})
+    assert (f["checked"], f["unchecked"]) == (0, 1)
     mixed = F.provenance_table({"files": {
         "expression": {"sha256": "ab" * 32, "expected_sha256": "ab" * 32},
         "labels": {"sha256": "cd" * 32, "expected_sha256": "ef" * 32},
         "extra": {"sha256": "12" * 32}}})
     assert F.checksum_counts({"mine": mixed}) == {"checked": 2, "match": 1, "mismatch": ["mine/labels"],
                                                   "unchecked": 1}
-    assert "1 of 2 input files with a checksum" in " ".join(F.provenance_findings({"mine": mixed}))
+    assert F.provenance_facts({"mine": mixed})["checked"] == 2
 
 
 # ---- no internal references ----------------------------------------------------------------------
@@ -149,16 +152,19 @@ def _user_facing_strings(path: Path) -> list[str]:
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings]
 
 
-@pytest.mark.parametrize("module", ["src/glfs_workflow/report.py", "src/glfs_workflow/findings.py"])
-def test_no_internal_references_in_the_reports_text(module):
-    assert [s for s in _user_facing_strings(REPO / module) if INTERNAL.search(s)] == []
+REPORT_MODULES = ["report", "findings", "which", "report_tables", "sections", "figures", "render", "record"]
+TEMPLATES = sorted((REPO / "src/glfs_workflow/templates").iterdir())
 
 
-def test_classification_findings_state_numbers_not_a_target():
-    c = pd.DataFrame([{"method": "glfs_supervised", "cv_errors": 1, "cv_n": 38, "test_errors": 1, "test_n": 34,
-                       "n_genes": 8, "params": "{}"}])
-    text = " ".join(F.classification_findings(c, "mine"))
-    assert "8 genes, 1/34 test errors, 1/38 CV errors" in text and not INTERNAL.search(text)
+@pytest.mark.parametrize("module", REPORT_MODULES)
+def test_no_internal_references_in_the_reports_code(module):
+    assert [s for s in _user_facing_strings(REPO / f"src/glfs_workflow/{module}.py") if INTERNAL.search(s)] == []
+
+
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda p: p.name)
+def test_no_internal_references_in_the_reports_templates(template):
+    text = re.sub(r"\{#.*?#\}", "", template.read_text(), flags=re.S)  # template comments are for developers
+    assert INTERNAL.findall(text) == []
 
 
 # ---- the sparsity-path figure --------------------------------------------------------------------
@@ -174,7 +180,7 @@ def _drawn(monkeypatch, fn, *args):
         figs.append(fig)
         return b""
 
-    monkeypatch.setattr(R, "_png", keep)
+    monkeypatch.setattr(G, "_png", keep)
     fn(*args)
     return figs[0]
 
@@ -188,7 +194,7 @@ def _number(label: str) -> float:
                                                ([3, 2, 1], (np.log10(0.2), np.log10(0.5)))])
 def test_sparsity_path_axes_are_plain_numbers_and_counts_not_negative(monkeypatch, counts, lam_range):
     lam = np.logspace(*lam_range, len(counts))
-    fig = _drawn(monkeypatch, R.figure_paths, {"glfs_exact": pd.DataFrame({"lam": lam, "n_selected": counts})}, "d")
+    fig = _drawn(monkeypatch, G.figure_paths, {"glfs_exact": pd.DataFrame({"lam": lam, "n_selected": counts})}, "d")
     ax = fig.axes[0]
     lo, hi = ax.get_ylim()
     assert -1 < lo <= 0 and hi >= max(counts)
@@ -211,23 +217,29 @@ def test_sparsity_path_axes_are_plain_numbers_and_counts_not_negative(monkeypatc
 def test_config_digest_ignores_resources_and_key_order():
     a = {"run": ["x"], "seed": 0, "resources": {"select": {"mem_mb": 1000}}}
     b = {"seed": 0, "run": ["x"], "resources": {"select": {"mem_mb": 16000}}}
-    assert R.config_digest(a) == R.config_digest(b)
-    assert R.config_digest(a) != R.config_digest({**a, "seed": 1})
+    assert Rec.config_digest(a) == Rec.config_digest(b)
+    assert Rec.config_digest(a) != Rec.config_digest({**a, "seed": 1})
 
 
 def test_replaced_report_is_the_record_of_another_configuration(tmp_path):
     record = tmp_path / "report_config.json"
     default = {"run": ["golub"], "seed": 0}
     mine = {"run": ["mine"], "seed": 0}
-    assert R.replaced_report(record, default) is None  # no record: nothing to say
-    R.write_report_record(record, default, report_html="results/report.html")
-    assert R.replaced_report(record, default) is None  # the same configuration again
-    prev = R.replaced_report(record, mine)
-    assert prev["config_sha256"] == R.config_digest(default) and prev["run"] == ["golub"]
+    assert Rec.replaced_report(record, default) is None  # no record: nothing to say
+    Rec.write_report_record(record, default, report_html="results/report.html")
+    assert Rec.replaced_report(record, default) is None  # the same configuration again
+    prev = Rec.replaced_report(record, mine)
+    assert prev["config_sha256"] == Rec.config_digest(default) and prev["run"] == ["golub"]
     record.write_text("not json")
-    assert R.replaced_report(record, mine)["config_sha256"] is None  # unreadable: from an unknown configuration
-    html = "".join(R._replaced_html(prev, "results/report.html"))
-    assert R.config_digest(default)[:12] in html and "golub" in html
+    assert Rec.replaced_report(record, mine)["config_sha256"] is None  # unreadable: from an unknown configuration
+    msg = Rec.replaced_message(prev, "results/report.html")
+    assert Rec.config_digest(default)[:12] in msg and "golub" in msg
+
+
+def test_report_config_leaves_out_what_does_not_change_the_report():
+    cfg = {"run": ["x"], "seed": 0, "resources": {"select": {"mem_mb": 1000}}}
+    assert Rec.report_config(cfg) == {"run": ["x"], "seed": 0}
+    assert Rec.config_digest(Rec.report_config(cfg)) == Rec.config_digest(cfg)  # the record's digest is unchanged
 
 
 # ---- the workflow: report_layout against the DAG (dry run) ----------------------------------------
@@ -249,7 +261,8 @@ with SnakemakeApi(OutputSettings()) as api:
     wf._build_dag()
     out = {"benchmarks": sorted(str(j.benchmark) for j in wf.dag.jobs if j.benchmark)}
     (rep,) = [j for j in wf.dag.jobs if j.rule.name == "make_report"]
-    out["layout"] = rep.params.layout
+    out["params"] = {k: rep.params[k] for k in ("run", "config", "benchmarks", "record")}
+    out["inputs"] = dict(rep.input.items())
     out["report_outputs"] = sorted(str(f) for f in rep.output)
     print("JSON" + json.dumps(out, default=str))
 """
@@ -284,11 +297,24 @@ def test_layout_benchmarks_are_the_dags_jobs_and_report_dir_holds_the_report(tmp
                      "tiny_unlabelled": {"methods": ["variance", "fisher_score"]}},
     }
     dag = _dag(tmp_path, cfg)
-    assert sorted(dag["layout"]["benchmarks"]) == dag["benchmarks"]
+    par = dag["params"]
+    assert sorted(par["benchmarks"]) == dag["benchmarks"]
     assert "benchmarks/select_features/tiny_unlabelled_variance.tsv" in dag["benchmarks"]
     assert "benchmarks/simulate_recovery/simulation_variance.tsv" in dag["benchmarks"]
-    assert dag["layout"]["simulation_methods"] == ["variance", "laplacian_score"]
+    assert par["run"]["simulation_methods"] == ["variance", "laplacian_score"]
     outs = dag["report_outputs"]
     assert "results/mine/report.html" in outs and "results/mine/which_method.md" in outs
     assert all(o.startswith("results/mine/") for o in outs), outs
-    assert dag["layout"]["report_dir"] == "results/mine"
+    assert par["config"]["report_dir"] == "results/mine" and par["record"] == "results/mine/report_config.json"
+    # params: no compute resources (editing them does not rerun the report); inputs: the files it reads, by name
+    assert "resources" not in par["config"]
+    ins = dag["inputs"]
+    assert ins["datasets/tiny/leiden"] == "results/tiny/clustering_leiden.tsv"
+    assert ins["datasets/tiny/classification"] == "results/tiny/classification.tsv"
+    assert ins["datasets/tiny_unlabelled/selections/variance"] == "results/tiny_unlabelled/selection/variance.tsv"
+    assert "datasets/tiny_unlabelled/selections/fisher_score" not in ins  # supervised: not run without labels
+    assert "datasets/tiny_unlabelled/clustering" not in ins  # no labels: no clustering against them
+    assert ins["simulation"] == "results/simulation/recovery.tsv"
+    # the figure outputs are the figures of the datasets' results
+    assert {Path(o).name for o in outs if "/figures/" in o} == {
+        "nmi_tiny.png", "leiden_tiny.png", "heatmap_tiny.png", "simulation.png"}

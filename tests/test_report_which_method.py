@@ -30,8 +30,8 @@ import pandas as pd
 import pytest
 
 from glfs.api import METHODS, methods_of
-from glfs_workflow import findings as F
 from glfs_workflow import report as R
+from glfs_workflow import which as F
 
 HVG1, HVG2 = methods_of("hvg")[:2]
 SUP = next(m for m, info in METHODS.items() if info.needs_labels)
@@ -162,9 +162,27 @@ def test_without_hvg_the_scaled_score_is_undefined():
     assert wm.hvg == () and wm.hvg_bar.empty and wm.hvg_bar_mean is None
     assert wm.methods["scaled"].isna().all() and wm.per_k["scaled"].isna().all()
     assert wm.best == "A" and wm.within_noise == ("B",)  # the answer itself does not need HVG
-    md = R.which_method_markdown({("toy", "leiden"): wm})
+    facts = F.which_facts(wm, "toy")
+    assert facts["n_hvg"] == 0 and facts["best_scaled"] is None and facts["hvg_bar_mean"] is None
+    # the markdown says so in the scaled column instead of a number
+    md = R.render_markdown({"which": [facts], "report_dir": "results"})
     row = next(line for line in md.splitlines() if line.startswith("| A (best)"))
     assert row.split(" | ")[2] == "no HVG"
+
+
+def test_which_facts_by_hand(wm):
+    f = F.which_facts(wm, "toy")
+    assert (f["best"], f["best_mean"], f["best_sd"]) == ("A", pytest.approx(0.65), pytest.approx(0.01))
+    assert f["within"] == [("B", pytest.approx(0.64))] and f["grid"] == list(GRID) and f["n_runs"] == 3
+    # above the HVG bar on average (scaled > 1): A 1.29, B 1.27, D 1.02 (by hand in test_scaled_scores_by_hand)
+    assert set(f["above_hvg"]) == {"A", "B", "D"}
+    # above the floor (0.20): A, B, D, hvg1, hvg2 of the 6 unsupervised methods (C 0.11 is not)
+    assert (f["n_above_floor"], f["n_unsupervised"]) == (5, 6)
+    assert f["supervised"] == [(SUP, pytest.approx(0.90))] and f["all_genes"] == pytest.approx(0.58)
+    rows = {r["method"]: r for r in f["rows"]}
+    assert rows["A"]["best"] and rows["B"]["within"] and not rows["D"]["within"]
+    assert rows["B"]["ranks"] == [1, 2] and rows[SUP]["ranks"] == [None, None] and rows[SUP]["supervised"]
+    assert F.which_facts(None, "toy") is None
 
 
 def test_scaled_undefined_where_no_hvg_flavour_beats_random():
@@ -247,52 +265,58 @@ def _dataset(d, name, *, leiden=True, spectral=False):
     return entry
 
 
-def _layout(tmp_path, datasets):
-    return {"datasets": datasets, "glfs_method": None, "supervised": [], "classification": {},
-            "paper_table": None, "simulation": None, "benchmarks": str(tmp_path / "benchmarks"), "provenance": {}}
+def _inputs(tmp_path, datasets):
+    """The report's inputs and run facts for these layout entries (no paper table, no simulation)."""
+    files = {"datasets": {}, "paper_table": None, "simulation": None}
+    for e in datasets:
+        files["datasets"][e["name"]] = {k: e[k] for k in ("adata", "clustering", "random_floor", "leiden",
+                                                           "leiden_random") if e[k]}
+    run = {"datasets": [{k: e[k] for k in ("name", "labelled", "methods", "heatmap_method")} for e in datasets],
+           "glfs_method": None, "simulation_methods": []}
+    return files, run
 
 
 def test_report_builds_for_leiden_only_and_both(tmp_path):
     pytest.importorskip("matplotlib")  # the workflow extra draws the figures
-    layout = _layout(tmp_path, [_dataset(tmp_path / "sc", "sc"), _dataset(tmp_path / "bo", "bo", spectral=True)])
+    files, run = _inputs(tmp_path, [_dataset(tmp_path / "sc", "sc"), _dataset(tmp_path / "bo", "bo", spectral=True)])
+    ctx = R.collect(files, run=run, config={"methods": list(MEANS), "seed": 0}, benchmarks=[])
+    answers = {(a["dataset"], a["protocol"]): a for a in ctx["which"]}
+    assert list(answers) == [("sc", "leiden"), ("bo", "spectral"), ("bo", "leiden")]
+    sc = answers[("sc", "leiden")]
+    assert sc["best"] == "A" and sc["best_mean"] == pytest.approx(0.65)
+    assert sc["best_scaled"] == pytest.approx(((0.60 - 0.20) / 0.30 + (0.70 - 0.20) / 0.40) / 2)
+    assert sc["within"] == [("B", pytest.approx(0.64))]
+    # spectral on bo: D raised to 0.75 is best, scaled ((0.75 - 0.2) / 0.30 + (0.75 - 0.2) / 0.40) / 2, alone
+    bo = answers[("bo", "spectral")]
+    assert bo["best"] == "D" and bo["within"] == []
+    assert bo["best_scaled"] == pytest.approx(((0.75 - 0.2) / 0.30 + (0.75 - 0.2) / 0.40) / 2)
+    # the figures are drawn, not placeholders (a placeholder is 1.2 inches high)
     figures = {"leiden_sc": str(tmp_path / "leiden_sc.png"), "leiden_bo": str(tmp_path / "leiden_bo.png"),
                "nmi_bo": str(tmp_path / "nmi_bo.png")}
-    md_path = tmp_path / "which_method.md"
-    html = R.build_report(layout, {"methods": list(MEANS), "seed": 0}, figures_out=figures,
-                          which_method_out=md_path)
-    # a which-method section per (dataset, protocol)
+    R.write_figures(figures, ctx["figures"])
+    for path in figures.values():
+        assert _png_height(path) > 250, path
+    # rendering: a which-method section per (dataset, protocol), the summary before the configuration,
+    # the markdown with one section per answer
+    html = R.render_html(ctx)
     for anchor in ("which-sc-leiden", "which-bo-leiden", "which-bo-spectral"):
         assert f"id='{anchor}'" in html, anchor
     assert "which-sc-spectral" not in html
-    # the summary comes before the configuration and carries each answer's numbers
-    summary = html[html.index("Which method? (summary)"):html.index("<h2>What was run</h2>")]
-    assert "sc (Leiden ARI at the label count): best A (0.650, scaled 1.29)" in summary
-    # scaled D = ((0.75 - 0.2) / 0.30 + (0.75 - 0.2) / 0.40) / 2 = (1.8333 + 1.375) / 2 = 1.604
-    assert "bo (spectral NMI): best D (0.750, scaled 1.60); within noise: none" in summary
-    assert "within noise: B (0.640)" in summary
-    # the figures are drawn, not placeholders (a placeholder is 1.2 inches high)
-    for path in figures.values():
-        assert _png_height(path) > 250, path
-    # the markdown: one section per answer, with the computed ranks
-    md = md_path.read_text()
+    assert html.index("id='which-") > html.index("<h2>What was run</h2>") > html.index("<h2>Which method? (summary)")
+    md = R.render_markdown(ctx)
     assert md.count("\n## ") == 3
-    sc = md[md.index("## sc (single-cell Leiden protocol"):md.index("## bo")]
-    row = next(line for line in sc.splitlines() if line.startswith("| B (within noise)"))
+    sc_md = md[md.index("## sc ("):md.index("## bo")]
+    row = next(line for line in sc_md.splitlines() if line.startswith("| B (within noise)"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1:] == ["0.640", "1.27", "1", "2"]  # mean, scaled (1.4 + 1.15) / 2, rank at 100 and 200
-    random_row = next(line for line in sc.splitlines() if line.startswith("| random genes"))
-    assert "0.200" in random_row
-    all_row = next(line for line in sc.splitlines() if line.startswith("| all genes"))
-    assert "0.580" in all_row
 
 
-def test_report_without_hvg_says_so(tmp_path):
+def test_report_without_hvg(tmp_path):
     pytest.importorskip("matplotlib")
     entry = _dataset(tmp_path / "nh", "nh")
     no_hvg = {m: v for m, v in MEANS.items() if m not in (HVG1, HVG2)}
     _leiden(no_hvg).to_csv(entry["leiden"], sep="\t", index=False)
-    md_path = tmp_path / "which_method.md"
-    html = R.build_report(_layout(tmp_path, [entry]), {"seed": 0}, which_method_out=md_path)
-    summary = html[html.index("Which method? (summary)"):html.index("<h2>What was run</h2>")]
-    assert "no HVG flavour ran" in summary and "scaled" not in summary
-    assert "No HVG flavour ran on nh" in md_path.read_text()
+    files, run = _inputs(tmp_path, [entry])
+    ctx = R.collect(files, run=run, config={"seed": 0}, benchmarks=[])
+    (a,) = ctx["which"]
+    assert a["n_hvg"] == 0 and a["best"] == "A" and a["best_scaled"] is None

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "select", "METHODS", "FAMILIES", "MethodInfo", "method_info", "methods_of", "n_to_select",
-    "method_params", "check_method_params",
+    "method_params", "check_method_params", "classifier_rows",
 ]
 
 
@@ -158,6 +158,20 @@ def methods_of(*families: str) -> list[str]:
         msg = f"families must be among {sorted(FAMILIES)}; got {unknown}"
         raise ValueError(msg)
     return [name for name, m in METHODS.items() if m.family in families]
+
+
+def classifier_rows(method: str) -> tuple[str, ...]:
+    """Rows of the workflow's classification table (Table 3 protocol) fitted with a GLFS method.
+
+    The method's own row (``GLFSClassifier(objective=info.objective)`` on the patient graph) and,
+    for the budgeted design (``objective="design"``), ``f"{method}_supervised"``: the same
+    classifier on the class graph of the training labels (``graph="labels"``).  Empty for a
+    method that is not GLFS (``MethodInfo.is_glfs``).
+    """
+    info = method_info(method)
+    if not info.is_glfs:
+        return ()
+    return (method, f"{method}_supervised") if info.objective == "design" else (method,)
 
 
 def method_info(method: str) -> MethodInfo:

@@ -19,6 +19,7 @@ Two parts:
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -39,7 +40,7 @@ def _fake_results(d: Path, *, floor_mean=0.30) -> dict:
     """A labelled dataset 'toy' with methods glfs, glfs_exact, laplacian_score, bad; returns the layout."""
     import anndata
 
-    genes = ["RPS4Y1", "DDX3Y", *[f"G{i:02d}" for i in range(18)]]
+    genes = ["RPS4Y1", "DDX3Y", "G<02>&", *[f"G{i:02d}" for i in range(3, 20)]]  # a name HTML must escape
     n = 12
     rng = np.random.default_rng(0)
     ad = anndata.AnnData(X=rng.normal(size=(n, len(genes))),
@@ -83,59 +84,91 @@ def _fake_results(d: Path, *, floor_mean=0.30) -> dict:
     pd.DataFrame(sens).to_csv(d / "glfs_sensitivity.tsv", sep="\t", index=False)
     (d / "provenance.json").write_text(json.dumps({"created": "2026-01-01T00:00:00Z", "files": {"expression": {
         "sha256": "ab" * 32, "expected_sha256": "ab" * 32, "source": "mirror", "path": "x.tsv", "size": 10}}}))
-    return {
-        "datasets": [{
-            "name": "toy", "labelled": True, "methods": methods, "adata": str(d / "adata.h5ad"),
-            "selections": {m: str(d / f"{m}.tsv") for m in methods},
-            "metas": {m: str(d / f"{m}.json") for m in metas},
-            "clustering": str(d / "clustering_nmi.tsv"), "random_floor": str(d / "clustering_random.tsv"),
-            "sensitivity": str(d / "glfs_sensitivity.tsv"), "glfs_vs_greedy": str(d / "glfs_vs_greedy.tsv"),
-            "glfs_path": str(d / "glfs_path.tsv"), "heatmap_method": "glfs_exact",
-        }],
-        "glfs_method": "glfs_exact", "supervised": ["fisher_score"], "classification": {},
-        "paper_table": None, "simulation": None, "benchmarks": str(d / "benchmarks"),
-        "provenance": {"toy": str(d / "provenance.json")},
-    }
+    files = {"datasets": {"toy": {
+        "adata": str(d / "adata.h5ad"), "selections": {m: str(d / f"{m}.tsv") for m in methods},
+        "metas": {m: str(d / f"{m}.json") for m in metas},
+        "clustering": str(d / "clustering_nmi.tsv"), "random_floor": str(d / "clustering_random.tsv"),
+        "sensitivity": str(d / "glfs_sensitivity.tsv"), "glfs_vs_greedy": str(d / "glfs_vs_greedy.tsv"),
+        "glfs_path": str(d / "glfs_path.tsv"), "provenance": str(d / "provenance.json")}}}
+    run = {"datasets": [{"name": "toy", "labelled": True, "methods": methods, "heatmap_method": "glfs_exact"}],
+           "glfs_method": "glfs_exact", "simulation_methods": []}
+    return files, run
 
 
-def _report(tmp_path, **kw) -> str:
-    from glfs_workflow.report import build_report
+def _context(tmp_path, **kw) -> dict:
+    from glfs_workflow.report import collect
 
-    layout = _fake_results(tmp_path, **kw)
-    return build_report(layout, {"methods": layout["datasets"][0]["methods"], "seed": 0})
+    files, run = _fake_results(tmp_path, **kw)
+    return collect(files, run=run, config={"methods": run["datasets"][0]["methods"], "seed": 0},
+                   benchmarks=str(tmp_path / "benchmarks"))
 
 
 def test_fake_report_findings_follow_the_numbers(tmp_path):
-    html = _report(tmp_path)
-    # floor 0.30 +- 0.02: bad (0.05) is below it, the others clear it
-    assert "At 10 genes, 3 of 4 methods clear the random floor" in html
-    assert "Below it (under the mean - 1 sd): bad." in html
-    assert "Never above the floor at any grid size below all genes: bad." in html
-    assert "random genes (floor)" in html and "clears floor at" in html
-    # sex genes on top of glfs are flagged
-    assert "Sex: the top 10 genes of glfs (2 of 10: RPS4Y1, DDX3Y)" in html
-    # the published path: shrinks as lam falls, converged column and counts shown
-    assert "The glfs_exact path on toy shrinks as lam falls (from 9 genes at lam = 4 to 1 at lam = 1)" in html
-    assert "2 of 3 path points" in html and "chosen lam 2: NOT converged" in html
-    assert "<th>converged</th>" in html and "<th>kkt_residual</th>" in html
-    # glfs section parts
-    for part in ["Converged or not", "Why the published relaxation collapses", "Side by side",
-                 "glfs against greedy LapAOFS on the same criterion", "lambda1 sensitivity of glfs",
-                 "Post-hoc sensitivity on the evaluated data, not tuning: the default graph_weight was chosen on the "
-                 "planted simulation (benchmarks/results/glfs_design_defaults.txt)."]:
-        assert part in html, part
-    assert "objective 0.2 to 0.9 at the 3 non-empty path points, against 0 at beta = 0" in html
-    assert "no worse than greedy LapAOFS at every k on every dataset (2 cases)" in html
-    assert "the default 0.1 gives 0.510 (rank 2 of 3)" in html
-    # provenance is a table, not raw JSON
-    assert "1 of 1 input files with a checksum match their expected sha256" in html
-    assert "matches expected" in html and '"expected_sha256"' not in html
+    ctx = _context(tmp_path)
+    (toy,) = ctx["datasets"]
+    # floor 0.30 +- 0.02 below 20 genes: bad (0.05) is below it, the others clear it, best first
+    at10 = next(f for f in toy["clustering"]["facts"]["floor"]["at"] if f["k"] == 10)
+    assert at10["above"] == ["glfs", "laplacian_score", "glfs_exact"] and at10["below"] == ["bad"]
+    assert at10["within"] == [] and toy["clustering"]["facts"]["floor"]["never"] == ["bad"]
+    tab = toy["clustering"]["table"].set_index("method")
+    assert tab.loc["bad", "clears floor at"] == "never" and "random genes (floor)" in tab.index
+    # sex genes among a method's top 10 (read from its selection table) are flagged
+    sex = []
+    for m in ["glfs", "glfs_exact", "laplacian_score", "bad"]:
+        top10 = pd.read_csv(tmp_path / f"{m}.tsv", sep="\t").sort_values("rank")["gene"].head(10).tolist()
+        hits = [g for g in top10 if g in ("RPS4Y1", "DDX3Y")]
+        sex += [{"method": m, "hits": hits, "n": 10}] if hits else []
+    assert sex[0] == {"method": "glfs", "hits": ["RPS4Y1", "DDX3Y"], "n": 10}  # glfs ranks the genes in order
+    assert toy["top"]["facts"]["sex"] == sex
+    # the published path shrinks as lam falls: 9 genes at lam 4, 3 at 2, 1 at 1; 2 of 3 points converged
+    (pub,) = ctx["glfs"]["published"]
+    assert pub["facts"]["direction"] == "shrinks" and pub["facts"]["sizes"] == [9, 3, 1]
+    assert pub["facts"]["converged"] == {"n": 3, "n_converged": 2, "sizes": [1, 9]} and pub["has_converged"]
+    conv = ctx["glfs"]["convergence"]["table"].set_index("method")
+    assert conv.loc["glfs_exact", "converged"] == "2 of 3 path points"
+    assert conv.loc["glfs_exact", "details"].startswith("chosen lam 2: NOT converged")
+    assert ctx["glfs"]["convergence"]["facts"]["design"] == {"n": 1, "n_ok": 1, "not_ok": []}
+    # why the relaxation collapses: objectives 0.2..0.9 at the 3 non-empty points, all above 0
+    (exact,) = ctx["glfs"]["collapse"]["entries"]
+    assert (exact["min"], exact["max"], exact["n_nonempty"], exact["all_positive"]) == (0.2, 0.9, 3, True)
+    greedy = ctx["glfs"]["greedy"]["facts"]
+    assert greedy["n_cases"] == 2 and greedy["worse"] == [] and greedy["best"] == {"pct": 10.0, "dataset": "toy",
+                                                                                     "k": 5}
+    (sens,) = ctx["glfs"]["sensitivity"]["facts"]
+    # NMI 0.5 + graph_weight / 10: the default 0.1 gives 0.51, below 1.0's 0.6: rank 2 of 3
+    assert [r["default"] for r in sens["per_k"]] == [{"weight": 0.1, "nmi": pytest.approx(0.51), "rank": 2, "n": 3}] * 2
+    # provenance is a table, checked against the expected sha256
+    (prov,) = ctx["provenance"]["datasets"]
+    assert prov["table"]["checksum"].tolist() == ["matches expected"]
+    assert (ctx["provenance"]["facts"]["checked"], ctx["provenance"]["facts"]["match"]) == (1, 1)
 
 
 def test_fake_report_findings_change_with_the_floor(tmp_path):
-    html = _report(tmp_path, floor_mean=0.02)  # now every method clears it
-    assert "At 10 genes, 4 of 4 methods clear the random floor" in html
-    assert "Below it" not in html and "Within the spread" not in html and "Never above the floor" not in html
+    ctx = _context(tmp_path, floor_mean=0.02)  # now every method clears it
+    floor = ctx["datasets"][0]["clustering"]["facts"]["floor"]
+    at10 = next(f for f in floor["at"] if f["k"] == 10)
+    assert len(at10["above"]) == 4 and at10["within"] == at10["below"] == floor["never"] == []
+
+
+def test_the_page_has_every_section_and_escapes_names(tmp_path):
+    from glfs_workflow.report import render_html
+
+    ctx = _context(tmp_path)
+    html = render_html(ctx)
+    headings = re.findall(r"<h2>(.*?)</h2>", html)
+    # the which-method summary (the dataset has a spectral answer), the run, provenance, the dataset, GLFS,
+    # paper versus run, runtime and software; no classification nor simulation ran, so their sections are left out
+    assert [h.split(":")[0].split(" (")[0] for h in headings] == [
+        "Which method?", "What was run", "Data provenance", "Dataset toy", "GLFS", "Paper versus this run",
+        "Runtime per rule", "Software versions"]
+    assert "id='which-toy-spectral'" in html
+    for block in ("findings", "note"):
+        assert f"class='{block}'" in html
+    # autoescape: the gene "G<02>&" is written as text, never as markup
+    assert "G&lt;02&gt;&amp;" in html and "G<02>" not in html
+    # every figure drawn is inline: the dataset's NMI, GLFS path and heatmap
+    assert sorted(ctx["figures"]) == ["glfs_path_toy", "heatmap_toy", "nmi_toy"]
+    assert html.count("data:image/png;base64,") == 3
 
 
 # ---- the workflow on a tiny config ------------------------------------------------------------
@@ -259,20 +292,24 @@ def test_glfs_vs_greedy_table(run_dir):
 
 @pytest.mark.workflow
 def test_report_has_the_floor_and_the_glfs_section(run_dir):
+    from glfs_workflow import findings as F
+
     html = (run_dir / "results/report.html").read_text()
-    assert "random genes (floor)" in html and "clears floor at" in html
     for part in ["GLFS: convergence, the published relaxation, and the well-posed glfs", "Converged or not",
                  "Why the published relaxation collapses", "Side by side", "lambda1 sensitivity of glfs",
-                 "not tuning", "glfs against greedy LapAOFS on the same criterion", "Findings."]:
+                 "glfs against greedy LapAOFS on the same criterion", "Findings."]:
         assert part in html, part
-    # every method of the labelled dataset is compared with the floor in the findings
-    c = _tsv(run_dir, "results/two/clustering_nmi.tsv")
-    sentence = html.split("At 2 genes, ")[1].split("</div>")[0]
-    for m in set(c["method"]):
-        assert m in sentence, m
-    # the random_genes row and the floor sentence on the classification table
-    assert "Random genes (" in html and "random_genes" in html
-    assert "glfs converged (no single swap lowers its criterion) on 2 of 2 datasets." in html
+    # every method of the labelled dataset is placed against the floor at every gene count below all genes
+    c, r = _tsv(run_dir, "results/two/clustering_nmi.tsv"), _tsv(run_dir, "results/two/clustering_random.tsv")
+    facts = F.clustering_facts(c, r)
+    assert [f["k"] for f in facts["floor"]["at"]] == [2, 6]
+    for f in facts["floor"]["at"]:
+        assert sorted(f["above"] + f["within"] + f["below"]) == sorted(set(c["method"]))
+    # the well-posed glfs converged on both datasets (its selection records say so)
+    metas = {(ds, "glfs"): json.loads((run_dir / f"results/{ds}/selection/glfs.json").read_text()) for ds in ("two", "un")}
+    assert F.convergence_facts(F.convergence_records(metas))["design"] == {"n": 2, "n_ok": 2, "not_ok": []}
+    # the random_genes row of the classification table is in the report
+    assert "random_genes" in html
 
 
 # ---- each configuration's report --------------------------------------------------------------

@@ -214,10 +214,37 @@ def recovery_tables(wildcards):
     )
 
 
+# ---- the result files: every path once (RESULT, common.smk) ----
+# The merged recovery table of a simulation grid (rule merge_recovery's output); the default grid's is a target.
+RECOVERY_TABLE = "results/{simgrid}/recovery.tsv"
+SIMULATION_TABLE = RECOVERY_TABLE.format(simgrid="simulation")
+PAPER_TABLE = "resources/paper_table3.tsv"
+
+
+def dataset_results(dataset):
+    """The result files (RESULT kind -> path) a dataset of the run gets under this config."""
+    methods = dataset_methods(dataset)
+    spectral = dataset in spectral_datasets()
+    leiden = dataset in leiden_datasets()
+    has = {
+        "provenance": True,
+        "graph": True,
+        "adata": True,
+        "glfs_path": glfs_path_method(dataset) is not None,
+        "clustering": spectral,
+        "leiden": leiden,
+        "leiden_random": leiden,
+        "classification": dataset in classification_datasets(),
+        "random_floor": spectral,
+        "glfs_vs_greedy": "glfs" in methods,
+        "sensitivity": spectral and "glfs" in methods,
+    }
+    return {k: RESULT[k].format(dataset=dataset) for k, on in has.items() if on}
+
+
 # ---- final targets ----
 # What `rule all` builds, computed from the config alone (not from the order in
-# which the stage files are included); the report reads every one of them.
-SIMULATION_TABLE = "results/simulation/recovery.tsv"
+# which the stage files are included).
 # The report and its companions: one directory per configuration (config report_dir).  The record
 # of the configuration that made the report is not an output (snakemake would delete it before the
 # job): make_report reads it to warn when another configuration's report is replaced.
@@ -226,33 +253,36 @@ REPORT_HTML = f"{REPORT_DIR}/report.html"
 REPORT_WHICH = f"{REPORT_DIR}/which_method.md"
 REPORT_RECORD = f"{REPORT_DIR}/report_config.json"
 
+# The order of the targets: kind by kind (the provenance record is an intermediate, not a target).
+_TARGET_KINDS = [
+    "graph",
+    "adata",
+    "selections",
+    "glfs_path",
+    "clustering",
+    "leiden",
+    "leiden_random",
+    "classification",
+    "simulation",
+    "random_floor",
+    "glfs_vs_greedy",
+    "sensitivity",
+]
+
 
 def analysis_targets():
-    """Every final output except the report, stage by stage."""
-    ds, labelled = run_datasets(), labelled_datasets()
-    out = expand("results/{dataset}/graph.npz", dataset=ds)
-    out += expand("results/{dataset}/adata.h5ad", dataset=ds)
-    for d in ds:
-        out += expand(SELECTION_TABLE, dataset=d, method=dataset_methods(d))
-    out += [f"results/{d}/glfs_path.tsv" for d in ds if glfs_path_method(d)]
-    spectral, leiden = spectral_datasets(), leiden_datasets()
-    out += expand("results/{dataset}/clustering_nmi.tsv", dataset=spectral)
-    out += expand("results/{dataset}/clustering_leiden.tsv", dataset=leiden)
-    out += expand("results/{dataset}/leiden_random.tsv", dataset=leiden)
-    out += expand(
-        "results/{dataset}/classification.tsv", dataset=classification_datasets()
-    )
-    if simulation_enabled():
-        out.append(SIMULATION_TABLE)
-    out += expand("results/{dataset}/clustering_random.tsv", dataset=spectral)
-    out += [
-        f"results/{d}/glfs_vs_greedy.tsv" for d in ds if "glfs" in dataset_methods(d)
-    ]
-    out += [
-        f"results/{d}/glfs_sensitivity.tsv"
-        for d in spectral
-        if "glfs" in dataset_methods(d)
-    ]
+    """Every final output except the report, kind by kind (dataset_results of each dataset)."""
+    ds = run_datasets()
+    per = {d: dataset_results(d) for d in ds}
+    out = []
+    for kind in _TARGET_KINDS:
+        if kind == "selections":
+            for d in ds:
+                out += expand(SELECTION_TABLE, dataset=d, method=dataset_methods(d))
+        elif kind == "simulation":
+            out += [SIMULATION_TABLE] if simulation_enabled() else []
+        else:
+            out += [per[d][kind] for d in ds if kind in per[d]]
     return list(dict.fromkeys(out))
 
 
@@ -262,61 +292,48 @@ def all_outputs():
 
 
 # ---- report ----
-def report_layout():
-    """Every file the report reads, as plain data for scripts/make_report.py."""
-    gm = glfs_path_method()
-    datasets = []
-    for ds in run_datasets():
-        methods = dataset_methods(ds)
-        labelled = has_labels(ds)
-        spectral = ds in spectral_datasets()
-        leiden = ds in leiden_datasets()
-        path_method = glfs_path_method(ds)
-        datasets.append(
-            {
-                "name": ds,
-                "labelled": labelled,
-                "methods": methods,
-                "adata": f"results/{ds}/adata.h5ad",
-                "selections": {m: selection_table(ds, m) for m in methods},
-                "metas": {
-                    m: selection_meta(ds, m)
-                    for m in methods
-                    if _GLFS_METHODS[m].is_glfs
-                },
-                "clustering": f"results/{ds}/clustering_nmi.tsv" if spectral else None,
-                "random_floor": (
-                    f"results/{ds}/clustering_random.tsv" if spectral else None
-                ),
-                "leiden": f"results/{ds}/clustering_leiden.tsv" if leiden else None,
-                "leiden_random": (
-                    f"results/{ds}/leiden_random.tsv" if leiden else None
-                ),
-                "sensitivity": (
-                    f"results/{ds}/glfs_sensitivity.tsv"
-                    if spectral and "glfs" in methods
-                    else None
-                ),
-                "glfs_vs_greedy": (
-                    f"results/{ds}/glfs_vs_greedy.tsv" if "glfs" in methods else None
-                ),
-                "glfs_path": f"results/{ds}/glfs_path.tsv" if path_method else None,
-                "heatmap_method": path_method or (methods[0] if methods else None),
-            }
-        )
+def report_input(wildcards=None):
+    """Every file make_report reads, by name (glfs_workflow.report.nest_inputs nests them again):
+    datasets/{dataset}/{kind} (dataset_results, without the graph), datasets/{dataset}/selections/{method},
+    datasets/{dataset}/metas/{method} (the GLFS methods' JSON sidecars), simulation, paper_table.
+    """
+    files = {}
+    for d in run_datasets():
+        for kind, path in dataset_results(d).items():
+            if kind != "graph":
+                files[f"datasets/{d}/{kind}"] = path
+        for m in dataset_methods(d):
+            files[f"datasets/{d}/selections/{m}"] = selection_table(d, m)
+        for m in dataset_methods(d):
+            if _GLFS_METHODS[m].is_glfs:
+                files[f"datasets/{d}/metas/{m}"] = selection_meta(d, m)
+    if simulation_enabled():
+        files["simulation"] = SIMULATION_TABLE
+    files["paper_table"] = PAPER_TABLE
+    return files
+
+
+def heatmap_method(dataset):
+    """The method whose top genes the report's heatmap shows: the dataset's GLFS path method, else its first."""
+    methods = dataset_methods(dataset)
+    return glfs_path_method(dataset) or (methods[0] if methods else None)
+
+
+def report_run():
+    """What ran, as the report says it (not config values): each dataset's labels, methods and heatmap
+    method; the GLFS variant of the report's path heading; the simulated methods."""
     return {
-        "datasets": datasets,
-        "glfs_method": gm,
-        "supervised": sorted(SUPERVISED_METHODS),
-        "classification": {
-            ds: f"results/{ds}/classification.tsv" for ds in classification_datasets()
-        },
-        "paper_table": "resources/paper_table3.tsv",
-        "simulation": SIMULATION_TABLE if simulation_enabled() else None,
+        "datasets": [
+            {
+                "name": d,
+                "labelled": has_labels(d),
+                "methods": dataset_methods(d),
+                "heatmap_method": heatmap_method(d),
+            }
+            for d in run_datasets()
+        ],
+        "glfs_method": glfs_path_method(),
         "simulation_methods": simulation_methods() if simulation_enabled() else [],
-        "benchmarks": run_benchmarks(),
-        "provenance": {ds: f"results/{ds}/provenance.json" for ds in run_datasets()},
-        "report_dir": REPORT_DIR,
     }
 
 
@@ -357,36 +374,23 @@ def run_benchmarks():
     return list(dict.fromkeys(out))
 
 
-def report_inputs():
-    """Every file make_report reads: all other targets, GLFS sidecars, the paper table."""
-    lay = report_layout()
-    files = analysis_targets()
-    for d in lay["datasets"]:
-        files += list(d["metas"].values())
-    files.append(lay["paper_table"])
-    return list(dict.fromkeys(files))
-
-
 def report_figures():
-    """Figure name -> PNG path; names match glfs_workflow.report.build_report's."""
-    lay = report_layout()
-    figs = {}
-    for d in lay["datasets"]:
-        if d["clustering"]:
-            figs[f"nmi_{d['name']}"] = f"{REPORT_DIR}/figures/nmi_{d['name']}.png"
-        if d["leiden"]:
-            figs[f"leiden_{d['name']}"] = f"{REPORT_DIR}/figures/leiden_{d['name']}.png"
-        if any(m in GLFS_VARIANTS for m in d["metas"]):
-            figs[f"glfs_path_{d['name']}"] = (
-                f"{REPORT_DIR}/figures/glfs_path_{d['name']}.png"
-            )
-        if d["labelled"] and d["heatmap_method"]:
-            figs[f"heatmap_{d['name']}"] = (
-                f"{REPORT_DIR}/figures/heatmap_{d['name']}.png"
-            )
-    if lay["simulation"]:
-        figs["simulation"] = f"{REPORT_DIR}/figures/simulation.png"
-    return figs
+    """The PNG files of the report's figures, named {REPORT_DIR}/figures/{name}.png (the name is the one
+    glfs_workflow.report.collect draws it under): per dataset its NMI, Leiden, GLFS path and heatmap
+    figures, as its results and labels call for them; the simulation."""
+    names = []
+    for d in run_datasets():
+        res = dataset_results(d)
+        names += [f"nmi_{d}"] if "clustering" in res else []
+        names += [f"leiden_{d}"] if "leiden" in res else []
+        names += (
+            [f"glfs_path_{d}"]
+            if any(m in GLFS_VARIANTS for m in dataset_methods(d))
+            else []
+        )
+        names += [f"heatmap_{d}"] if has_labels(d) and heatmap_method(d) else []
+    names += ["simulation"] if simulation_enabled() else []
+    return [f"{REPORT_DIR}/figures/{n}.png" for n in names]
 
 
 _FIGURE_CAPTIONS = {
@@ -398,8 +402,9 @@ _FIGURE_CAPTIONS = {
 }
 
 
-def figure_report(name, path):
+def figure_report(path):
     """A report figure output wrapped in report() with its caption and category."""
+    name = Path(path).stem
     kind = next(k for k in _FIGURE_CAPTIONS if name.startswith(k))
     caption, category = _FIGURE_CAPTIONS[kind]
     return report(path, caption=caption, category=category)

@@ -9,7 +9,7 @@ rule classify_samples:
         "results/{dataset}/prepared.h5ad",
     output:
         report(
-            "results/{dataset}/classification.tsv",
+            RESULT["classification"],
             caption="../report/classification.rst",
             category="Classification",
             labels={"dataset": "{dataset}"},

@@ -276,6 +276,24 @@ wildcard_constraints:
     dataset="|".join(re.escape(d) for d in DATASET_NAMES),
 
 
+# Each result file of a dataset, by the name the report reads it under (a kind of
+# report_input(), analysis.smk).  The rules' outputs are these patterns; analysis_targets()
+# (rule all) and report_input() (make_report) expand them through dataset_results()
+# (analysis.smk), the one place that says which results a dataset gets.
+RESULT = {
+    "provenance": "results/{dataset}/provenance.json",
+    "graph": "results/{dataset}/graph.npz",
+    "adata": "results/{dataset}/adata.h5ad",
+    "glfs_path": "results/{dataset}/glfs_path.tsv",
+    "clustering": "results/{dataset}/clustering_nmi.tsv",
+    "leiden": "results/{dataset}/clustering_leiden.tsv",
+    "leiden_random": "results/{dataset}/leiden_random.tsv",
+    "classification": "results/{dataset}/classification.tsv",
+    "random_floor": "results/{dataset}/clustering_random.tsv",
+    "glfs_vs_greedy": "results/{dataset}/glfs_vs_greedy.tsv",
+    "sensitivity": "results/{dataset}/glfs_sensitivity.tsv",
+}
+
 # Output paths that more than one stage names (select writes them; evaluate,
 # annotate, the report and rule all read them).
 SELECTION_TABLE = "results/{dataset}/selection/{method}.tsv"

@@ -10,7 +10,7 @@ rule evaluate_clustering:
         tables=selection_tables,
     output:
         report(
-            "results/{dataset}/clustering_nmi.tsv",
+            RESULT["clustering"],
             caption="../report/clustering_nmi.rst",
             category="Clustering",
             labels={"dataset": "{dataset}"},
@@ -45,7 +45,7 @@ rule evaluate_leiden:
         tables=selection_tables,
     output:
         report(
-            "results/{dataset}/clustering_leiden.tsv",
+            RESULT["leiden"],
             caption="../report/clustering_leiden.rst",
             category="Clustering",
             labels={"dataset": "{dataset}"},

@@ -7,7 +7,7 @@ rule fetch_dataset:
     input:
         fetch_local_inputs,
     output:
-        provenance="results/{dataset}/provenance.json",
+        provenance=RESULT["provenance"],
     log:
         "logs/fetch_dataset/{dataset}.log",
     benchmark:

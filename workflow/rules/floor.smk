@@ -9,7 +9,7 @@ rule evaluate_random_floor:
         adata="results/{dataset}/prepared.h5ad",
     output:
         report(
-            "results/{dataset}/clustering_random.tsv",
+            RESULT["random_floor"],
             caption="../report/clustering_random.rst",
             category="Clustering",
             labels={"dataset": "{dataset}"},
@@ -42,7 +42,7 @@ rule evaluate_leiden_floor:
         adata="results/{dataset}/prepared.h5ad",
     output:
         report(
-            "results/{dataset}/leiden_random.tsv",
+            RESULT["leiden_random"],
             caption="../report/leiden_random.rst",
             category="Clustering",
             labels={"dataset": "{dataset}"},

@@ -5,7 +5,7 @@ rule build_graph:
     input:
         "results/{dataset}/prepared.h5ad",
     output:
-        "results/{dataset}/graph.npz",
+        RESULT["graph"],
     log:
         "logs/build_graph/{dataset}.log",
     benchmark:

@@ -5,7 +5,7 @@
 
 rule prepare_dataset:
     input:
-        provenance="results/{dataset}/provenance.json",
+        provenance=RESULT["provenance"],
     output:
         h5ad="results/{dataset}/prepared.h5ad",
     log:

@@ -4,7 +4,7 @@
 rule select_features:
     input:
         adata="results/{dataset}/prepared.h5ad",
-        graph="results/{dataset}/graph.npz",
+        graph=RESULT["graph"],
     output:
         table=report(
             SELECTION_TABLE,
@@ -39,11 +39,11 @@ rule select_features:
 rule annotate_adata:
     input:
         adata="results/{dataset}/prepared.h5ad",
-        graph="results/{dataset}/graph.npz",
+        graph=RESULT["graph"],
         tables=selection_tables,
         metas=selection_metas,
     output:
-        "results/{dataset}/adata.h5ad",
+        RESULT["adata"],
     log:
         "logs/annotate_adata/{dataset}.log",
     benchmark:
@@ -67,7 +67,7 @@ rule extract_glfs_path:
         meta=glfs_path_meta,
     output:
         report(
-            "results/{dataset}/glfs_path.tsv",
+            RESULT["glfs_path"],
             caption="../report/glfs_path.rst",
             category="GLFS sparsity path",
             labels={"dataset": "{dataset}"},

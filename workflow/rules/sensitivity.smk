@@ -7,9 +7,9 @@
 rule compare_glfs_greedy:
     input:
         adata="results/{dataset}/prepared.h5ad",
-        graph="results/{dataset}/graph.npz",
+        graph=RESULT["graph"],
     output:
-        "results/{dataset}/glfs_vs_greedy.tsv",
+        RESULT["glfs_vs_greedy"],
     log:
         "logs/compare_glfs_greedy/{dataset}.log",
     benchmark:
@@ -32,10 +32,10 @@ rule compare_glfs_greedy:
 rule glfs_sensitivity:
     input:
         adata="results/{dataset}/prepared.h5ad",
-        graph="results/{dataset}/graph.npz",
+        graph=RESULT["graph"],
     output:
         report(
-            "results/{dataset}/glfs_sensitivity.tsv",
+            RESULT["sensitivity"],
             caption="../report/glfs_sensitivity.rst",
             category="GLFS sensitivity",
             labels={"dataset": "{dataset}"},

@@ -34,7 +34,7 @@ rule merge_recovery:
         recovery_tables,
     output:
         report(
-            "results/{simgrid}/recovery.tsv",
+            RECOVERY_TABLE,
             caption="../report/recovery.rst",
             category="Simulation",
             labels={"grid": "{simgrid}"},
@@ -52,5 +52,5 @@ rule merge_recovery:
 
 rule simulate_full:
     input:
-        "results/simulation_full/recovery.tsv",
+        RECOVERY_TABLE.format(simgrid="simulation_full"),
     localrule: True
