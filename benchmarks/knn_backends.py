@@ -1,7 +1,8 @@
 """Neighbour-search backends for the library's own cell graph at atlas scale: time, memory and recall.
 
 What: ``glfs.similarity_graph`` searches the nearest neighbours of every cell on 50 principal
-components; from 30,000 cells it uses faiss' IndexIVFFlat (nlist = sqrt(n), nprobe 32, k + 5
+components; from 30,000 cells it uses faiss' IndexIVFFlat (nlist = sqrt(n), nprobe 32 until 2026-11-25 and
+since then ``glfs.graph.ivf_nprobe``: 2 sqrt(nlist), at least 32; k + 5
 candidates searched, k kept; ``glfs.graph._knn_ivf``; since commit 489dcb0 with the queries grouped
 by their k-means cell, ``order=list`` here).  This script times that search against
 other approximate indexes on the same components, and measures how many of the true neighbours
@@ -181,7 +182,7 @@ temporaries and the kernel; the natural-order search alone took 300 s here at k 
 k does not explain the gap (at 50,000 cells the median searches took 5.6 s at k = 5 and 5.8 s at k = 15);
 the load and the parts outside the search were not measured apart here.
 
-**Recall of the current setting falls with n.** With nlist = sqrt(n) and a fixed nprobe of 32, the share
+**Recall at a fixed nprobe falls with n (the setting until `ivf_nprobe`).** With nlist = sqrt(n) and a fixed nprobe of 32, the share
 of cells probed falls from 14 % (50,000 cells) to 3.2 % (a million). Recall@15: 0.972, 0.969, 0.954, 0.912
 at 50,000, 100,000, 300,000 and 1,000,000 cells; recall@5: 0.980, 0.977, 0.963 (k = 5 was not run at a
 million, to keep the run within its time). pynndescent with `_knn_approx`'s parameters falls too (0.980,
@@ -194,10 +195,21 @@ so do the HNSW settings at fixed efSearch.
 natural-order IVF search of the same invocation (314 s, recall 0.912) and 0.74 x the speed of the
 list-order IVF search the library now runs (151 s, recall 0.912). efSearch 128 on the same index: 289 s,
 recall 0.975. pynndescent (n_jobs 2): 101 s plus 10 s of numba compilation, recall 0.946, peak 2.7 GB.
-A list-order IVF search with a larger nprobe (64) would probably reach 0.95 in about twice its 151 s; it
-was not measured. hnswlib and usearch were not run at a million: at 300,000 cells they were slower than
+hnswlib and usearch were not run at a million: at 300,000 cells they were slower than
 faiss HNSW at the same recall (hnswlib M 16 efc 100 efs 128: 106 s, 0.969; usearch M 16 efc 128 efs 64:
 109 s, 0.950; faiss HNSW M 32 efc 80 efs 64: 78 s, 0.971).
+
+**nprobe against n (2026-11-25 06:34-07:09, list order, k = 15, load 0.5 at 50,000 cells rising to
+3-9 at a million, beside two test-suite runs).** Recall@15 at nprobe 32 / 48 / 64 / 96: 50,000 cells
+(nlist 224) 0.972 / 0.986 / 0.993 / 0.999; 100,000 (316) 0.969 / 0.984 / 0.991 / 0.997; 300,000 (548)
+0.954 / 0.976 / 0.985 / 0.993; 1,000,000 (1,000) 0.912 / 0.955 / 0.972 (96 not run). Across the sizes
+the recall is a function of nprobe / sqrt(nlist), not of the probed share nprobe / nlist: 1.0 -> 0.912,
+1.4 -> 0.954, 1.8 -> 0.969, 2.0-2.1 -> 0.972-0.976, 2.7 -> 0.984-0.985 (at a fixed share it rises with
+n). So `glfs.graph.ivf_nprobe` now probes 2 sqrt(nlist) cells, at least 32: unchanged up to 65,536
+cells, 36 at 100,000, 47 at 300,000, 64 at a million (recall@15 0.972 there, the 50,000-cell figure).
+Its cost: CPU seconds of the million-cell search 305 / 442 / 636 at nprobe 32 / 48 / 64, so 2.1 x the
+previous setting; on quiet cores (148 s at nprobe 32) about 310 s. The wall times of this sweep
+(193 / 367 / 765 s) are not comparable with each other: the load rose from 3 to 9 during it.
 
 **At 50,000-300,000 cells** the current IVF setting already has recall >= 0.95 and every backend takes
 seconds to about a minute; which is fastest changes with the load from row to row (the exact search of

@@ -375,7 +375,7 @@ def test_ivf_query_order_changes_nothing(data):
     index.cp.min_points_per_centroid = 1
     index.train(Z32)
     index.add(Z32)
-    index.nprobe = min(nlist, gg.IVF_NPROBE)
+    index.nprobe = gg.ivf_nprobe(nlist)
     _, ind = index.search(Z32, 5 + 5)
     rows = np.repeat(np.arange(n), ind.shape[1])
     cols = ind.ravel().astype(np.int64)
@@ -386,3 +386,13 @@ def test_ivf_query_order_changes_nothing(data):
     want = gg._keep_k(rows, cols, d, 5)
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+
+
+def test_ivf_nprobe_grows_like_the_root_of_the_cell_count():
+    """The probed cells: 2 sqrt(nlist), never fewer than 32 (the setting of every size up to nlist 256), never
+    more than nlist; the rule the recall measurements of docs/methods.md ('Atlas scale') chose."""
+    assert [gg.ivf_nprobe(m) for m in (1, 20, 224, 256)] == [1, 20, 32, 32]
+    assert gg.ivf_nprobe(1000) == 64  # ceil(63.25): a million cells
+    assert gg.ivf_nprobe(548) == 47  # 300,000 cells
+    big = [gg.ivf_nprobe(m) for m in (10_000, 40_000, 160_000)]
+    assert big == [200, 400, 800]  # doubling with every fourfold nlist

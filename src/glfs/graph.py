@@ -212,9 +212,27 @@ def _from_candidates(Z, ind, n_neighbors):
 #: ``method="auto"`` searches the principal components with faiss' IVF index (``method="approx"``)
 #: instead of exactly from this many samples on, when faiss-cpu is installed.
 AUTO_INDEX_MIN_SAMPLES = 30000
-#: faiss IVF index (``_knn_ivf``): cells per sqrt(n_samples), and cells probed per sample.
+#: faiss IVF index (``_knn_ivf``): cells per sqrt(n_samples); cells probed per sample
+#: (:func:`ivf_nprobe`): ``IVF_NPROBE_PER_SQRT_NLIST`` sqrt(nlist), at least ``IVF_NPROBE``.
 IVF_NLIST_PER_SQRT_N = 1.0
 IVF_NPROBE = 32
+IVF_NPROBE_PER_SQRT_NLIST = 2.0
+
+
+def ivf_nprobe(nlist: int) -> int:
+    """Cells an IVF query probes: ``max(IVF_NPROBE, ceil(IVF_NPROBE_PER_SQRT_NLIST sqrt(nlist)))``, at most nlist.
+
+    On the simulated counts of benchmarks/atlas_scale.py (50 principal
+    components, k = 15) the recall of the IVF search was a function of
+    nprobe / sqrt(nlist) at 50,000 to 1,000,000 cells, not of the probed share
+    nprobe / nlist: 0.912 at 1.0, 0.954 at 1.4, 0.969 at 1.8, 0.976 at 2.1,
+    0.985 at 2.7 (benchmarks/results/knn_backends.md).  A fixed nprobe of 32 let
+    the recall fall from 0.972 at 50,000 cells to 0.912 at a million; 2 sqrt(nlist)
+    holds it near 0.97.  The floor of 32 keeps the search of every size up to
+    65,536 cells (nlist 256) as it was.  The search then costs
+    O(n^1.75 p) instead of O(n^1.5 p).
+    """
+    return int(min(nlist, max(IVF_NPROBE, np.ceil(IVF_NPROBE_PER_SQRT_NLIST * np.sqrt(nlist)))))
 
 
 def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, nprobe: int | None = None):
@@ -222,10 +240,11 @@ def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, npro
 
     faiss' k-means (seeded by ``random_state``) splits the samples into
     ``nlist`` cells (default ``IVF_NLIST_PER_SQRT_N`` sqrt(n)); each sample's
-    candidates are the samples of the ``nprobe`` cells (default ``IVF_NPROBE``)
-    nearest to it, searched exhaustively.  Cost O(n nlist p) per k-means
-    iteration and O(n (nlist + nprobe n / nlist) p) for the search, i.e.
-    O(n^1.5 p) with nlist ~ sqrt(n), against O(n^2 p) for the flat search.
+    candidates are the samples of the ``nprobe`` cells (default :func:`ivf_nprobe`,
+    2 sqrt(nlist) and at least 32) nearest to it, searched exhaustively.  Cost
+    O(n nlist p) per k-means iteration and O(n (nlist + nprobe n / nlist) p) for
+    the search, i.e. O(n^1.75 p) with nlist ~ sqrt(n) and nprobe ~ n^0.25,
+    against O(n^2 p) for the flat search.
     The queries are searched grouped by their cell (same results, fewer cache
     misses).  Deterministic given ``random_state`` (faiss' k-means sums each centroid
     over the samples in a fixed order, so the thread count does not matter).
@@ -238,7 +257,7 @@ def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, npro
     _check_n_neighbors(n_neighbors, n)
     k_search = int(min(n, n_neighbors + 5))
     nlist = int(nlist or max(1, round(IVF_NLIST_PER_SQRT_N * np.sqrt(n))))
-    nprobe = int(min(nlist, nprobe or IVF_NPROBE))
+    nprobe = int(min(nlist, nprobe or ivf_nprobe(nlist)))
     Z32 = np.ascontiguousarray(Z, dtype=np.float32)
     log.info("approximate search on %d x %d components with faiss IVFFlat (nlist %d, nprobe %d)", n, p, nlist, nprobe)
     index = faiss.IndexIVFFlat(faiss.IndexFlatL2(p), p, nlist)

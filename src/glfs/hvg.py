@@ -230,7 +230,7 @@ def pearson_residuals_bytes(X) -> float:
     indices), plus about 64 bytes per cell and per gene for the index pointers
     and sums.  A dense X: two copies of X and one in float64, ``n d (2 s + 8)``
     for values of ``s`` bytes.  At a million cells x 20,000 genes with 5.5e8
-    non-zeros this is 12.3 GiB; scanpy failed there with a MemoryError under a
+    non-zeros this is 12.4 GB (2^30 bytes); scanpy failed there with a MemoryError under a
     16 GB address-space limit (docs/methods.md, "Size limits").
     """
     n, d = X.shape
