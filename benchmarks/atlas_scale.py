@@ -182,7 +182,7 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
             def emit(self, record):
                 stamps.append((time.perf_counter(), record.getMessage()))
 
-        lg = logging.getLogger("glfs.graph")
+        lg = logging.getLogger("glfs.neighbors")  # the neighbour search logs "PCA to ..."
         lg.setLevel(logging.INFO)
         lg.addHandler(_Stamp())
         _mark()

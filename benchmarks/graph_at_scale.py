@@ -102,16 +102,16 @@ def search(Z, kind, **kw):
     """(rows, cols, dist) of the K nearest other samples, distances in float64 on Z."""
     import faiss
 
-    import glfs.graph as gg
+    import glfs.neighbors as nb
 
     Z32 = np.ascontiguousarray(Z, dtype=np.float32)
     n, p = Z32.shape
     ks = K + 5
     if kind == "flat":
-        return gg._knn_brute32(Z32, K, "faiss")
+        return nb._knn_brute32(Z32, K, "faiss")
     if kind == "ivf":
-        if hasattr(gg, "_knn_ivf"):
-            return gg._knn_ivf(Z32, K, random_state=0, nlist=kw["nlist"], nprobe=kw["nprobe"])
+        if hasattr(nb, "_knn_ivf"):
+            return nb._knn_ivf(Z32, K, random_state=0, nlist=kw["nlist"], nprobe=kw["nprobe"])
         q = faiss.IndexFlatL2(p)
         index = faiss.IndexIVFFlat(q, p, kw["nlist"])
         index.train(Z32)
@@ -132,7 +132,7 @@ def search(Z, kind, **kw):
     rows, cols = rows[ok], cols[ok]
     Zd = Z32.astype(np.float64)
     diff = Zd[rows] - Zd[cols]
-    return gg._keep_k(rows, cols, np.sqrt(np.einsum("ij,ij->i", diff, diff)), K)
+    return nb._keep_k(rows, cols, np.sqrt(np.einsum("ij,ij->i", diff, diff)), K)
 
 
 def heat_graph(rows, cols, dist, n):

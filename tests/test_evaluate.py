@@ -366,14 +366,14 @@ def test_precomputed_affinity_gives_the_labels_of_the_old_call(seed):
 
 
 def test_loo_1nn_uses_the_principal_component_search_for_many_samples(monkeypatch):
-    import glfs.graph as gg
+    import glfs.neighbors as nb
 
     X, y = _blobs_big(n=400, d=60)
     exact = loo_1nn_accuracy(X, y)
     calls = []
-    real = gg._knn_brute32  # at scale: exact search on 50 principal components (glfs.graph.choose_neighbor_method)
-    monkeypatch.setattr(gg, "_knn_brute32", lambda *a, **k: calls.append(a[0].shape) or real(*a, **k))
-    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", 100)
+    real = nb._knn_brute32  # at scale: exact search on 50 principal components (glfs.neighbors.choose_neighbor_method)
+    monkeypatch.setattr(nb, "_knn_brute32", lambda *a, **k: calls.append(a[0].shape) or real(*a, **k))
+    monkeypatch.setattr(nb, "AUTO_APPROX_MIN_SAMPLES", 100)
     approx = loo_1nn_accuracy(X, y)
     assert calls == [(400, 50)]
     assert exact == 1.0  # separated blobs: every nearest neighbour is in the same class

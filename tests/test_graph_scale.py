@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-import glfs.graph as gg
+import glfs.neighbors as nb
 
 
 def latent_clusters(n=1500, d=200, n_clusters=6, rank=8, noise=0.05, seed=0):
@@ -55,7 +55,7 @@ def data():
     return latent_clusters()
 
 
-HAS_FAISS = gg.exact_backend() == "faiss"
+HAS_FAISS = nb.exact_backend() == "faiss"
 APPROX_BACKENDS = ["pynndescent", pytest.param("faiss", marks=pytest.mark.skipif(not HAS_FAISS, reason="faiss-cpu not installed"))]
 
 
@@ -67,7 +67,7 @@ def backend_name(request):
 @pytest.fixture
 def use_backend(monkeypatch, backend_name):
     """method="approx" runs this backend's index."""
-    monkeypatch.setattr(gg, "approx_backend", lambda: backend_name)
+    monkeypatch.setattr(nb, "approx_backend", lambda: backend_name)
     return backend_name
 
 
@@ -75,15 +75,15 @@ def use_backend(monkeypatch, backend_name):
 def approx_knn(data, backend_name):
     X, _ = data
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(gg, "approx_backend", lambda: backend_name)
-        return gg.nearest_neighbors(X, 5, method="approx", random_state=0)
+        mp.setattr(nb, "approx_backend", lambda: backend_name)
+        return nb.nearest_neighbors(X, 5, method="approx", random_state=0)
 
 
 def test_approx_recall_against_exact(data, approx_knn):
     X, _ = data
     n = X.shape[0]
-    exact_all = knn_sets(*gg.nearest_neighbors(X, 5, method="exact")[:2], n)
-    exact_pcs = knn_sets(*gg.nearest_neighbors(X, 5, method="exact", n_pcs=50)[:2], n)
+    exact_all = knn_sets(*nb.nearest_neighbors(X, 5, method="exact")[:2], n)
+    exact_pcs = knn_sets(*nb.nearest_neighbors(X, 5, method="exact", n_pcs=50)[:2], n)
     approx = knn_sets(*approx_knn[:2], n)
     assert all(len(s) == 5 for s in approx)
     # the index itself (same 50 components) and the whole approximation (PCs + index) against all genes
@@ -94,7 +94,7 @@ def test_approx_recall_against_exact(data, approx_knn):
 def test_approx_distances_are_true_distances_on_components(data, approx_knn):
     X, _ = data
     rows, cols, dist = approx_knn
-    _, _, dist_exact = gg.nearest_neighbors(X, 5, method="exact", n_pcs=50)
+    _, _, dist_exact = nb.nearest_neighbors(X, 5, method="exact", n_pcs=50)
     # per-row sorted distances: the approximate k-th distance can only be >= the exact one
     a = dist.reshape(-1, 5)
     e = dist_exact.reshape(-1, 5)
@@ -118,8 +118,8 @@ def test_approx_cosine_neighbours(data, use_backend):
     X, _ = data
     X = X + 5.0  # make cosine and Euclidean neighbourhoods differ
     n = X.shape[0]
-    r, c, dist = gg.nearest_neighbors(X, 5, method="approx", metric="cosine", n_pcs=50)
-    r2, c2, dist2 = gg.nearest_neighbors(X, 5, method="exact", metric="cosine")
+    r, c, dist = nb.nearest_neighbors(X, 5, method="approx", metric="cosine", n_pcs=50)
+    r2, c2, dist2 = nb.nearest_neighbors(X, 5, method="exact", metric="cosine")
     assert recall(knn_sets(r, c, n), knn_sets(r2, c2, n)) >= 0.9
     assert np.all((dist >= 0) & (dist <= 2))
 
@@ -153,14 +153,14 @@ def brute_force_knn(Z, k):
     return [set(np.argsort(D[i], kind="stable")[:k]) for i in range(Z.shape[0])], np.sort(D, axis=1)[:, :k] ** 0.5
 
 
-BACKENDS = ["sklearn", pytest.param("faiss", marks=pytest.mark.skipif(gg.exact_backend() != "faiss", reason="faiss-cpu not installed"))]
+BACKENDS = ["sklearn", pytest.param("faiss", marks=pytest.mark.skipif(nb.exact_backend() != "faiss", reason="faiss-cpu not installed"))]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_exact_on_components_equals_brute_force(backend):
     rng = np.random.default_rng(5)
     Z = rng.normal(size=(400, 12)) * np.linspace(3, 0.5, 12)  # no ties
-    rows, cols, dist = gg._knn_brute32(Z, 6, backend)
+    rows, cols, dist = nb._knn_brute32(Z, 6, backend)
     truth, tdist = brute_force_knn(Z, 6)
     found = knn_sets(rows, cols, Z.shape[0])
     assert recall(found, truth) == 1.0
@@ -171,7 +171,7 @@ def test_exact_on_components_duplicates_keep_k():
     # duplicated samples: the self-match may come second, every row must still get k other samples
     rng = np.random.default_rng(6)
     Z = np.repeat(rng.normal(size=(50, 4)), 3, axis=0)
-    rows, cols, dist = gg._knn_brute32(Z, 4)
+    rows, cols, dist = nb._knn_brute32(Z, 4)
     assert np.all(np.bincount(rows, minlength=Z.shape[0]) == 4)
     assert np.all(rows != cols)
     assert np.all(dist.reshape(-1, 4)[:, :2] == 0)  # the two copies come first
@@ -180,19 +180,19 @@ def test_exact_on_components_duplicates_keep_k():
 def test_auto_at_scale_is_exact_on_components(monkeypatch, data):
     # with the threshold lowered, auto = exact search on 50 components: recall 1 against brute force on those components
     X, _ = data
-    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", X.shape[0])
-    rows, cols, _ = gg.nearest_neighbors(X, 5, random_state=0)
-    Z = gg._pca(gg.check_X(X), 50, 0, float32=True)
+    monkeypatch.setattr(nb, "AUTO_APPROX_MIN_SAMPLES", X.shape[0])
+    rows, cols, _ = nb.nearest_neighbors(X, 5, random_state=0)
+    Z = nb._pca(nb.check_X(X), 50, 0, float32=True)
     truth, _ = brute_force_knn(Z, 5)
     assert recall(knn_sets(rows, cols, X.shape[0]), truth) >= 0.999  # float32 PCs: allow a near-tie or two
 
 
 def test_backends_give_the_same_graph(monkeypatch, data):
-    if gg.exact_backend() != "faiss":
+    if nb.exact_backend() != "faiss":
         pytest.skip("faiss-cpu not installed")
     X, _ = data
     W_faiss = glfs.similarity_graph(X, n_neighbors=5, method="exact", n_pcs=30)
-    monkeypatch.setattr(gg, "exact_backend", lambda: "sklearn")
+    monkeypatch.setattr(nb, "exact_backend", lambda: "sklearn")
     W_sk = glfs.similarity_graph(X, n_neighbors=5, method="exact", n_pcs=30)
     assert (W_faiss != W_sk).nnz == 0
 
@@ -201,7 +201,7 @@ def test_backends_give_the_same_graph(monkeypatch, data):
 def test_ivf_recall_against_brute_force():
     # the IVF index with its defaults on planted clusters: nearly all of the exact neighbours
     X, _ = latent_clusters(n=3000, d=20, noise=0.2, seed=4)
-    rows, cols, dist = gg._knn_ivf(X, 6)
+    rows, cols, dist = nb._knn_ivf(X, 6)
     truth, tdist = brute_force_knn(X, 6)
     assert np.all(np.bincount(rows, minlength=X.shape[0]) == 6)
     assert recall(knn_sets(rows, cols, X.shape[0]), truth) >= 0.95
@@ -215,7 +215,7 @@ def test_ivf_cells_with_too_few_samples_are_searched_exactly():
     # one cell per ~1 sample and one probed cell: no sample finds 6 candidates in its cell, all go exact
     rng = np.random.default_rng(8)
     Z = rng.normal(size=(300, 5)) * np.linspace(3, 1, 5)
-    rows, cols, dist = gg._knn_ivf(Z, 5, nlist=250, nprobe=1)
+    rows, cols, dist = nb._knn_ivf(Z, 5, nlist=250, nprobe=1)
     truth, tdist = brute_force_knn(Z, 5)
     assert recall(knn_sets(rows, cols, Z.shape[0]), truth) == 1.0
     np.testing.assert_allclose(dist.reshape(-1, 5), tdist, rtol=1e-10)
@@ -226,13 +226,13 @@ def test_ivf_same_graph_for_any_thread_count(data):
     import faiss
 
     X, _ = data
-    Z = gg._pca(gg.check_X(X), 30, 0, float32=True)
+    Z = nb._pca(nb.check_X(X), 30, 0, float32=True)
     before = faiss.omp_get_max_threads()
     try:
         faiss.omp_set_num_threads(1)
-        one = gg._knn_ivf(Z, 5, random_state=2)
+        one = nb._knn_ivf(Z, 5, random_state=2)
         faiss.omp_set_num_threads(2)
-        two = gg._knn_ivf(Z, 5, random_state=2)
+        two = nb._knn_ivf(Z, 5, random_state=2)
     finally:
         faiss.omp_set_num_threads(before)
     for a, b in zip(one, two):
@@ -241,7 +241,7 @@ def test_ivf_same_graph_for_any_thread_count(data):
 
 def test_unknown_backend():
     with pytest.raises(ValueError, match=r"backend must be 'faiss' or 'sklearn'; got 'annoy'"):
-        gg._knn_brute32(np.eye(10), 3, "annoy")
+        nb._knn_brute32(np.eye(10), 3, "annoy")
 
 
 # ---------------------------------------------------------------- the switch rule
@@ -250,10 +250,10 @@ def test_unknown_backend():
     [
         (173, 1740, "auto", None, ("exact", None)),  # bulk cohort: exact, all genes
         (3000, 20000, "auto", None, ("exact", None)),
-        (gg.AUTO_APPROX_MIN_SAMPLES - 1, 2000, "auto", None, ("exact", None)),
-        (gg.AUTO_APPROX_MIN_SAMPLES, 2000, "auto", None, ("exact", 50)),  # at scale: exact on 50 components
-        (gg.AUTO_INDEX_MIN_SAMPLES - 1, 2000, "auto", None, ("exact", 50)),
-        (gg.AUTO_INDEX_MIN_SAMPLES, 2000, "auto", None, ("approx" if HAS_FAISS else "exact", 50)),  # faiss IVF
+        (nb.AUTO_APPROX_MIN_SAMPLES - 1, 2000, "auto", None, ("exact", None)),
+        (nb.AUTO_APPROX_MIN_SAMPLES, 2000, "auto", None, ("exact", 50)),  # at scale: exact on 50 components
+        (nb.AUTO_INDEX_MIN_SAMPLES - 1, 2000, "auto", None, ("exact", 50)),
+        (nb.AUTO_INDEX_MIN_SAMPLES, 2000, "auto", None, ("approx" if HAS_FAISS else "exact", 50)),  # faiss IVF
         (50000, 2000, "auto", None, ("approx" if HAS_FAISS else "exact", 50)),
         (50000, 30, "auto", None, ("approx" if HAS_FAISS else "exact", None)),  # few genes: no PCA
         (50000, 2000, "auto", 20, ("approx" if HAS_FAISS else "exact", 20)),
@@ -263,18 +263,18 @@ def test_unknown_backend():
     ],
 )
 def test_choose_neighbor_method(n, d, method, n_pcs, expected):
-    assert gg.choose_neighbor_method(n, d, method, n_pcs) == expected
+    assert nb.choose_neighbor_method(n, d, method, n_pcs) == expected
 
 
 def _spy(monkeypatch, name):
     calls = []
-    real = getattr(gg, name)
+    real = getattr(nb, name)
 
     def spy(*a, **k):
         calls.append(a[0].shape)
         return real(*a, **k)
 
-    monkeypatch.setattr(gg, name, spy)
+    monkeypatch.setattr(nb, name, spy)
     return calls
 
 
@@ -282,11 +282,11 @@ def test_auto_switches_at_threshold(monkeypatch, data):
     X, _ = data
     approx = _spy(monkeypatch, "_knn_approx")
     pcs = _spy(monkeypatch, "_knn_brute32")
-    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", X.shape[0] + 1)
+    monkeypatch.setattr(nb, "AUTO_APPROX_MIN_SAMPLES", X.shape[0] + 1)
     W_auto = glfs.similarity_graph(X, n_neighbors=5)
     assert approx == [] and pcs == []
     assert (W_auto != glfs.similarity_graph(X, n_neighbors=5, method="exact")).nnz == 0
-    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", X.shape[0])
+    monkeypatch.setattr(nb, "AUTO_APPROX_MIN_SAMPLES", X.shape[0])
     W_big = glfs.similarity_graph(X, n_neighbors=5)
     assert approx == [] and pcs == [(X.shape[0], 50)]  # exact, on 50 components
     assert (W_big != glfs.similarity_graph(X, n_neighbors=5, method="exact", n_pcs=50)).nnz == 0
@@ -294,9 +294,9 @@ def test_auto_switches_at_threshold(monkeypatch, data):
 
 
 def test_auto_without_faiss_stays_exact(monkeypatch):
-    monkeypatch.setattr(gg, "exact_backend", lambda: "sklearn")
-    assert gg.approx_backend() == "pynndescent"
-    assert gg.choose_neighbor_method(50000, 2000) == ("exact", 50)  # pynndescent only when forced
+    monkeypatch.setattr(nb, "exact_backend", lambda: "sklearn")
+    assert nb.approx_backend() == "pynndescent"
+    assert nb.choose_neighbor_method(50000, 2000) == ("exact", 50)  # pynndescent only when forced
 
 
 @pytest.mark.skipif(not HAS_FAISS, reason="faiss-cpu not installed")
@@ -304,11 +304,11 @@ def test_auto_switches_to_the_index(monkeypatch, data):
     X, _ = data
     ivf = _spy(monkeypatch, "_knn_ivf")
     pcs = _spy(monkeypatch, "_knn_brute32")
-    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", 100)
-    monkeypatch.setattr(gg, "AUTO_INDEX_MIN_SAMPLES", X.shape[0] + 1)
+    monkeypatch.setattr(nb, "AUTO_APPROX_MIN_SAMPLES", 100)
+    monkeypatch.setattr(nb, "AUTO_INDEX_MIN_SAMPLES", X.shape[0] + 1)
     glfs.similarity_graph(X, n_neighbors=5)
     assert ivf == [] and pcs == [(X.shape[0], 50)]
-    monkeypatch.setattr(gg, "AUTO_INDEX_MIN_SAMPLES", X.shape[0])
+    monkeypatch.setattr(nb, "AUTO_INDEX_MIN_SAMPLES", X.shape[0])
     W = glfs.similarity_graph(X, n_neighbors=5)
     assert ivf == [(X.shape[0], 50)] and len(pcs) == 1
     assert (W != glfs.similarity_graph(X, n_neighbors=5, method="approx")).nnz == 0
@@ -320,10 +320,10 @@ def test_forcing_either_way(monkeypatch, data, use_backend):
     X, _ = data
     approx = _spy(monkeypatch, "_knn_ivf" if use_backend == "faiss" else "_knn_approx")
     pcs = _spy(monkeypatch, "_knn_brute32")
-    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", 10)  # auto would search components
+    monkeypatch.setattr(nb, "AUTO_APPROX_MIN_SAMPLES", 10)  # auto would search components
     glfs.similarity_graph(X, n_neighbors=5, method="exact")
     assert approx == [] and pcs == []  # all genes
-    monkeypatch.setattr(gg, "AUTO_APPROX_MIN_SAMPLES", 10**9)  # auto would stay on all genes
+    monkeypatch.setattr(nb, "AUTO_APPROX_MIN_SAMPLES", 10**9)  # auto would stay on all genes
     glfs.similarity_graph(X, n_neighbors=5, method="approx", n_pcs=20)
     assert approx == [(X.shape[0], 20)] and pcs == []
     glfs.similarity_graph(X, n_neighbors=5, method="exact", n_pcs=20)
@@ -334,8 +334,8 @@ def test_sparse_input_approx(data, use_backend):
     X, _ = data
     Xs = sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
     n = X.shape[0]
-    r, c, _ = gg.nearest_neighbors(Xs, 5, method="approx", n_pcs=30)
-    r2, c2, _ = gg.nearest_neighbors(Xs.toarray(), 5, method="exact", n_pcs=30)
+    r, c, _ = nb.nearest_neighbors(Xs, 5, method="approx", n_pcs=30)
+    r2, c2, _ = nb.nearest_neighbors(Xs.toarray(), 5, method="exact", n_pcs=30)
     assert recall(knn_sets(r, c, n), knn_sets(r2, c2, n)) >= 0.9
 
 
@@ -365,17 +365,17 @@ def test_ivf_query_order_changes_nothing(data):
     import faiss
 
     X, _ = data
-    Z = gg._pca(gg.check_X(X), 30, 0, float32=True)
-    got = gg._knn_ivf(Z, 5, random_state=3)
+    Z = nb._pca(nb.check_X(X), 30, 0, float32=True)
+    got = nb._knn_ivf(Z, 5, random_state=3)
     n, p = Z.shape
     Z32 = np.ascontiguousarray(Z, dtype=np.float32)
-    nlist = max(1, round(gg.IVF_NLIST_PER_SQRT_N * np.sqrt(n)))
+    nlist = max(1, round(nb.IVF_NLIST_PER_SQRT_N * np.sqrt(n)))
     index = faiss.IndexIVFFlat(faiss.IndexFlatL2(p), p, nlist)
     index.cp.seed = int(np.random.RandomState(3).randint(2**31 - 1))
     index.cp.min_points_per_centroid = 1
     index.train(Z32)
     index.add(Z32)
-    index.nprobe = gg.ivf_nprobe(nlist)
+    index.nprobe = nb.ivf_nprobe(nlist)
     _, ind = index.search(Z32, 5 + 5)
     rows = np.repeat(np.arange(n), ind.shape[1])
     cols = ind.ravel().astype(np.int64)
@@ -383,7 +383,7 @@ def test_ivf_query_order_changes_nothing(data):
     rows, cols = rows[ok], cols[ok]
     Zd = Z.astype(np.float64)
     d = np.sqrt(np.maximum(np.einsum("ij,ij->i", Zd[rows] - Zd[cols], Zd[rows] - Zd[cols]), 0.0))
-    want = gg._keep_k(rows, cols, d, 5)
+    want = nb._keep_k(rows, cols, d, 5)
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
 
@@ -391,8 +391,8 @@ def test_ivf_query_order_changes_nothing(data):
 def test_ivf_nprobe_grows_like_the_root_of_the_cell_count():
     """The probed cells: 2 sqrt(nlist), never fewer than 32 (the setting of every size up to nlist 256), never
     more than nlist; the rule the recall measurements of docs/methods.md ('Atlas scale') chose."""
-    assert [gg.ivf_nprobe(m) for m in (1, 20, 224, 256)] == [1, 20, 32, 32]
-    assert gg.ivf_nprobe(1000) == 64  # ceil(63.25): a million cells
-    assert gg.ivf_nprobe(548) == 47  # 300,000 cells
-    big = [gg.ivf_nprobe(m) for m in (10_000, 40_000, 160_000)]
+    assert [nb.ivf_nprobe(m) for m in (1, 20, 224, 256)] == [1, 20, 32, 32]
+    assert nb.ivf_nprobe(1000) == 64  # ceil(63.25): a million cells
+    assert nb.ivf_nprobe(548) == 47  # 300,000 cells
+    big = [nb.ivf_nprobe(m) for m in (10_000, 40_000, 160_000)]
     assert big == [200, 400, 800]  # doubling with every fourfold nlist

@@ -1,0 +1,412 @@
+"""Nearest-neighbour search over samples: the search behind :func:`glfs.graph.similarity_graph`.
+
+X has shape (n_samples, n_features).  Exact search on all genes (scikit-learn),
+exact float32 brute force on principal components (faiss or scikit-learn), or
+an approximate index (faiss' IVF, or pynndescent's NN-descent); every search
+returns (rows, cols, distances) with ``n_neighbors`` other samples per row and
+holds O(n * n_neighbors) pairs, never an n x n dense array.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import check_int, check_X
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "nearest_neighbors",
+    "choose_neighbor_method",
+    "exact_backend",
+    "approx_backend",
+    "ivf_nprobe",
+    "AUTO_APPROX_MIN_SAMPLES",
+    "AUTO_INDEX_MIN_SAMPLES",
+    "APPROX_N_PCS",
+    "NEIGHBOR_METHODS",
+    "IVF_NLIST_PER_SQRT_N",
+    "IVF_NPROBE",
+    "IVF_NPROBE_PER_SQRT_NLIST",
+]
+
+#: ``method="auto"`` searches on principal components from this many samples on
+#: (the threshold scanpy's ``pp.neighbors`` uses for its exact Euclidean search);
+#: below it, exact search on all genes.
+AUTO_APPROX_MIN_SAMPLES = 8192
+#: Principal components searched when ``n_pcs`` is None and the search runs on
+#: components (``method="auto"`` at scale, or ``"approx"``) and the data have
+#: more genes than this (scanpy's default representation).
+APPROX_N_PCS = 50
+NEIGHBOR_METHODS = ("auto", "exact", "approx")
+
+
+def _check_n_neighbors(n_neighbors, n):
+    """n_neighbors must be a positive integer smaller than the number of samples n."""
+    check_int(n_neighbors, "n_neighbors", min_val=1)
+    if n_neighbors >= n:
+        msg = f"n_neighbors must be smaller than the number of samples ({n}); got {n_neighbors}"
+        raise ValueError(msg)
+
+
+def choose_neighbor_method(n_samples: int, n_features: int, method: str = "auto", n_pcs: int | None = None):
+    """Which neighbour search :func:`similarity_graph` runs, and on how many dimensions.
+
+    The rule (``method="auto"``): below ``AUTO_APPROX_MIN_SAMPLES`` (8192)
+    samples, exact search on all genes, so bulk cohorts (a few hundred to a
+    few thousand patients) always get the exact graph on all genes.  From
+    8192 samples on, the search runs on the first ``n_pcs`` principal
+    components (``APPROX_N_PCS`` = 50 when ``n_pcs`` is None and the data
+    have more genes than that, else all genes): exactly, by a brute-force
+    search in float32 (faiss' ``IndexFlatL2`` when faiss-cpu is installed,
+    else scikit-learn's chunked brute force; O(n^2 n_pcs), no index, the
+    same neighbours whichever backend runs), and from
+    ``AUTO_INDEX_MIN_SAMPLES`` (30,000) samples on, when faiss-cpu is
+    installed, with faiss' inverted-file index (``"approx"``, IndexIVFFlat,
+    O(n^1.5 n_pcs); recall 0.97-0.99 of the exact 5 neighbours on simulated
+    data at 50,000 cells, ``benchmarks/results/graph_at_scale.tsv``).  Without
+    faiss, auto stays exact: pynndescent, the other approximate index,
+    compiles its search with numba in every fresh Python process, which
+    costs more than the exact search saves (``benchmarks/results/scaling.md``).
+    ``method="exact"`` searches all genes unless ``n_pcs`` is given;
+    ``method="approx"`` the approximate index of :func:`approx_backend`.
+
+    Parameters
+    ----------
+    n_samples, n_features : int
+        Shape of X (n_samples, n_features).
+    method : {"auto", "exact", "approx"}
+        "exact" and "approx" force the search; "auto" applies the rule.
+    n_pcs : int, optional
+        Principal components requested by the caller.
+
+    Returns
+    -------
+    (method, n_pcs) : tuple of (str, int or None)
+        ``"exact"`` or ``"approx"``, and the number of components to search
+        (None = all genes, no PCA).
+    """
+    if method not in NEIGHBOR_METHODS:
+        msg = f"method must be one of {NEIGHBOR_METHODS}; got {method!r}"
+        raise ValueError(msg)
+    on_pcs = method == "approx" or (method == "auto" and n_samples >= AUTO_APPROX_MIN_SAMPLES)
+    if method == "auto":
+        index = on_pcs and n_samples >= AUTO_INDEX_MIN_SAMPLES and approx_backend() == "faiss"
+        method = "approx" if index else "exact"
+    if on_pcs and n_pcs is None and n_features > APPROX_N_PCS:
+        n_pcs = min(APPROX_N_PCS, n_samples)
+    return method, n_pcs
+
+
+def _keep_k(rows, cols, d, n_neighbors):
+    """Drop self-pairs and keep exactly n_neighbors nearest per row (sorted by distance)."""
+    keep = rows != cols
+    rows, cols, d = rows[keep], cols[keep], d[keep]
+    # a duplicate sample may push self out of the list: keep exactly n_neighbors per row
+    order = np.lexsort((d, rows))  # stable: equal distances keep the search's order
+    rows, cols, d = rows[order], cols[order], d[order]
+    first = np.r_[0, np.flatnonzero(np.diff(rows)) + 1]
+    pos = np.arange(rows.size) - np.repeat(first, np.diff(np.r_[first, rows.size]))
+    keep = pos < n_neighbors
+    return rows[keep], cols[keep], d[keep]
+
+
+def _knn(X, n_neighbors: int, metric: str):
+    """Exact kNN (scikit-learn NearestNeighbors); returns (rows, cols, distances) without self."""
+    n = X.shape[0]
+    _check_n_neighbors(n_neighbors, n)
+    from sklearn.neighbors import NearestNeighbors
+
+    nn = NearestNeighbors(n_neighbors=n_neighbors + 1, metric=metric)
+    nn.fit(X)
+    dist, ind = nn.kneighbors(X)
+    rows = np.repeat(np.arange(n), n_neighbors + 1)
+    return _keep_k(rows, ind.ravel(), dist.ravel(), n_neighbors)
+
+
+def exact_backend() -> str:
+    """The library behind the exact search on principal components: ``"faiss"`` or ``"sklearn"``.
+
+    faiss (``pip install glfs[scale]``, faiss-cpu) when it can be imported,
+    else scikit-learn.  Both are exact, so the graph does not depend on which
+    one ran (up to float32 rounding of near-equal distances).
+    """
+    try:
+        import faiss  # noqa: F401
+    except ImportError:
+        return "sklearn"
+    return "faiss"
+
+
+def approx_backend() -> str:
+    """The approximate index behind ``method="approx"``: ``"faiss"`` or ``"pynndescent"``.
+
+    faiss' inverted-file index (``IndexIVFFlat``) when faiss-cpu can be
+    imported (``pip install glfs[scale]``), else pynndescent's NN-descent.
+    """
+    return "faiss" if exact_backend() == "faiss" else "pynndescent"
+
+
+def _knn_brute32(Z, n_neighbors: int, backend: str | None = None):
+    """Exact Euclidean kNN on a few dense columns (principal components), brute force in float32.
+
+    ``faiss.IndexFlatL2`` (BLAS distance blocks and a heap per query, OpenMP
+    threads) or scikit-learn ``NearestNeighbors(algorithm="brute")`` (its
+    chunked GEMM + heap ``ArgKmin``); neither holds more than a block of the
+    n x n distances.  Searches ``n_neighbors + 4`` candidates in float32,
+    recomputes their distances in float64 and keeps the nearest
+    ``n_neighbors`` other samples, so float32 rounding cannot reorder them.
+    Cost O(n^2 p) for p columns, memory O(n k) besides Z.
+    """
+    n = Z.shape[0]
+    _check_n_neighbors(n_neighbors, n)
+    k_search = int(min(n, n_neighbors + 5))  # self + n_neighbors + 4 spare
+    Z32 = np.ascontiguousarray(Z, dtype=np.float32)
+    backend = backend or exact_backend()
+    log.info("exact search on %d x %d components with %s (brute force, float32)", n, Z.shape[1], backend)
+    if backend == "faiss":
+        import faiss
+
+        index = faiss.IndexFlatL2(Z32.shape[1])
+        index.add(Z32)
+        _, ind = index.search(Z32, k_search)
+    elif backend == "sklearn":
+        from sklearn.neighbors import NearestNeighbors
+
+        nn = NearestNeighbors(n_neighbors=k_search, algorithm="brute", metric="euclidean").fit(Z32)
+        ind = nn.kneighbors(Z32, return_distance=False)
+    else:
+        msg = f"backend must be 'faiss' or 'sklearn'; got {backend!r}"
+        raise ValueError(msg)
+    return _from_candidates(Z, ind, n_neighbors)
+
+
+def _from_candidates(Z, ind, n_neighbors):
+    """(rows, cols, distances) of the nearest ``n_neighbors`` other samples among candidate indices.
+
+    ``ind`` (n, k_search) holds each sample's candidates (-1 = none); their
+    distances are recomputed in float64 on Z, so float32 rounding cannot
+    reorder the kept pairs.
+    """
+    n, k_search = ind.shape
+    rows = np.repeat(np.arange(n), k_search)
+    cols = ind.ravel().astype(np.int64)
+    ok = cols >= 0
+    rows, cols = rows[ok], cols[ok]
+    Zd = np.asarray(Z, dtype=np.float64)
+    d = np.empty(rows.size)
+    # in blocks of pairs: two (pairs x p) float64 temporaries of 32 MB each instead of 2 x 8 GB at a
+    # million cells x 20 candidates x 50 components; every pair's distance is computed as before
+    step = max(1, 2**22 // max(1, Zd.shape[1]))
+    for a in range(0, rows.size, step):
+        diff = Zd[rows[a : a + step]] - Zd[cols[a : a + step]]
+        d[a : a + step] = np.sqrt(np.maximum(np.einsum("ij,ij->i", diff, diff), 0.0))
+    return _keep_k(rows, cols, d, n_neighbors)
+
+
+#: ``method="auto"`` searches the principal components with faiss' IVF index (``method="approx"``)
+#: instead of exactly from this many samples on, when faiss-cpu is installed.
+AUTO_INDEX_MIN_SAMPLES = 30000
+#: faiss IVF index (``_knn_ivf``): cells per sqrt(n_samples); cells probed per sample
+#: (:func:`ivf_nprobe`): ``IVF_NPROBE_PER_SQRT_NLIST`` sqrt(nlist), at least ``IVF_NPROBE``.
+IVF_NLIST_PER_SQRT_N = 1.0
+IVF_NPROBE = 32
+IVF_NPROBE_PER_SQRT_NLIST = 2.0
+
+
+def ivf_nprobe(nlist: int) -> int:
+    """Cells an IVF query probes: ``max(IVF_NPROBE, ceil(IVF_NPROBE_PER_SQRT_NLIST sqrt(nlist)))``, at most nlist.
+
+    On the simulated counts of benchmarks/atlas_scale.py (50 principal
+    components, k = 15) the recall of the IVF search was a function of
+    nprobe / sqrt(nlist) at 50,000 to 1,000,000 cells, not of the probed share
+    nprobe / nlist: 0.912 at 1.0, 0.954 at 1.4, 0.969 at 1.8, 0.976 at 2.1,
+    0.985 at 2.7 (benchmarks/results/knn_backends.md).  A fixed nprobe of 32 let
+    the recall fall from 0.972 at 50,000 cells to 0.912 at a million; 2 sqrt(nlist)
+    holds it near 0.97.  The floor of 32 keeps the search of every size up to
+    65,536 cells (nlist 256) as it was.  The search then costs
+    O(n^1.75 p) instead of O(n^1.5 p).
+    """
+    return int(min(nlist, max(IVF_NPROBE, np.ceil(IVF_NPROBE_PER_SQRT_NLIST * np.sqrt(nlist)))))
+
+
+def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, nprobe: int | None = None):
+    """Approximate Euclidean kNN with faiss' inverted-file index (``IndexIVFFlat``) in float32.
+
+    faiss' k-means (seeded by ``random_state``) splits the samples into
+    ``nlist`` cells (default ``IVF_NLIST_PER_SQRT_N`` sqrt(n)); each sample's
+    candidates are the samples of the ``nprobe`` cells (default :func:`ivf_nprobe`,
+    2 sqrt(nlist) and at least 32) nearest to it, searched exhaustively.  Cost
+    O(n nlist p) per k-means iteration and O(n (nlist + nprobe n / nlist) p) for
+    the search, i.e. O(n^1.75 p) with nlist ~ sqrt(n) and nprobe ~ n^0.25,
+    against O(n^2 p) for the flat search.
+    The queries are searched grouped by their cell (same results, fewer cache
+    misses).  Deterministic given ``random_state`` (faiss' k-means sums each centroid
+    over the samples in a fixed order, so the thread count does not matter).
+    Searches ``n_neighbors + 5`` candidates; samples whose probed cells hold
+    too few others are searched exactly.  Distances recomputed in float64.
+    """
+    import faiss
+
+    n, p = Z.shape
+    _check_n_neighbors(n_neighbors, n)
+    k_search = int(min(n, n_neighbors + 5))
+    nlist = int(nlist or max(1, round(IVF_NLIST_PER_SQRT_N * np.sqrt(n))))
+    nprobe = int(min(nlist, nprobe or ivf_nprobe(nlist)))
+    Z32 = np.ascontiguousarray(Z, dtype=np.float32)
+    log.info("approximate search on %d x %d components with faiss IVFFlat (nlist %d, nprobe %d)", n, p, nlist, nprobe)
+    index = faiss.IndexIVFFlat(faiss.IndexFlatL2(p), p, nlist)
+    index.cp.seed = int(np.random.RandomState(random_state).randint(2**31 - 1))
+    index.cp.min_points_per_centroid = 1  # no warning for small n: k-means on fewer than 39 samples per cell is fine here
+    index.train(Z32)
+    index.add(Z32)
+    index.nprobe = nprobe
+    # queries in the order of their k-means cell: consecutive queries probe the same lists, which stay in
+    # cache (each query's result does not depend on the order; at 300,000 cells the search took 24 s in
+    # this order against 62 s in the cells' own, benchmarks/results/knn_backends.md)
+    _, cell = index.quantizer.search(Z32, 1)
+    order = np.argsort(cell.ravel(), kind="stable")
+    ind = np.empty((n, k_search), dtype=np.int64)
+    _, ind[order] = index.search(Z32[order], k_search)
+    short = np.flatnonzero((ind >= 0).sum(axis=1) < min(n, n_neighbors + 1))
+    if short.size:  # probed cells with too few samples: exact search for those samples
+        log.info("approximate search: %d samples searched exactly (too few candidates in their cells)", short.size)
+        flat = faiss.IndexFlatL2(p)
+        flat.add(Z32)
+        _, ind[short] = flat.search(Z32[short], k_search)
+    return _from_candidates(Z, ind, n_neighbors)
+
+
+def _knn_approx(Z, n_neighbors: int, random_state):
+    """Approximate Euclidean kNN with pynndescent's NN-descent index (float32).
+
+    Searches ``max(20, 2 (n_neighbors + 1))`` neighbours and keeps the nearest
+    ``n_neighbors`` (a wider search raises recall: on 10,000 x 50 principal
+    components, recall of the 5 nearest was 0.97 with 15 and 0.99 with 20).
+    Forest and iteration counts as in UMAP / scanpy.  One thread, so the graph
+    depends only on ``random_state``, not on the machine's core count.
+    Distances are recomputed in float64 for the kept pairs.
+    """
+    from pynndescent import NNDescent
+
+    n = Z.shape[0]
+    _check_n_neighbors(n_neighbors, n)
+    k_search = int(min(n, max(20, 2 * (n_neighbors + 1))))
+    Z32 = np.ascontiguousarray(Z, dtype=np.float32)
+    index = NNDescent(
+        Z32,
+        n_neighbors=k_search,
+        metric="euclidean",
+        random_state=random_state,
+        n_trees=min(64, 5 + int(round(n**0.5 / 20.0))),
+        n_iters=max(5, int(round(np.log2(n)))),
+        n_jobs=1,
+        low_memory=True,
+        compressed=True,
+    )
+    ind, _ = index.neighbor_graph
+    rows = np.repeat(np.arange(n), k_search)
+    cols = ind.ravel().astype(np.int64)
+    ok = cols >= 0  # pynndescent pads rows it could not fill with -1
+    rows, cols = rows[ok], cols[ok]
+    Zd = np.asarray(Z, dtype=np.float64)
+    d = np.sqrt(np.maximum(np.einsum("ij,ij->i", Zd[rows] - Zd[cols], Zd[rows] - Zd[cols]), 0.0))
+    rows, cols, d = _keep_k(rows, cols, d, n_neighbors)
+    short = np.bincount(rows, minlength=n) < n_neighbors
+    if short.any():  # cannot happen with k_search > n_neighbors unless the index failed; be explicit
+        msg = (
+            f"approximate neighbour search returned fewer than {n_neighbors} neighbours "
+            f"for {int(short.sum())} samples"
+        )
+        raise RuntimeError(msg)
+    return rows, cols, d
+
+
+def nearest_neighbors(
+    X, n_neighbors: int, *, method: str = "auto", n_pcs: int | None = None, metric: str = "euclidean", random_state=0
+):
+    """The ``n_neighbors`` nearest other samples of every sample (the search behind :func:`similarity_graph`).
+
+    X : array-like or sparse of shape (n_samples, n_features).  ``method`` and
+    ``n_pcs`` follow :func:`choose_neighbor_method`.  Returns (rows, cols,
+    distances), each of length n_samples * n_neighbors, sorted by row then
+    distance; self-pairs excluded.  Distances are measured on what was
+    searched (all genes, or the principal components).
+    """
+    return _neighbors(check_X(X, read_only=True), n_neighbors, method, n_pcs, metric, random_state)
+
+
+def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state):
+    """:func:`nearest_neighbors` on an already validated X (no copy; never written to).
+
+    X may be the caller's float32 array (``check_X(read_only=True)``): it goes
+    to the PCA as it is, and is converted to float64 for a search on all
+    genes or the cosine normalisation, so the graph is that of float64 X.
+    """
+    n, d = X.shape
+    method, n_pcs = choose_neighbor_method(n, d, method, n_pcs)
+    _check_n_neighbors(n_neighbors, n)
+    if method == "approx" and metric not in ("euclidean", "cosine"):
+        msg = f"metric must be 'euclidean' or 'cosine' for the approximate search (method='approx'); got {metric!r}"
+        raise ValueError(msg)
+    cosine = metric == "cosine" and method == "approx"
+    if (n_pcs is None or cosine) and X.dtype != np.float64:
+        X = X.astype(np.float64)  # a sparse X: a sparse copy (never dense); the PCA reads float32 as it is
+    if cosine:
+        # unit rows: Euclidean distance is then a monotone function of the cosine, 1 - cos = ||a - b||^2 / 2
+        if sp.issparse(X):
+            norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+        else:
+            norms = np.linalg.norm(X, axis=1)
+        norms[norms == 0] = 1.0
+        X = sp.diags(1.0 / norms) @ X if sp.issparse(X) else X / norms[:, None]
+    on = f"{n_pcs} principal components" if n_pcs is not None else "all genes"
+    log.info("nearest_neighbors: %d samples x %d genes, %s search on %s", n, d, method, on)
+    if n_pcs is not None:
+        X = _pca(X, n_pcs, random_state, float32=True)
+        log.info("nearest_neighbors: PCA to %d components done", X.shape[1])
+    if method == "exact":
+        if n_pcs is not None and metric == "euclidean":
+            return _knn_brute32(X.toarray() if sp.issparse(X) else X, n_neighbors)
+        return _knn(X, n_neighbors, metric)
+    Z = X.toarray() if sp.issparse(X) else X
+    if approx_backend() == "faiss":
+        rows, cols, dist = _knn_ivf(Z, n_neighbors, random_state)
+    else:
+        rows, cols, dist = _knn_approx(Z, n_neighbors, random_state)
+    if cosine:
+        dist = np.clip(dist**2 / 2.0, 0.0, 2.0)
+    return rows, cols, dist
+
+
+def _pca(X, n_pcs, random_state, float32=False):
+    """Scores on the first n_pcs principal components.
+
+    Dense X: scikit-learn PCA with its ``svd_solver="auto"`` rule (covariance
+    eigendecomposition when X has at most 1,000 genes and 10 times as many
+    samples, randomized SVD seeded by random_state for large X), in float32
+    when ``float32`` (half the memory traffic; the components only steer the
+    neighbour search).  Sparse X: ARPACK on the
+    implicitly centred operator (scikit-learn PCA), float64.
+    """
+    from sklearn.decomposition import PCA
+
+    n, d = X.shape
+    if isinstance(n_pcs, bool) or not isinstance(n_pcs, (int, np.integer)) or not 1 <= n_pcs <= min(n, d):
+        msg = f"n_pcs must be an integer in [1, {min(n, d)}] (at most min(n_samples, n_features)); got {n_pcs!r}"
+        raise ValueError(msg)
+    if n_pcs == min(n, d):
+        return X.toarray() if sp.issparse(X) else X
+    if sp.issparse(X):
+        if n_pcs >= min(n, d) - 1:  # ARPACK needs k < min(n, d)
+            return X.toarray()
+        return PCA(n_components=int(n_pcs), svd_solver="arpack", random_state=random_state).fit_transform(X)
+    if float32:
+        X = X.astype(np.float32, copy=False)  # sklearn's PCA centres a copy: X is not written to
+    # scikit-learn's own rule ("auto"): covariance eigendecomposition for tall data with <= 1,000 genes
+    # (one d x d Gram product, O(n d^2): 10,000 x 500 in a fraction of the randomized SVD's time), exact
+    # SVD for tiny data, else randomized SVD, O(n d n_pcs) per power iteration
+    return PCA(n_components=int(n_pcs), svd_solver="auto", random_state=random_state).fit_transform(X)
