@@ -315,69 +315,116 @@ def simulate_counts(
     >>> sim.counts.shape, sim.programme.shape
     ((500, 1000), (3, 1000))
     """
-    n_cells = check_int(n_cells, "n_cells", 1)
-    n_genes = check_int(n_genes, "n_genes", 1)
-    p = _check_group_prob(group_prob)
+    prm = _checked_params(
+        n_cells, n_genes, group_prob, de_prob=de_prob, de_down_prob=de_down_prob, de_fac_loc=de_fac_loc,
+        de_fac_scale=de_fac_scale, mean_shape=mean_shape, mean_rate=mean_rate, out_prob=out_prob,
+        out_fac_loc=out_fac_loc, out_fac_scale=out_fac_scale, lib_loc=lib_loc, lib_scale=lib_scale,
+        bcv_common=bcv_common, bcv_df=bcv_df, block_cells=block_cells,
+    )
+    n_cells, n_genes, p = prm["n_cells"], prm["n_genes"], prm["group_prob"]
     k = p.size
-    de_prob = _per_group(de_prob, "de_prob", k, 0, 1)
-    de_down_prob = _per_group(de_down_prob, "de_down_prob", k, 0, 1)
-    de_fac_loc = _per_group(de_fac_loc, "de_fac_loc", k)
-    de_fac_scale = _per_group(de_fac_scale, "de_fac_scale", k, 0)
-    mean_shape = check_real(mean_shape, "mean_shape", 0, include_boundaries="neither")
-    mean_rate = check_real(mean_rate, "mean_rate", 0, include_boundaries="neither")
-    out_prob = check_real(out_prob, "out_prob", 0, 1)
-    out_fac_loc = check_real(out_fac_loc, "out_fac_loc")
-    out_fac_scale = check_real(out_fac_scale, "out_fac_scale", 0)
-    lib_loc = check_real(lib_loc, "lib_loc")
-    lib_scale = check_real(lib_scale, "lib_scale", 0)
-    bcv_common = check_real(bcv_common, "bcv_common", 0)
-    bcv_df = _check_bcv_df(bcv_df)
-    block_cells = max(1, BLOCK_ELEMENTS // n_genes) if block_cells is None else check_int(block_cells, "block_cells", 1)
     seq = _seed_sequence(random_state)
     rngs = dict(zip(_STREAMS, (np.random.default_rng(s) for s in seq.spawn(len(_STREAMS)))))
 
     groups = rngs["groups"].choice(k, size=n_cells, p=p).astype(np.int64)
-    library_size = rngs["library"].lognormal(lib_loc, lib_scale, size=n_cells)
+    library_size = rngs["library"].lognormal(prm["lib_loc"], prm["lib_scale"], size=n_cells)
+    gene_mean = _gene_means(rngs["gene_means"], prm)
+    programme, de_factor = _programmes(rngs["de"], prm)
+    group_mean = gene_mean[None, :] * de_factor
+    proportion = group_mean / group_mean.sum(axis=1, keepdims=True)  # (k, n_genes): each row sums to 1
+    bcv_gene = _bcv_per_gene(rngs["bcv"], n_genes, prm["bcv_df"])
 
-    rng = rngs["gene_means"]
-    base_mean = rng.gamma(mean_shape, 1.0 / mean_rate, size=n_genes)
-    is_outlier, out_fac = _lognormal_factors(rng, n_genes, out_prob, 0.0, out_fac_loc, out_fac_scale)
-    gene_mean = np.where(is_outlier, np.median(base_mean) * out_fac, base_mean)
+    counts = _draw_counts(rngs, library_size, proportion, groups, prm["bcv_common"], bcv_gene, prm["block_cells"])
+    params = _params_record(prm, int(seq.entropy))
+    log.info(
+        "simulate_counts: %d cells x %d genes, %d groups, %d programme genes, %.1f%% nonzero",
+        n_cells, n_genes, k, int(programme.any(axis=0).sum()), 100.0 * counts.nnz / max(1, n_cells * n_genes),
+    )
+    return SimulatedCounts(counts, groups, programme, de_factor, gene_mean, library_size, params)
 
+
+#: The per-group parameters of :func:`simulate_counts` (a number or one per group) and its scalar
+#: model parameters, in the order of its signature (and of ``SimulatedCounts.params``).
+_PER_GROUP = ("de_prob", "de_down_prob", "de_fac_loc", "de_fac_scale")
+_SCALARS = ("mean_shape", "mean_rate", "out_prob", "out_fac_loc", "out_fac_scale", "lib_loc", "lib_scale", "bcv_common", "bcv_df")
+
+
+def _checked_params(
+    n_cells, n_genes, group_prob, *, de_prob, de_down_prob, de_fac_loc, de_fac_scale, mean_shape, mean_rate,
+    out_prob, out_fac_loc, out_fac_scale, lib_loc, lib_scale, bcv_common, bcv_df, block_cells,
+) -> dict:
+    """:func:`simulate_counts`' parameters, checked in the order of its signature (the first bad one raises).
+
+    Returns them by name: ``group_prob`` normalised, the per-group ones as
+    float64 (n_groups,), ``block_cells`` with its default filled in.
+    """
+    n_cells = check_int(n_cells, "n_cells", 1)
+    n_genes = check_int(n_genes, "n_genes", 1)
+    p = _check_group_prob(group_prob)
+    k = p.size
+    return {
+        "n_cells": n_cells,
+        "n_genes": n_genes,
+        "group_prob": p,
+        "de_prob": _per_group(de_prob, "de_prob", k, 0, 1),
+        "de_down_prob": _per_group(de_down_prob, "de_down_prob", k, 0, 1),
+        "de_fac_loc": _per_group(de_fac_loc, "de_fac_loc", k),
+        "de_fac_scale": _per_group(de_fac_scale, "de_fac_scale", k, 0),
+        "mean_shape": check_real(mean_shape, "mean_shape", 0, include_boundaries="neither"),
+        "mean_rate": check_real(mean_rate, "mean_rate", 0, include_boundaries="neither"),
+        "out_prob": check_real(out_prob, "out_prob", 0, 1),
+        "out_fac_loc": check_real(out_fac_loc, "out_fac_loc"),
+        "out_fac_scale": check_real(out_fac_scale, "out_fac_scale", 0),
+        "lib_loc": check_real(lib_loc, "lib_loc"),
+        "lib_scale": check_real(lib_scale, "lib_scale", 0),
+        "bcv_common": check_real(bcv_common, "bcv_common", 0),
+        "bcv_df": _check_bcv_df(bcv_df),
+        "block_cells": (
+            max(1, BLOCK_ELEMENTS // n_genes) if block_cells is None else check_int(block_cells, "block_cells", 1)
+        ),
+    }
+
+
+def _gene_means(rng, prm: dict) -> np.ndarray:
+    """Step 3 of the model: gamma gene means, high expression outliers scaled from their median; float64 (n_genes,)."""
+    n_genes = prm["n_genes"]
+    base_mean = rng.gamma(prm["mean_shape"], 1.0 / prm["mean_rate"], size=n_genes)
+    is_outlier, out_fac = _lognormal_factors(rng, n_genes, prm["out_prob"], 0.0, prm["out_fac_loc"], prm["out_fac_scale"])
+    return np.where(is_outlier, np.median(base_mean) * out_fac, base_mean)
+
+
+def _programmes(rng, prm: dict):
+    """Step 4: each group's programme (bool) and DE factors (1 outside it), both (n_groups, n_genes), group by group."""
+    k, n_genes = prm["group_prob"].size, prm["n_genes"]
     programme = np.zeros((k, n_genes), dtype=bool)
     de_factor = np.ones((k, n_genes))
     for g in range(k):
         programme[g], de_factor[g] = _lognormal_factors(
-            rngs["de"], n_genes, de_prob[g], de_down_prob[g], de_fac_loc[g], de_fac_scale[g]
+            rng, n_genes, prm["de_prob"][g], prm["de_down_prob"][g], prm["de_fac_loc"][g], prm["de_fac_scale"][g]
         )
-    group_mean = gene_mean[None, :] * de_factor
-    proportion = group_mean / group_mean.sum(axis=1, keepdims=True)  # (k, n_genes): each row sums to 1
+    return programme, de_factor
 
+
+def _bcv_per_gene(rng, n_genes: int, bcv_df: float) -> np.ndarray:
+    """Step 6's per-gene factor sqrt(bcv_df / chi2_j) (ones when ``bcv_df`` is infinite); float64 (n_genes,)."""
     if math.isinf(bcv_df):
-        bcv_gene = np.ones(n_genes)
-    else:
-        bcv_gene = np.sqrt(bcv_df / rngs["bcv"].chisquare(bcv_df, size=n_genes))
+        return np.ones(n_genes)
+    return np.sqrt(bcv_df / rng.chisquare(bcv_df, size=n_genes))
 
-    # counts, in blocks of cells: dense float64 only for one block
+
+def _draw_counts(rngs, library_size, proportion, groups, bcv_common: float, bcv_gene, block_cells: int):
+    """Steps 5-7 for every cell, in blocks of ``block_cells`` cells: the counts as CSR float32 (n_cells, n_genes).
+
+    Dense float64 only for one block; the nonzeros grow in fixed chunks (:class:`_Chunks`).
+    """
+    n_cells, n_genes = groups.size, proportion.shape[1]
     data, indices = _Chunks(np.float32), _Chunks(np.int32)
     indptr_parts, offset = [np.zeros(1, dtype=np.int64)], 0
     n_blocks = -(-n_cells // block_cells)
     progress = Progress(log, "simulate_counts", n_blocks)
     for b, start in enumerate(range(0, n_cells, block_cells)):
         stop = min(start + block_cells, n_cells)
-        mu = library_size[start:stop, None] * proportion[groups[start:stop]]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            bcv = (bcv_common + 1.0 / np.sqrt(mu)) * bcv_gene
-            shape = 1.0 / bcv**2
-            scale = mu * bcv**2
-        positive = mu > 0  # a gene mean that underflowed to 0 gives 0 counts
-        shape = np.where(positive, shape, 1.0)
-        scale = np.where(positive, scale, 0.0)
-        del mu, bcv
-        lam = rngs["cell_means"].gamma(shape, scale)
-        del shape, scale
-        block = rngs["counts"].poisson(lam)
-        del lam
+        block = _block_counts(rngs, library_size[start:stop], proportion, groups[start:stop], bcv_common, bcv_gene)
         rows, cols = np.nonzero(block)
         data.append(block[rows, cols])
         indices.append(cols)
@@ -393,31 +440,41 @@ def simulate_counts(
     if idx_type is np.int64:
         counts.indices = counts.indices.astype(np.int64)
     counts.check_format(full_check=False)
+    return counts
 
-    params = {
-        "n_cells": n_cells,
-        "n_genes": n_genes,
-        "group_prob": [float(x) for x in p],
-        "de_prob": _plain(de_prob),
-        "de_down_prob": _plain(de_down_prob),
-        "de_fac_loc": _plain(de_fac_loc),
-        "de_fac_scale": _plain(de_fac_scale),
-        "mean_shape": mean_shape,
-        "mean_rate": mean_rate,
-        "out_prob": out_prob,
-        "out_fac_loc": out_fac_loc,
-        "out_fac_scale": out_fac_scale,
-        "lib_loc": lib_loc,
-        "lib_scale": lib_scale,
-        "bcv_common": bcv_common,
-        "bcv_df": bcv_df,
-        "entropy": int(seq.entropy),
+
+def _block_counts(rngs, library_size, proportion, groups, bcv_common: float, bcv_gene) -> np.ndarray:
+    """Steps 5-7 for one block of cells: cell means, gamma trended means, Poisson counts; dense (cells, n_genes).
+
+    Draws from the ``cell_means`` and ``counts`` streams in cell-major order,
+    so the counts do not depend on the block size.
+    """
+    mu = library_size[:, None] * proportion[groups]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bcv = (bcv_common + 1.0 / np.sqrt(mu)) * bcv_gene
+        shape = 1.0 / bcv**2
+        scale = mu * bcv**2
+    positive = mu > 0  # a gene mean that underflowed to 0 gives 0 counts
+    shape = np.where(positive, shape, 1.0)
+    scale = np.where(positive, scale, 0.0)
+    del mu, bcv
+    lam = rngs["cell_means"].gamma(shape, scale)
+    del shape, scale
+    block = rngs["counts"].poisson(lam)
+    del lam
+    return block
+
+
+def _params_record(prm: dict, entropy: int) -> dict:
+    """``SimulatedCounts.params``: every parameter as plain Python values, and the seed entropy used."""
+    return {
+        "n_cells": prm["n_cells"],
+        "n_genes": prm["n_genes"],
+        "group_prob": [float(x) for x in prm["group_prob"]],
+        **{name: _plain(prm[name]) for name in _PER_GROUP},
+        **{name: prm[name] for name in _SCALARS},
+        "entropy": entropy,
     }
-    log.info(
-        "simulate_counts: %d cells x %d genes, %d groups, %d programme genes, %.1f%% nonzero",
-        n_cells, n_genes, k, int(programme.any(axis=0).sum()), 100.0 * offset / max(1, n_cells * n_genes),
-    )
-    return SimulatedCounts(counts, groups, programme, de_factor, gene_mean, library_size, params)
 
 
 def _plain(values: np.ndarray):
