@@ -16,7 +16,7 @@ LAYERS = {
     "glfs": {
         0: ["_result", "_validation", "_limits", "_progress"],
         1: ["graph", "neighbors", "scores", "optimal", "baselines", "ufi", "gradient", "gradient_model", "gradient_solver", "gradient_path", "lkr", "design", "hvg", "moran", "scsim"],
-        2: ["api", "evaluate"],
+        2: ["api", "evaluate", "clustering", "leiden", "classify"],
         3: ["simulate"],
         4: ["tl", "sklearn", "_anndata", "__init__"],
     },

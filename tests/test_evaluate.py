@@ -423,7 +423,7 @@ def test_nmi_pair_equals_scikit_learns_nmi():
     from sklearn.metrics import normalized_mutual_info_score
     from sklearn.metrics.cluster import contingency_matrix
 
-    from glfs.evaluate import _nmi_pair
+    from glfs.clustering import _nmi_pair
 
     rng = np.random.default_rng(11)
     cases = [(rng.integers(0, 4, 60), rng.integers(0, 5, 60)) for _ in range(30)]
@@ -467,7 +467,7 @@ def test_spectral_cluster_runs_matches_the_per_run_form_in_distribution():
     runs of the two forms differ (their k-means draws differ); the protocol's quantity, the mean
     NMI over runs, must agree within four standard errors of the difference of the two means.
     """
-    from glfs.evaluate import _spectral_labels, knn_affinity, spectral_cluster_runs
+    from glfs.clustering import _spectral_labels, knn_affinity, spectral_cluster_runs
 
     X, y = _mixture()
     A = knn_affinity(X, 10)
@@ -483,7 +483,7 @@ def test_spectral_cluster_runs_matches_the_per_run_form_in_distribution():
 
 def test_spectral_cluster_runs_keeps_per_run_embeddings_when_components_exceed_clusters():
     """More components than clusters: the eigensolver's start picks the basis, so each run keeps its own."""
-    from glfs.evaluate import _spectral_labels, spectral_cluster_runs
+    from glfs.clustering import _spectral_labels, spectral_cluster_runs
 
     import scipy.sparse as sp
 
@@ -515,7 +515,7 @@ def test_spectral_cluster_runs_bad_inputs(affinity, n_clusters, seeds, match):
 def test_nmi_pair_of_identical_partitions_is_at_most_one():
     """Identical partitions of sizes 25, 20, 11, 13, 2: MI / H rounds to 1 + 2.2e-16 unclipped
     (found by a search over diagonal tables); the reported NMI must stay in [0, 1]."""
-    from glfs.evaluate import _nmi_pair
+    from glfs.clustering import _nmi_pair
 
     a, b = _nmi_pair(np.diag([25, 20, 11, 13, 2]))
     assert a == 1.0 and b == 1.0
@@ -573,7 +573,7 @@ def test_lobpcg_embedding_equals_arpacks_above_the_switch():
     import scipy.linalg as sla
     from sklearn.manifold import spectral_embedding
 
-    from glfs.evaluate import _solver_kwargs, knn_affinity, spectral_cluster_runs
+    from glfs.clustering import _solver_kwargs, knn_affinity, spectral_cluster_runs
 
     X, y = _mixture(n=2400, d=6, shift=3.0, seed=8)
     A = knn_affinity(X, 10)
@@ -594,12 +594,12 @@ def test_lobpcg_that_misses_its_tolerance_is_flagged(monkeypatch, caplog):
 
     from sklearn.exceptions import ConvergenceWarning
 
-    import glfs.evaluate as ev
+    import glfs.clustering as ev  # EIGEN_TOL is read where the spectral clustering lives
 
     X, _ = _mixture(n=120, d=6, shift=3.0, seed=8)
     A = ev.knn_affinity(X, 10)
     monkeypatch.setattr(ev, "EIGEN_TOL", 1e-30)
-    with caplog.at_level(logging.WARNING, logger="glfs.evaluate"), pytest.warns(ConvergenceWarning, match="did not reach eigen_tol=1e-30"):
+    with caplog.at_level(logging.WARNING, logger="glfs.clustering"), pytest.warns(ConvergenceWarning, match="did not reach eigen_tol=1e-30"):
         ev.spectral_cluster_runs(A, 4, run_seeds(0, 2), eigen_solver="lobpcg")
     assert any("LOBPCG did not reach" in r.getMessage() for r in caplog.records)
     monkeypatch.setattr(ev, "EIGEN_TOL", 1e-8)

@@ -390,12 +390,12 @@ def test_affinity_neighbors_larger_than_the_samples_is_logged(caplog):
 
     X = _small(12, 4)
     y = np.repeat([0, 1], 6)
-    with caplog.at_level("WARNING", logger="glfs.evaluate"):
+    with caplog.at_level("WARNING", logger="glfs.clustering"):
         recs = evaluate_ranking(X, y, np.arange(4), feature_grid=["all"], n_runs=1, affinity_neighbors=50)
     assert recs
     assert re.search(r"affinity_neighbors = 50 is more than the 12 samples allow; using 11", caplog.text), caplog.text
     caplog.clear()
-    with caplog.at_level("WARNING", logger="glfs.evaluate"):
+    with caplog.at_level("WARNING", logger="glfs.clustering"):
         evaluate_ranking(X, y, np.arange(4), feature_grid=["all"], n_runs=1, affinity_neighbors=5)
     assert "affinity_neighbors" not in caplog.text
 
