@@ -19,7 +19,7 @@ import anndata as ad
 import numpy as np
 import scipy.sparse as sp
 
-from glfs.design import _standardise, glfs_design, trace_criterion
+from glfs.design import glfs_design, standardise, trace_criterion
 from glfs.design import DEFAULT_CENTER
 
 KS = (10, 25, 50, 100)
@@ -37,7 +37,7 @@ def main(results):
         X = np.asarray(adata.X.toarray() if sp.issparse(adata.X) else adata.X, dtype=np.float64)
         W = sp.load_npz(p / "graph.npz")
         n, d = X.shape
-        Xs = _standardise(X, DEFAULT_CENTER)
+        Xs = standardise(X, DEFAULT_CENTER)
         rng = np.random.default_rng(0)
         for k in KS:
             t = time.perf_counter()

@@ -20,7 +20,8 @@ each one finds:
 - ``flat``: the exact IndexFlatL2 search of every cell (50,000 and 100,000 cells only).
 
 How: the components are computed once per size by the library's own route
-(``glfs.graph._pca(X, 50, 0)``: ARPACK on the sparse log-normalised counts of
+(as ``glfs.graph.nearest_neighbors(X, n_pcs=50)`` computes them: scikit-learn's ARPACK PCA on the
+sparse log-normalised counts of
 ``benchmarks/atlas_scale.py``'s simulation) and cached as ``pcs_{n}.npy`` (float32) beside the
 counts.  The ground truth is the exact search (IndexFlatL2) of a seeded random subset of 2,000
 cells against all cells (``truth_{n}.npz``).  Every index searches all n cells against all n
@@ -236,18 +237,22 @@ def _threads():
 
 
 def make_pcs(n: int, work: Path, lib_loc: float) -> dict:
-    """The library's PCA route on the simulated log-normalised counts; cache the scores as float32."""
+    """The library's PCA route on the simulated log-normalised counts; cache the scores as float32.
+
+    The route of ``glfs.graph.nearest_neighbors(X, n_pcs=50)`` for a sparse X (fewer components than
+    min(n_samples, n_features) - 1): scikit-learn's PCA, ARPACK on the implicitly centred operator, seeded.
+    """
     import warnings
 
     import anndata as ad
 
     warnings.simplefilter("ignore")
-    from glfs.graph import _pca
+    from sklearn.decomposition import PCA
 
     t0 = time.perf_counter()
     X = ad.read_h5ad(work / f"lognorm_{n}_{lib_loc:g}.h5ad").X
     t1 = time.perf_counter()
-    Z = _pca(X, N_PCS, 0)
+    Z = PCA(n_components=N_PCS, svd_solver="arpack", random_state=0).fit_transform(X)
     t2 = time.perf_counter()
     np.save(_pcs_file(work, n), np.ascontiguousarray(Z, dtype=np.float32))
     return {"build_s": t2 - t1, "search_s": 0.0, "total_s": t2 - t1,
@@ -476,7 +481,7 @@ def worker(setting: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float
             out = make_pcs(n, work, lib_loc)
         except MemoryError as exc:
             out = {"note": f"MemoryError under the {mem_limit_gb:g} GB address-space limit: {exc}"[:300]}
-        out.update({"setting": "pca (glfs.graph._pca, 50 PCs)", "k": "", "peak_rss_gb": _vm_hwm_gb(),
+        out.update({"setting": "pca (ARPACK, 50 PCs)", "k": "", "peak_rss_gb": _vm_hwm_gb(),
                     "load_before": load0, "load_after": _load()})
         print("RESULT " + json.dumps(out), flush=True)
         return
@@ -688,7 +693,7 @@ def render(tsv: Path, md: Path) -> None:
            "Written by `benchmarks/knn_backends.py` from `knn_backends.tsv` (see the script's docstring for the "
            "method). Data: the simulated log-normalised counts of `benchmarks/atlas_scale.py` (20,000 genes, 10 "
            "cell groups, CSR float32), reduced to 50 principal components by the library's own route "
-           "(`glfs.graph._pca`, ARPACK), float32, Euclidean. Every index searches all cells against all cells "
+           "(`glfs.graph.nearest_neighbors` with `n_pcs`: ARPACK), float32, Euclidean. Every index searches all cells against all cells "
            "(the whole kNN graph), k + 5 candidates (pynndescent: `_knn_approx`'s max(20, 2 (k + 1))), self "
            "dropped, k kept; 2 threads. Recall@k = mean over 2,000 seeded random cells of the share of their "
            "true k nearest other cells found (truth: exact IndexFlatL2). Times in wall seconds: build = index "

@@ -13,7 +13,7 @@ from pathlib import Path
 import anndata
 import scipy.sparse as sp
 
-from glfs._anndata import write_graph
+from glfs.anndata_writers import write_graph
 from glfs_workflow.files import DiskFullError, atomic_path, read_tsv
 from glfs_workflow.logs import log_to
 from glfs_workflow.tables import annotate_selection

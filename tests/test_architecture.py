@@ -4,6 +4,7 @@ import points back up.  Read from the source with ``ast`` (nothing is imported),
 upward import fails here with the module and the import named."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -14,11 +15,11 @@ SRC = ROOT / "src"
 # Layer of each module (lower = more basic).  A module may import its own layer or below.
 LAYERS = {
     "glfs": {
-        0: ["_result", "_validation", "_limits", "_progress"],
+        0: ["result", "_result", "_validation", "limits", "value_checks", "_progress"],
         1: ["graph", "neighbors", "scores", "optimal", "baselines", "ufi", "gradient", "gradient_model", "gradient_solver", "gradient_path", "lkr", "design", "hvg", "moran", "scsim"],
         2: ["api", "evaluate", "clustering", "leiden", "classify"],
         3: ["simulate"],
-        4: ["tl", "sklearn", "_anndata", "__init__"],
+        4: ["tl", "sklearn", "anndata_writers", "__init__"],
     },
     "glfs_workflow": {5: ["errors", "readers", "preprocessing", "files", "logs", "which", "findings", "figures", "report_tables",
                           "sections", "render", "record", "fetch", "datasets", "tables", "report", "__init__"]},
@@ -85,3 +86,83 @@ def test_the_checker_sees_an_upward_import(tmp_path):
     deps = _imports(f, "glfs")
     assert [(p, d) for _, p, d in deps] == [("glfs", "tl"), ("glfs_workflow", "report")]
     assert all(LAYER[(p, d)] > LAYER[("glfs", "graph")] for _, p, d in deps)
+
+
+# ---- no private name crosses the package boundary (issue 20, item 3) ----
+
+#: Code outside the library: it may import only public names of public glfs modules.
+OUTSIDE = ("src/glfs_workflow", "scripts", "workflow", "benchmarks", "Snakefile")
+
+_SMK_FROM = re.compile(r"^[ \t]*from[ \t]+(glfs(?:\.\w+)*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+_SMK_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n]*)", re.M)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _glfs_imports(path: Path):
+    """(line, module, names) of every absolute import from the glfs package; names None for ``import glfs.x``.
+
+    Python files are read with ``ast``; rules (``.smk``, ``Snakefile``: not Python) with a regex."""
+    if path.suffix == ".py":
+        for n in ast.walk(ast.parse(path.read_text())):
+            if isinstance(n, ast.ImportFrom) and not n.level and n.module and n.module.split(".")[0] == "glfs":
+                yield n.lineno, n.module, [a.name for a in n.names]
+            elif isinstance(n, ast.Import):
+                yield from ((n.lineno, a.name, None) for a in n.names if a.name.split(".")[0] == "glfs")
+        return
+    text = path.read_text()
+    for m in _SMK_FROM.finditer(text):
+        names = [w.split()[0] for w in m.group(2).split("#")[0].strip("() \n").replace("\n", ",").split(",") if w.split()]
+        yield text.count("\n", 0, m.start()) + 1, m.group(1), names
+    for m in _SMK_IMPORT.finditer(text):
+        for mod in (w.split()[0] for w in m.group(1).split("#")[0].split(",") if w.split()):
+            if mod.split(".")[0] == "glfs":
+                yield text.count("\n", 0, m.start()) + 1, mod, None
+
+
+def _private_imports(path: Path) -> list[str]:
+    """``line: what`` for every import of a private glfs module (a dotted part starting with ``_``) or name."""
+    bad = []
+    for line, module, names in _glfs_imports(path):
+        if any(_private(part) for part in module.split(".")):
+            bad.append(f"{line}: {module}")
+        bad += [f"{line}: {module}.{name}" for name in names or () if _private(name)]
+    return bad
+
+
+def _outside_files():
+    for where in OUTSIDE:
+        p = ROOT / where
+        if p.is_file():
+            yield p
+        else:
+            yield from sorted(f for f in p.rglob("*") if f.suffix in (".py", ".smk") or f.name == "Snakefile")
+
+
+def test_outside_code_imports_only_public_glfs_names():
+    files = list(_outside_files())
+    assert any(f.suffix == ".smk" for f in files) and any(f.parts[-2] == "glfs_workflow" for f in files)
+    bad = [f"{f.relative_to(ROOT)}:{b}" for f in files for b in _private_imports(f)]
+    assert not bad, "private glfs names used outside the library (make them public there):\n" + "\n".join(bad)
+
+
+def test_the_checker_sees_a_private_import(tmp_path):
+    """The check above can fail: private modules and names are caught in Python files and in rules."""
+    f = tmp_path / "script.py"
+    f.write_text(
+        "import glfs._limits\nimport glfs.api as api\nfrom glfs._validation import check_X\n"
+        "from glfs.graph import similarity_graph, _pca\nfrom glfs import Selection, __version__, _LAZY\n"
+        "from glfs.api import METHODS as _METHODS\nfrom .helpers import _private_helper\n"
+    )
+    assert _private_imports(f) == [
+        "1: glfs._limits", "3: glfs._validation", "4: glfs.graph._pca", "5: glfs._LAZY",
+    ]
+    rule = tmp_path / "rules.smk"
+    rule.write_text(
+        "from glfs.api import METHODS as _GLFS_METHODS\n\nrule a:\n    run:\n"
+        "        from glfs.api import (\n            select,\n            _plain,  # a helper\n        )\n"
+        "        import glfs._result as r, os\n"
+    )
+    assert _private_imports(rule) == ["5: glfs.api._plain", "9: glfs._result"]

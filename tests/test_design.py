@@ -8,10 +8,10 @@ import scipy.sparse as sp
 
 import glfs
 from glfs.design import (
-    _standardise,
     glfs_design,
     relaxed_criterion,
     scale_free_lambdas,
+    standardise,
     trace_criterion,
 )
 from glfs.optimal import optimal_design_greedy
@@ -27,7 +27,7 @@ def _toy(n=24, d=9, seed=0):
 
 
 def _direct(X, W, genes, r, center=False):
-    Xs = _standardise(X, center)
+    Xs = standardise(X, center)
     return trace_criterion(Xs, W, genes, lambda1=r.params["lambda1"], lambda2=r.params["lambda2"])
 
 
@@ -45,7 +45,7 @@ def _trace_naive(Xs, W, genes, lambda1, lambda2):
 def test_is_one_swap_local_optimum_by_brute_force(seed, k):
     X, W = _toy(seed=seed)
     r = glfs_design(X, W, k, graph_weight=1.0)
-    Xs = _standardise(X, False)
+    Xs = standardise(X, False)
     l1, l2 = r.params["lambda1"], r.params["lambda2"]
     S = set(r.selected.tolist())
     here = _trace_naive(Xs, W, S, l1, l2)
@@ -62,7 +62,7 @@ def test_is_one_swap_local_optimum_by_brute_force(seed, k):
 def test_swap_deltas_match_direct_traces():
     X, W = _toy(n=30, d=12, seed=3)
     r = glfs_design(X, W, 4, max_swaps=0, graph_weight=1.0)
-    Xs = _standardise(X, False)
+    Xs = standardise(X, False)
     l1, l2 = r.params["lambda1"], r.params["lambda2"]
     from glfs.design import _Exchange
 
@@ -90,7 +90,7 @@ def test_exchange_can_beat_greedy_and_reaches_best_subset_on_small_case():
     for seed in range(12):
         X, W = _toy(n=20, d=10, seed=seed)
         r = glfs_design(X, W, 3, graph_weight=1.0)
-        Xs = _standardise(X, False)
+        Xs = standardise(X, False)
         l1, l2 = r.params["lambda1"], r.params["lambda2"]
         best = min(_trace_naive(Xs, W, c, l1, l2) for c in itertools.combinations(range(10), 3))
         better += r.criterion < r.greedy_criterion * (1 - 1e-9)
@@ -241,7 +241,7 @@ def test_greedy_order_is_the_greedy_step_by_brute_force(seed, start):
     r = glfs_design(X, W, 5, graph_weight=1.0, start=start)
     if start is not None:
         assert r.n_swaps > 0  # the recomputed order is the one checked
-    Xs = _standardise(X, False)
+    Xs = standardise(X, False)
     l1, l2 = r.params["lambda1"], r.params["lambda2"]
     prefix, left = [], set(r.selected.tolist())
     for g in r.ranking[:5]:
@@ -256,7 +256,7 @@ def test_greedy_order_equals_the_greedy_start_without_swaps():
     X, W = _toy(n=40, d=30, seed=8)
     r = glfs_design(X, W, 6)
     assert r.n_swaps == 0
-    Xs = _standardise(X, False)
+    Xs = standardise(X, False)
     g = optimal_design_greedy(Xs, W, 6, criterion="A", lambda1=r.params["lambda1"], lambda2=r.params["lambda2"])
     np.testing.assert_array_equal(r.ranking[:6], np.asarray(g["order"][:6]))
 

@@ -303,10 +303,10 @@ def test_pearson_copy_estimate_matches_the_measured_peak(form):
 
 def test_pearson_residuals_refuse_above_the_size_limit_before_scanpy_runs(data, monkeypatch):
     counts, _, _ = data
-    import glfs._limits
+    import glfs.limits
 
     need = glfs.hvg.pearson_residuals_bytes(counts) / 2**30
-    monkeypatch.setattr(glfs._limits, "DENSE_LIMIT_GB", need / 2)
+    monkeypatch.setattr(glfs.limits, "DENSE_LIMIT_GB", need / 2)
 
     def fail(*a, **k):
         raise AssertionError("scanpy ran")
@@ -319,7 +319,8 @@ def test_pearson_residuals_refuse_above_the_size_limit_before_scanpy_runs(data, 
     assert msg.startswith("hvg_pearson_residuals:")
     assert f"({n} x {d}, {counts.nnz:.3g} non-zeros" in msg
     assert f"{need:.1f} GB" in msg and "deviance" in msg
-    monkeypatch.setattr(glfs._limits, "DENSE_LIMIT_GB", need * 2)
+    assert "raise glfs.limits.DENSE_LIMIT_GB" in msg  # the public, settable name
+    monkeypatch.setattr(glfs.limits, "DENSE_LIMIT_GB", need * 2)
     with pytest.raises(AssertionError, match="scanpy ran"):  # within the limit it goes on to scanpy
         glfs.select(counts, "hvg_pearson_residuals", n_features_to_select=10)
 
@@ -328,7 +329,7 @@ def test_the_counts_check_reads_a_large_matrix_in_blocks():
     """Checking that X holds counts makes no copy of its values (the floor is taken block by block)."""
     import tracemalloc
 
-    from glfs._validation import holds_counts
+    from glfs.value_checks import holds_counts
 
     rng = np.random.default_rng(0)
     nnz = 1 << 24  # 64 MB of float32 values: a floor of all of them would be 64 MB

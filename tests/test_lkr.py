@@ -237,9 +237,9 @@ def test_supervised_size_limit(sizes, d, kw, match):
 
 
 def test_supervised_refuses_before_allocating(monkeypatch):
-    import glfs._limits
+    import glfs.limits
 
-    monkeypatch.setattr(glfs._limits, "DENSE_LIMIT_GB", 1e-6)
+    monkeypatch.setattr(glfs.limits, "DENSE_LIMIT_GB", 1e-6)
     X = np.random.default_rng(23).normal(size=(40, 5))
     labels = np.repeat([0, 1], 20)
     with pytest.raises(ValueError, match=r"largest class \(20 x 20.*size limit"):

@@ -15,7 +15,7 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-import glfs._limits as limits
+import glfs.limits as limits
 from glfs import ConstantFeatureWarning
 from glfs.moran import graph_autocorrelation
 from glfs_workflow.errors import DataError

@@ -6,7 +6,7 @@ import scipy.sparse as sp
 
 import glfs
 from glfs.simulate import make_planted, recovery_score
-import glfs._limits
+import glfs.limits
 from glfs.ufi import _PrimalState, _State, select_ufi, ufi, ufi_form
 
 
@@ -266,7 +266,7 @@ def test_form_size_limit_refusals(args, kwargs, match):
 
 def test_refuses_before_allocating(monkeypatch):
     """Through ufi() and glfs.select with a tiny limit: the error comes before any n x n allocation."""
-    monkeypatch.setattr(glfs._limits, "DENSE_LIMIT_GB", 1e-6)
+    monkeypatch.setattr(glfs.limits, "DENSE_LIMIT_GB", 1e-6)
     X = np.random.default_rng(15).normal(size=(40, 10))
     with pytest.raises(ValueError, match=r"ufi: the dual inverse P \(40 x 40\).*size limit"):
         ufi(X, n_features=2, n_instances=20)

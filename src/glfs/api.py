@@ -11,20 +11,18 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import baselines, design, gradient, hvg, lkr, moran, optimal, ufi
-from ._result import Selection, make_selection
-from ._limits import check_dense_size
-from ._validation import (
-    DENSE_ALTERNATIVE, OutOfCore, check_counts, check_graph, check_labels, check_n_features, check_scale, check_X,
-    out_of_core_kind,
-)
+from ._validation import DENSE_ALTERNATIVE, OutOfCore, check_graph, check_labels, check_n_features, check_X, out_of_core_kind
 from .graph import DEFAULT_GRAPH_PARAMS, similarity_graph
+from .limits import check_dense_size
+from .result import Selection, make_selection
 from .scores import deviance_score, fisher_score, laplacian_score, variance_score
+from .value_checks import check_counts, check_scale
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "select", "METHODS", "FAMILIES", "MethodInfo", "method_info", "methods_of", "n_to_select",
-    "method_params", "check_method_params", "classifier_rows",
+    "method_params", "check_method_params", "classifier_rows", "plain_value",
 ]
 
 
@@ -207,7 +205,7 @@ def select(
         An AnnData is read through its ``.X`` (nothing is written into it;
         :func:`glfs.tl.select` writes the result into ``.var``).  Real and
         finite; its largest absolute value must lie in ``[1e-50, 1e50]``
-        (:data:`glfs._validation.SCALE_RANGE`: beyond it squares and products
+        (:data:`glfs.value_checks.SCALE_RANGE`: beyond it squares and products
         leave float64), else a ValueError says so.
     method : str
         One of :data:`METHODS` (``glfs.METHODS.keys()``).
@@ -493,14 +491,14 @@ def _is_anndata(X) -> bool:
     return all(hasattr(X, a) for a in ("obs", "var", "obs_names", "var_names", "X"))
 
 
-def _plain(v):
+def plain_value(v):
     """Convert numpy scalars/arrays to plain Python values (for .uns and TSV)."""
     if isinstance(v, np.generic):
         return v.item()
     if isinstance(v, np.ndarray):
         return v.tolist()
     if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
+        return {k: plain_value(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
+        return [plain_value(x) for x in v]
     return v

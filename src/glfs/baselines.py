@@ -62,7 +62,7 @@ import scipy.sparse.linalg as spla
 from threadpoolctl import threadpool_limits
 
 from ._progress import Progress
-from ._result import Selection, make_selection
+from .result import Selection, make_selection
 from ._validation import check_int, check_params, check_positive, check_X, constant_features, warn_constant
 
 log = logging.getLogger(__name__)

@@ -70,7 +70,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from ._result import PicklableResult, Selection, make_selection
+from .result import PicklableResult, Selection, make_selection
 from ._validation import (
     check_graph,
     check_int,
@@ -86,7 +86,7 @@ from .optimal import optimal_design_greedy
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GLFSDesignResult", "glfs_design", "trace_criterion", "relaxed_criterion", "select_glfs_design", "scale_free_lambdas"]
+__all__ = ["GLFSDesignResult", "glfs_design", "trace_criterion", "relaxed_criterion", "select_glfs_design", "scale_free_lambdas", "standardise"]
 
 # Defaults (chosen on the planted simulation, benchmarks/glfs_design_defaults.py; docs/methods.md).
 DEFAULT_GRAPH_WEIGHT = 0.1  # lambda1 L has mean eigenvalue 0.1
@@ -172,8 +172,12 @@ def scale_free_lambdas(W, n, *, graph_weight=DEFAULT_GRAPH_WEIGHT, ridge=DEFAULT
     return lambda1, ridge * n
 
 
-def _standardise(X, center):
-    """Centre genes (optionally) and divide by one constant so that the mean variance is 1."""
+def standardise(X, center):
+    """Centre genes (optionally) and divide by one constant so that the mean variance is 1.
+
+    X (n_samples, n_features), dense: the X on which :func:`glfs_design` selects, so that
+    :func:`trace_criterion` of it scores a gene set on the criterion glfs_design minimises.
+    """
     Xc = X - X.mean(axis=0) if center else X.copy()
     ms = np.einsum("ij,ij->j", Xc, Xc) / X.shape[0]
     pos = ms[ms > 0]
@@ -356,7 +360,7 @@ def glfs_design(
         max_swaps = DEFAULT_MAX_SWAPS_PER_GENE * k
     max_swaps = check_int(max_swaps, "max_swaps", 0)
     lambda1, lambda2 = scale_free_lambdas(W, n, graph_weight=graph_weight, ridge=ridge)
-    Xs = _standardise(X, bool(center))
+    Xs = standardise(X, bool(center))
     rows, q = _graph_operator(Xs, W, lambda1)
     S0 = _start_set(Xs, W, k, start, const, lambda1=lambda1, lambda2=lambda2)
     ex = _Exchange(Xs, rows, q, lambda2, S0, const)

@@ -57,7 +57,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from ._result import Selection, make_selection
+from .result import Selection, make_selection
 from ._validation import check_graph, check_X, constant_features, warn_constant
 from .graph import laplacian
 from .gradient_model import (

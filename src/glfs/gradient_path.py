@@ -12,7 +12,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ._result import PicklableResult
+from .result import PicklableResult
 from ._validation import check_graph, check_n_features, check_real, check_X, constant_features
 from .gradient_model import (
     _MAX_START_DOUBLINGS,

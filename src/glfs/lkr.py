@@ -33,8 +33,8 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
-from ._limits import check_dense_size
-from ._result import Selection, make_selection
+from .limits import check_dense_size
+from .result import Selection, make_selection
 from ._validation import (
     check_graph,
     check_int,
@@ -226,7 +226,7 @@ def supervised_size_check(class_sizes, n_features: int = 1, *, limit_gb=None, ma
     N_l samples needs a dense N_l x N_l kernel and its inverse (about three
     such matrices at once) and O(N_l^3 + N_l^2 d) work.  Raises ``ValueError``
     ("size limit") when the largest class exceeds ``limit_gb`` (default
-    :data:`glfs._limits.DENSE_LIMIT_GB`) or the work sum_l (N_l^3 + 4 N_l^2 d)
+    :data:`glfs.limits.DENSE_LIMIT_GB`) or the work sum_l (N_l^3 + 4 N_l^2 d)
     exceeds ``max_flops`` (default :data:`SUPERVISED_MAX_FLOPS`).
     """
     sizes = np.asarray(class_sizes, dtype=float)

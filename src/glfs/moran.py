@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ._result import Selection
+from .result import Selection
 from ._validation import ConstantFeatureWarning, check_graph, check_int, check_X, warn_constant
 from .scores import sparse_blocks
 
@@ -273,7 +273,7 @@ def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, co
     simulation evidence for each choice.  Cost: two PCA + kNN graphs and two sparse products
     W X (own graph), or one product (given graph).
     """
-    from ._result import make_selection
+    from .result import make_selection
 
     if graph_from not in GRAPH_FROM:
         msg = f"graph_from must be one of {GRAPH_FROM}; got {graph_from!r}"

@@ -33,9 +33,10 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ._anndata import GRAPH_KEY as _GRAPH_KEY
-from ._anndata import write_graph, write_selection
-from ._validation import OutOfCore, check_X, holds_counts, out_of_core_kind
+from .anndata_writers import GRAPH_KEY as _GRAPH_KEY
+from .anndata_writers import write_graph, write_selection
+from ._validation import OutOfCore, check_X, out_of_core_kind
+from .value_checks import holds_counts
 from .api import _check_streams, method_info, n_to_select
 from .api import select as _select
 
@@ -295,10 +296,10 @@ def _selection_frame(sel, var_names):
 
 
 def _warn_if_counts(X, layer) -> None:
-    """Log a warning when the matrix looks like raw counts (glfs._validation.looks_like_counts)."""
+    """Log a warning when the matrix looks like raw counts (glfs.value_checks.looks_like_counts)."""
     import scipy.sparse as sp
 
-    from ._validation import looks_like_counts
+    from .value_checks import looks_like_counts
 
     if isinstance(X, OutOfCore):  # not read again for a warning
         return

@@ -63,8 +63,8 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ._limits import check_dense_size
-from ._result import Selection, make_selection
+from .limits import check_dense_size
+from .result import Selection, make_selection
 from ._validation import check_int, check_n_features, check_positive, check_X, constant_features, warn_constant
 
 log = logging.getLogger(__name__)
@@ -275,7 +275,7 @@ def ufi_form(n_samples: int, n_features: int, n_instances: int | None = None, fo
     every instance is kept and n_samples > n_features; ``"dual"`` (samples x
     samples) otherwise.  Raises ``ValueError`` ("size limit") when the dense
     matrices of the chosen form (three of its size at once) exceed
-    ``limit_gb`` (default :data:`glfs._limits.DENSE_LIMIT_GB`), or, when
+    ``limit_gb`` (default :data:`glfs.limits.DENSE_LIMIT_GB`), or, when
     ``n_removed`` is given (:func:`ufi` passes it: all genes for a full
     ranking), when the work of removing that many genes exceeds ``max_work``
     (default :data:`UFI_MAX_WORK`, about 100 s; :func:`ufi_work`).

@@ -18,9 +18,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from glfs._validation import SCALE_RANGE, scale_problem
 from glfs.graph import DEFAULT_GRAPH_PARAMS
-from glfs._validation import looks_like_counts
+from glfs.value_checks import SCALE_RANGE, looks_like_counts, scale_problem
 from glfs_workflow.preprocessing import preprocess
 from glfs_workflow.readers import (
     _NA_STRINGS,
@@ -436,15 +435,15 @@ def _check_dense_step(expr: Path, X, method: str) -> None:
     """Refuse, naming the file and the sizes, a preprocessing that would make a large sparse X dense."""
     if not sp.issparse(X) or method in SPARSE_PREPROCESS:
         return
-    from glfs import _limits
+    from glfs import limits
 
     n, d = X.shape
     need = 8.0 * n * d / 2**30
-    if need > _limits.DENSE_LIMIT_GB:
+    if need > limits.DENSE_LIMIT_GB:
         msg = (
             f"{expr}: preprocess {method!r} would make the sparse matrix of {n} samples x {d} genes "
             f"({X.nnz} non-zeros) dense: {need:.1f} GB of float64, above the size limit of "
-            f"{_limits.DENSE_LIMIT_GB:g} GB (docs/methods.md, 'Size limits'); use preprocess 'log1p' or "
+            f"{limits.DENSE_LIMIT_GB:g} GB (docs/methods.md, 'Size limits'); use preprocess 'log1p' or "
             "'normalize_log1p' (they keep it sparse), or 'none' for data already normalised"
         )
         raise DataError(msg)
@@ -557,7 +556,7 @@ def _check_classes(where: str, labels, cfg: dict) -> None:
 
 
 def _check_scale(expr: Path, X, var: pd.DataFrame, samples, method: str) -> None:
-    """Refuse values whose squares and products leave float64 (glfs._validation.SCALE_RANGE), naming the largest."""
+    """Refuse values whose squares and products leave float64 (glfs.value_checks.SCALE_RANGE), naming the largest."""
     problem = scale_problem(X)
     if problem:
         if sp.issparse(X):

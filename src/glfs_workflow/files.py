@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from glfs.api import _plain
+from glfs.api import plain_value
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ def write_tsv(df: pd.DataFrame, path) -> None:
 def write_json(obj, path) -> None:
     """Write plain data as JSON, atomically."""
     with atomic_path(path) as tmp, open(tmp, "w") as fh:
-        json.dump(_plain(obj), fh, indent=1, sort_keys=True, default=str)
+        json.dump(plain_value(obj), fh, indent=1, sort_keys=True, default=str)
 
 
 TEXT_COLUMNS = ("gene", "method", "dataset", "sample", "label", "rule", "job", "variant", "item")

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from glfs._anndata import CONVERGENCE_KEYS, GRAPH_KEY, write_selection
-from glfs._result import Selection, make_selection
-from glfs.api import _plain
+from glfs.anndata_writers import CONVERGENCE_KEYS, GRAPH_KEY, write_selection
+from glfs.api import plain_value
+from glfs.result import Selection, make_selection
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +49,9 @@ def selection_meta(sel: Selection, *, n_features, graph: str) -> dict:
         "higher_is_better": bool(sel.higher_is_better),
         "has_weights": sel.weights is not None,
         "graph": graph,
-        "params": {k: _plain(v) for k, v in sel.params.items() if v is not None},
+        "params": {k: plain_value(v) for k, v in sel.params.items() if v is not None},
         # plain diagnostics only: a graph a method built itself (Selection.extra["graph"]) is not JSON
-        "extra": {k: _plain(v) for k, v in sel.extra.items() if not sp.issparse(v)},
+        "extra": {k: plain_value(v) for k, v in sel.extra.items() if not sp.issparse(v)},
     }
 
 

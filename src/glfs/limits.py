@@ -4,6 +4,9 @@ A method that cannot handle an input refuses at once with a ``ValueError``
 whose message says "size limit", names the sizes, the limit and the
 alternative (docs/methods.md, "Size limits"), instead of allocating its way
 into swap or an out-of-memory kill.
+
+The budget is a public setting: on a machine with the memory, raise it with
+``glfs.limits.DENSE_LIMIT_GB = 16`` (the checks read it at each call).
 """
 
 from __future__ import annotations

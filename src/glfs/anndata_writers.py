@@ -16,8 +16,8 @@ import logging
 
 import numpy as np
 
-from ._result import Selection
-from .api import _plain
+from .api import plain_value
+from .result import Selection
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +50,8 @@ def write_selection(
         "n_selected": int(np.sum(sel.selected)),
         "higher_is_better": bool(sel.higher_is_better),
         # an iterative method's convergence diagnostics (q_alpha, spca), beside its parameters
-        **{k: _plain(sel.extra[k]) for k in CONVERGENCE_KEYS if k in sel.extra},
-        **{k: _plain(v) for k, v in sel.params.items() if v is not None},
+        **{k: plain_value(sel.extra[k]) for k in CONVERGENCE_KEYS if k in sel.extra},
+        **{k: plain_value(v) for k, v in sel.params.items() if v is not None},
         **(uns_params or {}),
     }
     params = {k: v for k, v in params.items() if v is not None}
