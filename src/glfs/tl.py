@@ -115,21 +115,11 @@ def select(
     None or pandas.DataFrame
     """
     info = method_info(method)
-    if key_added is not None and (not isinstance(key_added, str) or not key_added.strip()):
-        msg = (
-            "key_added must be a non-empty string (it names every output: the var columns key_added, "
-            "key_added_score, key_added_rank, uns[key_added] and the graph key_added_patient_similarity) "
-            f"or None (the method name); got {key_added!r}"
-        )
-        raise ValueError(msg)
+    _check_key_added(key_added)
     k = n_to_select(n_features_to_select, n_features)
     t0 = time.perf_counter()
     key = key_added or method
-    if graph_key is None:
-        graph_key = GRAPH_KEY if key_added is None else f"{key_added}_{GRAPH_KEY}"
-    elif not isinstance(graph_key, str) or not graph_key:
-        msg = f"graph_key must be a non-empty string; got {graph_key!r}"
-        raise ValueError(msg)
+    graph_key = _graph_key(graph_key, key_added)
     X = _expression(adata, layer)
     graph = _given_graph(adata, obsp, info, method)
     if out_of_core_kind(X) is not None:  # backed AnnData or dask X: read once here, then streamed by the scores
@@ -180,6 +170,30 @@ def select(
         method, time.perf_counter() - t0, key, key, key,
     )
     return None
+
+
+def _check_key_added(key_added) -> None:
+    """``key_added`` is None or a non-empty string (it names every output of :func:`select`)."""
+    if key_added is not None and (not isinstance(key_added, str) or not key_added.strip()):
+        msg = (
+            "key_added must be a non-empty string (it names every output: the var columns key_added, "
+            "key_added_score, key_added_rank, uns[key_added] and the graph key_added_patient_similarity) "
+            f"or None (the method name); got {key_added!r}"
+        )
+        raise ValueError(msg)
+
+
+def _graph_key(graph_key, key_added) -> str:
+    """The ``obsp`` key of a graph built by :func:`select`: ``graph_key`` (a non-empty string) or its default.
+
+    The default is ``GRAPH_KEY``, prefixed with ``f"{key_added}_"`` when ``key_added`` is given.
+    """
+    if graph_key is None:
+        return GRAPH_KEY if key_added is None else f"{key_added}_{GRAPH_KEY}"
+    if not isinstance(graph_key, str) or not graph_key:
+        msg = f"graph_key must be a non-empty string; got {graph_key!r}"
+        raise ValueError(msg)
+    return graph_key
 
 
 def _expression(adata, layer):
