@@ -216,3 +216,24 @@ def test_tl_select_warns_on_raw_counts(caplog):
     with caplog.at_level("WARNING", logger="glfs"):
         glfs.tl.select(b, method="variance", n_features=3)
     assert "raw counts" not in caplog.text
+
+
+def test_package_names_resolve_to_their_objects():
+    """Every name in glfs.__all__ is the object its module defines (DESIGN's Python API), and the
+    submodule glfs.ufi stays a module: before 2026-11-27 the package's lazy table named the
+    function ``ufi`` but ``glfs.ufi`` was the module, so ``glfs.ufi(X)`` failed."""
+    import importlib
+    import types
+
+    import glfs
+
+    homes = {"lapaofs": "optimal", "lapdofs": "optimal", "glfs": "gradient", "glfs_objective": "gradient",
+             "glfs_path": "gradient", "laprls_fit": "gradient", "glfs_design": "design", "lkr_score": "lkr",
+             "spca_score": "baselines", "q_alpha": "baselines", "laplacian_score": "scores",
+             "similarity_graph": "graph", "GLFSClassifier": "sklearn", "FeatureSelector": "sklearn"}
+    for name, mod in homes.items():
+        assert getattr(glfs, name) is getattr(importlib.import_module(f"glfs.{mod}"), name), name
+    for name in glfs.__all__:
+        assert getattr(glfs, name) is not None, name
+    assert isinstance(glfs.ufi, types.ModuleType) and callable(glfs.ufi.ufi)
+    assert isinstance(glfs.tl, types.ModuleType) and callable(glfs.tl.select)

@@ -9,29 +9,25 @@ from __future__ import annotations
 
 import importlib
 
-from ._result import Selection
+from .result import Selection
 from ._validation import ConstantFeatureWarning
 from .api import METHODS, select
+from .baselines import q_alpha, spca_score
+from .design import glfs_design
+from .gradient import GLFSConvergenceWarning, GLFSResult, glfs, glfs_objective, glfs_path, laprls_fit
 from .graph import label_graph, laplacian, similarity_graph
+from .lkr import lkr_score
+from .optimal import lapaofs, lapdofs
 from .scores import fisher_score, laplacian_score, variance_score
 
 __version__ = "0.1.0"
 
-# Names provided by the heavier modules, imported on first use.
+# The method modules above need only numpy and scipy, and glfs.api (the registry) imports
+# every one of them anyway: importing them here costs nothing more.  UFI is glfs.ufi.ufi:
+# glfs.ufi is its module (a function of that name here would shadow the module, and
+# `import glfs.ufi as m` would give the function).  The adapters below import
+# scikit-learn and anndata (about a second between them), so they load on first use.
 _LAZY = {
-    "lapaofs": "glfs.optimal",
-    "lapdofs": "glfs.optimal",
-    "glfs": "glfs.gradient",
-    "glfs_objective": "glfs.gradient",
-    "glfs_path": "glfs.gradient",
-    "laprls_fit": "glfs.gradient",
-    "GLFSResult": "glfs.gradient",
-    "GLFSConvergenceWarning": "glfs.gradient",
-    "glfs_design": "glfs.design",
-    "lkr_score": "glfs.lkr",
-    "ufi": "glfs.ufi",
-    "spca_score": "glfs.baselines",
-    "q_alpha": "glfs.baselines",
     "GLFSClassifier": "glfs.sklearn",
     "FeatureSelector": "glfs.sklearn",
     "tl": "glfs.tl",
@@ -48,6 +44,18 @@ __all__ = [
     "laplacian_score",
     "fisher_score",
     "variance_score",
+    "lapaofs",
+    "lapdofs",
+    "glfs",
+    "glfs_objective",
+    "glfs_path",
+    "laprls_fit",
+    "GLFSResult",
+    "GLFSConvergenceWarning",
+    "glfs_design",
+    "lkr_score",
+    "spca_score",
+    "q_alpha",
     *_LAZY,
 ]
 
