@@ -331,7 +331,8 @@ def _versions() -> str:
 
 def _commit() -> str:
     """HEAD, and which of the files this run depends on differ from it (uncommitted)."""
-    files = ["benchmarks/singlecell_selection.py", "src/glfs/scsim.py", "src/glfs/api.py", "src/glfs/evaluate.py"]
+    files = ["benchmarks/singlecell_selection.py", "src/glfs/scsim.py", "src/glfs/api.py", "src/glfs/evaluate.py",
+             "src/glfs/leiden.py", "src/glfs/clustering.py"]
     try:
         git = ["git", "-C", str(ROOT)]
         head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()

@@ -18,8 +18,8 @@ import pandas as pd
 
 from glfs_workflow.files import write_tsv
 from glfs_workflow.logs import log_to
-from glfs.api import METHODS
-from glfs.evaluate import baseline_classifiers, cv_splitter, evaluate_classifier
+from glfs.api import METHODS, classifier_rows
+from glfs.evaluate import baseline_classifiers, cv_splitter, evaluate_classifier, laprls_random_floor
 
 COLUMNS = ["method", "cv_errors", "cv_n", "test_errors", "test_n", "n_genes", "params"]
 
@@ -40,51 +40,11 @@ def glfs_estimators(variants, cv, seed, graph, params):
     }
     out = {}
     for v in variants:
-        if v == "glfs":
-            design = dict(params.get("glfs", {}))
-            out["glfs"] = GLFSClassifier(objective="design", glfs_params=design or None, **common)
-            out["glfs_supervised"] = GLFSClassifier(objective="design", graph="labels", glfs_params=design or None, **common)
-        else:
-            out[v] = GLFSClassifier(objective=METHODS[v].objective, glfs_params=dict(params.get(v, {})) or None, **common)
+        glfs_params = dict(params.get(v, {})) or None
+        for row in classifier_rows(v):  # the method's own row on the patient graph, then any on the class graph
+            on_labels = {"graph": "labels"} if row != v else {}
+            out[row] = GLFSClassifier(objective=METHODS[v].objective, glfs_params=glfs_params, **on_labels, **common)
     return out
-
-
-def random_genes_row(X, y, train, cv, n_genes, draws, seed, reference):
-    """The classification floor: LapRLS on ``n_genes`` random genes, as GLFSClassifier fits it.
-
-    Same classifier as the ``glfs_supervised`` row (glfs.gradient.laprls_fit with
-    the class graph of the training labels, lambda1 = lambda2 = 0.01, genes and
-    0/1 targets centred on the training means, class 1 when the score >= 0.5)
-    and the CV folds of the baselines (cv_splitter); only the genes differ: ``draws`` seeded random sets.
-    The row holds the median CV and test errors over the draws (``draws`` odd, so
-    the median is one draw's); ``params`` says so and gives their ranges.
-    """
-    from glfs import label_graph
-    from glfs.gradient import laprls_fit
-
-    classes = np.unique(y[train])
-    y01 = (y == classes[1]).astype(np.float64)
-
-    def fit_predict(tr, te, genes):
-        Xtr = X[tr][:, genes]
-        mx, my = Xtr.mean(axis=0), float(y01[tr].mean())
-        coef = laprls_fit(Xtr - mx, y01[tr] - my, label_graph(y01[tr]), 0.01, 0.01)
-        return ((X[te][:, genes] - mx) @ coef + my >= 0.5).astype(float)
-
-    tr_idx, te_idx = np.flatnonzero(train), np.flatnonzero(~train)
-    cv_err, test_err = [], []
-    for s in np.random.SeedSequence(seed).generate_state(draws):
-        genes = np.sort(np.random.default_rng(int(s)).choice(X.shape[1], size=n_genes, replace=False))
-        errors = 0
-        for ftr, fte in cv.split(X[tr_idx], y[tr_idx]):
-            errors += int(np.sum(fit_predict(tr_idx[ftr], tr_idx[fte], genes) != y01[tr_idx[fte]]))
-        cv_err.append(errors)
-        test_err.append(int(np.sum(fit_predict(tr_idx, te_idx, genes) != y01[te_idx])))
-    params = {"statistic": f"median over {draws} seeded random gene sets", "n_genes_as": reference,
-              "classifier": "LapRLS, class graph, lambda1 = lambda2 = 0.01 (as GLFSClassifier)",
-              "cv_errors_range": [min(cv_err), max(cv_err)], "test_errors_range": [min(test_err), max(test_err)]}
-    return {"cv_errors": int(np.median(cv_err)), "cv_n": int(train.sum()), "test_errors": int(np.median(test_err)),
-            "test_n": int((~train).sum()), "n_genes": int(n_genes), "params": params}
 
 
 try:
@@ -121,12 +81,14 @@ try:
         r["params"] = json.dumps(r["params"], sort_keys=True, default=str)
         log.info("%s: %s", name, r)
         rows.append({"method": name, **r})
-    # the floor: random genes, as many as the supervised GLFS row uses (else the first GLFS row with genes)
+    # the floor: random genes, as many as the supervised GLFS row uses (else the first GLFS row with genes;
+    # classifier_rows gives a method's supervised row last)
     n_by = {r["method"]: r["n_genes"] for r in rows if r["n_genes"] is not None}
-    ref = next((m for m in ["glfs_supervised", "glfs", *variants] if n_by.get(m)), None)
+    ref = next((m for m in [r for v in variants for r in reversed(classifier_rows(v))] if n_by.get(m)), None)
     if ref is not None:
         draws = int(par.random_floor["classification_draws"])
-        r = random_genes_row(X, y, train, cv, int(min(n_by[ref], X.shape[1])), draws, seed, ref)
+        r = laprls_random_floor(X, y, train, cv, int(min(n_by[ref], X.shape[1])), draws=draws, random_state=seed,
+                                reference=ref)
         log.info("random_genes (%d genes as %s): %s", r["n_genes"], ref, r)
         rows.append({"method": "random_genes", **r, "params": json.dumps(r["params"], sort_keys=True)})
     else:

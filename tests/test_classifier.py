@@ -174,3 +174,51 @@ def test_bad_parameters(kwargs, match):
     X, y, _, _ = _two_class(seed=5)
     with pytest.raises(ValueError, match=match):
         glfs.GLFSClassifier(**kwargs).fit(X, y)
+
+
+def _two_class(shift, seed=0, n=60, d=20):
+    rng = np.random.default_rng(seed)
+    y = np.array(["ALL"] * (n // 2) + ["AML"] * (n // 2))
+    X = rng.normal(size=(n, d)) + shift * (y == "AML")[:, None]
+    train = np.zeros(n, bool)
+    train[rng.permutation(n)[: n // 2]] = True
+    return X, y, train
+
+
+def test_laprls_random_floor_separable_and_noise():
+    """The random-genes floor of the classification table (glfs.classify.laprls_random_floor): on
+    classes 4 sd apart in every gene any random genes classify perfectly; on pure noise the test
+    errors are near chance; the medians lie in the reported ranges and the draws are seeded."""
+    from glfs.evaluate import cv_splitter, laprls_random_floor
+
+    X, y, train = _two_class(4.0)
+    cv = cv_splitter(y[train], 5, random_state=0)
+    r = laprls_random_floor(X, y, train, cv, 3, draws=5, random_state=0, reference="glfs_supervised")
+    assert (r["cv_errors"], r["test_errors"], r["n_genes"]) == (0, 0, 3)
+    assert (r["cv_n"], r["test_n"]) == (train.sum(), (~train).sum())
+    assert r["params"]["n_genes_as"] == "glfs_supervised"
+
+    X, y, train = _two_class(0.0, seed=1, n=200)
+    cv = cv_splitter(y[train], 5, random_state=0)
+    r = laprls_random_floor(X, y, train, cv, 5, draws=7, random_state=3)
+    assert 0.3 * r["test_n"] < r["test_errors"] < 0.7 * r["test_n"]
+    lo, hi = r["params"]["test_errors_range"]
+    assert lo <= r["test_errors"] <= hi and lo < hi  # the draws differ
+    assert laprls_random_floor(X, y, train, cv, 5, draws=7, random_state=3) == r
+
+
+def test_laprls_random_floor_is_the_supervised_classifier_on_those_genes():
+    """With every gene drawn (n_genes = d), each draw is LapRLS with the class graph of the training
+    labels on all genes: its test errors equal the ones of laprls_fit written out here."""
+    from glfs.evaluate import cv_splitter, laprls_random_floor
+    from glfs.gradient import laprls_fit
+
+    X, y, train = _two_class(0.6, seed=2, n=80, d=6)
+    cv = cv_splitter(y[train], 4, random_state=0)
+    r = laprls_random_floor(X, y, train, cv, X.shape[1], draws=3, random_state=0)
+    y01 = (y == "AML").astype(float)
+    Xtr, mx, my = X[train], X[train].mean(axis=0), y01[train].mean()
+    coef = laprls_fit(Xtr - mx, y01[train] - my, glfs.label_graph(y01[train]), 0.01, 0.01)
+    pred = ((X[~train] - mx) @ coef + my >= 0.5).astype(float)
+    assert r["test_errors"] == int(np.sum(pred != y01[~train]))
+    assert r["params"]["test_errors_range"][0] == r["params"]["test_errors_range"][1]

@@ -5,7 +5,8 @@ folds (:func:`cv_splitter`), the elastic net on a 0-1 response
 (:class:`ElasticNetClassifier`), the tuned scikit-learn baselines of the
 paper's Table 3 (:func:`baseline_classifiers`), the genes a fitted classifier
 uses (:func:`n_genes_used`) and the train/test protocol
-(:func:`evaluate_classifier`).  Pure functions of arrays; no file I/O.  The
+(:func:`evaluate_classifier`) and its random-genes floor
+(:func:`laprls_random_floor`).  Pure functions of arrays; no file I/O.  The
 public names are re-exported by :mod:`glfs.evaluate`.
 """
 
@@ -30,6 +31,7 @@ __all__ = [
     "baseline_classifiers",
     "n_genes_used",
     "evaluate_classifier",
+    "laprls_random_floor",
 ]
 
 
@@ -227,3 +229,47 @@ def evaluate_classifier(estimator, X_train, y_train, X_test, y_test, *, cv) -> d
         "n_genes": n_genes_used(fitted, X_train.shape[1]),
         "params": {k: (v.item() if isinstance(v, np.generic) else v) for k, v in (params or {}).items()},
     }
+
+
+def laprls_random_floor(X, y, train, cv, n_genes: int, *, draws: int, random_state=0, reference=None) -> dict:
+    """The classification floor: LapRLS on ``n_genes`` random genes, as :class:`glfs.GLFSClassifier` fits it.
+
+    X is (n_samples, n_features); ``y`` the labels (two classes), ``train`` a boolean mask of the
+    training samples, ``cv`` the splitter of the baselines (:func:`cv_splitter`).  Same classifier
+    as the supervised GLFS row: :func:`glfs.gradient.laprls_fit` (Wang & Goldenberg 2013, Eq. 11)
+    with the class graph of the training labels and GLFSClassifier's default lambda1 and lambda2,
+    genes and 0/1 targets centred on the training means, class 1 when the score >= 0.5; only the
+    genes differ: ``draws`` seeded random sets.  Returns one row of the classification table:
+    the median CV and test errors over the draws (``draws`` odd, so the median is one draw's);
+    ``params`` says so, names ``reference`` (the row whose gene count this is) and gives the ranges.
+    """
+    from .gradient import laprls_fit
+    from .gradient_model import DEFAULT_LAMBDA1, DEFAULT_LAMBDA2
+    from .graph import label_graph
+
+    X, y, train = np.asarray(X), np.asarray(y), np.asarray(train, dtype=bool)
+    classes = np.unique(y[train])
+    y01 = (y == classes[1]).astype(np.float64)
+
+    def fit_predict(tr, te, genes):
+        Xtr = X[tr][:, genes]
+        mx, my = Xtr.mean(axis=0), float(y01[tr].mean())
+        coef = laprls_fit(Xtr - mx, y01[tr] - my, label_graph(y01[tr]), DEFAULT_LAMBDA1, DEFAULT_LAMBDA2)
+        return ((X[te][:, genes] - mx) @ coef + my >= 0.5).astype(float)
+
+    tr_idx, te_idx = np.flatnonzero(train), np.flatnonzero(~train)
+    cv_err, test_err = [], []
+    for s in np.random.SeedSequence(random_state).generate_state(draws):
+        genes = np.sort(np.random.default_rng(int(s)).choice(X.shape[1], size=n_genes, replace=False))
+        errors = 0
+        for ftr, fte in cv.split(X[tr_idx], y[tr_idx]):
+            errors += int(np.sum(fit_predict(tr_idx[ftr], tr_idx[fte], genes) != y01[tr_idx[fte]]))
+        cv_err.append(errors)
+        test_err.append(int(np.sum(fit_predict(tr_idx, te_idx, genes) != y01[te_idx])))
+    lams = (f"lambda1 = lambda2 = {DEFAULT_LAMBDA1:g}" if DEFAULT_LAMBDA1 == DEFAULT_LAMBDA2
+            else f"lambda1 = {DEFAULT_LAMBDA1:g}, lambda2 = {DEFAULT_LAMBDA2:g}")
+    params = {"statistic": f"median over {draws} seeded random gene sets", "n_genes_as": reference,
+              "classifier": f"LapRLS, class graph, {lams} (as GLFSClassifier)",
+              "cv_errors_range": [min(cv_err), max(cv_err)], "test_errors_range": [min(test_err), max(test_err)]}
+    return {"cv_errors": int(np.median(cv_err)), "cv_n": int(train.sum()), "test_errors": int(np.median(test_err)),
+            "test_n": int((~train).sum()), "n_genes": int(n_genes), "params": params}

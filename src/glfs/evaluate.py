@@ -35,7 +35,9 @@ import logging
 import numpy as np
 
 from ._validation import check_int, check_labels, check_X
-from .classify import ElasticNetClassifier, baseline_classifiers, cv_splitter, evaluate_classifier, n_genes_used
+from .classify import (
+    ElasticNetClassifier, baseline_classifiers, cv_splitter, evaluate_classifier, laprls_random_floor, n_genes_used,
+)
 from .clustering import (
     ARPACK_MAX_SAMPLES,
     EIGEN_SOLVERS,
@@ -82,6 +84,7 @@ __all__ = [
     "baseline_classifiers",
     "n_genes_used",
     "evaluate_classifier",
+    "laprls_random_floor",
     "ElasticNetClassifier",
     "ARPACK_MAX_SAMPLES",
     "EIGEN_TOL",

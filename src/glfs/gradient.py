@@ -146,7 +146,7 @@ def laprls_fit(X_G, y, W, lambda1=DEFAULT_LAMBDA1, lambda2=DEFAULT_LAMBDA2):
 
 
 # --------------------------------------------------------------------------- select_* adapters
-def select_glfs(X, W, *, n_features, labels=None, random_state=0, objective="exact", **params) -> Selection:
+def select_glfs(X, W, *, n_features, labels=None, random_state=0, objective="exact", name=None, **params) -> Selection:
     """GLFS as a :class:`glfs.Selection` (for :func:`glfs.select`).
 
     scores = ``entry_lam`` (higher is better): the largest lam of a path point
@@ -158,10 +158,11 @@ def select_glfs(X, W, *, n_features, labels=None, random_state=0, objective="exa
     ``n_converged``, ``monotone``, ``kkt_tol``; ``extra["path"]`` is one record
     per point: lam, n_selected, objective, converged, kkt (the scaled KKT
     residual, see :data:`KKT_TOL`).  ``random_state`` is accepted for the
-    uniform interface; GLFS is deterministic (uniform start).
+    uniform interface; GLFS is deterministic (uniform start).  ``name`` is the Selection's method
+    name: the registered adapters below pass their registry name; default ``f"glfs_{objective}"``.
     """
-    name = {"exact": "glfs_exact", "paper": "glfs_paper", "printed": "glfs_printed"}.get(objective, "glfs")
     _check_objective(objective)
+    name = f"glfs_{objective}" if name is None else name
     Xv = check_X(X, dense=True)
     const = constant_features(Xv)
     warn_constant(const, name)
@@ -189,14 +190,17 @@ def select_glfs(X, W, *, n_features, labels=None, random_state=0, objective="exa
 
 def select_glfs_paper(X, W, *, n_features, labels=None, random_state=0, **params) -> Selection:
     """GLFS with the paper's Eq. 7 objective and its true gradient."""
-    return select_glfs(X, W, n_features=n_features, labels=labels, random_state=random_state, objective="paper", **params)
+    return select_glfs(X, W, n_features=n_features, labels=labels, random_state=random_state, objective="paper",
+                       name="glfs_paper", **params)
 
 
 def select_glfs_exact(X, W, *, n_features, labels=None, random_state=0, **params) -> Selection:
     """GLFS with the exact covariance trace Tr(A [(M+A)^{-1} M]^2) and its gradient."""
-    return select_glfs(X, W, n_features=n_features, labels=labels, random_state=random_state, objective="exact", **params)
+    return select_glfs(X, W, n_features=n_features, labels=labels, random_state=random_state, objective="exact",
+                       name="glfs_exact", **params)
 
 
 def select_glfs_printed(X, W, *, n_features, labels=None, random_state=0, **params) -> Selection:
     """GLFS as printed: Eq. 7 values, Eq. 9 directions (not a true gradient)."""
-    return select_glfs(X, W, n_features=n_features, labels=labels, random_state=random_state, objective="printed", **params)
+    return select_glfs(X, W, n_features=n_features, labels=labels, random_state=random_state, objective="printed",
+                       name="glfs_printed", **params)
