@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-import glfs._validation as gv
+import glfs.out_of_core as ooc
 from glfs import ConstantFeatureWarning
 from glfs.moran import graph_autocorrelation
 
@@ -80,7 +80,7 @@ def _sources(X, files):
 def test_out_of_core_equals_in_memory(data, small_blocks, monkeypatch):
     X, W, groups, files = data
     if small_blocks:  # many gene blocks and row blocks: the same sums
-        monkeypatch.setattr(gv, "STREAM_VALUES", 1000)
+        monkeypatch.setattr(ooc, "STREAM_VALUES", 1000)
     ref = _all_scores(X, W, groups)
     for name, src in _sources(X, files):
         got = _all_scores(src, W, groups)
@@ -158,7 +158,7 @@ def test_non_finite_values_are_found_while_streaming(tmp_path):
 def test_peak_memory_does_not_grow_with_the_matrix(tmp_path, monkeypatch):
     # backed CSR files of 5 and 16 MB (float32 values, int32 indices) streamed in blocks of 200,000 values:
     # the traced peak is the same for both, and a fraction of the larger matrix
-    monkeypatch.setattr(gv, "STREAM_VALUES", 200_000)
+    monkeypatch.setattr(ooc, "STREAM_VALUES", 200_000)
     W = _graph(2_000, 10, 5)
     glfs.laplacian_score(sp.random(100, 50, density=0.3, format="csr"), W[:100, :100] + sp.eye(100))  # compile first
     peaks, sizes = {}, {}

@@ -16,6 +16,11 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
+from .limits import DENSE_ALTERNATIVE
+from .out_of_core import (
+    STREAMING_SCORES, OutOfCore, _check_size, _ComplexInput, _count_nonfinite, _refuse_complex, out_of_core_kind,
+)
+
 log = logging.getLogger(__name__)
 
 __all__ = [
@@ -33,9 +38,6 @@ __all__ = [
     "constant_features",
     "warn_constant",
     "ConstantFeatureWarning",
-    "OutOfCore",
-    "out_of_core_kind",
-    "STREAMING_SCORES",
 ]
 
 
@@ -252,35 +254,6 @@ def check_X(
     return arr
 
 
-#: What a method that needs a dense X tells the user of a sparse X above the size limit.
-DENSE_ALTERNATIVE = (
-    "The gene-wise scores (laplacian_score, variance, fisher_score, deviance, glfs.moran.graph_autocorrelation) "
-    "and scanpy's HVG flavours run on sparse X without a dense copy; for this method pre-filter the genes "
-    "(e.g. 2,000 highly variable genes) or subsample the cells first"
-)
-
-#: The functions that read an out-of-core X block by block (:class:`OutOfCore`).
-STREAMING_SCORES = ("laplacian_score", "variance", "fisher_score", "glfs.moran.graph_autocorrelation")
-
-#: Values (non-zeros of a sparse X, entries of a dense one) per block streamed from an out-of-core X:
-#: 2**26 = 67 million, about 0.5 GB as float32 values with int32 indices.
-STREAM_VALUES = 2**26
-
-
-def _count_nonfinite(values) -> int:
-    """Number of NaN/inf entries, checked in slices of 2**22 values (no full-size boolean temporary)."""
-    flat = values.reshape(-1) if values.flags.c_contiguous or values.flags.f_contiguous else None
-    if flat is None:  # a strided view: per row block
-        step = max(1, 2**22 // max(1, values.shape[-1]))
-        return sum(int(values[i : i + step].size - np.count_nonzero(np.isfinite(values[i : i + step])))
-                   for i in range(0, values.shape[0], step))
-    bad = 0
-    for i in range(0, flat.size, 2**22):
-        part = flat[i : i + 2**22]
-        bad += int(part.size - np.count_nonzero(np.isfinite(part)))
-    return bad
-
-
 def _sparse_read_only(X):
     """A sparse X as CSR or CSC without a copy when it is CSR/CSC float32/float64; other formats become CSR,
     integer values float32 when exact in it (|x| <= 2**24), else float64."""
@@ -293,194 +266,6 @@ def _sparse_read_only(X):
     if isinstance(X, cls) and X.dtype == dtype:
         return X
     return cls(X, dtype=dtype)
-
-
-def out_of_core_kind(X) -> str | None:
-    """"backed" (an AnnData backed sparse matrix, or an h5py dataset), "dask" (a dask array), or None.
-
-    Duck-typed: the core modules import neither anndata, h5py nor dask.
-    """
-    module = type(X).__module__ or ""
-    if module.startswith("dask") and hasattr(X, "chunks") and hasattr(X, "compute"):
-        return "dask"
-    if getattr(X, "format", None) in ("csr", "csc") and hasattr(X, "to_memory") and not sp.issparse(X):
-        return "backed"
-    if module.startswith("h5py") and getattr(X, "ndim", 0) == 2:
-        return "backed"
-    return None
-
-
-class OutOfCore:
-    """An out-of-core X of shape (n_samples, n_features), read in blocks through its own library.
-
-    An AnnData backed sparse matrix (``anndata.read_h5ad(f, backed="r").X``, CSR or CSC: rows or
-    columns sliced by anndata), an h5py dataset (a backed dense X), or a dask array (blocks
-    computed by dask).  :func:`check_X` (``lazy=True``) builds it and reads it once
-    (:meth:`validate`); :meth:`column_blocks` then hands the scores gene blocks in memory, each
-    at most :data:`STREAM_VALUES` values, so the memory does not grow with the matrix.
-    Attributes after validation: ``max_abs`` (largest |value|), ``gene_nnz`` (non-zeros per
-    gene, sparse only), ``nnz``.
-    """
-
-    def __init__(self, source):
-        self.source = source
-        self.kind = out_of_core_kind(source)
-        self.shape = tuple(int(s) for s in source.shape)
-        self.dtype = np.dtype(source.dtype)
-        fmt = getattr(source, "format", None)
-        if self.kind == "dask":
-            meta = getattr(source, "_meta", None)
-            fmt = "sparse" if sp.issparse(meta) else "dense"
-        self.format = fmt if fmt in ("csr", "csc", "sparse") else "dense"
-        self.ndim = 2
-        self.max_abs = None
-        self.gene_nnz = None
-        self.nnz = None
-
-    def describe(self) -> str:
-        what = {"backed": "an AnnData backed", "dask": "a dask"}[self.kind]
-        fmt = {"csr": "CSR", "csc": "CSC", "sparse": "sparse", "dense": "dense"}[self.format]
-        return f"{what} {fmt} matrix {self.shape[0]} x {self.shape[1]}, {self.dtype}"
-
-    def memory_hint(self) -> str:
-        n, d = self.shape
-        if self.format == "dense":
-            return f"{n * d * self.dtype.itemsize / 2**30:.1f} GB"
-        if self.nnz is not None:
-            return f"{self.nnz * (self.dtype.itemsize + 4) / 2**30:.1f} GB as a sparse matrix"
-        return "its size as a sparse matrix"
-
-    # -- reading ------------------------------------------------------------------------------
-    def _natural_blocks(self):
-        """(axis, slice, block in memory) over the whole matrix in the order its storage favours:
-        row blocks (CSR, dense, dask) or column blocks (CSC)."""
-        n, d = self.shape
-        src = self.source
-        if self.kind == "dask":
-            r0 = 0
-            for i in range(src.numblocks[0]):
-                blk = src.blocks[i].compute()
-                r1 = r0 + blk.shape[0]
-                yield 0, slice(r0, r1), blk
-                r0 = r1
-            return
-        axis = 1 if self.format == "csc" else 0
-        total, other = (d, n) if axis else (n, d)
-        step = max(1, STREAM_VALUES // (32 * other))  # first guess: 25 % non-zeros, STREAM_VALUES / 8 a block
-        i = 0
-        while i < total:
-            sl = slice(i, min(total, i + step))
-            blk = src[:, sl] if axis else src[sl]
-            yield axis, sl, blk
-            i = sl.stop
-            if sp.issparse(blk) and blk.nnz:  # adapt to the density seen: about STREAM_VALUES / 8 per block
-                step = max(1, int(step * (STREAM_VALUES / 8) / blk.nnz))
-
-    def validate(self, name: str = "X"):
-        """Read the matrix once: real, finite, at least 2 samples and 1 gene; record max |x| and non-zeros per gene."""
-        _refuse_complex(self.dtype, name)
-        if self.dtype.kind not in "fiub":
-            msg = f"{name} must be numeric of shape (n_samples, n_features); got an out-of-core matrix of dtype {self.dtype}"
-            raise ValueError(msg)
-        _check_size(self.shape, name)
-        n, d = self.shape
-        top, nnz = 0.0, 0
-        gene_nnz = np.zeros(d, np.int64) if self.format != "dense" else None
-        for axis, sl, blk in self._natural_blocks():
-            vals = blk.data if sp.issparse(blk) else np.asarray(blk)
-            bad = _count_nonfinite(vals)
-            if bad:
-                where = "rows" if axis == 0 else "columns"
-                msg = f"{name} must contain only finite values; got {bad} NaN or infinite entries in {where} {sl.start}-{sl.stop - 1}"
-                raise ValueError(msg)
-            if vals.size:
-                top = max(top, float(vals.max()), -float(vals.min()))
-            if gene_nnz is not None:
-                blk = sp.csr_matrix(blk) if not sp.issparse(blk) else blk
-                nnz += blk.nnz
-                if axis == 0:
-                    gene_nnz += np.bincount(blk.tocsr().indices, minlength=d)
-                else:
-                    gene_nnz[sl] += np.diff(blk.tocsc().indptr)
-        self.max_abs, self.gene_nnz = top, gene_nnz
-        self.nnz = nnz if gene_nnz is not None else n * d
-        log.info("%s: read %s once (%d values stored, max |x| %.4g)", name, self.describe(), self.nnz, top)
-        return self
-
-    def column_blocks(self, dense_genes: int | None = None, max_values: int | None = None):
-        """(column slice, block) over the genes: each block an in-memory (n_samples, b) matrix.
-
-        Sparse: a CSC source is sliced by columns (anndata reads only those); a CSR or dask source is
-        read row block by row block once per gene block, keeping that block's columns, with at most
-        ``max_values`` (default :data:`STREAM_VALUES`) non-zeros per block (so ceil(nnz / max_values)
-        passes over the file).  Dense: ``dense_genes`` genes per block (default max_values / n).
-        """
-        n, d = self.shape
-        max_values = STREAM_VALUES if max_values is None else int(max_values)
-        if self.format == "dense":
-            step = max(1, dense_genes or max_values // n)
-            for j0 in range(0, d, step):
-                sl = slice(j0, min(d, j0 + step))
-                blk = self.source[:, sl]
-                yield sl, (blk.compute() if self.kind == "dask" else np.asarray(blk))
-            return
-        if self.gene_nnz is None:
-            self.validate()
-        for sl in _gene_partition(self.gene_nnz, max_values):
-            if self.format == "csc" and self.kind == "backed":
-                yield sl, sp.csc_matrix(self.source[:, sl])
-            else:
-                yield sl, self._gather_columns(sl)
-
-    def _gather_columns(self, sl):
-        """The columns ``sl`` of a row-stored sparse source as one CSR matrix, in one pass over the row blocks."""
-        n = self.shape[0]
-        b = sl.stop - sl.start
-        size = int(self.gene_nnz[sl].sum())
-        data = np.empty(size, dtype=self.dtype)
-        indices = np.empty(size, dtype=np.int32 if b < 2**31 else np.int64)
-        indptr = np.zeros(n + 1, dtype=np.int64)
-        pos = 0
-        for _, rows, blk in self._natural_blocks():
-            part = sp.csr_matrix(blk)[:, sl]
-            k = part.nnz
-            data[pos : pos + k] = part.data
-            indices[pos : pos + k] = part.indices
-            indptr[rows.start + 1 : rows.stop + 1] = pos + np.cumsum(np.diff(part.indptr))
-            pos += k
-        return sp.csr_matrix((data, indices, indptr), shape=(n, b))
-
-
-def _gene_partition(gene_nnz, max_values):
-    """Consecutive gene slices with at most max_values non-zeros each (a single gene may exceed it)."""
-    d = gene_nnz.size
-    csum = np.cumsum(gene_nnz)
-    j0 = 0
-    while j0 < d:
-        base = csum[j0 - 1] if j0 else 0
-        j1 = int(np.searchsorted(csum, base + max_values, side="right"))
-        j1 = min(d, max(j1, j0 + 1))
-        yield slice(j0, j1)
-        j0 = j1
-
-
-class _ComplexInput(ValueError):
-    """X holds complex numbers (refused, never cast to their real part)."""
-
-
-def _refuse_complex(dtype, name):
-    if np.dtype(dtype).kind == "c":
-        msg = f"{name} must be real; got complex values (dtype {np.dtype(dtype)}); pass X.real or abs(X) explicitly"
-        raise _ComplexInput(msg)
-
-
-def _check_size(shape, name):
-    if shape[0] < 2:
-        msg = f"{name} must have at least 2 samples (rows); got shape {shape}"
-        raise ValueError(msg)
-    if shape[1] < 1:
-        msg = f"{name} must have at least 1 feature (column); got shape {shape}"
-        raise ValueError(msg)
 
 
 def check_graph(W, n_samples: int, *, name: str = "graph", atol: float = 1e-10):

@@ -11,9 +11,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import baselines, design, gradient, hvg, lkr, moran, optimal, ufi
-from ._validation import DENSE_ALTERNATIVE, OutOfCore, check_graph, check_labels, check_n_features, check_X, out_of_core_kind
+from ._validation import check_graph, check_labels, check_n_features, check_X
 from .graph import DEFAULT_GRAPH_PARAMS, similarity_graph
-from .limits import check_dense_size
+from .limits import DENSE_ALTERNATIVE, check_dense_size
+from .out_of_core import OutOfCore, out_of_core_kind
 from .result import Selection, make_selection
 from .scores import deviance_score, fisher_score, laplacian_score, variance_score
 from .value_checks import check_counts, check_scale

@@ -11,12 +11,19 @@ The budget is a public setting: on a machine with the memory, raise it with
 
 from __future__ import annotations
 
-__all__ = ["DENSE_LIMIT_GB", "check_dense_size", "check_bytes"]
+__all__ = ["DENSE_LIMIT_GB", "DENSE_ALTERNATIVE", "check_dense_size", "check_bytes"]
 
 #: Budget for the dense intermediates of one method call, in GB (2**30 bytes); also for the
 #: copies of a sparse X a peer's code makes (scanpy's Pearson residuals).
 #: With X itself and its copies this keeps 50,000 x 2,000 inputs below 8 GB.
 DENSE_LIMIT_GB = 4.0
+
+#: What a method that needs a dense X tells the user of a sparse X above the size limit.
+DENSE_ALTERNATIVE = (
+    "The gene-wise scores (laplacian_score, variance, fisher_score, deviance, glfs.moran.graph_autocorrelation) "
+    "and scanpy's HVG flavours run on sparse X without a dense copy; for this method pre-filter the genes "
+    "(e.g. 2,000 highly variable genes) or subsample the cells first"
+)
 
 
 def check_dense_size(method: str, what: str, n_elements: float, alternative: str, *, limit_gb: float | None = None):

@@ -6,7 +6,7 @@ Dense X: sparse products in column blocks, O(nnz(W) d + n d) time, O(n block)
 memory beyond X.  Sparse X (CSR or CSC, float32 or float64): sums over the
 non-zeros only, O(nnz(X) + nnz(W) nnz(X) / n) time and O(d) memory beyond X
 (no dense copy, no float64 copy of X; see "Sparse X" below).  Out-of-core X
-(an AnnData backed sparse matrix, a dask array; :class:`glfs._validation.OutOfCore`):
+(an AnnData backed sparse matrix, a dask array; :class:`glfs.out_of_core.OutOfCore`):
 the same sums in gene blocks streamed from the file, so the memory is one block.
 
 Sparse X
@@ -37,7 +37,8 @@ import logging
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import OutOfCore, check_graph, check_int, check_labels, check_X, constant_features, warn_constant
+from ._validation import check_graph, check_int, check_labels, check_X, constant_features, warn_constant
+from .out_of_core import OutOfCore
 
 log = logging.getLogger(__name__)
 
@@ -208,11 +209,11 @@ def sparse_blocks(X, dense_genes: int):
     """(column slice, block) pairs over the genes of X (n_samples, n_features), each block in memory.
 
     In-memory CSR X: the whole of it (no copy).  In-memory CSC X: column slices of at most
-    :data:`glfs._validation.STREAM_VALUES` non-zeros, each converted to CSR.  Out-of-core X: the
-    gene blocks of :meth:`~glfs._validation.OutOfCore.column_blocks` (CSR, or dense arrays of a
+    :data:`glfs.out_of_core.STREAM_VALUES` non-zeros, each converted to CSR.  Out-of-core X: the
+    gene blocks of :meth:`~glfs.out_of_core.OutOfCore.column_blocks` (CSR, or dense arrays of a
     dense source).  Dense X: column slices of ``dense_genes`` genes.
     """
-    from ._validation import STREAM_VALUES
+    from .out_of_core import STREAM_VALUES
 
     n, d = X.shape
     if isinstance(X, OutOfCore):
@@ -260,7 +261,7 @@ def laplacian_score(X, W, *, block_size: int | None = None):
         Samples in rows, genes in columns.  Sparse X (CSR or CSC, float32 or
         float64) is read as it is, without a dense or float64 copy; an AnnData
         backed sparse matrix or a dask array is streamed in gene blocks
-        (:class:`glfs._validation.OutOfCore`).
+        (:class:`glfs.out_of_core.OutOfCore`).
     W : sparse of shape (n_samples, n_samples)
         Symmetric non-negative similarity graph (e.g. :func:`glfs.similarity_graph`).
     block_size : int, optional

@@ -35,7 +35,8 @@ import pandas as pd
 
 from .anndata_writers import GRAPH_KEY as _GRAPH_KEY
 from .anndata_writers import write_graph, write_selection
-from ._validation import OutOfCore, check_X, out_of_core_kind
+from ._validation import check_X
+from .out_of_core import OutOfCore, out_of_core_kind
 from .value_checks import holds_counts
 from .api import _check_streams, method_info, n_to_select
 from .api import select as _select
