@@ -176,7 +176,7 @@ def test_bad_parameters(kwargs, match):
         glfs.GLFSClassifier(**kwargs).fit(X, y)
 
 
-def _two_class(shift, seed=0, n=60, d=20):
+def _shifted_classes(shift, seed=0, n=60, d=20):
     rng = np.random.default_rng(seed)
     y = np.array(["ALL"] * (n // 2) + ["AML"] * (n // 2))
     X = rng.normal(size=(n, d)) + shift * (y == "AML")[:, None]
@@ -191,14 +191,14 @@ def test_laprls_random_floor_separable_and_noise():
     errors are near chance; the medians lie in the reported ranges and the draws are seeded."""
     from glfs.evaluate import cv_splitter, laprls_random_floor
 
-    X, y, train = _two_class(4.0)
+    X, y, train = _shifted_classes(4.0)
     cv = cv_splitter(y[train], 5, random_state=0)
     r = laprls_random_floor(X, y, train, cv, 3, draws=5, random_state=0, reference="glfs_supervised")
     assert (r["cv_errors"], r["test_errors"], r["n_genes"]) == (0, 0, 3)
     assert (r["cv_n"], r["test_n"]) == (train.sum(), (~train).sum())
     assert r["params"]["n_genes_as"] == "glfs_supervised"
 
-    X, y, train = _two_class(0.0, seed=1, n=200)
+    X, y, train = _shifted_classes(0.0, seed=1, n=200)
     cv = cv_splitter(y[train], 5, random_state=0)
     r = laprls_random_floor(X, y, train, cv, 5, draws=7, random_state=3)
     assert 0.3 * r["test_n"] < r["test_errors"] < 0.7 * r["test_n"]
@@ -213,7 +213,7 @@ def test_laprls_random_floor_is_the_supervised_classifier_on_those_genes():
     from glfs.evaluate import cv_splitter, laprls_random_floor
     from glfs.gradient import laprls_fit
 
-    X, y, train = _two_class(0.6, seed=2, n=80, d=6)
+    X, y, train = _shifted_classes(0.6, seed=2, n=80, d=6)
     cv = cv_splitter(y[train], 4, random_state=0)
     r = laprls_random_floor(X, y, train, cv, X.shape[1], draws=3, random_state=0)
     y01 = (y == "AML").astype(float)
