@@ -16,7 +16,7 @@ import pytest
 
 from glfs.value_checks import looks_like_counts
 from glfs_workflow import preprocessing, readers
-from glfs_workflow import datasets, fetch, files
+from glfs_workflow import datasets, fetch, files, vendored
 
 RES = Path(__file__).resolve().parents[1] / "resources"
 GOLUB = RES / "golub"
@@ -41,7 +41,7 @@ def test_vendored_files_match_manifest(rel):
 
 @pytest.fixture(scope="module")
 def golub():
-    return datasets.read_golub(GOLUB / "data_set_ALL_AML_train.csv", GOLUB / "data_set_ALL_AML_independent.csv")
+    return vendored.read_golub(GOLUB / "data_set_ALL_AML_train.csv", GOLUB / "data_set_ALL_AML_independent.csv")
 
 
 def test_golub_shape_and_patient_order(golub):
@@ -104,7 +104,7 @@ def test_log2_and_zscore():
 
 def test_stategra_tcga_gbm():
     pytest.importorskip("rdata")  # the workflow extra reads .rda
-    m = datasets.read_stategra(GBM / "STATegRa_S1.rda", GBM / "STATegRa_S1_sample_map.derived.tsv")
+    m = vendored.read_stategra(GBM / "STATegRa_S1.rda", GBM / "STATegRa_S1_sample_map.derived.tsv")
     assert m.X.shape == (169, 1740)
     counts = m.obs["label"].value_counts().to_dict()
     assert counts == {"Proneural": 52, "Neural": 24, "Classical": 37, "Mesenchymal": 56}
@@ -122,8 +122,8 @@ def test_stategra_tcga_gbm():
 
 def test_stategra_labels_agree_with_clanc840():
     pytest.importorskip("rdata")
-    s = datasets.read_stategra(GBM / "STATegRa_S1.rda", GBM / "STATegRa_S1_sample_map.derived.tsv")
-    c = datasets.read_clanc840(GBM / "TCGA_unified_CORE_ClaNC840.txt")
+    s = vendored.read_stategra(GBM / "STATegRa_S1.rda", GBM / "STATegRa_S1_sample_map.derived.tsv")
+    c = vendored.read_clanc840(GBM / "TCGA_unified_CORE_ClaNC840.txt")
     cl = c.obs["label"]
     assert all(cl[sid] == lab for sid, lab in zip(s.samples, s.obs["label"]))
     # the map is a correlation match: the shared genes must correlate strongly per sample
@@ -136,7 +136,7 @@ def test_stategra_labels_agree_with_clanc840():
 
 
 def test_clanc840():
-    m = datasets.read_clanc840(GBM / "TCGA_unified_CORE_ClaNC840.txt")
+    m = vendored.read_clanc840(GBM / "TCGA_unified_CORE_ClaNC840.txt")
     assert m.X.shape == (173, 840)
     assert m.obs["label"].value_counts().to_dict() == {"Proneural": 53, "Neural": 26, "Classical": 38, "Mesenchymal": 56}
     assert m.var["go_subtype"].value_counts().to_dict() == {"MES": 216, "PN": 178, "CL": 162, "": 155, "NL": 129}
