@@ -2,7 +2,7 @@
 
 For every ``graph_weight`` of config glfs_sensitivity.graph_weights (lambda1 =
 graph_weight / mean degree of the graph, glfs.design.scale_free_lambdas), the
-well-posed GLFS (glfs.select(..., method="glfs")) selects the configured
+well-posed GLFS (glfs.select(..., method=glfs.api.DESIGN_GLFS), passed as params.method) selects the configured
 n_features genes with the configured graph and its other parameters
 (selection.params.glfs); its ranking is evaluated with the protocol of
 clustering_nmi.tsv (glfs.evaluate.evaluate_ranking: spectral clustering, the
@@ -48,7 +48,7 @@ try:
         kwargs = clustering_kwargs(par.clustering, n_clusters=par.n_clusters, random_state=par.seed)
         kwargs["feature_grid"] = list(par.feature_grid)
         for gw in par.graph_weights:
-            sel = glfs.select(adata.X, method="glfs", graph=W, n_features=n_features, graph_weight=float(gw), **params)
+            sel = glfs.select(adata.X, method=par.method, graph=W, n_features=n_features, graph_weight=float(gw), **params)
             p = dict(sel.params)
             records = pd.DataFrame.from_records(evaluate_ranking(adata.X, labels, np.asarray(sel.ranking), **kwargs))
             for k, g in records.groupby("n_features"):

@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "select", "METHODS", "FAMILIES", "MethodInfo", "method_info", "methods_of", "n_to_select",
-    "method_params", "check_method_params", "classifier_rows", "plain_value",
+    "method_params", "check_method_params", "classifier_rows", "plain_value", "DESIGN_GLFS",
 ]
 
 
@@ -148,6 +148,10 @@ def _registry() -> dict[str, MethodInfo]:
 
 
 METHODS: dict[str, MethodInfo] = _registry()
+
+# The well-posed GLFS: the registered method with the budgeted-design objective.  The workflow's
+# glfs-vs-greedy table and lambda1 sensitivity panel are checks of this method.
+DESIGN_GLFS: str = next(name for name, m in METHODS.items() if m.objective == "design")
 
 
 def methods_of(*families: str) -> list[str]:

@@ -3,6 +3,7 @@
 # no rules (snakemake --lint); included from the Snakefile right after common.smk.
 import re
 
+from glfs.api import DESIGN_GLFS
 from glfs.api import METHODS as _GLFS_METHODS
 from glfs.api import methods_of as _methods_of
 
@@ -12,7 +13,7 @@ SUPERVISED_METHODS = {name for name, info in _GLFS_METHODS.items() if info.needs
 # The published GLFS readings (lam paths).  The contracted results/{dataset}/glfs_path.tsv
 # is the path of the first of these among the dataset's methods (glfs_exact by default); every
 # variant's path is kept in results/{dataset}/selection/{method}.json and drawn in the
-# report.  The well-posed "glfs" (glfs.design) has no lam path: it is a plain method.
+# report.  The well-posed GLFS (DESIGN_GLFS, glfs.design) has no lam path: it is a plain method.
 GLFS_VARIANTS = _methods_of("glfs_published")  # registry order: glfs_exact first
 
 # Gene-set sizes of the glfs-vs-greedy criterion table (issue 8; capped at the number of genes).
@@ -186,9 +187,9 @@ def simulation_settings(wildcards):
     return sim
 
 
-# Methods the full grid runs besides simulation.methods: the published GLFS readings that the
-# default grid leaves out for time (config.yaml simulation; glfs and glfs_exact stay in both).
-SIMULATION_FULL_EXTRA_METHODS = ["glfs_paper", "glfs_printed"]
+# Methods the full grid runs besides simulation.methods: every published GLFS reading (the
+# default grid leaves some out for time: config.yaml simulation).
+SIMULATION_FULL_EXTRA_METHODS = GLFS_VARIANTS
 
 
 def simulation_methods(simgrid="simulation"):
@@ -236,8 +237,8 @@ def dataset_results(dataset):
         "leiden_random": leiden,
         "classification": dataset in classification_datasets(),
         "random_floor": spectral,
-        "glfs_vs_greedy": "glfs" in methods,
-        "sensitivity": spectral and "glfs" in methods,
+        "glfs_vs_greedy": DESIGN_GLFS in methods,
+        "sensitivity": spectral and DESIGN_GLFS in methods,
     }
     return {k: RESULT[k].format(dataset=dataset) for k, on in has.items() if on}
 
@@ -344,7 +345,7 @@ def run_benchmarks():
     make_report is defined (report.smk, included last), so every rule exists;
     tests/test_report_run_only.py checks the list against the DAG's jobs."""
     ds, spectral, leiden = run_datasets(), spectral_datasets(), leiden_datasets()
-    with_glfs = [d for d in ds if "glfs" in dataset_methods(d)]
+    with_glfs = [d for d in ds if DESIGN_GLFS in dataset_methods(d)]
     per_dataset = {
         "fetch_dataset": ds,
         "prepare_dataset": ds,

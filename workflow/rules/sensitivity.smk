@@ -1,7 +1,7 @@
-# Stage: checks of the well-posed GLFS ("glfs", glfs.design) on the run's data:
+# Stage: checks of the well-posed GLFS (DESIGN_GLFS: "glfs", glfs.design) on the run's data:
 # its criterion against greedy LapAOFS at GLFS_VS_GREEDY_KS genes (every dataset), and a
 # post-hoc lambda1 sensitivity panel (labelled datasets; not tuning: the default
-# graph_weight was chosen on the planted simulation).  Only when "glfs" is in `methods`.
+# graph_weight was chosen on the planted simulation).  Only when it is in `methods`.
 
 
 rule compare_glfs_greedy:
@@ -24,7 +24,7 @@ rule compare_glfs_greedy:
         runtime=get_runtime("select"),
     params:
         ks=GLFS_VS_GREEDY_KS,
-        method_params=params_of("glfs"),
+        method_params=params_of(DESIGN_GLFS),
     script:
         "../../scripts/compare_glfs_greedy.py"
 
@@ -57,8 +57,9 @@ rule glfs_sensitivity:
     params:
         graph_weights=config["glfs_sensitivity"]["graph_weights"],
         feature_grid=config["glfs_sensitivity"]["feature_grid"],
+        method=DESIGN_GLFS,
         n_features=config["selection"]["n_features"],
-        method_params=params_of("glfs"),
+        method_params=params_of(DESIGN_GLFS),
         clustering=config["clustering"],
         n_clusters=n_clusters,
         seed=seed(),
