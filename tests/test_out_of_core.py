@@ -123,8 +123,7 @@ def test_the_planted_genes_come_first(data):
     ("lapaofs", "it needs X in memory"),
     ("hvg_seurat", "it needs X in memory"),
     ("deviance", "it needs X in memory"),
-    ("laplacian_score", "it needs a graph, and building one streams no PCA yet: pass graph="),
-    ("graph_moran", "it needs a graph, and building one streams no PCA yet: pass graph="),
+    ("graph_moran", "it refines its own graph on its top genes in memory: pass graph="),
 ])
 def test_methods_that_cannot_stream_say_so(data, method, why):
     X, W, groups, files = data
@@ -143,7 +142,7 @@ def test_other_functions_refuse_out_of_core_with_the_way_out(data):
     src = da.from_array(X, chunks=(100, 150))
     with pytest.raises(ValueError, match=r"X is an out-of-core matrix \(a dask sparse matrix 600 x 150, float32\); "
                                          r"this function needs it in memory. Load it first .*X.compute\(\)"):
-        glfs.similarity_graph(src)
+        glfs.lapaofs(src, W, n_features=3)
 
 
 def test_non_finite_values_are_found_while_streaming(tmp_path):

@@ -310,12 +310,12 @@ def _input(X):
 def _check_streams(method, X, graph, params):
     """Refuse, naming the alternatives, a method that cannot stream the out-of-core X."""
     own_graph = method == "graph_moran" and (graph is None or params.get("residuals"))
-    if method in _STREAMING and not own_graph and (graph is not None or not METHODS[method].needs_graph):
-        return
-    if method in _STREAMING and METHODS[method].needs_graph:
-        why = (f"it needs a graph, and building one streams no PCA yet: pass graph= (e.g. adata.obsp['connectivities'] "
+    if method in _STREAMING and not own_graph:
+        return  # a graph not given is built by similarity_graph from streamed principal components
+    if method in _STREAMING:
+        why = (f"it refines its own graph on its top genes in memory: pass graph= (e.g. adata.obsp['connectivities'] "
                "after sc.pp.neighbors, or glfs.tl.select(..., obsp='connectivities'))")
-        if method == "graph_moran" and params.get("residuals"):
+        if params.get("residuals"):
             why = "residuals=True forms the Pearson residuals from counts in memory"
     else:
         why = "it needs X in memory"

@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._validation import check_graph, check_labels, check_real, check_X
+from .out_of_core import OutOfCore, out_of_core_kind
 from .neighbors import (  # noqa: F401  (public names re-exported: glfs.graph.<name> keeps working)
     APPROX_N_PCS,
     AUTO_APPROX_MIN_SAMPLES,
@@ -80,7 +81,13 @@ def similarity_graph(
     Parameters
     ----------
     X : array-like or sparse of shape (n_samples, n_features)
-        Samples in rows (patients or cells), genes in columns.
+        Samples in rows (patients or cells), genes in columns.  An out-of-core
+        X (an AnnData backed matrix, ``read_h5ad(f, backed="r").X``, or a dask
+        array) is read in blocks: its principal components are fitted on a
+        seeded subsample of at most ``glfs.neighbors.PCA_FIT_SAMPLES`` samples
+        and every sample is projected on them (two passes; the search then
+        needs ``n_pcs``, as ``method="auto"`` sets from 8,192 samples on, and
+        the Euclidean metric).
     n_neighbors : int, default 5
         Neighbours per sample (He et al. 2005 use 5; He et al. 2011 use 4).
         An edge i-j exists when j is among i's neighbours or i among j's.
@@ -163,7 +170,10 @@ def similarity_graph(
         raise ValueError(msg)
     if metric is None:
         metric = "cosine" if kernel == "cosine" else "euclidean"
-    X = check_X(X, read_only=True)  # read only; float32 stays float32 for the PCA (no 2 x n x d copies)
+    # read only; float32 stays float32 for the PCA (no 2 x n x d copies); an out-of-core X (backed, dask) is
+    # validated in one pass and its PCA streamed (neighbors._pca_out_of_core)
+    lazy = isinstance(X, OutOfCore) or out_of_core_kind(X) is not None
+    X = check_X(X, read_only=True, lazy=lazy)
     n = X.shape[0]
     rows, cols, dist = _neighbors(X, n_neighbors, method, n_pcs, metric, random_state)
     if kernel == "binary":

@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._validation import check_int, check_X
+from .out_of_core import OutOfCore
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,7 @@ __all__ = [
     "IVF_NLIST_PER_SQRT_N",
     "IVF_NPROBE",
     "IVF_NPROBE_PER_SQRT_NLIST",
+    "PCA_FIT_SAMPLES",
 ]
 
 #: ``method="auto"`` searches on principal components from this many samples on
@@ -353,7 +355,16 @@ def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state):
         msg = f"metric must be 'euclidean' or 'cosine' for the approximate search (method='approx'); got {metric!r}"
         raise ValueError(msg)
     cosine = metric == "cosine" and method == "approx"
-    if (n_pcs is None or cosine) and X.dtype != np.float64:
+    streamed = isinstance(X, OutOfCore)
+    if streamed and (n_pcs is None or cosine or metric != "euclidean"):
+        msg = (
+            f"an out-of-core X ({X.describe()}) gets its graph from principal components with the Euclidean "
+            f"metric (the heat or binary kernel), streamed in two passes; got n_pcs={n_pcs!r}, metric={metric!r} "
+            f"({'pass n_pcs, e.g. 50, or method=' + repr('approx') if n_pcs is None else 'use kernel=' + repr('heat')}), "
+            f"or load X first (adata.to_memory(); {X.memory_hint()})"
+        )
+        raise ValueError(msg)
+    if not streamed and (n_pcs is None or cosine) and X.dtype != np.float64:
         X = X.astype(np.float64)  # a sparse X: a sparse copy (never dense); the PCA reads float32 as it is
     if cosine:
         # unit rows: Euclidean distance is then a monotone function of the cosine, 1 - cos = ||a - b||^2 / 2
@@ -366,7 +377,7 @@ def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state):
     on = f"{n_pcs} principal components" if n_pcs is not None else "all genes"
     log.info("nearest_neighbors: %d samples x %d genes, %s search on %s", n, d, method, on)
     if n_pcs is not None:
-        X = _pca(X, n_pcs, random_state, float32=True)
+        X = _pca_out_of_core(X, n_pcs, random_state) if streamed else _pca(X, n_pcs, random_state, float32=True)
         log.info("nearest_neighbors: PCA to %d components done", X.shape[1])
     if method == "exact":
         if n_pcs is not None and metric == "euclidean":
@@ -410,3 +421,66 @@ def _pca(X, n_pcs, random_state, float32=False):
     # (one d x d Gram product, O(n d^2): 10,000 x 500 in a fraction of the randomized SVD's time), exact
     # SVD for tiny data, else randomized SVD, O(n d n_pcs) per power iteration
     return PCA(n_components=int(n_pcs), svd_solver="auto", random_state=random_state).fit_transform(X)
+
+
+#: An out-of-core X (AnnData backed, dask) gets its principal components from at most this many
+#: of its samples, a seeded uniform subsample read in one pass; every sample is then projected on
+#: them in a second pass (:func:`_pca_out_of_core`).  Chosen on simulated counts, not on the
+#: evaluated data (docs/methods.md, "Atlas scale").
+PCA_FIT_SAMPLES = 100_000
+
+
+def _fit_rows(X: OutOfCore, rows: np.ndarray):
+    """The rows ``rows`` (sorted) of an out-of-core X, in memory, read in one pass over its blocks
+    (row blocks, or column blocks for a CSC source)."""
+    parts, by_rows = [], True
+    for axis, sl, blk in X._natural_blocks():
+        by_rows = axis == 0
+        if by_rows:
+            take = rows[(rows >= sl.start) & (rows < sl.stop)] - sl.start
+            if take.size:
+                parts.append(blk[take])
+        else:
+            parts.append(blk[rows])
+    if all(sp.issparse(b) for b in parts):
+        return (sp.vstack if by_rows else sp.hstack)(parts, format="csr")
+    return (np.vstack if by_rows else np.hstack)([np.asarray(b) for b in parts])
+
+
+def _pca_out_of_core(X: OutOfCore, n_pcs, random_state, max_fit_samples: int | None = None):
+    """Scores on the first n_pcs principal components of an out-of-core X, in two passes.
+
+    Pass 1 reads a seeded uniform subsample of at most ``max_fit_samples``
+    (default :data:`PCA_FIT_SAMPLES`) samples into memory, and :func:`_pca`'s
+    estimator (scikit-learn PCA, ARPACK on the implicitly centred sparse
+    matrix) fits the components on it; pass 2 projects every sample block,
+    (x - mean) V, so the memory is that of the subsample plus the
+    (n_samples, n_pcs) float32 scores, not of X.  With at most
+    ``max_fit_samples`` samples the components are those of the whole X, as
+    in memory.  The components of a subsample of 10^5 cells estimate the
+    leading subspace of 10^6 (the estimation error falls like 1/sqrt(m)); the
+    same idea is Seurat v5's "sketch" (Hao et al., Nat. Biotechnol. 2024).
+    """
+    from sklearn.decomposition import PCA
+
+    n, d = X.shape
+    if isinstance(n_pcs, bool) or not isinstance(n_pcs, (int, np.integer)) or not 1 <= n_pcs < min(n, d) - 1:
+        msg = f"n_pcs must be an integer in [1, {min(n, d) - 2}] for an out-of-core X (ARPACK); got {n_pcs!r}"
+        raise ValueError(msg)
+    m = min(n, PCA_FIT_SAMPLES if max_fit_samples is None else int(max_fit_samples))
+    rows = np.arange(n) if m == n else np.sort(np.random.default_rng(random_state).choice(n, m, replace=False))
+    log.info("nearest_neighbors: PCA fitted on %d of %d samples of %s (one pass), then every sample projected",
+             m, n, X.describe())
+    S = _fit_rows(X, rows)
+    pca = PCA(n_components=int(n_pcs), svd_solver="arpack", random_state=random_state).fit(S)
+    del S
+    V = pca.components_.T.astype(np.float32)  # (d, n_pcs)
+    Z = np.zeros((n, V.shape[1]), np.float32)
+    for axis, sl, blk in X._natural_blocks():
+        if axis == 0:
+            Z[sl] = np.asarray(blk @ V)
+        else:
+            Z += np.asarray(blk @ V[sl])
+    Z -= (pca.mean_ @ pca.components_.T).astype(np.float32)
+    return Z
+
