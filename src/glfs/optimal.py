@@ -60,10 +60,15 @@ from ._validation import check_graph, check_n_features, check_positive, check_X,
 
 log = logging.getLogger(__name__)
 
-__all__ = ["lapaofs", "lapdofs", "optimal_design_greedy", "select_lapaofs", "select_lapdofs"]
+__all__ = ["lapaofs", "lapdofs", "optimal_design_greedy", "select_lapaofs", "select_lapdofs", "LAMBDA1", "LAMBDA2"]
+
+#: The regularisation of LapAOFS/LapDOFS when none is given: He et al. (2011), Section 7, use
+#: lambda1 = lambda2 = 0.01 (A_0 = M = lambda2 (I + lambda1 L)^{-1}).
+LAMBDA1 = 0.01
+LAMBDA2 = 0.01
 
 
-def optimal_design_greedy(X, W, n_features: int, *, criterion: str = "A", lambda1: float = 0.01, lambda2: float = 0.01):
+def optimal_design_greedy(X, W, n_features: int, *, criterion: str = "A", lambda1: float = LAMBDA1, lambda2: float = LAMBDA2):
     """Greedy LapAOFS / LapDOFS selection with all bookkeeping (He et al. 2011, Secs. 4.1, 5.1).
 
     Parameters
@@ -232,7 +237,7 @@ def _design_result(state, order, step_value, path, chosen, const, criterion: str
     }
 
 
-def lapaofs(X, W, n_features: int = 50, lambda1: float = 0.01, lambda2: float = 0.01) -> np.ndarray:
+def lapaofs(X, W, n_features: int = 50, lambda1: float = LAMBDA1, lambda2: float = LAMBDA2) -> np.ndarray:
     """LapAOFS: greedy Laplacian-regularised A-optimal feature selection.
 
     He, Ji, Zhang & Bao, TPAMI 2011, Sec. 4.1, Eq. 17-20: the (k+1)-th gene
@@ -264,7 +269,7 @@ def lapaofs(X, W, n_features: int = 50, lambda1: float = 0.01, lambda2: float = 
     return res["order"]
 
 
-def lapdofs(X, W, n_features: int = 50, lambda1: float = 0.01, lambda2: float = 0.01) -> np.ndarray:
+def lapdofs(X, W, n_features: int = 50, lambda1: float = LAMBDA1, lambda2: float = LAMBDA2) -> np.ndarray:
     """LapDOFS: greedy Laplacian-regularised D-optimal feature selection.
 
     He, Ji, Zhang & Bao, TPAMI 2011, Sec. 5.1, Eq. 27-29: the (k+1)-th gene
@@ -283,8 +288,8 @@ def _select(method, criterion, X, W, n_features, params) -> Selection:
     if bad:
         msg = f"method {method!r} accepts parameters {sorted(allowed)}; got unknown {bad}"
         raise ValueError(msg)
-    lambda1 = params.get("lambda1", 0.01)
-    lambda2 = params.get("lambda2", 0.01)
+    lambda1 = params.get("lambda1", LAMBDA1)
+    lambda2 = params.get("lambda2", LAMBDA2)
     res = optimal_design_greedy(X, W, n_features, criterion=criterion, lambda1=lambda1, lambda2=lambda2)
     const = res["constant"]
     warn_constant(const, method)
