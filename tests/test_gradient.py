@@ -1,6 +1,7 @@
 """GLFS (Wang & Goldenberg 2013): objectives, gradients, solver, path, selection."""
 
 import warnings
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -608,3 +609,37 @@ def test_size_limit_applies_through_select(monkeypatch):
         glfs.select(X, "glfs_exact", n_features_to_select=2)
     monkeypatch.setattr(gradient_model, "PATH_MAX_CELLS", X.size)  # at the limit: runs
     assert glfs.select(X, "glfs_exact", n_features_to_select=2).selected.sum() == 2
+
+
+def test_the_path_reads_x_without_copies_or_writes():
+    """glfs.select validates and copies X once; select_glfs and the path read it as it is (issue 20:
+    X was copied three times in one glfs_exact call).  The caller's X is never written to, and a float32
+    X gives the float64 answer (the path converts it, as before)."""
+    X, W, *_ = _small_problem(seed=3)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    before = X.copy()
+    ref = glfs.glfs(X, W, objective="exact", n_features=3)
+    assert np.array_equal(X, before)
+    got = glfs.glfs(X.astype(np.float32).astype(np.float64), W, objective="exact", n_features=3)
+    f32 = glfs.glfs(X.astype(np.float32), W, objective="exact", n_features=3)
+    np.testing.assert_array_equal(f32.weights, got.weights)
+    sel = glfs.select(X, "glfs_exact", graph=W, n_features_to_select=3)
+    assert np.array_equal(X, before)
+    np.testing.assert_array_equal(sel.weights, ref.weights)
+    import glfs.api as api
+
+    seen = {"validated": [], "read": []}
+    real_input, real_pre = api._input, gradient_path._preprocess
+
+    def spy_input(Xa):
+        seen["validated"].append(real_input(Xa))
+        return seen["validated"][-1]
+
+    def spy_pre(Xp, center, scale):
+        seen["read"].append(Xp)
+        return real_pre(Xp, center, scale)
+
+    with mock.patch.object(api, "_input", spy_input), mock.patch.object(gradient_path, "_preprocess", spy_pre):
+        glfs.select(X, "glfs_exact", graph=W, n_features_to_select=3)
+    assert len(seen["validated"]) == 1 and seen["validated"][0] is not X  # glfs.select's one copy
+    assert seen["read"] and all(r is seen["validated"][0] for r in seen["read"])  # read as it is downstream

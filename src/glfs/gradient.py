@@ -163,7 +163,7 @@ def select_glfs(X, W, *, n_features, labels=None, random_state=0, objective="exa
     """
     _check_objective(objective)
     name = f"glfs_{objective}" if name is None else name
-    Xv = check_X(X, dense=True)
+    Xv = check_X(X, dense=True, read_only=True).astype(np.float64, copy=False)  # read only: no copy of a float64 X
     const = constant_features(Xv)
     warn_constant(const, name)
     res = glfs(Xv, W, objective=objective, n_features=n_features, **params)

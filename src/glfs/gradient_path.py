@@ -114,7 +114,7 @@ class _Problem:
     def __init__(self, X, W, *, objective, lambda1, lambda2, center, scale, beta_init, max_iter):
         self.objective = _check_objective(objective)
         _check_path_size(X, self.objective)
-        X = check_X(X, dense=True)
+        X = check_X(X, dense=True, read_only=True).astype(np.float64, copy=False)  # _preprocess copies it
         n, d = X.shape
         self.n, self.d = n, d
         self.lambda1 = _check_nonneg(lambda1, "lambda1")
