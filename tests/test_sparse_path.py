@@ -363,3 +363,30 @@ def test_prepare_dataset_refuses_a_dense_step_naming_the_file_and_sizes(tmp_path
                                         rf"400 samples x 300 genes \({X.nnz} non-zeros\) dense: 0\.0 GB of float64, "
                                         r"above the size limit of 0\.0001 GB .*'normalize_log1p' \(they keep it sparse\)"):
         datasets.prepare_dataset("big", cfg, {"expression": p}, n_neighbors=5)
+
+
+def test_csc_kernels_equal_the_csr_kernels_and_brute_force():
+    """The CSC kernels (a gene per thread, no conversion to CSR) give the CSR kernels' sums, and
+    cross_sums is x'Ux written out densely; stored zeros and empty columns included."""
+    from glfs.scores import centred_sums, cross_sums, sparse_stats
+
+    rng = np.random.default_rng(11)
+    X = _random_sparse(300, 40, 0.15, 4).tolil()
+    X[:, 7] = 0.0  # an empty gene
+    X[5, 3] = 0.0
+    X = sp.csr_matrix(X)
+    X.data[:3] = 0.0  # stored zeros
+    U = sp.triu(sp.random(300, 300, density=0.03, random_state=rng), k=1, format="csr")
+    inv = rng.uniform(0.5, 2.0, 40)
+    w = rng.uniform(0.1, 3.0, 300)
+    codes = rng.integers(0, 3, 300)
+    m = rng.normal(size=(3, 40))
+    C = X.tocsc()
+    for a, b in zip(sparse_stats(X), sparse_stats(C)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(centred_sums(C, inv, w, m, codes, fourth=True),
+                               centred_sums(X, inv, w, m, codes, fourth=True), rtol=1e-12, atol=1e-12)
+    D = X.toarray() * inv
+    brute = np.einsum("ig,ij,jg->g", D, U.toarray(), D)
+    np.testing.assert_allclose(cross_sums(C, U, inv), brute, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(cross_sums(X, U, inv), brute, rtol=1e-12, atol=1e-12)
