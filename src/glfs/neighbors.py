@@ -216,7 +216,7 @@ AUTO_INDEX_MIN_SAMPLES = 30000
 #: (:func:`ivf_nprobe`): ``IVF_NPROBE_PER_SQRT_NLIST`` sqrt(nlist), at least ``IVF_NPROBE``.
 IVF_NLIST_PER_SQRT_N = 1.0
 IVF_NPROBE = 32
-IVF_NPROBE_PER_SQRT_NLIST = 2.0
+IVF_NPROBE_PER_SQRT_NLIST = 1.0
 
 
 def ivf_nprobe(nlist: int) -> int:
@@ -227,10 +227,15 @@ def ivf_nprobe(nlist: int) -> int:
     nprobe / sqrt(nlist) at 50,000 to 1,000,000 cells, not of the probed share
     nprobe / nlist: 0.912 at 1.0, 0.954 at 1.4, 0.969 at 1.8, 0.976 at 2.1,
     0.985 at 2.7 (benchmarks/results/knn_backends.md).  A fixed nprobe of 32 let
-    the recall fall from 0.972 at 50,000 cells to 0.912 at a million; 2 sqrt(nlist)
-    holds it near 0.97.  The floor of 32 keeps the search of every size up to
-    65,536 cells (nlist 256) as it was.  The search then costs
-    O(n^1.75 p) instead of O(n^1.5 p).
+    the recall fall from 0.972 at 50,000 cells to 0.912 at a million.  From
+    2026-11-25 to 11-27 the rule was 2 sqrt(nlist) (recall about 0.97 at every
+    size), but at a million cells it made the library's own graph + Laplacian
+    score take 1,108 s end to end instead of 380 s, against the 10-minute goal
+    (its IVF search's wall time grew 4x, not the 2x of its CPU seconds: the
+    probed lists no longer stay in cache).  The rule is now sqrt(nlist): the
+    search of every size up to a million cells (nlist 1,024) is the measured one
+    of nprobe 32, and beyond it the recall holds near 0.91 instead of falling
+    further, at O(n^1.75 p).  docs/methods.md, "Atlas scale", has the trade-off.
     """
     return int(min(nlist, max(IVF_NPROBE, np.ceil(IVF_NPROBE_PER_SQRT_NLIST * np.sqrt(nlist)))))
 
@@ -241,7 +246,7 @@ def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, npro
     faiss' k-means (seeded by ``random_state``) splits the samples into
     ``nlist`` cells (default ``IVF_NLIST_PER_SQRT_N`` sqrt(n)); each sample's
     candidates are the samples of the ``nprobe`` cells (default :func:`ivf_nprobe`,
-    2 sqrt(nlist) and at least 32) nearest to it, searched exhaustively.  Cost
+    sqrt(nlist) and at least 32) nearest to it, searched exhaustively.  Cost
     O(n nlist p) per k-means iteration and O(n (nlist + nprobe n / nlist) p) for
     the search, i.e. O(n^1.75 p) with nlist ~ sqrt(n) and nprobe ~ n^0.25,
     against O(n^2 p) for the flat search.
