@@ -1,23 +1,11 @@
-"""Evaluation of gene selections: clustering agreement and nearest-neighbour accuracy.
+"""Evaluation of gene selections: clustering agreement, nearest-neighbour accuracy, classification.
 
-X is always (n_samples, n_features) = (patients or cells, genes).  Everything
-here is a pure function of arrays (numpy, scipy, scikit-learn); no file I/O.
-
-Protocols (see docs/methods.md and the README):
-
-- spectral clustering on the top-k genes, NMI against the known labels
-  (Wang & Goldenberg, ICML 2013, Sec. 3.3: 10 runs, mean NMI), reported with
-  scikit-learn's arithmetic normalisation ``MI / mean(H(C), H(C'))`` and with
-  the max-entropy normalisation ``MI / max(H(C), H(C'))`` of He, Ji, Zhang and
-  Bao (TPAMI 2011, Sec. 7.2);
-- k-means clustering accuracy (ACC, best label mapping by the Kuhn-Munkres /
-  Hungarian algorithm) and NMI, best of 10 restarts by inertia (He et al.
-  2011, Sec. 7.2);
-- leave-one-out 1-nearest-neighbour accuracy (Wang & Goldenberg 2013, Eq. 10;
-  He et al. 2011, Sec. 7.2);
-- for cells, the single-cell protocol of scanpy users (:func:`evaluate_ranking_leiden`):
-  PCA, 15-NN graph and Leiden over a resolution grid, ARI and NMI against the
-  cell types (Zappia et al., Nat Methods 2025).  It imports scanpy lazily.
+X is always (n_samples, n_features) = (patients or cells, genes); pure functions of arrays, no file I/O.
+The protocols (docs/methods.md) live in :mod:`glfs.clustering` (NMI, ACC, spectral clustering and
+leave-one-out 1-NN on the bulk data, Wang & Goldenberg 2013 Sec. 3.3 and He et al. 2011 Sec. 7.2),
+:mod:`glfs.leiden` (the single-cell protocol of scanpy users: PCA, 15-NN graph, Leiden over a
+resolution grid, ARI and NMI; scanpy imported lazily) and :mod:`glfs.classify` (the Table 3
+classification protocol and its random-genes floor).
 
 This module is the public face of the evaluation: it re-exports the names of
 :mod:`glfs.clustering` (metrics, spectral clustering, :func:`evaluate_ranking`),
