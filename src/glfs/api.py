@@ -313,7 +313,7 @@ def _check_streams(method, X, graph, params):
     if method in _STREAMING and not own_graph:
         return  # a graph not given is built by similarity_graph from streamed principal components
     if method in _STREAMING:
-        why = (f"it refines its own graph on its top genes in memory: pass graph= (e.g. adata.obsp['connectivities'] "
+        why = ("it refines its own graph on its top genes in memory: pass graph= (e.g. adata.obsp['connectivities'] "
                "after sc.pp.neighbors, or glfs.tl.select(..., obsp='connectivities'))")
         if params.get("residuals"):
             why = "residuals=True forms the Pearson residuals from counts in memory"

@@ -37,7 +37,7 @@ import logging
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_graph, check_int, check_labels, check_X, constant_features, warn_constant
+from ._validation import check_graph, check_int, check_labels, check_X, warn_constant
 from .out_of_core import OutOfCore
 
 log = logging.getLogger(__name__)
