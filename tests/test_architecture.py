@@ -15,7 +15,7 @@ SRC = ROOT / "src"
 # Layer of each module (lower = more basic).  A module may import its own layer or below.
 LAYERS = {
     "glfs": {
-        0: ["result", "_validation", "out_of_core", "limits", "value_checks", "_progress"],
+        0: ["result", "_sparse_kernels", "_validation", "out_of_core", "limits", "value_checks", "_progress"],
         1: ["graph", "neighbors", "scores", "optimal", "baselines", "ufi", "gradient", "gradient_model", "gradient_solver", "gradient_path", "lkr", "design", "hvg", "moran", "scsim"],
         2: ["api", "evaluate", "clustering", "leiden", "classify"],
         3: ["simulate"],
