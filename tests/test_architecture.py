@@ -17,7 +17,7 @@ LAYERS = {
     "glfs": {
         0: ["result", "_sparse_kernels", "_validation", "out_of_core", "limits", "value_checks", "_progress"],
         1: ["graph", "neighbors", "scores", "optimal", "baselines", "ufi", "gradient", "gradient_model", "gradient_solver", "gradient_path", "lkr", "design", "hvg", "moran", "scsim"],
-        2: ["api", "evaluate", "clustering", "leiden", "classify"],
+        2: ["api", "evaluate", "clustering", "spectral", "leiden", "classify"],
         3: ["simulate"],
         4: ["tl", "sklearn", "anndata_writers", "__init__"],
     },

@@ -573,7 +573,8 @@ def test_lobpcg_embedding_equals_arpacks_above_the_switch():
     import scipy.linalg as sla
     from sklearn.manifold import spectral_embedding
 
-    from glfs.clustering import _solver_kwargs, knn_affinity, spectral_cluster_runs
+    from glfs.clustering import knn_affinity, spectral_cluster_runs
+    from glfs.spectral import _solver_kwargs
 
     X, y = _mixture(n=2400, d=6, shift=3.0, seed=8)
     A = knn_affinity(X, 10)
@@ -594,15 +595,16 @@ def test_lobpcg_that_misses_its_tolerance_is_flagged(monkeypatch, caplog):
 
     from sklearn.exceptions import ConvergenceWarning
 
-    import glfs.clustering as ev  # EIGEN_TOL is read where the spectral clustering lives
+    import glfs.clustering as ev
+    import glfs.spectral as spectral  # EIGEN_TOL is read where the spectral embedding lives
 
     X, _ = _mixture(n=120, d=6, shift=3.0, seed=8)
     A = ev.knn_affinity(X, 10)
-    monkeypatch.setattr(ev, "EIGEN_TOL", 1e-30)
-    with caplog.at_level(logging.WARNING, logger="glfs.clustering"), pytest.warns(ConvergenceWarning, match="did not reach eigen_tol=1e-30"):
+    monkeypatch.setattr(spectral, "EIGEN_TOL", 1e-30)
+    with caplog.at_level(logging.WARNING, logger="glfs.spectral"), pytest.warns(ConvergenceWarning, match="did not reach eigen_tol=1e-30"):
         ev.spectral_cluster_runs(A, 4, run_seeds(0, 2), eigen_solver="lobpcg")
     assert any("LOBPCG did not reach" in r.getMessage() for r in caplog.records)
-    monkeypatch.setattr(ev, "EIGEN_TOL", 1e-8)
+    monkeypatch.setattr(spectral, "EIGEN_TOL", 1e-8)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         ev.spectral_cluster_runs(A, 4, run_seeds(0, 2), eigen_solver="lobpcg")  # the default tolerance is reached

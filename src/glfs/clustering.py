@@ -24,32 +24,20 @@ from __future__ import annotations
 
 import logging
 import time
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 from scipy.sparse.csgraph import connected_components
 from scipy.stats import entropy
-from sklearn.cluster import KMeans, SpectralClustering, k_means
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.manifold import spectral_embedding
+from sklearn.cluster import KMeans, k_means
 from sklearn.metrics import mutual_info_score, normalized_mutual_info_score, pairwise_distances_chunked
 from sklearn.metrics.cluster import contingency_matrix
 
 from ._validation import check_int, check_labels, check_X
+from .spectral import ARPACK_MAX_SAMPLES, EIGEN_SOLVERS, EIGEN_TOL, _spectral_labels, resolve_eigen_solver, shared_embedding
 
 log = logging.getLogger(__name__)
-
-# Spectral embedding solver of eigen_solver="auto": ARPACK (scikit-learn's default,
-# shift-invert) below this many samples, LOBPCG from it.  Shift-invert factorises the
-# n x n Laplacian, and on kNN graphs the sparse LU fills in towards dense: measured
-# 0.3 s at 1,000 samples, 3-10 s at 3,000 and 27-288 s at 10,000 (2 cores), where
-# LOBPCG to EIGEN_TOL takes 0.6-4.2 s and gives the same subspace to 1e-5 degrees
-# (benchmarks/spectral_solvers.py; docs/methods.md, "Evaluation protocols").  The same bound as GLFS's dense forms.
-ARPACK_MAX_SAMPLES = 2000
-EIGEN_TOL = 1e-8
-EIGEN_SOLVERS = ("auto", "arpack", "lobpcg")
 
 __all__ = [
     "nmi",
@@ -230,62 +218,6 @@ def spectral_cluster(
     return _spectral_labels(affinity, n_clusters, random_state, solver=solver)
 
 
-def resolve_eigen_solver(eigen_solver: str, n_samples: int) -> str:
-    """The spectral embedding's eigensolver: "arpack" or "lobpcg" ("auto": ARPACK below
-    ``ARPACK_MAX_SAMPLES`` samples, LOBPCG from there; see the constant's comment)."""
-    if eigen_solver not in EIGEN_SOLVERS:
-        msg = f"eigen_solver must be one of {EIGEN_SOLVERS}; got {eigen_solver!r}"
-        raise ValueError(msg)
-    if eigen_solver == "auto":
-        return "arpack" if n_samples < ARPACK_MAX_SAMPLES else "lobpcg"
-    return eigen_solver
-
-
-def _solver_kwargs(solver: str) -> dict:
-    """Keyword arguments of scikit-learn's spectral embedding for a resolved solver."""
-    return {"eigen_solver": solver, "eigen_tol": EIGEN_TOL if solver == "lobpcg" else "auto"}
-
-
-class _EigenWarnings(warnings.catch_warnings):
-    """Silence the disconnected-graph note; turn LOBPCG's missed tolerance into one ConvergenceWarning."""
-
-    def __enter__(self):
-        self._log = super().__enter__()
-        warnings.simplefilter("always")
-        return self._log
-
-    def __exit__(self, *exc):
-        super().__exit__(*exc)
-        missed = []
-        for w in self._log:
-            text = str(w.message)
-            if "Graph is not fully connected" in text:
-                continue  # a kNN graph on very few genes may be disconnected; the embedding is still defined
-            if "not reaching the requested tolerance" in text:
-                missed.append(text)
-                continue
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        if missed:
-            msg = f"spectral embedding: LOBPCG did not reach eigen_tol={EIGEN_TOL:g}: {missed[-1]}"
-            log.warning(msg)
-            warnings.warn(msg, ConvergenceWarning, stacklevel=2)
-        return False
-
-
-def _spectral_labels(affinity, n_clusters: int, random_state, n_init: int = 10, solver: str = "arpack") -> np.ndarray:
-    """scikit-learn SpectralClustering on a precomputed affinity (embedding and k-means seeded alike)."""
-    model = SpectralClustering(
-        n_clusters=int(n_clusters),
-        affinity="precomputed",
-        assign_labels="kmeans",
-        random_state=int(random_state),
-        n_init=int(n_init),
-        **_solver_kwargs(solver),
-    )
-    with _EigenWarnings(record=True):
-        return model.fit_predict(affinity).astype(np.int64)
-
-
 def spectral_cluster_runs(affinity, n_clusters: int, seeds, *, n_init: int = 10, eigen_solver: str = "auto") -> np.ndarray:
     """Spectral clustering of one affinity, one run per seed, sharing the spectral embedding.
 
@@ -351,10 +283,7 @@ def spectral_cluster_runs(affinity, n_clusters: int, seeds, *, n_init: int = 10,
     if n_components > n_clusters:
         log.debug("spectral_cluster_runs: %d components > %d clusters: one embedding per run", n_components, n_clusters)
         return np.vstack([_spectral_labels(affinity, n_clusters, s, n_init, solver) for s in seeds])
-    with _EigenWarnings(record=True):
-        maps = spectral_embedding(
-            affinity, n_components=int(n_clusters), random_state=seeds[0], drop_first=False, **_solver_kwargs(solver)
-        )
+    maps = shared_embedding(affinity, n_clusters, seeds[0], solver)
     out = np.empty((len(seeds), n), dtype=np.int64)
     for r, s in enumerate(seeds):
         out[r] = k_means(maps, int(n_clusters), random_state=s, n_init=int(n_init))[1]
