@@ -108,6 +108,27 @@ def test_a_subsample_fit_finds_the_same_structure(data, monkeypatch):
     assert set(np.argsort(s)[:18]) == set(range(18))
 
 
+def test_in_memory_x_above_the_fit_size_gets_the_same_subsample_components(data, monkeypatch):
+    """Above PCA_FIT_SAMPLES an in-memory X (sparse or dense) is fitted on the same seeded draw as a
+    backed one: its scores are (x - mean) V with V of scikit-learn's PCA on those rows written out,
+    and its graph is the backed graph."""
+    from sklearn.decomposition import PCA
+
+    X, groups, files = data
+    monkeypatch.setattr(nb, "PCA_FIT_SAMPLES", 300)
+    rows = np.sort(np.random.default_rng(0).choice(900, 300, replace=False))
+    ref = PCA(n_components=N_PCS, svd_solver="arpack", random_state=0).fit(X[rows].toarray())
+    want = (X.toarray() - ref.mean_) @ ref.components_.T
+    for Xin in (X, X.toarray()):
+        np.testing.assert_allclose(nb._pca_in_memory(Xin, N_PCS, 0), want, rtol=1e-3, atol=1e-3 * np.abs(want).max())
+    Wo = glfs.similarity_graph(ad.read_h5ad(files["csr"], backed="r").X, n_pcs=N_PCS, random_state=0)
+    for Xin in (X, X.toarray()):
+        share, wdiff = _edge_agreement(glfs.similarity_graph(Xin, n_pcs=N_PCS, random_state=0), Wo)
+        assert share > 0.995 and wdiff < 1e-3, (type(Xin).__name__, share, wdiff)
+    monkeypatch.setattr(nb, "PCA_FIT_SAMPLES", 900)  # every row: the full PCA of _pca
+    np.testing.assert_array_equal(nb._pca_in_memory(X, N_PCS, 0), nb._pca(X, N_PCS, 0, float32=True))
+
+
 def test_the_subsample_is_the_seeded_uniform_draw(data, monkeypatch):
     """Pass 1 holds exactly the rows of the seeded draw (checked against the draw written out)."""
     X, groups, files = data

@@ -382,7 +382,7 @@ def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state):
     on = f"{n_pcs} principal components" if n_pcs is not None else "all genes"
     log.info("nearest_neighbors: %d samples x %d genes, %s search on %s", n, d, method, on)
     if n_pcs is not None:
-        X = _pca_out_of_core(X, n_pcs, random_state) if streamed else _pca(X, n_pcs, random_state, float32=True)
+        X = _pca_out_of_core(X, n_pcs, random_state) if streamed else _pca_in_memory(X, n_pcs, random_state)
         log.info("nearest_neighbors: PCA to %d components done", X.shape[1])
     if method == "exact":
         if n_pcs is not None and metric == "euclidean":
@@ -428,11 +428,48 @@ def _pca(X, n_pcs, random_state, float32=False):
     return PCA(n_components=int(n_pcs), svd_solver="auto", random_state=random_state).fit_transform(X)
 
 
-#: An out-of-core X (AnnData backed, dask) gets its principal components from at most this many
-#: of its samples, a seeded uniform subsample read in one pass; every sample is then projected on
-#: them in a second pass (:func:`_pca_out_of_core`).  Chosen on simulated counts, not on the
-#: evaluated data (docs/methods.md, "Atlas scale").
+#: Every X (in memory, AnnData backed, dask) gets its principal components from at most this many
+#: of its samples, a seeded uniform subsample; every sample is then projected on them
+#: (:func:`_pca_in_memory`, :func:`_pca_out_of_core`: the same components either way).  Chosen on
+#: simulated counts, not on the evaluated data (docs/methods.md, "Size limits").
 PCA_FIT_SAMPLES = 100_000
+
+
+def _fit_sample(n: int, n_pcs, random_state, max_fit_samples: int | None = None) -> np.ndarray:
+    """The sorted rows the components are fitted on: all n, or a seeded uniform draw of PCA_FIT_SAMPLES."""
+    m = min(n, PCA_FIT_SAMPLES if max_fit_samples is None else int(max_fit_samples))
+    return np.arange(n) if m == n else np.sort(np.random.default_rng(random_state).choice(n, m, replace=False))
+
+
+def _fit_components(S, n_pcs, random_state):
+    """(V, shift): components (d, n_pcs) float32 fitted on the rows S (ARPACK, implicitly centred
+    if sparse) and the projected mean, so that the scores of any x are x V - shift."""
+    from sklearn.decomposition import PCA
+
+    pca = PCA(n_components=int(n_pcs), svd_solver="arpack", random_state=random_state).fit(S)
+    return pca.components_.T.astype(np.float32), (pca.mean_ @ pca.components_.T).astype(np.float32)
+
+
+def _pca_in_memory(X, n_pcs, random_state):
+    """:func:`_pca` of an in-memory X up to ``PCA_FIT_SAMPLES`` samples; above, the components of a
+    seeded subsample of that many (as :func:`_pca_out_of_core`), every sample projected.
+
+    A full ARPACK PCA of 10^6 x 20,000 sparse cells took 386 s (2 quiet cores,
+    2026-11-27), the fit on 10^5 of them 35 s and the projection 10 s; the
+    in-memory and the backed graph of one X are then the same (float32
+    rounding apart).  What the subsample changes is measured in
+    benchmarks/results/pca_sketch.md.
+    """
+    n, d = X.shape
+    valid = isinstance(n_pcs, (int, np.integer)) and not isinstance(n_pcs, bool) and 1 <= n_pcs < min(PCA_FIT_SAMPLES, d) - 1
+    if n <= PCA_FIT_SAMPLES or not valid:  # _pca validates n_pcs
+        return _pca(X, n_pcs, random_state, float32=True)
+    rows = _fit_sample(n, n_pcs, random_state)
+    log.info("nearest_neighbors: PCA fitted on %d of %d samples (PCA_FIT_SAMPLES), then every sample projected", rows.size, n)
+    V, shift = _fit_components(X[rows], n_pcs, random_state)
+    Z = np.asarray(X @ V, dtype=np.float32)  # row by row, as the out-of-core row blocks
+    Z -= shift
+    return Z
 
 
 def _fit_rows(X: OutOfCore, rows: np.ndarray):
@@ -466,26 +503,20 @@ def _pca_out_of_core(X: OutOfCore, n_pcs, random_state, max_fit_samples: int | N
     leading subspace of 10^6 (the estimation error falls like 1/sqrt(m)); the
     same idea is Seurat v5's "sketch" (Hao et al., Nat. Biotechnol. 2024).
     """
-    from sklearn.decomposition import PCA
-
     n, d = X.shape
     if isinstance(n_pcs, bool) or not isinstance(n_pcs, (int, np.integer)) or not 1 <= n_pcs < min(n, d) - 1:
         msg = f"n_pcs must be an integer in [1, {min(n, d) - 2}] for an out-of-core X (ARPACK); got {n_pcs!r}"
         raise ValueError(msg)
-    m = min(n, PCA_FIT_SAMPLES if max_fit_samples is None else int(max_fit_samples))
-    rows = np.arange(n) if m == n else np.sort(np.random.default_rng(random_state).choice(n, m, replace=False))
+    rows = _fit_sample(n, n_pcs, random_state, max_fit_samples)
     log.info("nearest_neighbors: PCA fitted on %d of %d samples of %s (one pass), then every sample projected",
-             m, n, X.describe())
-    S = _fit_rows(X, rows)
-    pca = PCA(n_components=int(n_pcs), svd_solver="arpack", random_state=random_state).fit(S)
-    del S
-    V = pca.components_.T.astype(np.float32)  # (d, n_pcs)
+             rows.size, n, X.describe())
+    V, shift = _fit_components(_fit_rows(X, rows), n_pcs, random_state)  # V: (d, n_pcs)
     Z = np.zeros((n, V.shape[1]), np.float32)
     for axis, sl, blk in X._natural_blocks():
         if axis == 0:
             Z[sl] = np.asarray(blk @ V)
         else:
             Z += np.asarray(blk @ V[sl])
-    Z -= (pca.mean_ @ pca.components_.T).astype(np.float32)
+    Z -= shift
     return Z
 
