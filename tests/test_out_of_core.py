@@ -180,3 +180,22 @@ def test_peak_memory_does_not_grow_with_the_matrix(tmp_path, monkeypatch):
     for name in ("laplacian_score", "moran"):
         assert peaks[name, 10_500] < 1.3 * peaks[name, 3_500], (peaks, sizes)
         assert peaks[name, 10_500] < 0.5 * sizes[10_500], (peaks, sizes)
+
+
+def test_a_row_stored_file_read_many_times_says_how_to_read_it_once(data, monkeypatch, caplog):
+    """A CSR file read once per gene block logs the pass count and the two ways out; a CSC file,
+    sliced by columns, does not (its gene blocks are separate reads, not passes over the file)."""
+    import logging
+
+    X, W, groups, files = data
+    monkeypatch.setattr(ooc, "STREAM_VALUES", 1000)
+    n_blocks = len(list(ooc._gene_partition(np.diff(X.tocsc().indptr), 1000)))
+    assert n_blocks > 1
+    with caplog.at_level(logging.INFO, logger="glfs.out_of_core"):
+        glfs.variance_score(ad.read_h5ad(files["csr"], backed="r").X)
+    said = [r.getMessage() for r in caplog.records if "stored by rows" in r.getMessage()]
+    assert said and f"{n_blocks} times" in said[0] and "tocsc()" in said[0] and "STREAM_VALUES" in said[0]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="glfs.out_of_core"):
+        glfs.variance_score(ad.read_h5ad(files["csc"], backed="r").X)
+    assert not [r for r in caplog.records if "stored by rows" in r.getMessage()]

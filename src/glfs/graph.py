@@ -87,7 +87,9 @@ def similarity_graph(
         seeded subsample of at most ``glfs.neighbors.PCA_FIT_SAMPLES`` samples
         and every sample is projected on them (two passes; the search then
         needs ``n_pcs``, as ``method="auto"`` sets from 8,192 samples on, and
-        the Euclidean metric).
+        the Euclidean metric).  Above ``PCA_FIT_SAMPLES`` samples an
+        in-memory X is fitted on the same seeded subsample, so its graph is
+        the backed one.
     n_neighbors : int, default 5
         Neighbours per sample (He et al. 2005 use 5; He et al. 2011 use 4).
         An edge i-j exists when j is among i's neighbours or i among j's.

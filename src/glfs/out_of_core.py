@@ -174,7 +174,15 @@ class OutOfCore:
             return
         if self.gene_nnz is None:
             self.validate()
-        for sl in _gene_partition(self.gene_nnz, max_values):
+        parts = list(_gene_partition(self.gene_nnz, max_values))
+        if len(parts) > 1 and not (self.format == "csc" and self.kind == "backed"):
+            log.info(
+                "%s is stored by rows: read once per gene block, %d times (blocks of at most %d values); "
+                "a CSC file is read once (adata.X = adata.X.tocsc() before writing it), or raise "
+                "glfs.out_of_core.STREAM_VALUES (8 bytes of memory per value of a block)",
+                self.describe(), len(parts), max_values,
+            )
+        for sl in parts:
             if self.format == "csc" and self.kind == "backed":
                 yield sl, sp.csc_matrix(self.source[:, sl])
             else:
