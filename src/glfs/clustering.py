@@ -283,7 +283,7 @@ def spectral_cluster_runs(affinity, n_clusters: int, seeds, *, n_init: int = 10,
     if n_components > n_clusters:
         log.debug("spectral_cluster_runs: %d components > %d clusters: one embedding per run", n_components, n_clusters)
         return np.vstack([_spectral_labels(affinity, n_clusters, s, n_init, solver) for s in seeds])
-    maps = shared_embedding(affinity, n_clusters, seeds[0], solver)
+    maps = shared_embedding(affinity, n_clusters, seeds[0], solver, n_components)
     out = np.empty((len(seeds), n), dtype=np.int64)
     for r, s in enumerate(seeds):
         out[r] = k_means(maps, int(n_clusters), random_state=s, n_init=int(n_init))[1]

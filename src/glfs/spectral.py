@@ -33,6 +33,7 @@ ARPACK_MAX_SAMPLES = 2000
 EIGEN_TOL = 1e-8
 EIGEN_SOLVERS = ("auto", "arpack", "lobpcg")
 
+
 def resolve_eigen_solver(eigen_solver: str, n_samples: int) -> str:
     """The spectral embedding's eigensolver: "arpack" or "lobpcg" ("auto": ARPACK below
     ``ARPACK_MAX_SAMPLES`` samples, LOBPCG from there; see the constant's comment)."""
@@ -75,7 +76,7 @@ class _EigenWarnings(warnings.catch_warnings):
         return False
 
 
-def needs_exact_embedding(affinity, n_clusters: int, solver: str) -> bool:
+def needs_exact_embedding(affinity, n_clusters: int, solver: str, n_components: int | None = None) -> bool:
     """Whether ARPACK would be asked for a repeated zero eigenvalue that the embedding keeps whole.
 
     A graph of c connected components has the eigenvalue 0 of the normalised
@@ -90,7 +91,8 @@ def needs_exact_embedding(affinity, n_clusters: int, solver: str) -> bool:
     """
     if solver != "arpack":
         return False
-    n_components = connected_components(affinity, directed=False)[0]
+    if n_components is None:
+        n_components = connected_components(affinity, directed=False)[0]
     return 1 < n_components <= n_clusters
 
 
@@ -130,9 +132,10 @@ def _spectral_labels(affinity, n_clusters: int, random_state, n_init: int = 10, 
         return model.fit_predict(affinity).astype(np.int64)
 
 
-def shared_embedding(affinity, n_clusters: int, seed: int, solver: str) -> np.ndarray:
-    """The (n_samples, n_clusters) spectral embedding, eigensolver start from ``seed``."""
-    if needs_exact_embedding(affinity, n_clusters, solver):
+def shared_embedding(affinity, n_clusters: int, seed: int, solver: str, n_components: int | None = None) -> np.ndarray:
+    """The (n_samples, n_clusters) spectral embedding, eigensolver start from ``seed`` (``n_components``:
+    the affinity's connected components, when the caller has counted them)."""
+    if needs_exact_embedding(affinity, n_clusters, solver, n_components):
         return exact_embedding(affinity, n_clusters)
     with _EigenWarnings(record=True):
         return spectral_embedding(
