@@ -183,12 +183,13 @@ def test_peak_memory_does_not_grow_with_the_matrix(tmp_path, monkeypatch):
 
 
 def test_a_row_stored_file_read_many_times_says_how_to_read_it_once(data, monkeypatch, caplog):
-    """A CSR file read once per gene block logs the pass count and the two ways out; a CSC file,
-    sliced by columns, does not (its gene blocks are separate reads, not passes over the file)."""
+    """Without the split (SPILL = False), a CSR file read once per gene block logs the pass count and
+    the two ways out; a CSC file, sliced by columns, does not (its gene blocks are separate reads)."""
     import logging
 
     X, W, groups, files = data
     monkeypatch.setattr(ooc, "STREAM_VALUES", 1000)
+    monkeypatch.setattr(ooc, "SPILL", False)
     n_blocks = len(list(ooc._gene_partition(np.diff(X.tocsc().indptr), 1000)))
     assert n_blocks > 1
     with caplog.at_level(logging.INFO, logger="glfs.out_of_core"):
@@ -199,3 +200,142 @@ def test_a_row_stored_file_read_many_times_says_how_to_read_it_once(data, monkey
     with caplog.at_level(logging.INFO, logger="glfs.out_of_core"):
         glfs.variance_score(ad.read_h5ad(files["csc"], backed="r").X)
     assert not [r for r in caplog.records if "stored by rows" in r.getMessage()]
+
+
+# ---- the split of a row-stored X into its gene blocks through temporary files (SPILL) ----------
+
+
+def _unsorted(X, seed):
+    """X with the stored entries of every row in a random order (a valid, non-canonical CSR)."""
+    rng = np.random.default_rng(seed)
+    X = X.copy()
+    for i in range(X.shape[0]):
+        a, b = X.indptr[i], X.indptr[i + 1]
+        order = a + rng.permutation(b - a)
+        X.indices[a:b], X.data[a:b] = X.indices[order], X.data[order]
+    X.has_sorted_indices = False
+    return X
+
+
+@pytest.fixture
+def split_dir(tmp_path, monkeypatch):
+    """tempfile's directory pointed at an empty folder, so the split's files can be watched."""
+    import tempfile
+
+    where = tmp_path / "tmpdir"
+    where.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(where))
+    monkeypatch.setattr(ooc, "STREAM_VALUES", 1000)
+    return where
+
+
+def _blocks(src, spill, monkeypatch):
+    monkeypatch.setattr(ooc, "SPILL", spill)
+    return list(ooc.OutOfCore(src).validate().column_blocks())
+
+
+@pytest.mark.parametrize("kind", ["backed-csr", "backed-csr-unsorted", "dask-sparse"])
+def test_the_split_gives_the_gene_blocks_of_the_matrix(data, tmp_path, split_dir, monkeypatch, kind, caplog):
+    """Each gene block from the split equals scipy's column slice of the in-memory X (values, pattern,
+    shape), and the same block read once per gene block; empty rows and all-zero genes included."""
+    import logging
+
+    X, *_ = data
+    X = sp.hstack([X, sp.csr_matrix((X.shape[0], 40), dtype=X.dtype)]).tocsr()  # 40 all-zero genes at the end
+    keep = np.ones(X.shape[0], X.dtype)
+    keep[[7, 8, 300]] = 0  # empty rows
+    X = sp.csr_matrix(sp.diags(keep) @ X)
+    X.eliminate_zeros()
+    if kind == "backed-csr-unsorted":
+        X = _unsorted(X, 3)
+    if kind == "dask-sparse":
+        src = da.from_array(X, chunks=(128, X.shape[1]))
+    else:
+        f = tmp_path / "x.h5ad"
+        ad.AnnData(X=X).write_h5ad(f)
+        src = ad.read_h5ad(f, backed="r").X
+    with caplog.at_level(logging.INFO, logger="glfs.out_of_core"):
+        split = _blocks(src, True, monkeypatch)
+    assert any("splitting it into" in r.getMessage() for r in caplog.records)
+    passes = _blocks(src, False, monkeypatch)
+    assert len(split) == len(passes) >= 3
+    assert [sl for sl, _ in split] == [sl for sl, _ in passes]
+    for (sl, A), (_, B) in zip(split, passes):
+        ref = X[:, sl]
+        assert A.format == "csr" and A.shape == ref.shape and A.dtype == X.dtype
+        assert abs(A - ref).max() == 0 and A.nnz == ref.nnz
+        assert abs(A - B).max() == 0
+    assert not list(split_dir.iterdir())  # the temporary files are gone
+
+
+def test_the_split_files_are_removed_as_blocks_are_read_and_when_stopped(data, split_dir, monkeypatch):
+    X, W, groups, files = data
+    monkeypatch.setattr(ooc, "SPILL", True)
+    src = ooc.OutOfCore(ad.read_h5ad(files["csr"], backed="r").X).validate()
+    blocks = src.column_blocks()
+    next(blocks)
+    (where,) = split_dir.iterdir()
+    assert where.name.startswith("glfs-split-")
+    n_left = len(list(where.iterdir()))
+    next(blocks)
+    assert len(list(where.iterdir())) == n_left - 3  # the block read is deleted (values, indices, row lengths)
+    blocks.close()  # a caller that stops early
+    assert not list(split_dir.iterdir())
+
+    def boom(*a, **k):
+        raise RuntimeError("the caller failed")
+
+    with pytest.raises(RuntimeError, match="the caller failed"):
+        for _sl, _B in src.column_blocks():
+            boom()
+    assert not list(split_dir.iterdir())
+
+
+def test_without_disk_space_x_is_read_once_per_gene_block(data, split_dir, monkeypatch, caplog):
+    import collections
+    import logging
+
+    X, W, groups, files = data
+    monkeypatch.setattr(ooc, "SPILL", True)
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(ooc.shutil, "disk_usage", lambda path: usage(2**40, 2**40 - 2**29, 2**29))
+    with caplog.at_level(logging.INFO, logger="glfs.out_of_core"):
+        got = glfs.laplacian_score(ad.read_h5ad(files["csr"], backed="r").X, W)
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "0.5 GB free in" in said and "set TMPDIR to a larger disk" in said and "read once per gene block" in said
+    assert not list(split_dir.iterdir())
+    np.testing.assert_allclose(got, glfs.laplacian_score(X, W), rtol=1e-12)
+
+
+def test_a_failed_write_names_the_space_and_the_ways_out(data, split_dir, monkeypatch):
+    X, W, groups, files = data
+    monkeypatch.setattr(ooc, "SPILL", True)
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ooc, "open", full, raising=False)  # the module's file writes
+    with pytest.raises(OSError, match=r"writing the split of an AnnData backed CSR matrix 600 x 150, float32 to .*"
+                                      r"No space left on device.*needs 0.0 GB: set TMPDIR .*SPILL = False"):
+        glfs.variance_score(ad.read_h5ad(files["csr"], backed="r").X)
+    assert not list(split_dir.iterdir())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_the_validation_scan_counts_and_finds_the_largest_value(tmp_path, dtype):
+    """The one-scan validation of a CSR file: non-zeros per gene, their total and max |x| (a negative
+    value the largest) as scipy counts them; a NaN names its rows."""
+    X, _ = _counts(300, 40, 0.2, 7)
+    X = X.astype(dtype).tolil()
+    X[5, 3] = -50
+    X = sp.csr_matrix(X)
+    f = tmp_path / "x.h5ad"
+    ad.AnnData(X=X).write_h5ad(f)
+    got = ooc.OutOfCore(ad.read_h5ad(f, backed="r").X).validate()
+    np.testing.assert_array_equal(got.gene_nnz, np.diff(X.tocsc().indptr))
+    assert got.nnz == X.nnz and got.max_abs == 50.0
+    if np.dtype(dtype).kind == "f":
+        X.data[X.indptr[299]] = np.inf  # a stored entry of the last row
+        ad.AnnData(X=X).write_h5ad(tmp_path / "inf.h5ad")
+        with pytest.raises(ValueError, match=r"got 1 NaN or infinite entries in rows \d+-299"):
+            ooc.OutOfCore(ad.read_h5ad(tmp_path / "inf.h5ad", backed="r").X).validate()

@@ -161,6 +161,61 @@ def _nb_cross_csc(x_ptr, x_idx, x_val, inv, u_ptr, u_idx, u_val, n, n_parts):
     return out
 
 
+# The kernels of an out-of-core X (:mod:`glfs.out_of_core`): one scan of a CSR row block.
+
+
+def _nb_scan(indices, data, d):
+    """(stored entries per column, NaN/inf entries, largest finite |value|) of a CSR block with d columns."""
+    cnt = np.zeros(d, np.int64)
+    bad = 0
+    top = 0.0
+    for t in range(indices.size):
+        cnt[indices[t]] += 1
+        v = float(data[t])
+        if not np.isfinite(v):
+            bad += 1
+        elif abs(v) > top:
+            top = abs(v)
+    return cnt, bad, top
+
+
+def _nb_split(indptr, indices, data, start, n_blocks):
+    """Split a CSR row block, column indices sorted within each row, by the column blocks that begin at
+    ``start``: (row lengths (n_blocks, rows), values and local column indices grouped by block with each
+    block's rows in order, block offsets (n_blocks + 1,)).  A row's part of a block is a contiguous run
+    (binary search for the cuts, then copies), parallel over the rows."""
+    rows = indptr.size - 1
+    lengths = np.zeros((n_blocks, rows), np.int32)
+    for i in numba.prange(rows):
+        lo = indptr[i]
+        hi = indptr[i + 1]
+        prev = lo
+        for p in range(n_blocks):
+            cut = lo + np.searchsorted(indices[lo:hi], start[p + 1]) if p + 1 < n_blocks else hi
+            lengths[p, i] = cut - prev
+            prev = cut
+    offset = np.zeros(n_blocks + 1, np.int64)
+    first = np.empty((n_blocks, rows), np.int64)  # where row i's part of block p goes
+    for p in range(n_blocks):
+        acc = offset[p]
+        for i in range(rows):
+            first[p, i] = acc
+            acc += lengths[p, i]
+        offset[p + 1] = acc
+    values = np.empty(indices.size, data.dtype)
+    local = np.empty(indices.size, np.int32)
+    for i in numba.prange(rows):
+        src = indptr[i]
+        for p in range(n_blocks):
+            dst = first[p, i]
+            for t in range(lengths[p, i]):
+                values[dst + t] = data[src + t]
+                local[dst + t] = indices[src + t] - start[p]
+            src += lengths[p, i]
+    return lengths, values, local, offset
+
+
+_SEQUENTIAL = ("stats", "scan")
 _JIT: dict = {}
 
 
@@ -171,7 +226,7 @@ def _kernel(name):
         global numba
         import numba
 
-        fn = numba.njit(cache=True, parallel=name != "stats", nogil=True)(globals()[f"_nb_{name}"])
+        fn = numba.njit(cache=True, parallel=name not in _SEQUENTIAL, nogil=True)(globals()[f"_nb_{name}"])
         _JIT[name] = fn
     return fn
 

@@ -3,8 +3,10 @@
 :func:`glfs._validation.check_X` (``lazy=True``) wraps such an X in an :class:`OutOfCore` and
 reads it once; the streaming scores (:data:`STREAMING_SCORES`) then take it gene block by gene
 block, each block at most :data:`STREAM_VALUES` values.  ``STREAM_VALUES`` is a public setting:
-on a machine with more memory, raise it (``glfs.out_of_core.STREAM_VALUES = 2**28``) so that a
-row-stored file is read fewer times (docs/methods.md, "Size limits", "Out of core").  Also here: the checks of
+on a machine with more memory, raise it (``glfs.out_of_core.STREAM_VALUES = 2**28``) for fewer,
+larger blocks.  A row-stored sparse X (CSR file, dask array) with 3 or more gene blocks is split
+into them in one pass through temporary files (:data:`SPILL`), instead of being read once per
+block (docs/methods.md, "Size limits", "Out of core").  Also here: the checks of
 a matrix's values and shape that :func:`~glfs._validation.check_X` shares with
 :meth:`OutOfCore.validate` (finite, real, at least 2 samples and 1 feature).
 """
@@ -12,13 +14,19 @@ a matrix's values and shape that :func:`~glfs._validation.check_X` shares with
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import tempfile
+import time
 
 import numpy as np
 import scipy.sparse as sp
 
+from ._sparse_kernels import _kernel
+
 log = logging.getLogger(__name__)
 
-__all__ = ["OutOfCore", "out_of_core_kind", "STREAMING_SCORES", "STREAM_VALUES"]
+__all__ = ["OutOfCore", "out_of_core_kind", "STREAMING_SCORES", "STREAM_VALUES", "SPILL"]
 
 
 #: The functions that read an out-of-core X block by block (:class:`OutOfCore`).
@@ -27,6 +35,15 @@ STREAMING_SCORES = ("laplacian_score", "variance", "fisher_score", "glfs.moran.g
 #: Values (non-zeros of a sparse X, entries of a dense one) per block streamed from an out-of-core X:
 #: 2**26 = 67 million, about 0.5 GB as float32 values with int32 indices.
 STREAM_VALUES = 2**26
+
+#: Split a row-stored sparse X (a CSR file, a dask array) that would be read 3 or more times (one pass
+#: per gene block) into its gene blocks in one pass through temporary files (``tempfile``'s directory:
+#: $TMPDIR, else /tmp), so that it is read twice in all; the files take about the matrix's size and are
+#: removed as the blocks are read.  False: read it once per gene block, writing nothing.
+SPILL = True
+
+#: Free space left in the temporary directory after the split (bytes); below it X is read once per gene block.
+SPILL_HEADROOM = 2**30
 
 
 def _count_nonfinite(values) -> int:
@@ -135,21 +152,23 @@ class OutOfCore:
         top, nnz = 0.0, 0
         gene_nnz = np.zeros(d, np.int64) if self.format != "dense" else None
         for axis, sl, blk in self._natural_blocks():
-            vals = blk.data if sp.issparse(blk) else np.asarray(blk)
-            bad = _count_nonfinite(vals)
+            if gene_nnz is not None and axis == 0:  # a sparse row block: one scan (counts, NaN/inf, max |x|)
+                blk = sp.csr_matrix(blk)
+                cnt, bad, big = _kernel("scan")(blk.indices, blk.data, d)
+                gene_nnz += cnt
+            else:
+                vals = blk.data if sp.issparse(blk) else np.asarray(blk)
+                bad = _count_nonfinite(vals)
+                big = max(float(vals.max()), -float(vals.min())) if vals.size and not bad else 0.0
+                if gene_nnz is not None:
+                    blk = sp.csc_matrix(blk)
+                    gene_nnz[sl] += np.diff(blk.indptr)
             if bad:
                 where = "rows" if axis == 0 else "columns"
                 msg = f"{name} must contain only finite values; got {bad} NaN or infinite entries in {where} {sl.start}-{sl.stop - 1}"
                 raise ValueError(msg)
-            if vals.size:
-                top = max(top, float(vals.max()), -float(vals.min()))
-            if gene_nnz is not None:
-                blk = sp.csr_matrix(blk) if not sp.issparse(blk) else blk
-                nnz += blk.nnz
-                if axis == 0:
-                    gene_nnz += np.bincount(blk.tocsr().indices, minlength=d)
-                else:
-                    gene_nnz[sl] += np.diff(blk.tocsc().indptr)
+            top = max(top, big)
+            nnz += blk.nnz if gene_nnz is not None else 0
         self.max_abs, self.gene_nnz = top, gene_nnz
         self.nnz = nnz if gene_nnz is not None else n * d
         log.info("%s: read %s once (%d values stored, max |x| %.4g)", name, self.describe(), self.nnz, top)
@@ -158,10 +177,12 @@ class OutOfCore:
     def column_blocks(self, dense_genes: int | None = None, max_values: int | None = None):
         """(column slice, block) over the genes: each block an in-memory (n_samples, b) matrix.
 
-        Sparse: a CSC source is sliced by columns (anndata reads only those); a CSR or dask source is
-        read row block by row block once per gene block, keeping that block's columns, with at most
-        ``max_values`` (default :data:`STREAM_VALUES`) non-zeros per block (so ceil(nnz / max_values)
-        passes over the file).  Dense: ``dense_genes`` genes per block (default max_values / n).
+        Sparse: at most ``max_values`` (default :data:`STREAM_VALUES`) non-zeros per block.  A CSC
+        file is sliced by columns (anndata reads only those).  A CSR file or dask array is read row
+        block by row block: with 3 or more gene blocks, once, writing each gene block's columns to
+        temporary files that are then read back block by block (:data:`SPILL`); otherwise, or without
+        the disk space, once per gene block, keeping that block's columns.  Each block is the same
+        CSR matrix either way.  Dense: ``dense_genes`` genes per block (default max_values / n).
         """
         n, d = self.shape
         max_values = STREAM_VALUES if max_values is None else int(max_values)
@@ -175,7 +196,12 @@ class OutOfCore:
         if self.gene_nnz is None:
             self.validate()
         parts = list(_gene_partition(self.gene_nnz, max_values))
-        if len(parts) > 1 and not (self.format == "csc" and self.kind == "backed"):
+        row_stored = not (self.format == "csc" and self.kind == "backed")
+        where = self._spill_dir(len(parts)) if row_stored else None
+        if where is not None:
+            yield from self._spilled_blocks(parts, where)
+            return
+        if len(parts) > 1 and row_stored:
             log.info(
                 "%s is stored by rows: read once per gene block, %d times (blocks of at most %d values); "
                 "a CSC file is read once (adata.X = adata.X.tocsc() before writing it), or raise "
@@ -183,10 +209,70 @@ class OutOfCore:
                 self.describe(), len(parts), max_values,
             )
         for sl in parts:
-            if self.format == "csc" and self.kind == "backed":
+            if not row_stored:
                 yield sl, sp.csc_matrix(self.source[:, sl])
             else:
                 yield sl, self._gather_columns(sl)
+
+    def _spill_bytes(self, n_blocks: int) -> int:
+        """Disk space of the split of a row-stored sparse X into ``n_blocks`` gene blocks: values, int32
+        column indices and int32 row lengths."""
+        return self.nnz * (self.dtype.itemsize + 4) + 4 * n_blocks * self.shape[0]
+
+    def _spill_dir(self, n_blocks: int) -> str | None:
+        """The temporary directory to split the source into when :data:`SPILL` is on and it would be
+        read at least 3 times, None otherwise (also when that directory lacks the space: then said)."""
+        if not SPILL or n_blocks < 3:
+            return None
+        where = tempfile.gettempdir()
+        need = self._spill_bytes(n_blocks)
+        free = shutil.disk_usage(where).free
+        if free < need + SPILL_HEADROOM:
+            log.info(
+                "%s: %.1f GB free in %s, below the %.1f GB (+ %.1f GB headroom) of its split into %d gene blocks; "
+                "reading it once per gene block instead (set TMPDIR to a larger disk)",
+                self.describe(), free / 2**30, where, need / 2**30, SPILL_HEADROOM / 2**30, n_blocks,
+            )
+            return None
+        return where
+
+    def _spilled_blocks(self, parts, where):
+        """The gene blocks ``parts`` of a row-stored source after one pass that appends each row block's
+        columns to per-block temporary files; each block is then read back once and its files removed.
+        The directory is removed when the blocks are done, on an error, or when the caller stops early."""
+        n, k = self.shape[0], len(parts)
+        starts = np.array([sl.start for sl in parts], np.int64)
+        need = self._spill_bytes(k)
+        log.info("%s is stored by rows: splitting it into %d gene blocks in one pass, through %.1f GB of "
+                 "temporary files in %s", self.describe(), k, need / 2**30, where)
+        t0 = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="glfs-split-", dir=where) as tmp:
+            names = [os.path.join(tmp, str(p)) for p in range(k)]
+            try:
+                for _, _, blk in self._natural_blocks():
+                    blk = sp.csr_matrix(blk)
+                    if not blk.has_sorted_indices:  # the kernel cuts each row at the block starts
+                        blk = blk.sorted_indices()
+                    lengths, values, local, offset = _kernel("split")(
+                        blk.indptr, blk.indices, blk.data.astype(self.dtype, copy=False), starts, k)
+                    for p, name in enumerate(names):
+                        for ext, arr in (("len", lengths[p]), ("val", values[offset[p] : offset[p + 1]]),
+                                         ("idx", local[offset[p] : offset[p + 1]])):
+                            with open(f"{name}.{ext}", "ab") as f:
+                                arr.tofile(f)
+            except OSError as e:
+                msg = (f"writing the split of {self.describe()} to {tmp} failed ({e}); it needs {need / 2**30:.1f} GB: "
+                       "set TMPDIR to a disk with the space, or glfs.out_of_core.SPILL = False to read X once per gene block")
+                raise OSError(msg) from e
+            log.info("split in %.1f s", time.perf_counter() - t0)
+            for name, sl in zip(names, parts):
+                indptr = np.zeros(n + 1, np.int64)
+                np.cumsum(np.fromfile(f"{name}.len", np.int32), out=indptr[1:])
+                data = np.fromfile(f"{name}.val", self.dtype)
+                indices = np.fromfile(f"{name}.idx", np.int32)
+                for ext in ("len", "val", "idx"):  # free the disk block by block
+                    os.remove(f"{name}.{ext}")
+                yield sl, sp.csr_matrix((data, indices, indptr), shape=(n, sl.stop - sl.start))
 
     def _gather_columns(self, sl):
         """The columns ``sl`` of a row-stored sparse source as one CSR matrix, in one pass over the row blocks."""
