@@ -213,12 +213,23 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
         passes = [m.split("read once per gene block, ")[1].split(" (")[0] for _, m in stamps if "read once per gene block, " in m]
         how = f"; split into gene blocks, {split[-1]}" if split else (f"; read {passes[-1]}" if passes else "")
         return {"seconds": dt, "note": f"graph: {which}{how}"}
-    if name == "ls_own_graph_end_to_end":  # glfs.tl.select building its graph, as a user calls it
+    if name in ("ls_own_graph_end_to_end", "ls_own_graph_end_to_end_no_faiss"):  # as a user calls it
+        import sys
+
+        if name.endswith("no_faiss"):  # the base install: `import faiss` fails as if it were not installed
+            sys.modules["faiss"] = None
+        stamps = _stamps("glfs.neighbors", "glfs.graph")
         a = _read(log_f)
         _mark()
         t0 = time.perf_counter()
         glfs.tl.select(a, "laplacian_score", 2000)
-        return {"seconds": time.perf_counter() - t0}
+        t3 = time.perf_counter()
+        at = {key: next((t for t, m in stamps if key in m), None) for key in ("PCA to", "similarity_graph:")}
+        if all(at.values()):
+            note = (f"neighbours: {glfs.neighbors.approx_backend() if name.endswith('no_faiss') else 'faiss'}; "
+                    f"PCA {at['PCA to'] - t0:.1f} s, neighbours and weights {at['similarity_graph:'] - at['PCA to']:.1f} s, "
+                    f"score {t3 - at['similarity_graph:']:.1f} s")
+        return {"seconds": t3 - t0, "note": note}
     if name == "ls_backed_own_graph_end_to_end":  # the same from the backed file: streamed PCA, then streamed score
         stamps = _stamps("glfs.neighbors", "glfs.graph")
         a = _read(log_f, backed=True)
@@ -374,6 +385,7 @@ STEP_TEXT = {
     "own_graph": "`glfs.similarity_graph` (the library's default: 5-NN heat kernel, 50 PCs)",
     "ls_own_graph": "Laplacian score on the library's own graph (given)",
     "ls_own_graph_end_to_end": "`glfs.tl.select(adata, 'laplacian_score', 2000)`: own graph + score",
+    "ls_own_graph_end_to_end_no_faiss": "the same without faiss-cpu (the base install)",
     "ls_backed": "Laplacian score from the backed .h5ad (`backed='r'`), graph given",
     "ls_backed_no_split": "the same with `glfs.out_of_core.SPILL = False` (the CSR file read once per gene block)",
     "moran_given_graph": "`graph_moran` (Moran's I) on the given graph",
@@ -449,7 +461,8 @@ def main(argv=None):
         for name in steps:
             r = run_step(name, n, args.work, args.mem_limit_gb, args.timeout, args.lib_loc,
                          1 if name in ("own_graph", "scanpy_pca_neighbors", "ls_own_graph_end_to_end",
-                                      "ls_backed_own_graph_end_to_end") else args.repeat)
+                                      "ls_own_graph_end_to_end_no_faiss", "ls_backed_own_graph_end_to_end")
+                         else args.repeat)
             row = {"date": time.strftime("%Y-%m-%d %H:%M"), "n_cells": n, "n_genes": args.genes, "nnz": facts["nnz"],
                    "repeat": args.repeat, **{k: r.get(k) for k in ("step", "seconds", "peak_rss_gb", "rss_before_gb", "load_before",
                                            "load_after", "note")}}

@@ -293,10 +293,19 @@ def test_auto_switches_at_threshold(monkeypatch, data):
     assert (W_big != W_auto).nnz > 0  # the components do change the graph a little
 
 
-def test_auto_without_faiss_stays_exact(monkeypatch):
+def test_auto_without_faiss_stays_exact_until_nn_descent_pays(monkeypatch):
+    """Without faiss the exact brute force runs up to AUTO_NNDESCENT_MIN_SAMPLES (pynndescent's numba
+    compilation costs more below it), pynndescent from there on (the brute force grows like n^2)."""
     monkeypatch.setattr(nb, "exact_backend", lambda: "sklearn")
     assert nb.approx_backend() == "pynndescent"
-    assert nb.choose_neighbor_method(50000, 2000) == ("exact", 50)  # pynndescent only when forced
+    assert nb.choose_neighbor_method(50000, 2000) == ("exact", 50)
+    assert nb.choose_neighbor_method(nb.AUTO_NNDESCENT_MIN_SAMPLES - 1, 2000) == ("exact", 50)
+    assert nb.choose_neighbor_method(nb.AUTO_NNDESCENT_MIN_SAMPLES, 2000) == ("approx", 50)
+    assert nb.choose_neighbor_method(1_000_000, 20000) == ("approx", 50)
+    assert nb.choose_neighbor_method(1_000_000, 20000, "exact", n_pcs=50) == ("exact", 50)  # forcing still works
+    monkeypatch.setattr(nb, "exact_backend", lambda: "faiss")  # with faiss: its IVF index from 30,000
+    assert nb.choose_neighbor_method(nb.AUTO_INDEX_MIN_SAMPLES, 2000) == ("approx", 50)
+    assert nb.choose_neighbor_method(nb.AUTO_INDEX_MIN_SAMPLES - 1, 2000) == ("exact", 50)
 
 
 @pytest.mark.skipif(not HAS_FAISS, reason="faiss-cpu not installed")
@@ -396,3 +405,27 @@ def test_ivf_nprobe_grows_like_the_root_of_the_cell_count():
     assert nb.ivf_nprobe(1024) == 32 and nb.ivf_nprobe(1025) == 33
     big = [nb.ivf_nprobe(m) for m in (10_000, 40_000, 160_000)]
     assert big == [100, 200, 400]  # doubling with every fourfold nlist
+
+
+def test_pynndescent_distances_are_recomputed_in_blocks():
+    """pynndescent's candidates get their float64 distances through _from_candidates, in blocks of pairs:
+    the traced peak stays below one (pairs x components) float64 array, the size of each of the three
+    temporaries of the all-at-once form (at a million cells those were about 8 GB each, and the search
+    was killed for memory at 24 GB)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    n, p, k = 20_000, 50, 5
+    Z = rng.normal(size=(n, p))
+    nb._knn_approx(Z[:2_000], k, 0)  # numba compiles pynndescent's search first (not traced)
+    k_search = max(20, 2 * (k + 1))
+    one_temporary = n * k_search * p * 8
+    tracemalloc.start()
+    try:
+        rows, cols, d = nb._knn_approx(Z, k, 0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < one_temporary, (peak / 2**20, one_temporary / 2**20)
+    np.testing.assert_allclose(d, np.linalg.norm(Z[rows] - Z[cols], axis=1), rtol=1e-12)
+    assert np.all(np.bincount(rows, minlength=n) == k)

@@ -22,6 +22,7 @@ from .neighbors import (  # noqa: F401  (public names re-exported: glfs.graph.<n
     APPROX_N_PCS,
     AUTO_APPROX_MIN_SAMPLES,
     AUTO_INDEX_MIN_SAMPLES,
+    AUTO_NNDESCENT_MIN_SAMPLES,
     IVF_NLIST_PER_SQRT_N,
     IVF_NPROBE,
     IVF_NPROBE_PER_SQRT_NLIST,
@@ -46,6 +47,7 @@ __all__ = [
     "AUTO_APPROX_MIN_SAMPLES",
     "APPROX_N_PCS",
     "AUTO_INDEX_MIN_SAMPLES",
+    "AUTO_NNDESCENT_MIN_SAMPLES",
     "approx_backend",
     "DEFAULT_GRAPH_PARAMS",
 ]
@@ -133,7 +135,8 @@ def similarity_graph(
         threshold of scanpy's ``pp.neighbors``), exact on 50 principal
         components from there on (float32 brute force with faiss-cpu if
         installed, else scikit-learn), and faiss' IVF index on them from
-        30,000 samples on (``AUTO_INDEX_MIN_SAMPLES``; only with faiss-cpu),
+        30,000 samples on (``AUTO_INDEX_MIN_SAMPLES``) with faiss-cpu, or
+        pynndescent from 200,000 on without it (``AUTO_NNDESCENT_MIN_SAMPLES``),
         see :func:`choose_neighbor_method`.  Bulk cohorts (hundreds to a few
         thousand patients) always get the exact graph on all genes.  The
         approximate search supports ``metric`` "euclidean" and "cosine" only.
@@ -160,10 +163,11 @@ def similarity_graph(
     neighbours on the same components at 50,000 cells (simulated data,
     ``benchmarks/results/graph_at_scale.tsv``), about twice as fast as the
     exact search there; NN-descent (without faiss), empirically close to
-    linear in n, recall about 0.91-0.94, but pynndescent compiles its search
-    with numba in every new Python process, a one-off cost of 20 s to
-    minutes that its numba cache does not remove
-    (see ``benchmarks/results/scaling.md``).
+    linear in n (206-364 s at a million cells, one thread), recall@5 0.92-0.96,
+    but pynndescent compiles its search with numba in every new Python
+    process, a one-off cost of 20 s to minutes that its numba cache does not
+    remove (``benchmarks/results/scaling.md``,
+    ``benchmarks/results/knn_without_faiss.md``).
     The edge weights always use the distances on the searched representation
     (all genes, or the principal components).
     """

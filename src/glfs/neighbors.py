@@ -27,6 +27,7 @@ __all__ = [
     "ivf_nprobe",
     "AUTO_APPROX_MIN_SAMPLES",
     "AUTO_INDEX_MIN_SAMPLES",
+    "AUTO_NNDESCENT_MIN_SAMPLES",
     "APPROX_N_PCS",
     "NEIGHBOR_METHODS",
     "IVF_NLIST_PER_SQRT_N",
@@ -70,9 +71,15 @@ def choose_neighbor_method(n_samples: int, n_features: int, method: str = "auto"
     installed, with faiss' inverted-file index (``"approx"``, IndexIVFFlat,
     O(n^1.5 n_pcs); recall 0.97-0.99 of the exact 5 neighbours on simulated
     data at 50,000 cells, ``benchmarks/results/graph_at_scale.tsv``).  Without
-    faiss, auto stays exact: pynndescent, the other approximate index,
-    compiles its search with numba in every fresh Python process, which
-    costs more than the exact search saves (``benchmarks/results/scaling.md``).
+    faiss, auto stays exact up to ``AUTO_NNDESCENT_MIN_SAMPLES`` (200,000)
+    samples and runs pynndescent's NN-descent (``"approx"``) from there on:
+    pynndescent compiles its search with numba in every fresh Python process
+    (about 30 s), so below that the exact brute force is about as fast
+    (34 s against 42 s at 100,000 simulated cells, 151 s against 83 s at
+    200,000), while the brute force grows like n^2 (about an hour at a
+    million cells) and NN-descent about linearly (206-364 s at a million, recall@5
+    0.92-0.96 of the exact search at 30,000-200,000;
+    ``benchmarks/results/knn_without_faiss.md``).
     ``method="exact"`` searches all genes unless ``n_pcs`` is given;
     ``method="approx"`` the approximate index of :func:`approx_backend`.
 
@@ -96,8 +103,8 @@ def choose_neighbor_method(n_samples: int, n_features: int, method: str = "auto"
         raise ValueError(msg)
     on_pcs = method == "approx" or (method == "auto" and n_samples >= AUTO_APPROX_MIN_SAMPLES)
     if method == "auto":
-        index = on_pcs and n_samples >= AUTO_INDEX_MIN_SAMPLES and approx_backend() == "faiss"
-        method = "approx" if index else "exact"
+        index_from = AUTO_INDEX_MIN_SAMPLES if approx_backend() == "faiss" else AUTO_NNDESCENT_MIN_SAMPLES
+        method = "approx" if on_pcs and n_samples >= index_from else "exact"
     if on_pcs and n_pcs is None and n_features > APPROX_N_PCS:
         n_pcs = min(APPROX_N_PCS, n_samples)
     return method, n_pcs
@@ -212,6 +219,10 @@ def _from_candidates(Z, ind, n_neighbors):
 #: ``method="auto"`` searches the principal components with faiss' IVF index (``method="approx"``)
 #: instead of exactly from this many samples on, when faiss-cpu is installed.
 AUTO_INDEX_MIN_SAMPLES = 30000
+#: Without faiss-cpu, ``method="auto"`` searches the components with pynndescent from this many samples
+#: on (its numba compilation, about 30 s a process, outweighs the exact brute force below it:
+#: :func:`choose_neighbor_method`).
+AUTO_NNDESCENT_MIN_SAMPLES = 200_000
 #: faiss IVF index (``_knn_ivf``): cells per sqrt(n_samples); cells probed per sample
 #: (:func:`ivf_nprobe`): ``IVF_NPROBE_PER_SQRT_NLIST`` sqrt(nlist), at least ``IVF_NPROBE``.
 IVF_NLIST_PER_SQRT_N = 1.0
@@ -315,13 +326,7 @@ def _knn_approx(Z, n_neighbors: int, random_state):
         compressed=True,
     )
     ind, _ = index.neighbor_graph
-    rows = np.repeat(np.arange(n), k_search)
-    cols = ind.ravel().astype(np.int64)
-    ok = cols >= 0  # pynndescent pads rows it could not fill with -1
-    rows, cols = rows[ok], cols[ok]
-    Zd = np.asarray(Z, dtype=np.float64)
-    d = np.sqrt(np.maximum(np.einsum("ij,ij->i", Zd[rows] - Zd[cols], Zd[rows] - Zd[cols]), 0.0))
-    rows, cols, d = _keep_k(rows, cols, d, n_neighbors)
+    rows, cols, d = _from_candidates(Z, ind, n_neighbors)  # pynndescent pads rows it could not fill with -1
     short = np.bincount(rows, minlength=n) < n_neighbors
     if short.any():  # cannot happen with k_search > n_neighbors unless the index failed; be explicit
         msg = (
