@@ -321,21 +321,35 @@ def test_a_failed_write_names_the_space_and_the_ways_out(data, split_dir, monkey
     assert not list(split_dir.iterdir())
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, bool])
 def test_the_validation_scan_counts_and_finds_the_largest_value(tmp_path, dtype):
     """The one-scan validation of a CSR file: non-zeros per gene, their total and max |x| (a negative
-    value the largest) as scipy counts them; a NaN names its rows."""
+    value the largest; 1 for a boolean X) as scipy counts them; a NaN names its rows."""
     X, _ = _counts(300, 40, 0.2, 7)
     X = X.astype(dtype).tolil()
-    X[5, 3] = -50
+    if dtype is not bool:
+        X[5, 3] = -50
     X = sp.csr_matrix(X)
     f = tmp_path / "x.h5ad"
     ad.AnnData(X=X).write_h5ad(f)
     got = ooc.OutOfCore(ad.read_h5ad(f, backed="r").X).validate()
     np.testing.assert_array_equal(got.gene_nnz, np.diff(X.tocsc().indptr))
-    assert got.nnz == X.nnz and got.max_abs == 50.0
+    assert got.nnz == X.nnz and got.max_abs == (1.0 if dtype is bool else 50.0)
     if np.dtype(dtype).kind == "f":
         X.data[X.indptr[299]] = np.inf  # a stored entry of the last row
         ad.AnnData(X=X).write_h5ad(tmp_path / "inf.h5ad")
         with pytest.raises(ValueError, match=r"got 1 NaN or infinite entries in rows \d+-299"):
             ooc.OutOfCore(ad.read_h5ad(tmp_path / "inf.h5ad", backed="r").X).validate()
+
+
+def test_a_boolean_sparse_x_scores_as_its_zero_one_values(tmp_path, monkeypatch):
+    """A boolean sparse X, in memory and from a CSR file split into gene blocks, gives the scores of its
+    0/1 float form (before, check_X failed on numpy's unary minus of booleans)."""
+    monkeypatch.setattr(ooc, "STREAM_VALUES", 500)
+    X = sp.random(400, 60, density=0.3, format="csr", random_state=0).astype(bool)
+    f = tmp_path / "b.h5ad"
+    ad.AnnData(X=X).write_h5ad(f)
+    W = _graph(400, 6, 2)
+    ref = glfs.laplacian_score(X.astype(np.float64).toarray(), W)
+    np.testing.assert_allclose(glfs.laplacian_score(X, W), ref, rtol=1e-9)
+    np.testing.assert_allclose(glfs.laplacian_score(ad.read_h5ad(f, backed="r").X, W), ref, rtol=1e-9)

@@ -260,7 +260,7 @@ def _sparse_read_only(X):
     fmt = X.format if X.format in ("csr", "csc") else "csr"
     dtype = X.dtype
     if dtype not in (np.float32, np.float64):
-        top = float(max(X.data.max(), -X.data.min())) if X.nnz else 0.0
+        top = float(max(X.data.max(), -X.data.min())) if X.nnz and dtype != bool else 1.0  # bool: no unary minus
         dtype = np.float32 if dtype.kind in "iub" and top <= 2**24 else np.float64
     cls = sp.csr_matrix if fmt == "csr" else sp.csc_matrix
     if isinstance(X, cls) and X.dtype == dtype:

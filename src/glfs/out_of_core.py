@@ -154,7 +154,8 @@ class OutOfCore:
         for axis, sl, blk in self._natural_blocks():
             if gene_nnz is not None and axis == 0:  # a sparse row block: one scan (counts, NaN/inf, max |x|)
                 blk = sp.csr_matrix(blk)
-                cnt, bad, big = _kernel("scan")(blk.indices, blk.data, d)
+                vals = blk.data.view(np.uint8) if blk.data.dtype == bool else blk.data  # numba: no float(bool)
+                cnt, bad, big = _kernel("scan")(blk.indices, vals, d)
                 gene_nnz += cnt
             else:
                 vals = blk.data if sp.issparse(blk) else np.asarray(blk)
