@@ -31,17 +31,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from atlas_scale import _vm_hwm_gb  # benchmarks/ is the script's directory, so on sys.path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 K = 5
-
-
-def _vm_hwm_gb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM"):
-                return int(line.split()[1]) / 2**20
-    return float("nan")
 
 
 def worker(search: str, n: int, pcs: Path, out: Path) -> dict:
