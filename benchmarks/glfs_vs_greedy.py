@@ -19,8 +19,8 @@ import anndata as ad
 import numpy as np
 import scipy.sparse as sp
 
-from glfs.design import glfs_design, standardise, trace_criterion
-from glfs.design import DEFAULT_CENTER
+from glfs.designs.budgeted import glfs_design, standardise, trace_criterion
+from glfs.designs.budgeted import DEFAULT_CENTER
 
 KS = (10, 25, 50, 100)
 DATASETS = ("golub", "tcga_gbm", "tcga_gbm_clanc840")

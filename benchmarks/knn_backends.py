@@ -2,8 +2,8 @@
 
 What: ``glfs.similarity_graph`` searches the nearest neighbours of every cell on 50 principal
 components; from 30,000 cells it uses faiss' IndexIVFFlat (nlist = sqrt(n), nprobe 32 until 2026-11-25 and
-since then ``glfs.graph.ivf_nprobe``: 2 sqrt(nlist), at least 32; k + 5
-candidates searched, k kept; ``glfs.graph._knn_ivf``; since commit 489dcb0 with the queries grouped
+since then ``glfs.graph.similarity.ivf_nprobe``: 2 sqrt(nlist), at least 32; k + 5
+candidates searched, k kept; ``glfs.graph.similarity._knn_ivf``; since commit 489dcb0 with the queries grouped
 by their k-means cell, ``order=list`` here).  This script times that search against
 other approximate indexes on the same components, and measures how many of the true neighbours
 each one finds:
@@ -20,7 +20,7 @@ each one finds:
 - ``flat``: the exact IndexFlatL2 search of every cell (50,000 and 100,000 cells only).
 
 How: the components are computed once per size by the library's own route
-(as ``glfs.graph.nearest_neighbors(X, n_pcs=50)`` computes them: scikit-learn's ARPACK PCA on the
+(as ``glfs.graph.similarity.nearest_neighbors(X, n_pcs=50)`` computes them: scikit-learn's ARPACK PCA on the
 sparse log-normalised counts of
 ``benchmarks/atlas_scale.py``'s simulation) and cached as ``pcs_{n}.npy`` (float32) beside the
 counts.  The ground truth is the exact search (IndexFlatL2) of a seeded random subset of 2,000
@@ -206,7 +206,7 @@ faiss HNSW at the same recall (hnswlib M 16 efc 100 efs 128: 106 s, 0.969; usear
 0.954 / 0.976 / 0.985 / 0.993; 1,000,000 (1,000) 0.912 / 0.955 / 0.972 (96 not run). Across the sizes
 the recall is a function of nprobe / sqrt(nlist), not of the probed share nprobe / nlist: 1.0 -> 0.912,
 1.4 -> 0.954, 1.8 -> 0.969, 2.0-2.1 -> 0.972-0.976, 2.7 -> 0.984-0.985 (at a fixed share it rises with
-n). So `glfs.graph.ivf_nprobe` now probes 2 sqrt(nlist) cells, at least 32: unchanged up to 65,536
+n). So `glfs.graph.similarity.ivf_nprobe` now probes 2 sqrt(nlist) cells, at least 32: unchanged up to 65,536
 cells, 36 at 100,000, 47 at 300,000, 64 at a million (recall@15 0.972 there, the 50,000-cell figure).
 Its cost: CPU seconds of the million-cell search 305 / 442 / 636 at nprobe 32 / 48 / 64, so 2.1 x the
 previous setting; on quiet cores (148 s at nprobe 32) about 310 s. The wall times of this sweep
@@ -239,7 +239,7 @@ def _threads():
 def make_pcs(n: int, work: Path, lib_loc: float) -> dict:
     """The library's PCA route on the simulated log-normalised counts; cache the scores as float32.
 
-    The route of ``glfs.graph.nearest_neighbors(X, n_pcs=50)`` for a sparse X (fewer components than
+    The route of ``glfs.graph.similarity.nearest_neighbors(X, n_pcs=50)`` for a sparse X (fewer components than
     min(n_samples, n_features) - 1): scikit-learn's PCA, ARPACK on the implicitly centred operator, seeded.
     """
     import warnings
@@ -693,7 +693,7 @@ def render(tsv: Path, md: Path) -> None:
            "Written by `benchmarks/knn_backends.py` from `knn_backends.tsv` (see the script's docstring for the "
            "method). Data: the simulated log-normalised counts of `benchmarks/atlas_scale.py` (20,000 genes, 10 "
            "cell groups, CSR float32), reduced to 50 principal components by the library's own route "
-           "(`glfs.graph.nearest_neighbors` with `n_pcs`: ARPACK), float32, Euclidean. Every index searches all cells against all cells "
+           "(`glfs.graph.similarity.nearest_neighbors` with `n_pcs`: ARPACK), float32, Euclidean. Every index searches all cells against all cells "
            "(the whole kNN graph), k + 5 candidates (pynndescent: `_knn_approx`'s max(20, 2 (k + 1))), self "
            "dropped, k kept; 2 threads. Recall@k = mean over 2,000 seeded random cells of the share of their "
            "true k nearest other cells found (truth: exact IndexFlatL2). Times in wall seconds: build = index "

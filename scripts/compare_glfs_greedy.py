@@ -1,7 +1,7 @@
 """Rule compare_glfs_greedy: the well-posed GLFS against greedy LapAOFS on the same criterion.
 
 For k in the configured list (capped at the number of genes), one call of
-glfs.design.glfs_design with the workflow's graph and GLFS parameters
+glfs.designs.budgeted.glfs_design with the workflow's graph and GLFS parameters
 (selection.params.glfs) gives both the criterion Tr(H_S^-1) of its answer and
 that of its greedy start, which is greedy LapAOFS on the same criterion, X and
 lambdas (He et al. 2011, Eq. 12, 17-20).  Lower is better; ``pct_lower`` is how
@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 from glfs_workflow.files import write_tsv
 from glfs_workflow.logs import log_to
-from glfs.design import glfs_design
+from glfs.designs.budgeted import glfs_design
 
 COLUMNS = ["k", "greedy_criterion", "criterion", "pct_lower", "n_swaps", "converged", "lambda1", "lambda2"]
 

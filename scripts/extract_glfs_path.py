@@ -1,7 +1,7 @@
 """Rule extract_glfs_path: the default GLFS variant's lam path -> results/{dataset}/glfs_path.tsv.
 
 Columns: method, lam, n_selected, objective, converged, kkt_residual (the last two
-from the path records of glfs.gradient: whether the point reached the KKT
+from the path records of glfs.designs.gradient: whether the point reached the KKT
 tolerance, and its scaled KKT residual; empty when the method records none).
 """
 

@@ -4,7 +4,7 @@ import pandas as pd
 
 from glfs_workflow.files import write_tsv
 from glfs_workflow.logs import log_to
-from glfs.simulate import recovery_experiment, simulation_grid
+from glfs.simulation.simulate import recovery_experiment, simulation_grid
 
 log = log_to(snakemake.log[0])  # noqa: F821
 try:

@@ -220,20 +220,21 @@ def test_tl_select_warns_on_raw_counts(caplog):
 
 def test_package_names_resolve_to_their_objects():
     """Every name in glfs.__all__ is the object its module defines (DESIGN's Python API), and the
-    submodule glfs.ufi stays a module: before 2026-11-27 the package's lazy table named the
-    function ``ufi`` but ``glfs.ufi`` was the module, so ``glfs.ufi(X)`` failed."""
+    submodule glfs.designs.ufi stays a module: before 2026-11-27 the package's lazy table named the
+    function ``ufi`` but ``glfs.designs.ufi`` was the module, so ``glfs.designs.ufi(X)`` failed."""
     import importlib
     import types
 
     import glfs
 
-    homes = {"lapaofs": "optimal", "lapdofs": "optimal", "glfs": "gradient", "glfs_objective": "gradient",
-             "glfs_path": "gradient", "laprls_fit": "gradient", "glfs_design": "design", "lkr_score": "lkr",
-             "spca_score": "baselines", "q_alpha": "baselines", "laplacian_score": "scores",
-             "similarity_graph": "graph", "GLFSClassifier": "sklearn", "FeatureSelector": "sklearn"}
+    homes = {"lapaofs": "designs.optimal", "lapdofs": "designs.optimal", "glfs": "designs.gradient",
+             "glfs_objective": "designs.gradient", "glfs_path": "designs.gradient", "laprls_fit": "designs.gradient",
+             "glfs_design": "designs.budgeted", "lkr_score": "scores.lkr", "spca_score": "scores.baselines",
+             "q_alpha": "scores.baselines", "laplacian_score": "scores.genewise", "similarity_graph": "graph.similarity",
+             "GLFSClassifier": "sklearn", "FeatureSelector": "sklearn"}
     for name, mod in homes.items():
         assert getattr(glfs, name) is getattr(importlib.import_module(f"glfs.{mod}"), name), name
     for name in glfs.__all__:
         assert getattr(glfs, name) is not None, name
-    assert isinstance(glfs.ufi, types.ModuleType) and callable(glfs.ufi.ufi)
+    assert isinstance(glfs.designs.ufi, types.ModuleType) and callable(glfs.designs.ufi.ufi)
     assert isinstance(glfs.tl, types.ModuleType) and callable(glfs.tl.select)

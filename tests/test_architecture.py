@@ -15,10 +15,14 @@ SRC = ROOT / "src"
 # Layer of each module (lower = more basic).  A module may import its own layer or below.
 LAYERS = {
     "glfs": {
-        0: ["result", "_sparse_kernels", "_validation", "out_of_core", "limits", "value_checks", "_progress"],
-        1: ["graph", "neighbors", "scores", "optimal", "baselines", "ufi", "gradient", "gradient_model", "gradient_solver", "gradient_path", "lkr", "design", "hvg", "moran", "scsim"],
-        2: ["api", "evaluate", "clustering", "spectral", "leiden", "classify"],
-        3: ["simulate"],
+        0: ["core", "core.result", "core._sparse_kernels", "core._validation", "core.out_of_core", "core.limits",
+            "core.value_checks", "core._progress"],
+        1: ["graph", "graph.similarity", "graph.neighbors", "scores", "scores.genewise", "scores.baselines",
+            "scores.lkr", "scores.hvg", "scores.moran", "designs", "designs.optimal", "designs.ufi", "designs.gradient",
+            "designs.gradient_model", "designs.gradient_solver", "designs.gradient_path", "designs.budgeted",
+            "simulation", "simulation.scsim"],
+        2: ["api", "evaluate", "evaluate.clustering", "evaluate.spectral", "evaluate.leiden", "evaluate.classify"],
+        3: ["simulation.simulate"],
         4: ["tl", "sklearn", "anndata_writers", "__init__"],
     },
     "glfs_workflow": {5: ["errors", "readers", "preprocessing", "files", "logs", "which", "findings", "figures", "report_tables",
@@ -27,40 +31,56 @@ LAYERS = {
 LAYER = {(pkg, m): lay for pkg, layers in LAYERS.items() for lay, mods in layers.items() for m in mods}
 
 
+def _module_name(path: Path, pkg: str) -> str:
+    """Dotted name of a module inside its package: ``core.result``; a subpackage is its own name."""
+    rel = path.relative_to(SRC / pkg).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _resolve(pkg: str, dotted: list[str]) -> str:
+    """The module an import names (``['core', 'result', 'x']`` -> ``core.result``): the longest known prefix."""
+    for k in range(len(dotted), 0, -1):
+        if (pkg, ".".join(dotted[:k])) in LAYER:
+            return ".".join(dotted[:k])
+    return ".".join(dotted) if dotted else "__init__"
+
+
 def _imports(path: Path, pkg: str):
     """(line, package, module) of every import of glfs / glfs_workflow / snakemake in a file."""
     out = []
     for n in ast.walk(ast.parse(path.read_text())):
         if isinstance(n, ast.ImportFrom) and n.level:
             if n.module:
-                out.append((n.lineno, pkg, n.module.split(".")[0]))
+                out.append((n.lineno, pkg, _resolve(pkg, n.module.split("."))))
             else:
                 out += [(n.lineno, pkg, a.name) for a in n.names]
         elif isinstance(n, ast.ImportFrom) and n.module:
             parts = n.module.split(".")
             if parts[0] in ("glfs", "glfs_workflow", "snakemake"):
-                if len(parts) > 1:
-                    out.append((n.lineno, parts[0], parts[1]))
-                else:
-                    out += [(n.lineno, parts[0], a.name if (SRC / parts[0] / f"{a.name}.py").exists() else "__init__") for a in n.names]
+                for a in n.names:  # ``from glfs.core import limits`` imports the module core.limits
+                    sub = _resolve(parts[0], parts[1:] + [a.name])
+                    out.append((n.lineno, parts[0], sub if (parts[0], sub) in LAYER else _resolve(parts[0], parts[1:])))
         elif isinstance(n, ast.Import):
             for a in n.names:
                 parts = a.name.split(".")
                 if parts[0] in ("glfs", "glfs_workflow", "snakemake"):
-                    out.append((n.lineno, parts[0], parts[1] if len(parts) > 1 else "__init__"))
-    return out
+                    out.append((n.lineno, parts[0], _resolve(parts[0], parts[1:])))
+    return sorted(set(out))
 
 
 def test_every_module_has_a_layer():
-    found = {(p.parent.name, p.stem) for pkg in LAYERS for p in (SRC / pkg).glob("*.py")}
+    found = {(pkg, _module_name(p, pkg)) for pkg in LAYERS for p in (SRC / pkg).rglob("*.py")}
     assert found == set(LAYER), f"add new modules to LAYERS (and docs/architecture.md): {sorted(found ^ set(LAYER))}"
 
 
 @pytest.mark.parametrize("pkg", sorted(LAYERS))
 def test_no_import_points_up(pkg):
     bad = []
-    for path in sorted((SRC / pkg).glob("*.py")):
-        own = LAYER[(pkg, path.stem)]
+    for path in sorted((SRC / pkg).rglob("*.py")):
+        own = LAYER[(pkg, _module_name(path, pkg))]
         for line, dep_pkg, dep in _imports(path, pkg):
             if dep_pkg == "snakemake":
                 bad.append(f"{pkg}/{path.name}:{line} imports snakemake (only scripts and rules may)")
@@ -152,12 +172,12 @@ def test_the_checker_sees_a_private_import(tmp_path):
     """The check above can fail: private modules and names are caught in Python files and in rules."""
     f = tmp_path / "script.py"
     f.write_text(
-        "import glfs._limits\nimport glfs.api as api\nfrom glfs._validation import check_X\n"
-        "from glfs.graph import similarity_graph, _pca\nfrom glfs import Selection, __version__, _LAZY\n"
+        "import glfs._limits\nimport glfs.api as api\nfrom glfs.core._validation import check_X\n"
+        "from glfs.graph.similarity import similarity_graph, _pca\nfrom glfs import Selection, __version__, _LAZY\n"
         "from glfs.api import METHODS as _METHODS\nfrom .helpers import _private_helper\n"
     )
     assert _private_imports(f) == [
-        "1: glfs._limits", "3: glfs._validation", "4: glfs.graph._pca", "5: glfs._LAZY",
+        "1: glfs._limits", "3: glfs.core._validation", "4: glfs.graph.similarity._pca", "5: glfs._LAZY",
     ]
     rule = tmp_path / "rules.smk"
     rule.write_text(

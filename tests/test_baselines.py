@@ -8,8 +8,8 @@ import scipy.sparse as sp
 from sklearn.decomposition import PCA, SparsePCA
 
 import glfs
-from glfs.baselines import q_alpha, select_q_alpha, select_spca, spca_score
-from glfs.simulate import make_planted, recovery_score
+from glfs.scores.baselines import q_alpha, select_q_alpha, select_spca, spca_score
+from glfs.simulation.simulate import make_planted, recovery_score
 
 
 def _subspace_gap(A, B):
@@ -150,7 +150,7 @@ def test_spca_records_whether_it_converged(solver, caplog):
     X, _, _ = make_planted(n_samples=60, n_noise=40, sigma=0.5, random_state=0)
     _, info = spca_score(X, solver=solver, return_info=True)
     assert info["converged"] and info["n_iter"] >= 1
-    with caplog.at_level(logging.WARNING, logger="glfs.baselines"):
+    with caplog.at_level(logging.WARNING, logger="glfs.scores.baselines"):
         _, info = spca_score(X, solver=solver, max_iter=1, tol=1e-14, return_info=True)
     assert info == {"n_iter": 1, "converged": False}
     assert any("did not converge in 1 iterations" in r.getMessage() for r in caplog.records)
@@ -186,11 +186,11 @@ def test_long_iterations_log_progress(fn, what, monkeypatch, caplog):
     """Long loops (q_alpha took 254 s on 50,000 cells) log their iteration; here every iteration is 'long'."""
     import logging
 
-    import glfs._progress
+    import glfs.core._progress
 
-    monkeypatch.setattr(glfs._progress, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(glfs.core._progress, "PROGRESS_EVERY_S", 0.0)
     X, _, _ = make_planted(n_samples=60, n_noise=40, sigma=0.5, random_state=0)
-    with caplog.at_level(logging.INFO, logger="glfs.baselines"):
+    with caplog.at_level(logging.INFO, logger="glfs.scores.baselines"):
         fn(X)
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"{what}: iteration")]
     assert [line.split(",")[0] for line in lines] == [f"{what}: iteration {i} of 4" for i in range(1, 5)]

@@ -366,12 +366,12 @@ def test_precomputed_affinity_gives_the_labels_of_the_old_call(seed):
 
 
 def test_loo_1nn_uses_the_principal_component_search_for_many_samples(monkeypatch):
-    import glfs.neighbors as nb
+    import glfs.graph.neighbors as nb
 
     X, y = _blobs_big(n=400, d=60)
     exact = loo_1nn_accuracy(X, y)
     calls = []
-    real = nb._knn_brute32  # at scale: exact search on 50 principal components (glfs.neighbors.choose_neighbor_method)
+    real = nb._knn_brute32  # at scale: exact search on 50 principal components (glfs.graph.neighbors.choose_neighbor_method)
     monkeypatch.setattr(nb, "_knn_brute32", lambda *a, **k: calls.append(a[0].shape) or real(*a, **k))
     monkeypatch.setattr(nb, "AUTO_APPROX_MIN_SAMPLES", 100)
     approx = loo_1nn_accuracy(X, y)
@@ -423,7 +423,7 @@ def test_nmi_pair_equals_scikit_learns_nmi():
     from sklearn.metrics import normalized_mutual_info_score
     from sklearn.metrics.cluster import contingency_matrix
 
-    from glfs.clustering import _nmi_pair
+    from glfs.evaluate.clustering import _nmi_pair
 
     rng = np.random.default_rng(11)
     cases = [(rng.integers(0, 4, 60), rng.integers(0, 5, 60)) for _ in range(30)]
@@ -467,7 +467,7 @@ def test_spectral_cluster_runs_matches_the_per_run_form_in_distribution():
     runs of the two forms differ (their k-means draws differ); the protocol's quantity, the mean
     NMI over runs, must agree within four standard errors of the difference of the two means.
     """
-    from glfs.clustering import _spectral_labels, knn_affinity, spectral_cluster_runs
+    from glfs.evaluate.clustering import _spectral_labels, knn_affinity, spectral_cluster_runs
 
     X, y = _mixture()
     A = knn_affinity(X, 10)
@@ -483,7 +483,7 @@ def test_spectral_cluster_runs_matches_the_per_run_form_in_distribution():
 
 def test_spectral_cluster_runs_keeps_per_run_embeddings_when_components_exceed_clusters():
     """More components than clusters: the eigensolver's start picks the basis, so each run keeps its own."""
-    from glfs.clustering import _spectral_labels, spectral_cluster_runs
+    from glfs.evaluate.clustering import _spectral_labels, spectral_cluster_runs
 
     import scipy.sparse as sp
 
@@ -515,7 +515,7 @@ def test_spectral_cluster_runs_bad_inputs(affinity, n_clusters, seeds, match):
 def test_nmi_pair_of_identical_partitions_is_at_most_one():
     """Identical partitions of sizes 25, 20, 11, 13, 2: MI / H rounds to 1 + 2.2e-16 unclipped
     (found by a search over diagonal tables); the reported NMI must stay in [0, 1]."""
-    from glfs.clustering import _nmi_pair
+    from glfs.evaluate.clustering import _nmi_pair
 
     a, b = _nmi_pair(np.diag([25, 20, 11, 13, 2]))
     assert a == 1.0 and b == 1.0
@@ -573,8 +573,8 @@ def test_lobpcg_embedding_equals_arpacks_above_the_switch():
     import scipy.linalg as sla
     from sklearn.manifold import spectral_embedding
 
-    from glfs.clustering import knn_affinity, spectral_cluster_runs
-    from glfs.spectral import _solver_kwargs
+    from glfs.evaluate.clustering import knn_affinity, spectral_cluster_runs
+    from glfs.evaluate.spectral import _solver_kwargs
 
     X, y = _mixture(n=2400, d=6, shift=3.0, seed=8)
     A = knn_affinity(X, 10)
@@ -595,13 +595,13 @@ def test_lobpcg_that_misses_its_tolerance_is_flagged(monkeypatch, caplog):
 
     from sklearn.exceptions import ConvergenceWarning
 
-    import glfs.clustering as ev
-    import glfs.spectral as spectral  # EIGEN_TOL is read where the spectral embedding lives
+    import glfs.evaluate.clustering as ev
+    import glfs.evaluate.spectral as spectral  # EIGEN_TOL is read where the spectral embedding lives
 
     X, _ = _mixture(n=120, d=6, shift=3.0, seed=8)
     A = ev.knn_affinity(X, 10)
     monkeypatch.setattr(spectral, "EIGEN_TOL", 1e-30)
-    with caplog.at_level(logging.WARNING, logger="glfs.spectral"), pytest.warns(ConvergenceWarning, match="did not reach eigen_tol=1e-30"):
+    with caplog.at_level(logging.WARNING, logger="glfs.evaluate.spectral"), pytest.warns(ConvergenceWarning, match="did not reach eigen_tol=1e-30"):
         ev.spectral_cluster_runs(A, 4, run_seeds(0, 2), eigen_solver="lobpcg")
     assert any("LOBPCG did not reach" in r.getMessage() for r in caplog.records)
     monkeypatch.setattr(spectral, "EIGEN_TOL", 1e-8)

@@ -68,7 +68,7 @@ def test_write_selection_leaves_adata_unchanged_on_mismatch():
 
 def test_weight_key():
     anndata = pytest.importorskip("anndata")
-    sel = glfs.result.make_selection("glfs_exact", np.arange(4.0), higher_is_better=True, n_features=2, weights=[0, 0, 1, 2])
+    sel = glfs.core.result.make_selection("glfs_exact", np.arange(4.0), higher_is_better=True, n_features=2, weights=[0, 0, 1, 2])
     a = anndata.AnnData(X=np.zeros((3, 4)))
     write_selection(a, sel, weight_key="glfs_exact_weight")
     assert "glfs_weight" not in a.var
@@ -134,7 +134,7 @@ def test_tables_read_back_ids_as_text(tmp_path):
     from glfs_workflow.files import read_tsv
 
     d = len(ODD_IDS)
-    sel = glfs.result.make_selection("variance", np.r_[np.nan, np.arange(d - 1.0)], higher_is_better=True, n_features=3)
+    sel = glfs.core.result.make_selection("variance", np.r_[np.nan, np.arange(d - 1.0)], higher_is_better=True, n_features=3)
     t = selection_table(sel, ODD_IDS)
     write_tsv(t, tmp_path / "s.tsv")
     back = read_tsv(tmp_path / "s.tsv")

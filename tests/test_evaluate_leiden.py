@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-import glfs.leiden
+import glfs.evaluate.leiden
 from glfs.evaluate import (
     LEIDEN_RESOLUTIONS,
     evaluate_ranking_leiden,
@@ -121,7 +121,7 @@ def test_max_samples_is_a_stratified_subsample(planted, caplog):
     # noise genes first: their scores move with the cells, so a full-data run differs from the subsample's
     ranking = np.r_[np.arange(N_MARKERS, X.shape[1]), np.arange(N_MARKERS)]
     kw = dict(feature_grid=(50,), n_runs=1, random_state=5)
-    with caplog.at_level(logging.INFO, logger="glfs.leiden"):
+    with caplog.at_level(logging.INFO, logger="glfs.evaluate.leiden"):
         got = evaluate_ranking_leiden(X, y, ranking, max_samples=160, **kw)
     assert "stratified subsample of 160" in caplog.text
     keep = stratified_subsample(y, 160, 5)
@@ -145,7 +145,7 @@ def test_resolution_choice_and_ties(monkeypatch):
     def fake_leiden_runs(sc, adata, seed, resolutions):
         return [partitions[r] for r in resolutions]
 
-    monkeypatch.setattr(glfs.leiden, "_leiden_runs", fake_leiden_runs)
+    monkeypatch.setattr(glfs.evaluate.leiden, "_leiden_runs", fake_leiden_runs)
     X = np.random.default_rng(0).normal(size=(100, 10))
     (r,) = evaluate_ranking_leiden(X, y, np.arange(10), feature_grid=(10,), n_runs=1, resolutions=(0.5, 1.0, 1.5, 2.0))
     # ARI: split (0.88) > merge (0.79) > many; split at 1.0 and 2.0 ties -> the first, 1.0
@@ -172,7 +172,7 @@ def test_leiden_runs_are_scanpys_leiden(planted, monkeypatch, private_api):
     resolutions = (0.3, 1.0, 2.0)
     n_distinct = set()
     for seed in (0, 7):
-        got = glfs.leiden._leiden_runs(sc, adata, seed, resolutions)
+        got = glfs.evaluate.leiden._leiden_runs(sc, adata, seed, resolutions)
         assert len(got) == len(resolutions)
         for resolution, membership in zip(resolutions, got):
             ref = sc.tl.leiden(

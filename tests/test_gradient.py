@@ -9,12 +9,12 @@ import scipy.sparse as sp
 
 import glfs
 from glfs import ConstantFeatureWarning
-import glfs.gradient_model as gradient_model
-import glfs.gradient_path as gradient_path
-from glfs.gradient import KKT_TOL, GLFSConvergenceWarning, glfs_objective
-from glfs.gradient_model import _m_matrix
-from glfs.graph import laplacian
-from glfs.simulate import make_planted, recovery_score
+import glfs.designs.gradient_model as gradient_model
+import glfs.designs.gradient_path as gradient_path
+from glfs.designs.gradient import KKT_TOL, GLFSConvergenceWarning, glfs_objective
+from glfs.designs.gradient_model import _m_matrix
+from glfs.graph.similarity import laplacian
+from glfs.simulation.simulate import make_planted, recovery_score
 
 
 def _toy(seed, n=8, d=11):
@@ -457,7 +457,7 @@ def test_constant_genes_never_selected_and_warned():
     assert sel.weights[[2, 5]].tolist() == [0.0, 0.0]
 
 
-@pytest.mark.parametrize("method", ["glfs_exact", "glfs_paper", "glfs_printed"])  # "glfs" is glfs.design now
+@pytest.mark.parametrize("method", ["glfs_exact", "glfs_paper", "glfs_printed"])  # "glfs" is glfs.designs.budgeted now
 def test_select_registry_returns_selection(method):
     X, W, _ = _small_problem(seed=9)
     with warnings.catch_warnings():
@@ -589,7 +589,7 @@ def test_published_readings_refuse_above_the_size_limit_before_copying_x(objecti
     """50,000 x 2,000 is refused at once: X here is a zero-memory broadcast view, so any copy would allocate 800 MB."""
     import tracemalloc
 
-    from glfs.gradient import PATH_MAX_CELLS, glfs, glfs_path
+    from glfs.designs.gradient import PATH_MAX_CELLS, glfs, glfs_path
 
     X = np.broadcast_to(np.float64(1.0), (50_000, 2_000))
     assert X.size > PATH_MAX_CELLS

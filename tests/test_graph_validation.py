@@ -1,4 +1,4 @@
-"""similarity_graph's scalar arguments go through the one validator (glfs._validation.check_scalar).
+"""similarity_graph's scalar arguments go through the one validator (glfs.core._validation.check_scalar).
 
 Rows the hand-written checks let through or answered with a numpy error: a bool
 as a width or a count, a string width, an infinite width.
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import glfs
-from glfs._validation import ParameterTypeError
+from glfs.core._validation import ParameterTypeError
 
 X = np.random.default_rng(0).normal(size=(12, 5))
 

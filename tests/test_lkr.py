@@ -6,8 +6,8 @@ import scipy.sparse as sp
 from sklearn.kernel_ridge import KernelRidge
 
 import glfs
-from glfs.lkr import lkr_coefficients, lkr_score, select_lkr_score, select_lkr_score_supervised
-from glfs.simulate import make_planted, recovery_score
+from glfs.scores.lkr import lkr_coefficients, lkr_score, select_lkr_score, select_lkr_score_supervised
+from glfs.simulation.simulate import make_planted, recovery_score
 
 
 def _naive(X, nbrs, deg, h, ridge, center=False):
@@ -196,13 +196,13 @@ def test_supervised_loo_residuals_equal_coefficient_form(center):
     expected = _dense_form(X, B.toarray(), np.ones(45), center)
     np.testing.assert_allclose(lkr_score(X, labels=labels, center=center), expected, rtol=1e-8)
     # the default width, computed without the N x N distances, equals the one from them
-    from glfs.lkr import _class_groups, _within_class_h, _row_sq_norms
+    from glfs.scores.lkr import _class_groups, _within_class_h, _row_sq_norms
 
     assert _within_class_h(X, _row_sq_norms(X), _class_groups(labels, 45)) == pytest.approx(h, rel=1e-10)
 
 
 def test_unsupervised_gene_blocks_equal_dense_form(monkeypatch):
-    import glfs.lkr as lk
+    import glfs.scores.lkr as lk
 
     rng = np.random.default_rng(22)
     X = rng.normal(size=(60, 23)) + 3.0
@@ -227,7 +227,7 @@ def test_unsupervised_gene_blocks_equal_dense_form(monkeypatch):
     ],
 )
 def test_supervised_size_limit(sizes, d, kw, match):
-    from glfs.lkr import supervised_size_check
+    from glfs.scores.lkr import supervised_size_check
 
     if match is None:
         supervised_size_check(sizes, d, **kw)
@@ -237,9 +237,9 @@ def test_supervised_size_limit(sizes, d, kw, match):
 
 
 def test_supervised_refuses_before_allocating(monkeypatch):
-    import glfs.limits
+    import glfs.core.limits
 
-    monkeypatch.setattr(glfs.limits, "DENSE_LIMIT_GB", 1e-6)
+    monkeypatch.setattr(glfs.core.limits, "DENSE_LIMIT_GB", 1e-6)
     X = np.random.default_rng(23).normal(size=(40, 5))
     labels = np.repeat([0, 1], 20)
     with pytest.raises(ValueError, match=r"largest class \(20 x 20.*size limit"):
@@ -250,7 +250,7 @@ def test_supervised_refuses_before_allocating(monkeypatch):
 
 def test_batched_local_regressions_equal_per_sample_solves(monkeypatch):
     """The batched solves (grouped by neighbourhood size, several batches) equal one solve per sample."""
-    import glfs.lkr as lk
+    import glfs.scores.lkr as lk
 
     rng = np.random.default_rng(24)
     X = rng.normal(size=(70, 9)) * rng.uniform(0.5, 3, size=9)

@@ -5,8 +5,8 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-from glfs.optimal import lapaofs, lapdofs, optimal_design_greedy, select_lapaofs, select_lapdofs
-from glfs.simulate import make_planted
+from glfs.designs.optimal import lapaofs, lapdofs, optimal_design_greedy, select_lapaofs, select_lapdofs
+from glfs.simulation.simulate import make_planted
 
 
 def _problem(n=12, d=9, seed=0, scale=3.0, shift=1.0):

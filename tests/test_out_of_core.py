@@ -10,9 +10,9 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-import glfs.out_of_core as ooc
+import glfs.core.out_of_core as ooc
 from glfs import ConstantFeatureWarning
-from glfs.moran import graph_autocorrelation
+from glfs.scores.moran import graph_autocorrelation
 
 ad = pytest.importorskip("anndata")
 da = pytest.importorskip("dask.array")
@@ -192,12 +192,12 @@ def test_a_row_stored_file_read_many_times_says_how_to_read_it_once(data, monkey
     monkeypatch.setattr(ooc, "SPILL", False)
     n_blocks = len(list(ooc._gene_partition(np.diff(X.tocsc().indptr), 1000)))
     assert n_blocks > 1
-    with caplog.at_level(logging.INFO, logger="glfs.out_of_core"):
+    with caplog.at_level(logging.INFO, logger="glfs.core.out_of_core"):
         glfs.variance_score(ad.read_h5ad(files["csr"], backed="r").X)
     said = [r.getMessage() for r in caplog.records if "stored by rows" in r.getMessage()]
     assert said and f"{n_blocks} times" in said[0] and "tocsc()" in said[0] and "STREAM_VALUES" in said[0]
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="glfs.out_of_core"):
+    with caplog.at_level(logging.INFO, logger="glfs.core.out_of_core"):
         glfs.variance_score(ad.read_h5ad(files["csc"], backed="r").X)
     assert not [r for r in caplog.records if "stored by rows" in r.getMessage()]
 
@@ -254,7 +254,7 @@ def test_the_split_gives_the_gene_blocks_of_the_matrix(data, tmp_path, split_dir
         f = tmp_path / "x.h5ad"
         ad.AnnData(X=X).write_h5ad(f)
         src = ad.read_h5ad(f, backed="r").X
-    with caplog.at_level(logging.INFO, logger="glfs.out_of_core"):
+    with caplog.at_level(logging.INFO, logger="glfs.core.out_of_core"):
         split = _blocks(src, True, monkeypatch)
     assert any("splitting it into" in r.getMessage() for r in caplog.records)
     passes = _blocks(src, False, monkeypatch)
@@ -299,7 +299,7 @@ def test_without_disk_space_x_is_read_once_per_gene_block(data, split_dir, monke
     monkeypatch.setattr(ooc, "SPILL", True)
     usage = collections.namedtuple("usage", "total used free")
     monkeypatch.setattr(ooc.shutil, "disk_usage", lambda path: usage(2**40, 2**40 - 2**29, 2**29))
-    with caplog.at_level(logging.INFO, logger="glfs.out_of_core"):
+    with caplog.at_level(logging.INFO, logger="glfs.core.out_of_core"):
         got = glfs.laplacian_score(ad.read_h5ad(files["csr"], backed="r").X, W)
     said = " ".join(r.getMessage() for r in caplog.records)
     assert "0.5 GB free in" in said and "set TMPDIR to a larger disk" in said and "read once per gene block" in said

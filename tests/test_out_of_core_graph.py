@@ -11,8 +11,8 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-import glfs.neighbors as nb
-import glfs.out_of_core as ooc
+import glfs.graph.neighbors as nb
+import glfs.core.out_of_core as ooc
 from glfs import ConstantFeatureWarning
 
 ad = pytest.importorskip("anndata")
@@ -142,7 +142,7 @@ def test_the_subsample_is_the_seeded_uniform_draw(data, monkeypatch):
 
     monkeypatch.setattr(nb, "_fit_rows", spy)
     for name, src in _sources(X, files):
-        nb._pca_out_of_core(glfs._validation.check_X(src, lazy=True), N_PCS, 7, max_fit_samples=250)
+        nb._pca_out_of_core(glfs.core._validation.check_X(src, lazy=True), N_PCS, 7, max_fit_samples=250)
         rows = np.sort(np.random.default_rng(7).choice(900, 250, replace=False))
         np.testing.assert_array_equal(seen["rows"], rows)
         S = seen["S"].toarray() if sp.issparse(seen["S"]) else np.asarray(seen["S"])

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from glfs.value_checks import looks_like_counts
+from glfs.core.value_checks import looks_like_counts
 from glfs_workflow import preprocessing, readers
 from glfs_workflow import datasets, fetch, files, vendored
 

@@ -1,12 +1,12 @@
-"""Bad arguments of the simulation (glfs.simulate) are refused by the one validator, glfs._validation.check_scalar."""
+"""Bad arguments of the simulation (glfs.simulation.simulate) are refused by the one validator, glfs.core._validation.check_scalar."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from glfs._validation import ParameterTypeError
-from glfs.simulate import make_planted, recovery_experiment
+from glfs.core._validation import ParameterTypeError
+from glfs.simulation.simulate import make_planted, recovery_experiment
 
 BAD_PLANTED = [
     ({"n_samples": 7}, ValueError, r"n_samples must be an integer >= 8; got 7"),

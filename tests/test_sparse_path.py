@@ -3,7 +3,7 @@ counts without a dense or float64 copy, give the dense input's scores, and the m
 dense X refuse at once, naming the size limit.
 
 The dense input is the reference (its code centres dense column blocks); the sparse path sums over
-the non-zeros (glfs.scores module docstring).  float32 inputs: the same float32 values, dense and
+the non-zeros (glfs.scores.genewise module docstring).  float32 inputs: the same float32 values, dense and
 sparse, so the scores agree far below the 1e-6 the issue asks.
 """
 
@@ -15,12 +15,12 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-import glfs.limits as limits
+import glfs.core.limits as limits
 from glfs import ConstantFeatureWarning
-from glfs.moran import graph_autocorrelation
+from glfs.scores.moran import graph_autocorrelation
 from glfs_workflow.errors import DataError
 from glfs_workflow.preprocessing import preprocess
-from glfs.scsim import simulate_counts
+from glfs.simulation.scsim import simulate_counts
 
 
 def _random_sparse(n, d, density, seed, dtype=np.float32):
@@ -149,7 +149,7 @@ def test_select_and_tl_sparse_equal_dense(planted):
 
 
 def test_check_x_keeps_float32_sparse_without_a_copy():
-    from glfs._validation import check_X
+    from glfs.core._validation import check_X
 
     X = _random_sparse(50, 20, 0.2, 3)
     assert check_X(X, read_only=True) is X
@@ -195,7 +195,7 @@ def test_no_dense_copy_on_the_sparse_path(big, what):
         "fisher_score": lambda: glfs.fisher_score(X, labels),
         "variance": lambda: glfs.variance_score(X),
         "moran": lambda: graph_autocorrelation(X, W),
-        "deviance": lambda: glfs.scores.deviance_score(X),
+        "deviance": lambda: glfs.scores.genewise.deviance_score(X),
         "normalize_log1p": lambda: preprocess(X, genes, "normalize_log1p"),
         "log1p": lambda: preprocess(X, genes, "log1p"),
     }[what]
@@ -282,7 +282,7 @@ def test_registry_methods_are_dense_or_sparse_safe():
 
 
 def test_check_x_dense_refuses_before_allocating(monkeypatch):
-    from glfs._validation import check_X
+    from glfs.core._validation import check_X
 
     monkeypatch.setattr(limits, "DENSE_LIMIT_GB", 1e-4)
     X = _random_sparse(1000, 1000, 0.001, 2)
@@ -292,7 +292,7 @@ def test_check_x_dense_refuses_before_allocating(monkeypatch):
 
 
 def test_ufi_dual_form_work_limit():
-    from glfs.ufi import UFI_MAX_WORK, ufi_form, ufi_work
+    from glfs.designs.ufi import UFI_MAX_WORK, ufi_form, ufi_work
 
     # the issue's case: 4,186 cells x 10,023 genes ran past 600 s without a word
     assert ufi_work(4186, 10023, "dual") > UFI_MAX_WORK
@@ -305,7 +305,7 @@ def test_ufi_dual_form_work_limit():
 
 
 def test_ufi_refuses_through_select(monkeypatch):
-    import glfs.ufi as gu
+    import glfs.designs.ufi as gu
 
     monkeypatch.setattr(gu, "UFI_MAX_WORK", 1e6)
     X = np.random.default_rng(0).normal(size=(50, 200))
@@ -368,7 +368,7 @@ def test_prepare_dataset_refuses_a_dense_step_naming_the_file_and_sizes(tmp_path
 def test_csc_kernels_equal_the_csr_kernels_and_brute_force():
     """The CSC kernels (a gene per thread, no conversion to CSR) give the CSR kernels' sums, and
     cross_sums is x'Ux written out densely; stored zeros and empty columns included."""
-    from glfs.scores import centred_sums, cross_sums, sparse_stats
+    from glfs.scores.genewise import centred_sums, cross_sums, sparse_stats
 
     rng = np.random.default_rng(11)
     X = _random_sparse(300, 40, 0.15, 4).tolil()

@@ -5,9 +5,9 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-from glfs.simulate import make_planted, recovery_score
-import glfs.limits
-from glfs.ufi import _PrimalState, _State, select_ufi, ufi, ufi_form
+from glfs.simulation.simulate import make_planted, recovery_score
+import glfs.core.limits
+from glfs.designs.ufi import _PrimalState, _State, select_ufi, ufi, ufi_form
 
 
 def _trace(X, S, T, lam):
@@ -200,7 +200,7 @@ def test_primal_equals_dual(shape, scale):
     np.testing.assert_allclose(p.removal_criterion, d.removal_criterion, rtol=1e-8)
     # Eq. 9 after each iteration, directly: the primal value is exact; the dual one,
     # (p - q)/lam + Tr(P), cancels when q > p, so it is only compared loosely
-    from glfs.ufi import _schedule
+    from glfs.designs.ufi import _schedule
 
     lam = p.ridge
     direct = []
@@ -266,7 +266,7 @@ def test_form_size_limit_refusals(args, kwargs, match):
 
 def test_refuses_before_allocating(monkeypatch):
     """Through ufi() and glfs.select with a tiny limit: the error comes before any n x n allocation."""
-    monkeypatch.setattr(glfs.limits, "DENSE_LIMIT_GB", 1e-6)
+    monkeypatch.setattr(glfs.core.limits, "DENSE_LIMIT_GB", 1e-6)
     X = np.random.default_rng(15).normal(size=(40, 10))
     with pytest.raises(ValueError, match=r"ufi: the dual inverse P \(40 x 40\).*size limit"):
         ufi(X, n_features=2, n_instances=20)

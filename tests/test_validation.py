@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 import glfs
-from glfs.baselines import q_alpha, spca_score
-from glfs.design import glfs_design
-from glfs.gradient import glfs_objective, glfs_path, laprls_fit
-from glfs.lkr import lkr_coefficients, lkr_score
-from glfs.optimal import lapaofs, optimal_design_greedy
-from glfs.ufi import ufi
+from glfs.scores.baselines import q_alpha, spca_score
+from glfs.designs.budgeted import glfs_design
+from glfs.designs.gradient import glfs_objective, glfs_path, laprls_fit
+from glfs.scores.lkr import lkr_coefficients, lkr_score
+from glfs.designs.optimal import lapaofs, optimal_design_greedy
+from glfs.designs.ufi import ufi
 
 NAN, INF = float("nan"), float("inf")
 
@@ -220,7 +220,7 @@ def test_check_scalar_closes_what_sklearn_lets_through():
 
     from sklearn.utils import check_scalar as sk_check_scalar
 
-    from glfs._validation import ParameterTypeError, check_scalar
+    from glfs.core._validation import ParameterTypeError, check_scalar
 
     # scikit-learn's check accepts these (why the wrapper guards them) ...
     assert sk_check_scalar(True, "k", numbers.Integral, min_val=1) is True
@@ -255,7 +255,7 @@ def test_check_scalar_agrees_with_sklearn_on_finite_non_bool_values(target_name,
 
     from sklearn.utils import check_scalar as sk_check_scalar
 
-    from glfs._validation import ParameterTypeError, check_scalar
+    from glfs.core._validation import ParameterTypeError, check_scalar
 
     target = numbers.Integral if target_name == "int" else numbers.Real
     n_fail = 0
@@ -304,7 +304,7 @@ def test_import_glfs_does_not_import_sklearn():
 def test_check_scalar_message_names_argument_form_and_value(kwargs, form):
     import numbers
 
-    from glfs._validation import check_scalar
+    from glfs.core._validation import check_scalar
 
     kwargs = dict(kwargs)
     target = numbers.Integral if kwargs.pop("target_type") == "int" else numbers.Real
@@ -390,12 +390,12 @@ def test_affinity_neighbors_larger_than_the_samples_is_logged(caplog):
 
     X = _small(12, 4)
     y = np.repeat([0, 1], 6)
-    with caplog.at_level("WARNING", logger="glfs.clustering"):
+    with caplog.at_level("WARNING", logger="glfs.evaluate.clustering"):
         recs = evaluate_ranking(X, y, np.arange(4), feature_grid=["all"], n_runs=1, affinity_neighbors=50)
     assert recs
     assert re.search(r"affinity_neighbors = 50 is more than the 12 samples allow; using 11", caplog.text), caplog.text
     caplog.clear()
-    with caplog.at_level("WARNING", logger="glfs.clustering"):
+    with caplog.at_level("WARNING", logger="glfs.evaluate.clustering"):
         evaluate_ranking(X, y, np.arange(4), feature_grid=["all"], n_runs=1, affinity_neighbors=5)
     assert "affinity_neighbors" not in caplog.text
 
@@ -461,7 +461,7 @@ def test_method_params_agree_with_what_each_method_accepts():
             assert method not in covered_when_written, f"{method}: no known parameter list (glfs.api._PARAM_SOURCES)"
             continue
         if info.family == "hvg":
-            continue  # scanpy's own defaults; names come from glfs.hvg.FLAVOR_PARAMS
+            continue  # scanpy's own defaults; names come from glfs.scores.hvg.FLAVOR_PARAMS
         given = {k: p.default for k, p in params.items() if p.default is not p.empty and p.default is not None}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -9,23 +9,23 @@ from __future__ import annotations
 
 import importlib
 
-from .result import Selection
-from ._validation import ConstantFeatureWarning
-from .api import METHODS, select
-from .baselines import q_alpha, spca_score
-from .design import glfs_design
-from .gradient import GLFSConvergenceWarning, GLFSResult, glfs, glfs_objective, glfs_path, laprls_fit
-from .graph import label_graph, laplacian, similarity_graph
-from .lkr import lkr_score
-from .optimal import lapaofs, lapdofs
-from .scores import fisher_score, laplacian_score, variance_score
+from glfs.core.result import Selection
+from glfs.core._validation import ConstantFeatureWarning
+from glfs.api import METHODS, select
+from glfs.scores.baselines import q_alpha, spca_score
+from glfs.designs.budgeted import glfs_design
+from glfs.designs.gradient import GLFSConvergenceWarning, GLFSResult, glfs, glfs_objective, glfs_path, laprls_fit
+from glfs.graph.similarity import label_graph, laplacian, similarity_graph
+from glfs.scores.lkr import lkr_score
+from glfs.designs.optimal import lapaofs, lapdofs
+from glfs.scores.genewise import fisher_score, laplacian_score, variance_score
 
 __version__ = "0.1.0"
 
 # The method modules above need only numpy and scipy, and glfs.api (the registry) imports
-# every one of them anyway: importing them here costs nothing more.  UFI is glfs.ufi.ufi:
-# glfs.ufi is its module (a function of that name here would shadow the module, and
-# `import glfs.ufi as m` would give the function).  The adapters below import
+# every one of them anyway: importing them here costs nothing more.  UFI is glfs.designs.ufi.ufi:
+# glfs.designs.ufi is its module (a function of that name here would shadow the module, and
+# `import glfs.designs.ufi as m` would give the function).  The adapters below import
 # scikit-learn and anndata (about a second between them), so they load on first use.
 _LAZY = {
     "GLFSClassifier": "glfs.sklearn",

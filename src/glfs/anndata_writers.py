@@ -16,8 +16,8 @@ import logging
 
 import numpy as np
 
-from .api import plain_value
-from .result import Selection
+from glfs.api import plain_value
+from glfs.core.result import Selection
 
 log = logging.getLogger(__name__)
 

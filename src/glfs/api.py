@@ -10,14 +10,21 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from . import baselines, design, gradient, hvg, lkr, moran, optimal, ufi
-from ._validation import check_graph, check_labels, check_n_features, check_X
-from .graph import DEFAULT_GRAPH_PARAMS, similarity_graph
-from .limits import DENSE_ALTERNATIVE, check_dense_size
-from .out_of_core import OutOfCore, out_of_core_kind
-from .result import Selection, make_selection
-from .scores import deviance_score, fisher_score, laplacian_score, variance_score
-from .value_checks import check_counts, check_scale
+from glfs.scores import baselines
+from glfs.designs import budgeted as design
+from glfs.designs import gradient
+from glfs.scores import hvg
+from glfs.scores import lkr
+from glfs.scores import moran
+from glfs.designs import optimal
+from glfs.designs import ufi
+from glfs.core._validation import check_graph, check_labels, check_n_features, check_X
+from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
+from glfs.core.limits import DENSE_ALTERNATIVE, check_dense_size
+from glfs.core.out_of_core import OutOfCore, out_of_core_kind
+from glfs.core.result import Selection, make_selection
+from glfs.scores.genewise import deviance_score, fisher_score, laplacian_score, variance_score
+from glfs.core.value_checks import check_counts, check_scale
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +135,7 @@ def _registry() -> dict[str, MethodInfo]:
         M(name="ufi", fn=ufi.select_ufi, family="baseline", description="UFI feature selection (Zhang 2012); no graph"),
         M(name="spca", fn=baselines.select_spca, family="baseline", description="sparse PCA loading mass"),
         M(name="q_alpha", fn=baselines.select_q_alpha, family="baseline", description="Q-alpha (Wolf & Shashua 2005)"),
-        # the single-cell baselines: scanpy's HVG flavours (glfs.hvg) and the binomial deviance
+        # the single-cell baselines: scanpy's HVG flavours (glfs.scores.hvg) and the binomial deviance
         M(name="hvg_seurat", fn=hvg.select_hvg_seurat, family="hvg",
           description="scanpy HVG, flavor 'seurat' (log-normalised input)"),
         M(name="hvg_cell_ranger", fn=hvg.select_hvg_cell_ranger, family="hvg",
@@ -139,7 +146,7 @@ def _registry() -> dict[str, MethodInfo]:
           description="scanpy HVG, Pearson residuals (raw counts)"),
         M(name="deviance", fn=_select_deviance, family="baseline", needs_counts=True,
           description="binomial deviance (Townes et al. 2019), raw counts"),
-        # the graph-based single-cell selection (glfs.moran; docs/methods.md)
+        # the graph-based single-cell selection (glfs.scores.moran; docs/methods.md)
         M(name="graph_moran", fn=moran.select_graph_moran, family="score", needs_graph=True, own_graph=True,
           optional_counts=True,
           description="Moran's I on a kNN graph of the cells refined on its own top genes (single-cell)"),
@@ -210,7 +217,7 @@ def select(
         An AnnData is read through its ``.X`` (nothing is written into it;
         :func:`glfs.tl.select` writes the result into ``.var``).  Real and
         finite; its largest absolute value must lie in ``[1e-50, 1e50]``
-        (:data:`glfs.value_checks.SCALE_RANGE`: beyond it squares and products
+        (:data:`glfs.core.value_checks.SCALE_RANGE`: beyond it squares and products
         leave float64), else a ValueError says so.
     method : str
         One of :data:`METHODS` (``glfs.METHODS.keys()``).
@@ -332,7 +339,7 @@ def _check_streams(method, X, graph, params):
 # does the work; that function's signature names the parameters (and, through its
 # annotations and defaults, their kinds).  A row: method -> (that function, the names
 # the select_* wrapper sets itself, which a caller cannot pass).  The HVG flavours pass
-# them to scanpy: their names are glfs.hvg.FLAVOR_PARAMS (scanpy is not imported here).
+# them to scanpy: their names are glfs.scores.hvg.FLAVOR_PARAMS (scanpy is not imported here).
 # A method with **params and no row: its names are checked only when it runs (method_params
 # returns None).  tests/test_validation.py checks that each method accepts the defaults of
 # the names listed here and refuses other names.

@@ -10,10 +10,10 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._validation import check_int
-from .api import method_info, select
-from .gradient_model import DEFAULT_LAMBDA1, DEFAULT_LAMBDA2
-from .graph import DEFAULT_GRAPH_PARAMS
+from glfs.core._validation import check_int
+from glfs.api import method_info, select
+from glfs.designs.gradient_model import DEFAULT_LAMBDA1, DEFAULT_LAMBDA2
+from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS
 
 __all__ = ["FeatureSelector", "GLFSClassifier"]
 
@@ -144,7 +144,7 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
 
     Selection, by ``objective``:
 
-    - ``"design"`` (default): the well-posed GLFS (:func:`glfs.design.glfs_design`,
+    - ``"design"`` (default): the well-posed GLFS (:func:`glfs.designs.budgeted.glfs_design`,
       registry name ``"glfs"``) for every k of ``n_genes_grid``; CV chooses k.
     - ``"exact"``, ``"paper"``, ``"printed"``: the published readings; the GLFS
       lam path (:func:`glfs.glfs_path`) and CV chooses lam.
@@ -178,7 +178,7 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
         Candidate gene-set sizes for ``objective="design"`` (capped at the
         number of genes).
     glfs_params : dict, optional
-        Extra parameters of :func:`glfs.design.glfs_design` ("design") or
+        Extra parameters of :func:`glfs.designs.budgeted.glfs_design` ("design") or
         :func:`glfs.glfs_path` (published variants).
     graph_params : dict, optional
         Further keyword arguments of :func:`glfs.similarity_graph` for the kNN
@@ -242,7 +242,7 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
         self.graph_params = graph_params
 
     def _graph(self, X, y01):
-        from .graph import label_graph, similarity_graph
+        from glfs.graph.similarity import label_graph, similarity_graph
 
         if self.graph == "labels":
             return label_graph(y01)
@@ -256,7 +256,7 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
     def _path(self, X, y01, lams=None):
         import warnings
 
-        from .gradient import glfs_path
+        from glfs.designs.gradient import glfs_path
 
         W = self._graph(X, y01)
         with warnings.catch_warnings():
@@ -270,7 +270,7 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
     def _supports(self, X, y01, grid=None):
         """(W, grid, supports (len(grid), d) bool, converged (len(grid),) bool, path or None)."""
         if self.objective == "design":
-            from .design import glfs_design
+            from glfs.designs.budgeted import glfs_design
 
             W = self._graph(X, y01)
             supports, conv = [], []
@@ -288,7 +288,7 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
 
     @staticmethod
     def _fit_rls(X, y01, W, support, lambda1, lambda2):
-        from .gradient import laprls_fit
+        from glfs.designs.gradient import laprls_fit
 
         mx = X[:, support].mean(axis=0)
         my = float(y01.mean())
@@ -324,7 +324,7 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
         """Select genes and fit LapRLS on X (n_samples, n_features) and two-class labels y."""
         from sklearn.model_selection import StratifiedKFold
 
-        from ._validation import check_labels, check_X, constant_features
+        from glfs.core._validation import check_labels, check_X, constant_features
 
         self._check_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2)

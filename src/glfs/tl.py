@@ -33,13 +33,13 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .anndata_writers import GRAPH_KEY as _GRAPH_KEY
-from .anndata_writers import write_graph, write_selection
-from ._validation import check_X
-from .out_of_core import OutOfCore, out_of_core_kind
-from .value_checks import holds_counts
-from .api import _check_streams, method_info, n_to_select
-from .api import select as _select
+from glfs.anndata_writers import GRAPH_KEY as _GRAPH_KEY
+from glfs.anndata_writers import write_graph, write_selection
+from glfs.core._validation import check_X
+from glfs.core.out_of_core import OutOfCore, out_of_core_kind
+from glfs.core.value_checks import holds_counts
+from glfs.api import _check_streams, method_info, n_to_select
+from glfs.api import select as _select
 
 log = logging.getLogger(__name__)
 
@@ -285,7 +285,7 @@ def _graph_to_use(X, graph, info, obsp, graph_params):
         log.info("tl.select: %s builds its own cell graph", info.name)
         return None
     if info.needs_graph and graph is None:
-        from .graph import DEFAULT_GRAPH_PARAMS, similarity_graph
+        from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
 
         gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
         log.info("tl.select: building a kNN patient-similarity graph (n_neighbors=%s, kernel=%r)", gp["n_neighbors"], gp["kernel"])
@@ -311,10 +311,10 @@ def _selection_frame(sel, var_names):
 
 
 def _warn_if_counts(X, layer) -> None:
-    """Log a warning when the matrix looks like raw counts (glfs.value_checks.looks_like_counts)."""
+    """Log a warning when the matrix looks like raw counts (glfs.core.value_checks.looks_like_counts)."""
     import scipy.sparse as sp
 
-    from .value_checks import looks_like_counts
+    from glfs.core.value_checks import looks_like_counts
 
     if isinstance(X, OutOfCore):  # not read again for a warning
         return

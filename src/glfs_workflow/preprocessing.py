@@ -51,7 +51,7 @@ def preprocess(X: np.ndarray, genes: list, method: str = "none", params: dict | 
     A sparse X stays sparse under ``none``, ``log1p`` and ``normalize_log1p``
     (a CSR copy with the same non-zeros, in X's float dtype: float32 stays
     float32; the totals are summed in float64); the other options make it
-    dense, after checking the size (:func:`glfs.limits.check_dense_size`).
+    dense, after checking the size (:func:`glfs.core.limits.check_dense_size`).
     """
     params = {k: v for k, v in (params or {}).items() if v is not None or k in ("floor", "ceiling")}
     if method not in PREPROCESS_DEFAULTS:
@@ -64,7 +64,7 @@ def preprocess(X: np.ndarray, genes: list, method: str = "none", params: dict | 
     if sp.issparse(X):
         if method in ("log1p", "normalize_log1p"):
             return _log1p_sparse(X, genes, method, used, samples), keep, used
-        from glfs.limits import check_dense_size
+        from glfs.core.limits import check_dense_size
 
         n, d = X.shape
         check_dense_size(

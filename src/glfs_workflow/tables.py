@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from glfs.anndata_writers import CONVERGENCE_KEYS, GRAPH_KEY, write_selection
 from glfs.api import plain_value
-from glfs.result import Selection, make_selection
+from glfs.core.result import Selection, make_selection
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ def path_table(meta: dict) -> pd.DataFrame | None:
     """The GLFS lam path from a selection's diagnostics, as columns lam, n_selected, objective.
 
     Accepts ``extra["path"]`` as a list of ``(lam, n_selected, objective)``
-    rows (glfs.gradient), a list of records, or a mapping of equal-length
+    rows (glfs.designs.gradient), a list of records, or a mapping of equal-length
     lists; returns None when the method recorded no path.
     """
     path = (meta.get("extra") or {}).get("path")

@@ -348,7 +348,7 @@ def get_threads(family):
     return int(_res(family)["threads"])
 
 
-# Dense float64 values a method that makes X dense may hold (glfs.limits.DENSE_LIMIT_GB, 4 GB).
+# Dense float64 values a method that makes X dense may hold (glfs.core.limits.DENSE_LIMIT_GB, 4 GB).
 DENSE_LIMIT_CELLS = 4 * 2**30 / 8
 
 

@@ -1,4 +1,4 @@
-# Stage: checks of the well-posed GLFS (DESIGN_GLFS: "glfs", glfs.design) on the run's data:
+# Stage: checks of the well-posed GLFS (DESIGN_GLFS: "glfs", glfs.designs.budgeted) on the run's data:
 # its criterion against greedy LapAOFS at GLFS_VS_GREEDY_KS genes (every dataset), and a
 # post-hoc lambda1 sensitivity panel (labelled datasets; not tuning: the default
 # graph_weight was chosen on the planted simulation).  Only when it is in `methods`.

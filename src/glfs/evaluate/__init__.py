@@ -1,15 +1,15 @@
 """Evaluation of gene selections: clustering agreement, nearest-neighbour accuracy, classification.
 
 X is always (n_samples, n_features) = (patients or cells, genes); pure functions of arrays, no file I/O.
-The protocols (docs/methods.md) live in :mod:`glfs.clustering` (NMI, ACC, spectral clustering and
+The protocols (docs/methods.md) live in :mod:`glfs.evaluate.clustering` (NMI, ACC, spectral clustering and
 leave-one-out 1-NN on the bulk data, Wang & Goldenberg 2013 Sec. 3.3 and He et al. 2011 Sec. 7.2),
-:mod:`glfs.leiden` (the single-cell protocol of scanpy users: PCA, 15-NN graph, Leiden over a
-resolution grid, ARI and NMI; scanpy imported lazily) and :mod:`glfs.classify` (the Table 3
+:mod:`glfs.evaluate.leiden` (the single-cell protocol of scanpy users: PCA, 15-NN graph, Leiden over a
+resolution grid, ARI and NMI; scanpy imported lazily) and :mod:`glfs.evaluate.classify` (the Table 3
 classification protocol and its random-genes floor).
 
 This module is the public face of the evaluation: it re-exports the names of
-:mod:`glfs.clustering` (metrics, spectral clustering, :func:`evaluate_ranking`),
-:mod:`glfs.leiden` (:func:`evaluate_ranking_leiden`) and :mod:`glfs.classify`
+:mod:`glfs.evaluate.clustering` (metrics, spectral clustering, :func:`evaluate_ranking`),
+:mod:`glfs.evaluate.leiden` (:func:`evaluate_ranking_leiden`) and :mod:`glfs.evaluate.classify`
 (the classification protocol), and holds the random-genes floor, which runs
 either clustering protocol (:func:`random_gene_orders`, :func:`evaluate_random_floor`),
 and the mappings of the workflow's ``clustering:`` and ``leiden:`` sections to
@@ -22,11 +22,11 @@ import logging
 
 import numpy as np
 
-from ._validation import check_int, check_labels, check_X
-from .classify import (
+from glfs.core._validation import check_int, check_labels, check_X
+from glfs.evaluate.classify import (
     ElasticNetClassifier, baseline_classifiers, cv_splitter, evaluate_classifier, laprls_random_floor, n_genes_used,
 )
-from .clustering import (
+from glfs.evaluate.clustering import (
     ARPACK_MAX_SAMPLES,
     EIGEN_SOLVERS,
     EIGEN_TOL,
@@ -44,7 +44,7 @@ from .clustering import (
     spectral_cluster_runs,
     stratified_subsample,
 )
-from .leiden import LEIDEN_MIN_PCA_FEATURES, LEIDEN_RESOLUTIONS, evaluate_ranking_leiden
+from glfs.evaluate.leiden import LEIDEN_MIN_PCA_FEATURES, LEIDEN_RESOLUTIONS, evaluate_ranking_leiden
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Nearest-neighbour search over samples: the search behind :func:`glfs.graph.similarity_graph`.
+"""Nearest-neighbour search over samples: the search behind :func:`glfs.graph.similarity.similarity_graph`.
 
 X has shape (n_samples, n_features).  Exact search on all genes (scikit-learn),
 exact float32 brute force on principal components (faiss or scikit-learn), or
@@ -14,8 +14,8 @@ import logging
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_int, check_X
-from .out_of_core import OutOfCore
+from glfs.core._validation import check_int, check_X
+from glfs.core.out_of_core import OutOfCore
 
 log = logging.getLogger(__name__)
 

@@ -1,13 +1,13 @@
 """An out-of-core X, read in blocks: an AnnData backed matrix, an h5py dataset or a dask array.
 
-:func:`glfs._validation.check_X` (``lazy=True``) wraps such an X in an :class:`OutOfCore` and
+:func:`glfs.core._validation.check_X` (``lazy=True``) wraps such an X in an :class:`OutOfCore` and
 reads it once; the streaming scores (:data:`STREAMING_SCORES`) then take it gene block by gene
 block, each block at most :data:`STREAM_VALUES` values.  ``STREAM_VALUES`` is a public setting:
-on a machine with more memory, raise it (``glfs.out_of_core.STREAM_VALUES = 2**28``) for fewer,
+on a machine with more memory, raise it (``glfs.core.out_of_core.STREAM_VALUES = 2**28``) for fewer,
 larger blocks.  A row-stored sparse X (CSR file, dask array) with 3 or more gene blocks is split
 into them in one pass through temporary files (:data:`SPILL`), instead of being read once per
 block (docs/methods.md, "Size limits", "Out of core").  Also here: the checks of
-a matrix's values and shape that :func:`~glfs._validation.check_X` shares with
+a matrix's values and shape that :func:`~glfs.core._validation.check_X` shares with
 :meth:`OutOfCore.validate` (finite, real, at least 2 samples and 1 feature).
 """
 
@@ -22,7 +22,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ._sparse_kernels import _kernel
+from glfs.core._sparse_kernels import _kernel
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ __all__ = ["OutOfCore", "out_of_core_kind", "STREAMING_SCORES", "STREAM_VALUES",
 
 
 #: The functions that read an out-of-core X block by block (:class:`OutOfCore`).
-STREAMING_SCORES = ("laplacian_score", "variance", "fisher_score", "glfs.moran.graph_autocorrelation")
+STREAMING_SCORES = ("laplacian_score", "variance", "fisher_score", "glfs.scores.moran.graph_autocorrelation")
 
 #: Values (non-zeros of a sparse X, entries of a dense one) per block streamed from an out-of-core X:
 #: 2**26 = 67 million, about 0.5 GB as float32 values with int32 indices.
@@ -206,7 +206,7 @@ class OutOfCore:
             log.info(
                 "%s is stored by rows: read once per gene block, %d times (blocks of at most %d values); "
                 "a CSC file is read once (adata.X = adata.X.tocsc() before writing it), or raise "
-                "glfs.out_of_core.STREAM_VALUES (8 bytes of memory per value of a block)",
+                "glfs.core.out_of_core.STREAM_VALUES (8 bytes of memory per value of a block)",
                 self.describe(), len(parts), max_values,
             )
         for sl in parts:
@@ -263,7 +263,7 @@ class OutOfCore:
                                 arr.tofile(f)
             except OSError as e:
                 msg = (f"writing the split of {self.describe()} to {tmp} failed ({e}); it needs {need / 2**30:.1f} GB: "
-                       "set TMPDIR to a disk with the space, or glfs.out_of_core.SPILL = False to read X once per gene block")
+                       "set TMPDIR to a disk with the space, or glfs.core.out_of_core.SPILL = False to read X once per gene block")
                 raise OSError(msg) from e
             log.info("split in %.1f s", time.perf_counter() - t0)
             for name, sl in zip(names, parts):
@@ -307,7 +307,7 @@ def _gene_partition(gene_nnz, max_values):
         j0 = j1
 
 
-# ---- the checks of a matrix's values and shape shared with glfs._validation.check_X ----
+# ---- the checks of a matrix's values and shape shared with glfs.core._validation.check_X ----
 
 
 class _ComplexInput(ValueError):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .out_of_core import OutOfCore
+from glfs.core.out_of_core import OutOfCore
 
 __all__ = ["SCALE_RANGE", "scale_problem", "check_scale", "holds_counts", "check_counts", "COUNT_DYNAMIC_RANGE", "looks_like_counts"]
 

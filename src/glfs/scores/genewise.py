@@ -6,7 +6,7 @@ Dense X: sparse products in column blocks, O(nnz(W) d + n d) time, O(n block)
 memory beyond X.  Sparse X (CSR or CSC, float32 or float64): sums over the
 non-zeros only, O(nnz(X) + nnz(W) nnz(X) / n) time and O(d) memory beyond X
 (no dense copy, no float64 copy of X; see "Sparse X" below).  Out-of-core X
-(an AnnData backed sparse matrix, a dask array; :class:`glfs.out_of_core.OutOfCore`):
+(an AnnData backed sparse matrix, a dask array; :class:`glfs.core.out_of_core.OutOfCore`):
 the same sums in gene blocks streamed from the file, so the memory is one block.
 
 Sparse X
@@ -37,9 +37,9 @@ import logging
 import numpy as np
 import scipy.sparse as sp
 
-from ._sparse_kernels import _kernel
-from ._validation import check_graph, check_int, check_labels, check_X, warn_constant
-from .out_of_core import OutOfCore
+from glfs.core._sparse_kernels import _kernel
+from glfs.core._validation import check_graph, check_int, check_labels, check_X, warn_constant
+from glfs.core.out_of_core import OutOfCore
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ def cross_sums(B, U, inv):
 
     With U the strict upper triangle of a symmetric graph W, x' W x = 2 cross_sums(B, U) +
     sum_i W_ii x_i^2.  Only pairs of non-zeros contribute: O(nnz(U) nnz(B) / n) time, O(b)
-    memory per row part.  Shared by the Laplacian score and Moran's I (``glfs.moran``).
+    memory per row part.  Shared by the Laplacian score and Moran's I (``glfs.scores.moran``).
     """
     B = _csr_or_csc(B)
     U = sp.csr_matrix(U)
@@ -127,11 +127,11 @@ def sparse_blocks(X, dense_genes: int):
     """(column slice, block) pairs over the genes of X (n_samples, n_features), each block in memory.
 
     In-memory CSR X: the whole of it (no copy).  In-memory CSC X: column slices of at most
-    :data:`glfs.out_of_core.STREAM_VALUES` non-zeros, kept CSC (the kernels read either).  Out-of-core X: the
-    gene blocks of :meth:`~glfs.out_of_core.OutOfCore.column_blocks` (CSR, or dense arrays of a
+    :data:`glfs.core.out_of_core.STREAM_VALUES` non-zeros, kept CSC (the kernels read either).  Out-of-core X: the
+    gene blocks of :meth:`~glfs.core.out_of_core.OutOfCore.column_blocks` (CSR, or dense arrays of a
     dense source).  Dense X: column slices of ``dense_genes`` genes.
     """
-    from .out_of_core import STREAM_VALUES
+    from glfs.core.out_of_core import STREAM_VALUES
 
     n, d = X.shape
     if isinstance(X, OutOfCore):
@@ -179,7 +179,7 @@ def laplacian_score(X, W, *, block_size: int | None = None):
         Samples in rows, genes in columns.  Sparse X (CSR or CSC, float32 or
         float64) is read as it is, without a dense or float64 copy; an AnnData
         backed sparse matrix or a dask array is streamed in gene blocks
-        (:class:`glfs.out_of_core.OutOfCore`).
+        (:class:`glfs.core.out_of_core.OutOfCore`).
     W : sparse of shape (n_samples, n_samples)
         Symmetric non-negative similarity graph (e.g. :func:`glfs.similarity_graph`).
     block_size : int, optional

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ._progress import Progress
-from ._validation import ParameterTypeError, check_int, check_real
+from glfs.core._progress import Progress
+from glfs.core._validation import ParameterTypeError, check_int, check_real
 
 log = logging.getLogger(__name__)
 

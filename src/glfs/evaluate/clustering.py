@@ -34,8 +34,8 @@ from sklearn.cluster import KMeans, k_means
 from sklearn.metrics import mutual_info_score, normalized_mutual_info_score, pairwise_distances_chunked
 from sklearn.metrics.cluster import contingency_matrix
 
-from ._validation import check_int, check_labels, check_X
-from .spectral import ARPACK_MAX_SAMPLES, EIGEN_SOLVERS, EIGEN_TOL, _spectral_labels, resolve_eigen_solver, shared_embedding
+from glfs.core._validation import check_int, check_labels, check_X
+from glfs.evaluate.spectral import ARPACK_MAX_SAMPLES, EIGEN_SOLVERS, EIGEN_TOL, _spectral_labels, resolve_eigen_solver, shared_embedding
 
 log = logging.getLogger(__name__)
 
@@ -147,14 +147,14 @@ def knn_affinity(X, n_neighbors: int = 10, *, method: str = "auto", random_state
     A = 0.5 (C + C') with C the connectivity of each sample to itself and its
     ``n_neighbors - 1`` nearest other samples (scikit-learn's
     ``kneighbors_graph(include_self=True)``), built with
-    :func:`glfs.graph.nearest_neighbors`: exact search on all genes below 8192
+    :func:`glfs.graph.similarity.nearest_neighbors`: exact search on all genes below 8192
     samples, exact search on 50 principal components above, as
     :func:`glfs.similarity_graph` does.
 
     X : array-like of shape (n_samples, n_features).  Returns a CSR matrix
     (n_samples, n_samples) with O(n * n_neighbors) entries.
     """
-    from .graph import nearest_neighbors
+    from glfs.graph.similarity import nearest_neighbors
 
     X = _as_dense(X)
     n = X.shape[0]
@@ -312,11 +312,11 @@ def loo_1nn_accuracy(X, labels, *, method: str = "auto") -> float:
     chunks (scikit-learn ``pairwise_distances_chunked``, memory bounded, time
     O(n^2 n_features)); ties in distance go to the lowest sample index, so the
     result is deterministic.  From 8192 samples on: the nearest neighbour from
-    the search of :func:`glfs.graph.nearest_neighbors` on 50 principal
+    the search of :func:`glfs.graph.similarity.nearest_neighbors` on 50 principal
     components (exact brute force in float32, O(n^2 50); ``method="approx"``:
     pynndescent's index).
     """
-    from .graph import choose_neighbor_method, nearest_neighbors
+    from glfs.graph.similarity import choose_neighbor_method, nearest_neighbors
 
     X = _as_dense(X)
     n = X.shape[0]

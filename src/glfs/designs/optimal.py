@@ -55,8 +55,8 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
-from .result import Selection, make_selection
-from ._validation import check_graph, check_n_features, check_positive, check_X, constant_features, warn_constant
+from glfs.core.result import Selection, make_selection
+from glfs.core._validation import check_graph, check_n_features, check_positive, check_X, constant_features, warn_constant
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from .limits import DENSE_ALTERNATIVE
-from .out_of_core import (
+from glfs.core.limits import DENSE_ALTERNATIVE
+from glfs.core.out_of_core import (
     STREAMING_SCORES, OutOfCore, _check_size, _ComplexInput, _count_nonfinite, _refuse_complex, out_of_core_kind,
 )
 
@@ -186,7 +186,7 @@ def check_X(
     values become float32 when they are exact in it, else float64).
 
     ``dense=True`` with a sparse X: the dense copy is checked against the size
-    limit (:func:`glfs.limits.check_dense_size`, naming ``method``) before it
+    limit (:func:`glfs.core.limits.check_dense_size`, naming ``method``) before it
     is made.  ``lazy=True``: an out-of-core X (an AnnData backed sparse matrix
     or dense dataset, or a dask array) is read once in blocks (finite, real,
     its largest |value| and non-zeros per gene) and returned as an
@@ -216,7 +216,7 @@ def check_X(
             raise ValueError(msg)
         _check_size(X.shape, name)
         if dense:
-            from .limits import check_dense_size
+            from glfs.core.limits import check_dense_size
 
             n, d = X.shape
             check_dense_size(

@@ -18,8 +18,8 @@ import scipy.sparse as sp
 from sklearn.metrics import adjusted_rand_score
 from threadpoolctl import threadpool_limits
 
-from ._validation import check_int, check_labels, check_positive, check_X
-from .clustering import _as_dense, kmeans_best_of, nmi, resolve_feature_grid, run_seeds, stratified_subsample
+from glfs.core._validation import check_int, check_labels, check_positive, check_X
+from glfs.evaluate.clustering import _as_dense, kmeans_best_of, nmi, resolve_feature_grid, run_seeds, stratified_subsample
 
 log = logging.getLogger(__name__)
 

@@ -34,8 +34,8 @@ from contextlib import contextmanager
 import numpy as np
 import scipy.sparse as sp
 
-from .limits import check_bytes
-from .result import Selection, make_selection
+from glfs.core.limits import check_bytes
+from glfs.core.result import Selection, make_selection
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +208,7 @@ def select_hvg_pearson_residuals(X, W=None, *, n_features, labels=None, random_s
 PEARSON_ALTERNATIVE = (
     "scanpy 1.11.5 copies the counts before it computes the residuals gene by gene (its chunksize is not used). "
     "deviance (the binomial deviance of Townes et al., a null model of the same kind) and hvg_seurat_v3 score "
-    "sparse counts without a copy; or subsample the cells, or raise glfs.limits.DENSE_LIMIT_GB on a machine "
+    "sparse counts without a copy; or subsample the cells, or raise glfs.core.limits.DENSE_LIMIT_GB on a machine "
     "with the memory"
 )
 

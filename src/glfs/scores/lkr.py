@@ -33,9 +33,9 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
-from .limits import check_dense_size
-from .result import Selection, make_selection
-from ._validation import (
+from glfs.core.limits import check_dense_size
+from glfs.core.result import Selection, make_selection
+from glfs.core._validation import (
     check_graph,
     check_int,
     check_labels,
@@ -191,7 +191,7 @@ def _knn_gaussian_graph(X, n_neighbors, h):
     With h None, h = mean squared distance over the graph's edges (the same h
     is then used for the regression kernel, so graph and kernel agree).
     """
-    from .graph import similarity_graph
+    from glfs.graph.similarity import similarity_graph
 
     A = similarity_graph(X, n_neighbors=n_neighbors, kernel="binary")
     A.sort_indices()
@@ -226,7 +226,7 @@ def supervised_size_check(class_sizes, n_features: int = 1, *, limit_gb=None, ma
     N_l samples needs a dense N_l x N_l kernel and its inverse (about three
     such matrices at once) and O(N_l^3 + N_l^2 d) work.  Raises ``ValueError``
     ("size limit") when the largest class exceeds ``limit_gb`` (default
-    :data:`glfs.limits.DENSE_LIMIT_GB`) or the work sum_l (N_l^3 + 4 N_l^2 d)
+    :data:`glfs.core.limits.DENSE_LIMIT_GB`) or the work sum_l (N_l^3 + 4 N_l^2 d)
     exceeds ``max_flops`` (default :data:`SUPERVISED_MAX_FLOPS`).
     """
     sizes = np.asarray(class_sizes, dtype=float)

@@ -70,8 +70,8 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from .result import PicklableResult, Selection, make_selection
-from ._validation import (
+from glfs.core.result import PicklableResult, Selection, make_selection
+from glfs.core._validation import (
     check_graph,
     check_int,
     check_n_features,
@@ -81,8 +81,8 @@ from ._validation import (
     constant_features,
     warn_constant,
 )
-from .graph import laplacian
-from .optimal import optimal_design_greedy
+from glfs.graph.similarity import laplacian
+from glfs.designs.optimal import optimal_design_greedy
 
 log = logging.getLogger(__name__)
 

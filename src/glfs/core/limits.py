@@ -6,7 +6,7 @@ alternative (docs/methods.md, "Size limits"), instead of allocating its way
 into swap or an out-of-memory kill.
 
 The budget is a public setting: on a machine with the memory, raise it with
-``glfs.limits.DENSE_LIMIT_GB = 16`` (the checks read it at each call).
+``glfs.core.limits.DENSE_LIMIT_GB = 16`` (the checks read it at each call).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ DENSE_LIMIT_GB = 4.0
 
 #: What a method that needs a dense X tells the user of a sparse X above the size limit.
 DENSE_ALTERNATIVE = (
-    "The gene-wise scores (laplacian_score, variance, fisher_score, deviance, glfs.moran.graph_autocorrelation) "
+    "The gene-wise scores (laplacian_score, variance, fisher_score, deviance, glfs.scores.moran.graph_autocorrelation) "
     "and scanpy's HVG flavours run on sparse X without a dense copy; for this method pre-filter the genes "
     "(e.g. 2,000 highly variable genes) or subsample the cells first"
 )

@@ -1,4 +1,4 @@
-"""The numba kernels of the sparse gene-wise scores (:mod:`glfs.scores`, :mod:`glfs.moran`).
+"""The numba kernels of the sparse gene-wise scores (:mod:`glfs.scores.genewise`, :mod:`glfs.scores.moran`).
 
 Pure loops over the stored entries of a CSR or CSC block: per-gene statistics, centred sums, the
 graph's cross term x'Ux and the binomial deviance.  Compiled on first use (:func:`_kernel`) and
@@ -161,7 +161,7 @@ def _nb_cross_csc(x_ptr, x_idx, x_val, inv, u_ptr, u_idx, u_val, n, n_parts):
     return out
 
 
-# The kernels of an out-of-core X (:mod:`glfs.out_of_core`): one scan of a CSR row block.
+# The kernels of an out-of-core X (:mod:`glfs.core.out_of_core`): one scan of a CSR row block.
 
 
 def _nb_scan(indices, data, d):

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .result import Selection
-from ._validation import ConstantFeatureWarning, check_graph, check_int, check_X, warn_constant
-from .scores import sparse_blocks
+from glfs.core.result import Selection
+from glfs.core._validation import ConstantFeatureWarning, check_graph, check_int, check_X, warn_constant
+from glfs.scores.genewise import sparse_blocks
 
 log = logging.getLogger(__name__)
 
@@ -85,13 +85,13 @@ def _dense_block(X, cols, W):
 def _sparse_block(B, W, U, w_row, w_tot, n, block_size):
     """(z'Wz, sum z^2, sum z^4, constant) of the genes of a sparse (n, b) block, from sums over the non-zeros.
 
-    The kernels of the Laplacian score (glfs.scores: ``centred_sums``, ``cross_sums``): each gene
+    The kernels of the Laplacian score (glfs.scores.genewise: ``centred_sums``, ``cross_sums``): each gene
     scaled by its largest |value| (the statistics are scale-free), the centred moments summed over
     the non-zeros with the zeros added in closed form (no cancellation), z'Wz = x'Wx - 2 m (W1)'x +
     m^2 1'W1 with x'Wx from the pairs of non-zeros joined by an edge.  Genes stored in more than half
     of the cells (where that difference could cancel) are centred on their dense columns.
     """
-    from .scores import DENSE_SHARE, _dense_parts, centred_sums, cross_sums, sparse_stats
+    from glfs.scores.genewise import DENSE_SHARE, _dense_parts, centred_sums, cross_sums, sparse_stats
 
     b = B.shape[1]
     scale, const, stored = sparse_stats(B)
@@ -239,7 +239,7 @@ def cell_graph(X, genes=None, *, n_neighbors: int = CELL_GRAPH_NEIGHBORS, n_pcs:
     installed), on min(n_pcs, n_genes - 1) components; W_ij = 1 when i is among the
     ``n_neighbors`` nearest of j or j of i (scanpy's graph with unit weights).
     """
-    from .graph import similarity_graph
+    from glfs.graph.similarity import similarity_graph
 
     Xg = X if genes is None else X[:, np.asarray(genes)]
     n, g = Xg.shape
@@ -273,7 +273,7 @@ def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, co
     simulation evidence for each choice.  Cost: two PCA + kNN graphs and two sparse products
     W X (own graph), or one product (given graph).
     """
-    from .result import make_selection
+    from glfs.core.result import make_selection
 
     if graph_from not in GRAPH_FROM:
         msg = f"graph_from must be one of {GRAPH_FROM}; got {graph_from!r}"

@@ -63,9 +63,9 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .limits import check_dense_size
-from .result import Selection, make_selection
-from ._validation import check_int, check_n_features, check_positive, check_X, constant_features, warn_constant
+from glfs.core.limits import check_dense_size
+from glfs.core.result import Selection, make_selection
+from glfs.core._validation import check_int, check_n_features, check_positive, check_X, constant_features, warn_constant
 
 log = logging.getLogger(__name__)
 
@@ -275,7 +275,7 @@ def ufi_form(n_samples: int, n_features: int, n_instances: int | None = None, fo
     every instance is kept and n_samples > n_features; ``"dual"`` (samples x
     samples) otherwise.  Raises ``ValueError`` ("size limit") when the dense
     matrices of the chosen form (three of its size at once) exceed
-    ``limit_gb`` (default :data:`glfs.limits.DENSE_LIMIT_GB`), or, when
+    ``limit_gb`` (default :data:`glfs.core.limits.DENSE_LIMIT_GB`), or, when
     ``n_removed`` is given (:func:`ufi` passes it: all genes for a full
     ranking), when the work of removing that many genes exceeds ``max_work``
     (default :data:`UFI_MAX_WORK`, about 100 s; :func:`ufi_work`).
@@ -313,7 +313,7 @@ def ufi_form(n_samples: int, n_features: int, n_instances: int | None = None, fo
             f"ufi: the {form} form on {n_samples} samples x {n_features} genes "
             f"({n_removed} gene removals) needs about {work:.1e} operations "
             f"({formula}), above the size limit of {limit:.0e} (about {limit / 3e8:.0f} s on 2 cores; "
-            "glfs.ufi.UFI_MAX_WORK; docs/methods.md, 'Size limits'). Pre-filter the genes (e.g. 2,000 highly "
+            "glfs.designs.ufi.UFI_MAX_WORK; docs/methods.md, 'Size limits'). Pre-filter the genes (e.g. 2,000 highly "
             "variable genes: sc.pp.highly_variable_genes, or glfs.select(X, 'variance', ...)) or subsample the samples."
         )
         raise ValueError(msg)

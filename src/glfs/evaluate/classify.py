@@ -20,8 +20,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import ElasticNet
 
-from ._validation import check_X
-from .clustering import _as_dense
+from glfs.core._validation import check_X
+from glfs.evaluate.clustering import _as_dense
 
 log = logging.getLogger(__name__)
 
@@ -236,16 +236,16 @@ def laprls_random_floor(X, y, train, cv, n_genes: int, *, draws: int, random_sta
 
     X is (n_samples, n_features); ``y`` the labels (two classes), ``train`` a boolean mask of the
     training samples, ``cv`` the splitter of the baselines (:func:`cv_splitter`).  Same classifier
-    as the supervised GLFS row: :func:`glfs.gradient.laprls_fit` (Wang & Goldenberg 2013, Eq. 11)
+    as the supervised GLFS row: :func:`glfs.designs.gradient.laprls_fit` (Wang & Goldenberg 2013, Eq. 11)
     with the class graph of the training labels and GLFSClassifier's default lambda1 and lambda2,
     genes and 0/1 targets centred on the training means, class 1 when the score >= 0.5; only the
     genes differ: ``draws`` seeded random sets.  Returns one row of the classification table:
     the median CV and test errors over the draws (``draws`` odd, so the median is one draw's);
     ``params`` says so, names ``reference`` (the row whose gene count this is) and gives the ranges.
     """
-    from .gradient import laprls_fit
-    from .gradient_model import DEFAULT_LAMBDA1, DEFAULT_LAMBDA2
-    from .graph import label_graph
+    from glfs.designs.gradient import laprls_fit
+    from glfs.designs.gradient_model import DEFAULT_LAMBDA1, DEFAULT_LAMBDA2
+    from glfs.graph.similarity import label_graph
 
     X, y, train = np.asarray(X), np.asarray(y), np.asarray(train, dtype=bool)
     classes = np.unique(y[train])

@@ -61,9 +61,9 @@ import numpy as np
 import scipy.sparse.linalg as spla
 from threadpoolctl import threadpool_limits
 
-from ._progress import Progress
-from .result import Selection, make_selection
-from ._validation import check_int, check_params, check_positive, check_X, constant_features, warn_constant
+from glfs.core._progress import Progress
+from glfs.core.result import Selection, make_selection
+from glfs.core._validation import check_int, check_params, check_positive, check_X, constant_features, warn_constant
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .result import PicklableResult
-from ._validation import check_graph, check_n_features, check_real, check_X, constant_features
-from .gradient_model import (
+from glfs.core.result import PicklableResult
+from glfs.core._validation import check_graph, check_n_features, check_real, check_X, constant_features
+from glfs.designs.gradient_model import (
     _MAX_START_DOUBLINGS,
     DEFAULT_BETA_INIT,
     DEFAULT_CENTER,
@@ -40,7 +40,7 @@ from .gradient_model import (
     _preprocess,
     _p_matrix,
 )
-from .gradient_solver import _solve
+from glfs.designs.gradient_solver import _solve
 
 log = logging.getLogger(__name__)
 
