@@ -20,7 +20,7 @@ LAYERS = {
         1: ["graph", "graph.similarity", "graph.neighbors", "scores", "scores.genewise", "scores.baselines",
             "scores.lkr", "scores.hvg", "scores.moran", "designs", "designs.optimal", "designs.ufi", "designs.gradient",
             "designs.gradient_model", "designs.gradient_solver", "designs.gradient_path", "designs.budgeted",
-            "simulation", "simulation.scsim"],
+            "simulation", "simulation.scsim", "simulation._counts"],
         2: ["api", "evaluate", "evaluate.clustering", "evaluate.spectral", "evaluate.leiden", "evaluate.classify"],
         3: ["simulation.simulate"],
         4: ["tl", "sklearn", "anndata_writers", "__init__"],

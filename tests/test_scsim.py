@@ -270,3 +270,91 @@ def test_chunked_storage_gives_the_same_matrix(monkeypatch):
     one = simulate_counts(80, 200, random_state=6)
     monkeypatch.setattr(scsim._Chunks, "CHUNK_ELEMENTS", 37)
     assert _same(one, simulate_counts(80, 200, random_state=6, block_cells=9))
+
+
+# ---- batches (splatter's batchCells, batch.facLoc, batch.facScale) and dropout ----------------
+
+
+def test_one_batch_is_no_batch_effect_exactly():
+    plain = simulate_counts(120, 300, group_prob=RARE, random_state=5)
+    one = simulate_counts(120, 300, group_prob=RARE, random_state=5, batch_cells=[120], batch_fac_loc=2.0)
+    assert _same(plain, one)
+    assert np.array_equal(one.batches, np.zeros(120)) and np.array_equal(one.batch_factor, np.ones((1, 300)))
+    assert plain.params["batch_cells"] is None and one.params["batch_cells"] is None
+
+
+def test_batches_do_not_change_the_other_draws():
+    """The batch stream is its own: groups, gene means, programmes and library sizes are those without batches."""
+    plain = simulate_counts(200, 400, random_state=8)
+    two = simulate_counts(200, 400, random_state=8, batch_cells=(50, 150))
+    for name in ("groups", "programme", "de_factor", "gene_mean", "library_size"):
+        assert np.array_equal(getattr(plain, name), getattr(two, name)), name
+    assert np.array_equal(two.batches, np.repeat([0, 1], [50, 150]))
+    assert two.params["batch_cells"] == [50, 150]
+
+
+def test_batch_factor_is_lognormal_with_random_direction():
+    """log b = +-|N(loc, scale^2)|: E|log b| = E|N(loc, scale^2)|, half of the genes down (4-5 standard errors)."""
+    loc, scale, n_genes = 0.3, 0.2, 20_000
+    sim = simulate_counts(30, n_genes, random_state=2, batch_cells=(10, 10, 10), batch_fac_loc=loc, batch_fac_scale=scale)
+    lb = np.log(sim.batch_factor)
+    assert lb.shape == (3, n_genes)
+    z = np.abs(np.random.default_rng(0).normal(loc, scale, 10**6))  # the folded normal's moments, by brute force
+    assert abs(np.abs(lb).mean() - z.mean()) < 5 * z.std() / math.sqrt(lb.size)
+    assert abs(np.abs(lb).std() - z.std()) < 0.01
+    assert abs((lb < 0).mean() - 0.5) < 5 * 0.5 / math.sqrt(lb.size)
+
+
+def test_batch_factor_moves_the_batch_means():
+    """Within a group, log(batch-1 mean / batch-0 mean) of well-expressed genes follows log(b_1j / b_0j)."""
+    sim = simulate_counts(2000, 600, group_prob=(1.0,), random_state=4, batch_cells=(1000, 1000),
+                          batch_fac_loc=0.2, batch_fac_scale=0.2, lib_loc=9.0, out_prob=0.0)
+    x = sim.counts.toarray()
+    x = x / x.sum(axis=1, keepdims=True)
+    m0, m1 = x[:1000].mean(axis=0), x[1000:].mean(axis=0)
+    ok = (m0 > 2e-4) & (m1 > 2e-4)
+    observed = np.log(m1[ok] / m0[ok])
+    planted = np.log(sim.batch_factor[1, ok] / sim.batch_factor[0, ok])
+    planted -= np.median(planted - observed)  # the library normalisation shifts every gene alike
+    assert ok.sum() > 300 and np.corrcoef(observed, planted)[0, 1] > 0.95
+
+
+def test_dropout_far_below_or_above_the_means():
+    """Midpoint far below every mean: nothing drops (the counts are those without dropout); far above: all drop."""
+    plain = simulate_counts(60, 200, random_state=3)
+    assert _same(plain, simulate_counts(60, 200, random_state=3, dropout_mid=-100.0))
+    assert simulate_counts(60, 200, random_state=3, dropout_mid=100.0).counts.nnz == 0
+
+
+def test_dropout_probability_is_the_logistic_of_the_log_mean():
+    """One gene, constant mean: the share of zeros is P0(NB) + (1 - P0) p_drop (4-5 standard errors)."""
+    n = 40_000
+    base = simulate_counts(n, 1, group_prob=(1.0,), random_state=1, lib_loc=2.0, lib_scale=0.0, bcv_df=math.inf,
+                           out_prob=0.0, bcv_common=0.0)
+    drop = simulate_counts(n, 1, group_prob=(1.0,), random_state=1, lib_loc=2.0, lib_scale=0.0, bcv_df=math.inf,
+                           out_prob=0.0, bcv_common=0.0, dropout_mid=2.0, dropout_shape=-1.5)
+    # bcv_common 0, bcv_df inf: BCV = 1 / sqrt(mu), so lambda ~ Gamma(shape mu, scale 1), mu = e^2; a count kept
+    # by the base run stays with probability 1 - p_drop(lambda): its expectation, by Monte Carlo over lambda.
+    x0, x1 = base.counts.toarray().ravel(), drop.counts.toarray().ravel()
+    assert np.all((x1 == x0) | (x1 == 0))  # dropout only zeroes counts
+    lam = np.random.default_rng(0).gamma(math.exp(2.0), 1.0, 10**6)
+    p_nonzero = 1.0 - np.exp(-lam)
+    p_keep = 1.0 - 1.0 / (1.0 + np.exp(1.5 * (np.log(lam) - 2.0)))
+    expected = (p_nonzero * p_keep).mean() / p_nonzero.mean()
+    kept = (x1[x0 > 0] > 0).mean()
+    assert abs(kept - expected) < 5 * math.sqrt(expected * (1 - expected) / (x0 > 0).sum())
+
+
+BAD_BATCH = [
+    ({"batch_cells": (10, 5)}, "batch_cells must be a non-empty sequence of positive integers summing to n_cells"),
+    ({"batch_cells": (10, 0, 10)}, r"batch_cells\[1\]"),
+    ({"batch_cells": (10, 10), "batch_fac_loc": (0.1, 0.2, 0.3)}, "one number per batch"),
+    ({"batch_cells": (10, 10), "batch_fac_scale": -1}, "batch_fac_scale"),
+    ({"dropout_mid": float("nan")}, "dropout_mid"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "match"), BAD_BATCH, ids=[str(i) for i in range(len(BAD_BATCH))])
+def test_bad_batch_and_dropout_inputs_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        simulate_counts(**{"n_cells": 20, "n_genes": 30, **kwargs})

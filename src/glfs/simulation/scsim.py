@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from glfs.core._progress import Progress
 from glfs.core._validation import ParameterTypeError, check_int, check_real
+from glfs.simulation._counts import Chunks as _Chunks  # noqa: F401 (the tests set its chunk size here)
+from glfs.simulation._counts import draw_counts
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,8 @@ BLOCK_ELEMENTS = 2**22
 
 # Independent random streams (numpy SeedSequence children), one per part of the model, so that e.g. the
 # gene means do not depend on n_cells and the counts do not depend on the block size.
-_STREAMS = ("groups", "library", "gene_means", "de", "bcv", "cell_means", "counts")
+# New streams go at the end: SeedSequence.spawn gives the same first children, so earlier draws do not change.
+_STREAMS = ("groups", "library", "gene_means", "de", "bcv", "cell_means", "counts", "batch", "dropout")
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,11 @@ class SimulatedCounts:
         Every parameter of the call as plain Python values, including the
         seed entropy actually used (``"entropy"``), which reproduces the
         simulation when passed as ``random_state``.
+    batches : ndarray of int64, shape (n_cells,)
+        Batch of each cell, 0 .. n_batches - 1, in blocks of ``batch_cells``
+        (all 0 with one batch).
+    batch_factor : ndarray of float64, shape (n_batches, n_genes)
+        Multiplicative batch factor of each gene in each batch (all 1 with one batch).
     """
 
     counts: sp.csr_matrix
@@ -77,6 +84,8 @@ class SimulatedCounts:
     gene_mean: np.ndarray
     library_size: np.ndarray
     params: dict = field(default_factory=dict)
+    batches: np.ndarray | None = None
+    batch_factor: np.ndarray | None = None
 
     @property
     def structured(self) -> np.ndarray:
@@ -89,14 +98,16 @@ class SimulatedCounts:
         return int(self.programme.shape[0])
 
 
-def _per_group(value, name: str, n_groups: int, min_val=None, max_val=None, include_boundaries="both") -> np.ndarray:
-    """A scalar or one value per group, each a finite number in range; returns float64 (n_groups,)."""
+def _per_group(
+    value, name: str, n_groups: int, min_val=None, max_val=None, include_boundaries="both", per="group_prob"
+) -> np.ndarray:
+    """A scalar or one value per group (or batch: ``per="batch_cells"``), each a finite number in range; float64 (n,)."""
     if np.ndim(value) == 0:
         v = check_real(value, name, min_val, max_val, include_boundaries=include_boundaries)
         return np.full(n_groups, v)
     values = list(value)
     if len(values) != n_groups:
-        msg = f"{name} must be a number or a sequence of one number per group ({n_groups}, the length of group_prob); got {len(values)} values"
+        msg = f"{name} must be a number or a sequence of one number per {per.split('_')[0]} ({n_groups}, the length of {per}); got {len(values)} values"
         raise ValueError(msg)
     return np.array(
         [check_real(v, f"{name}[{i}]", min_val, max_val, include_boundaries=include_boundaries) for i, v in enumerate(values)]
@@ -169,6 +180,11 @@ def simulate_counts(
     lib_scale: float = 0.2,
     bcv_common: float = 0.1,
     bcv_df: float = 60.0,
+    batch_cells=None,
+    batch_fac_loc=0.1,
+    batch_fac_scale=0.1,
+    dropout_mid: float | None = None,
+    dropout_shape: float = -1.0,
     random_state=0,
     block_cells: int | None = None,
 ) -> SimulatedCounts:
@@ -190,7 +206,9 @@ def simulate_counts(
        ``de_down_prob[g]``; f_gj = 1 otherwise.  DE is relative to a
        fictional base cell, so a gene can be in several programmes.
     5. Cell means scaled to the library size:
-       mu_cj = L_c * m_j f_gj / sum_i m_i f_gi  (g = g_c).
+       mu_cj = L_c * m_j b_bj f_gj / sum_i m_i b_bi f_gi  (g = g_c, b = b_c),
+       where b_bj is gene j's batch factor in the cell's batch b (below; 1
+       with one batch).
     6. Biological coefficient of variation with a mean trend:
        BCV_cj = (``bcv_common`` + 1 / sqrt(mu_cj)) * sqrt(``bcv_df`` / chi2_j),
        chi2_j ~ chi-squared(``bcv_df``) drawn once per gene (no chi2 factor
@@ -198,6 +216,18 @@ def simulate_counts(
        lambda_cj ~ Gamma(shape 1 / BCV_cj^2, scale mu_cj BCV_cj^2), so that
        E[lambda_cj] = mu_cj and Var[lambda_cj] = (mu_cj BCV_cj)^2.
     7. Counts: x_cj ~ Poisson(lambda_cj).
+    8. Dropout (only when ``dropout_mid`` is given; splatter's
+       ``dropout.type = "experiment"``): x_cj is set to 0 with probability
+       1 / (1 + exp(-``dropout_shape`` (log lambda_cj - ``dropout_mid``))).
+
+    **Batches** (splatter's ``batchCells``, ``batch.facLoc``,
+    ``batch.facScale``): cells come in blocks of ``batch_cells`` (batch 0
+    first); every gene has a factor in every batch,
+    b_bj = exp(+-|N(``batch_fac_loc[b]``, ``batch_fac_scale[b]``^2)|), up or
+    down with probability 1/2 each (splatter's ``getLNormFactors`` with
+    selection probability 1).  With one batch no factor is drawn (b = 1): the
+    counts are exactly those of a call without batches (splatter draws a
+    factor for a single batch too, which only rescales the gene means).
 
     So, given the gene's chi2_j, Var[x_cj] = mu_cj + mu_cj^2 BCV_cj^2
     (gamma-Poisson, i.e. negative binomial), well above the Poisson variance
@@ -239,6 +269,17 @@ def simulate_counts(
     bcv_df : float > 0 or math.inf, default 60.0
         Degrees of freedom of the inverse chi-squared spread of the BCV
         across genes.
+    batch_cells : sequence of int >= 1 summing to ``n_cells``, optional
+        Cells in each batch (splatter's ``batchCells``); default one batch.
+    batch_fac_loc, batch_fac_scale : float or sequence (one per batch), default 0.1 and 0.1
+        Location and scale (>= 0) of the batch factor's log-normal
+        (splatter's defaults).  Estimated from real donors by
+        :func:`glfs.simulation.estimate.estimate_batch_params`.
+    dropout_mid : float, optional
+        Midpoint (in natural log of the trended mean) of the dropout
+        logistic; default None: no dropout (splatter's default).
+    dropout_shape : float, default -1.0
+        Shape of the dropout logistic (negative: low means drop more).
     random_state : int >= 0, None or numpy.random.Generator, default 0
         Seeds everything.  One ``numpy.random.SeedSequence`` gives an
         independent stream to each part of the model (groups, library sizes,
@@ -258,8 +299,9 @@ def simulate_counts(
     SimulatedCounts
         ``counts`` (CSR float32, n_cells x n_genes), ``groups``,
         ``programme`` and ``de_factor`` (n_groups x n_genes), ``gene_mean``,
-        ``library_size``, ``params``; ``.structured`` is
-        ``programme.any(axis=0)``, the genes a selection should find.
+        ``library_size``, ``params``, ``batches`` and ``batch_factor``;
+        ``.structured`` is ``programme.any(axis=0)``, the genes a selection
+        should find.
 
     Raises
     ------
@@ -282,7 +324,8 @@ def simulate_counts(
     **Left out** of the Splat model: dropout (splatter's default
     ``dropout.type = "none"`` too; droplet data show no zero inflation
     beyond a negative binomial, Svensson, Nat Biotechnol 38:147, 2020), batches (one batch), differentiation paths,
-    a normal library-size option, and parameter estimation from data.
+    and a normal library-size option.  Parameters are estimated from a real
+    count matrix by :func:`glfs.simulation.estimate.estimate_params`.
 
     **Choices the paper leaves open**: the outlier median is taken over the
     base gamma means (as splatter does); the DE magnitude |N(loc, scale^2)| is
@@ -321,6 +364,9 @@ def simulate_counts(
         out_fac_loc=out_fac_loc, out_fac_scale=out_fac_scale, lib_loc=lib_loc, lib_scale=lib_scale,
         bcv_common=bcv_common, bcv_df=bcv_df, block_cells=block_cells,
     )
+    prm.update(_checked_batches_dropout(
+        prm["n_cells"], batch_cells, batch_fac_loc, batch_fac_scale, dropout_mid, dropout_shape
+    ))
     n_cells, n_genes, p = prm["n_cells"], prm["n_genes"], prm["group_prob"]
     k = p.size
     seq = _seed_sequence(random_state)
@@ -330,17 +376,21 @@ def simulate_counts(
     library_size = rngs["library"].lognormal(prm["lib_loc"], prm["lib_scale"], size=n_cells)
     gene_mean = _gene_means(rngs["gene_means"], prm)
     programme, de_factor = _programmes(rngs["de"], prm)
-    group_mean = gene_mean[None, :] * de_factor
-    proportion = group_mean / group_mean.sum(axis=1, keepdims=True)  # (k, n_genes): each row sums to 1
+    batches, batch_factor = _batch_factors(rngs["batch"], prm)
+    # one mean row per (batch, group): m_j b_bj f_gj, scaled to sum 1
+    group_mean = (gene_mean[None, None, :] * batch_factor[:, None, :] * de_factor[None, :, :]).reshape(-1, n_genes)
+    proportion = group_mean / group_mean.sum(axis=1, keepdims=True)  # (n_batches * k, n_genes): each row sums to 1
     bcv_gene = _bcv_per_gene(rngs["bcv"], n_genes, prm["bcv_df"])
 
-    counts = _draw_counts(rngs, library_size, proportion, groups, prm["bcv_common"], bcv_gene, prm["block_cells"])
+    dropout = None if prm["dropout_mid"] is None else (prm["dropout_mid"], prm["dropout_shape"])
+    counts = draw_counts(rngs, library_size, proportion, batches * k + groups, prm["bcv_common"], bcv_gene,
+                         prm["block_cells"], dropout)
     params = _params_record(prm, int(seq.entropy))
     log.info(
         "simulate_counts: %d cells x %d genes, %d groups, %d programme genes, %.1f%% nonzero",
         n_cells, n_genes, k, int(programme.any(axis=0).sum()), 100.0 * counts.nnz / max(1, n_cells * n_genes),
     )
-    return SimulatedCounts(counts, groups, programme, de_factor, gene_mean, library_size, params)
+    return SimulatedCounts(counts, groups, programme, de_factor, gene_mean, library_size, params, batches, batch_factor)
 
 
 #: The per-group parameters of :func:`simulate_counts` (a number or one per group) and its scalar
@@ -385,6 +435,40 @@ def _checked_params(
     }
 
 
+def _checked_batches_dropout(n_cells, batch_cells, batch_fac_loc, batch_fac_scale, dropout_mid, dropout_shape) -> dict:
+    """The batch and dropout parameters, checked: ``batch_cells`` as int64 (n_batches,), the factors per batch."""
+    if batch_cells is None:
+        sizes = np.array([n_cells], dtype=np.int64)
+    else:
+        try:
+            sizes = np.array([check_int(b, f"batch_cells[{i}]", 1) for i, b in enumerate(batch_cells)], dtype=np.int64)
+        except TypeError:
+            msg = f"batch_cells must be None or a sequence of positive integers summing to n_cells; got {batch_cells!r}"
+            raise ValueError(msg) from None
+        if sizes.size == 0 or int(sizes.sum()) != n_cells:
+            msg = f"batch_cells must be a non-empty sequence of positive integers summing to n_cells ({n_cells}); got {batch_cells!r}"
+            raise ValueError(msg)
+    b = sizes.size
+    return {
+        "batch_cells": sizes,
+        "batch_fac_loc": _per_group(batch_fac_loc, "batch_fac_loc", b, per="batch_cells"),
+        "batch_fac_scale": _per_group(batch_fac_scale, "batch_fac_scale", b, 0, per="batch_cells"),
+        "dropout_mid": None if dropout_mid is None else check_real(dropout_mid, "dropout_mid"),
+        "dropout_shape": check_real(dropout_shape, "dropout_shape"),
+    }
+
+
+def _batch_factors(rng, prm: dict):
+    """Each cell's batch (blocks of ``batch_cells``) and the factors (n_batches, n_genes); no draw with one batch."""
+    sizes, n_genes = prm["batch_cells"], prm["n_genes"]
+    batches = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
+    factor = np.ones((sizes.size, n_genes))
+    if sizes.size > 1:
+        for b in range(sizes.size):
+            factor[b] = _lognormal_factors(rng, n_genes, 1.0, 0.5, prm["batch_fac_loc"][b], prm["batch_fac_scale"][b])[1]
+    return batches, factor
+
+
 def _gene_means(rng, prm: dict) -> np.ndarray:
     """Step 3 of the model: gamma gene means, high expression outliers scaled from their median; float64 (n_genes,)."""
     n_genes = prm["n_genes"]
@@ -412,59 +496,6 @@ def _bcv_per_gene(rng, n_genes: int, bcv_df: float) -> np.ndarray:
     return np.sqrt(bcv_df / rng.chisquare(bcv_df, size=n_genes))
 
 
-def _draw_counts(rngs, library_size, proportion, groups, bcv_common: float, bcv_gene, block_cells: int):
-    """Steps 5-7 for every cell, in blocks of ``block_cells`` cells: the counts as CSR float32 (n_cells, n_genes).
-
-    Dense float64 only for one block; the nonzeros grow in fixed chunks (:class:`_Chunks`).
-    """
-    n_cells, n_genes = groups.size, proportion.shape[1]
-    data, indices = _Chunks(np.float32), _Chunks(np.int32)
-    indptr_parts, offset = [np.zeros(1, dtype=np.int64)], 0
-    n_blocks = -(-n_cells // block_cells)
-    progress = Progress(log, "simulate_counts", n_blocks)
-    for b, start in enumerate(range(0, n_cells, block_cells)):
-        stop = min(start + block_cells, n_cells)
-        block = _block_counts(rngs, library_size[start:stop], proportion, groups[start:stop], bcv_common, bcv_gene)
-        rows, cols = np.nonzero(block)
-        data.append(block[rows, cols])
-        indices.append(cols)
-        indptr_parts.append(offset + np.cumsum(np.bincount(rows, minlength=stop - start)))
-        offset += rows.size
-        del block, rows, cols
-        progress.step(b + 1, f"{stop} of {n_cells} cells")
-    counts = sp.csr_matrix((n_cells, n_genes), dtype=np.float32)
-    counts.data = data.concatenate()
-    counts.indices = indices.concatenate()
-    idx_type = np.int32 if offset < 2**31 else np.int64
-    counts.indptr = np.concatenate(indptr_parts).astype(idx_type)
-    if idx_type is np.int64:
-        counts.indices = counts.indices.astype(np.int64)
-    counts.check_format(full_check=False)
-    return counts
-
-
-def _block_counts(rngs, library_size, proportion, groups, bcv_common: float, bcv_gene) -> np.ndarray:
-    """Steps 5-7 for one block of cells: cell means, gamma trended means, Poisson counts; dense (cells, n_genes).
-
-    Draws from the ``cell_means`` and ``counts`` streams in cell-major order,
-    so the counts do not depend on the block size.
-    """
-    mu = library_size[:, None] * proportion[groups]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        bcv = (bcv_common + 1.0 / np.sqrt(mu)) * bcv_gene
-        shape = 1.0 / bcv**2
-        scale = mu * bcv**2
-    positive = mu > 0  # a gene mean that underflowed to 0 gives 0 counts
-    shape = np.where(positive, shape, 1.0)
-    scale = np.where(positive, scale, 0.0)
-    del mu, bcv
-    lam = rngs["cell_means"].gamma(shape, scale)
-    del shape, scale
-    block = rngs["counts"].poisson(lam)
-    del lam
-    return block
-
-
 def _params_record(prm: dict, entropy: int) -> dict:
     """``SimulatedCounts.params``: every parameter as plain Python values, and the seed entropy used."""
     return {
@@ -473,6 +504,11 @@ def _params_record(prm: dict, entropy: int) -> dict:
         "group_prob": [float(x) for x in prm["group_prob"]],
         **{name: _plain(prm[name]) for name in _PER_GROUP},
         **{name: prm[name] for name in _SCALARS},
+        "batch_cells": None if prm["batch_cells"].size == 1 else [int(b) for b in prm["batch_cells"]],
+        "batch_fac_loc": _plain(prm["batch_fac_loc"]),
+        "batch_fac_scale": _plain(prm["batch_fac_scale"]),
+        "dropout_mid": prm["dropout_mid"],
+        "dropout_shape": prm["dropout_shape"],
         "entropy": entropy,
     }
 
@@ -480,44 +516,3 @@ def _params_record(prm: dict, entropy: int) -> dict:
 def _plain(values: np.ndarray):
     """A per-group parameter as given: one float when all groups share it, else a list."""
     return float(values[0]) if np.all(values == values[0]) else [float(v) for v in values]
-
-
-class _Chunks:
-    """Growing 1-d storage in fixed chunks of ``CHUNK_ELEMENTS`` values, concatenated at the end.
-
-    The chunks (64 MB for 4-byte values) are above glibc's largest mmap threshold
-    (32 MB), so each is its own mapping and freeing it returns the memory at once:
-    concatenating chunk by chunk into the result keeps the peak near one copy of the
-    result (block-sized pieces would stay in the heap until all are freed: twice
-    the result, measured 6.7 GB for a 3.1 GB result at 50,000 x 20,000).
-    """
-
-    CHUNK_ELEMENTS = 2**24
-
-    def __init__(self, dtype):
-        self.dtype, self.chunks, self.fill = np.dtype(dtype), [], self.CHUNK_ELEMENTS
-
-    def append(self, x: np.ndarray) -> None:
-        x = np.asarray(x)
-        pos = 0
-        while pos < x.size:
-            if self.fill == self.CHUNK_ELEMENTS:
-                self.chunks.append(np.empty(self.CHUNK_ELEMENTS, dtype=self.dtype))
-                self.fill = 0
-            take = min(x.size - pos, self.CHUNK_ELEMENTS - self.fill)
-            self.chunks[-1][self.fill : self.fill + take] = x[pos : pos + take]
-            self.fill += take
-            pos += take
-
-    def concatenate(self) -> np.ndarray:
-        """All values in order; the chunks are freed one by one as they are copied."""
-        n = len(self.chunks) * self.CHUNK_ELEMENTS - (self.CHUNK_ELEMENTS - self.fill if self.chunks else 0)
-        out = np.empty(n, dtype=self.dtype)
-        pos = 0
-        while self.chunks:
-            chunk = self.chunks.pop(0)
-            take = min(chunk.size, n - pos)
-            out[pos : pos + take] = chunk[:take]
-            pos += take
-            del chunk
-        return out
