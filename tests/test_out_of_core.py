@@ -150,7 +150,7 @@ def test_non_finite_values_are_found_while_streaming(tmp_path):
     X = X.tolil()
     X[30, 4] = np.nan
     src = da.from_array(sp.csr_matrix(X), chunks=(20, 20))
-    with pytest.raises(ValueError, match=r"X must contain only finite values; got 1 NaN or infinite entries in rows 20-39"):
+    with pytest.raises(ValueError, match=r"X must contain only finite values; got 1 NaN or infinite entries, first at row 30, column 4 \(value nan\)"):
         glfs.variance_score(src)
 
 
@@ -324,7 +324,7 @@ def test_a_failed_write_names_the_space_and_the_ways_out(data, split_dir, monkey
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, bool])
 def test_the_validation_scan_counts_and_finds_the_largest_value(tmp_path, dtype):
     """The one-scan validation of a CSR file: non-zeros per gene, their total and max |x| (a negative
-    value the largest; 1 for a boolean X) as scipy counts them; a NaN names its rows."""
+    value the largest; 1 for a boolean X) as scipy counts them; an infinite value is named by its file, row and column."""
     X, _ = _counts(300, 40, 0.2, 7)
     X = X.astype(dtype).tolil()
     if dtype is not bool:
@@ -338,7 +338,8 @@ def test_the_validation_scan_counts_and_finds_the_largest_value(tmp_path, dtype)
     if np.dtype(dtype).kind == "f":
         X.data[X.indptr[299]] = np.inf  # a stored entry of the last row
         ad.AnnData(X=X).write_h5ad(tmp_path / "inf.h5ad")
-        with pytest.raises(ValueError, match=r"got 1 NaN or infinite entries in rows \d+-299"):
+        with pytest.raises(ValueError, match=r"inf.h5ad:/X\) must contain only finite values; got 1 NaN or infinite entries, first at row 299, "
+                           rf"column {X.indices[X.indptr[299]]} \(value inf\)"):
             ooc.OutOfCore(ad.read_h5ad(tmp_path / "inf.h5ad", backed="r").X).validate()
 
 

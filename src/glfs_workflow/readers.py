@@ -438,6 +438,16 @@ def _read_h5ad(path: Path, layer: str | None = None) -> Matrix:
     if a.n_obs == 0 or a.n_vars == 0:
         msg = f"{path}: empty AnnData ({a.n_obs} obs x {a.n_vars} var)"
         raise DataError(msg)
+    if sp.issparse(X):  # before anything reads its indices: a corrupt file must not crash the process
+        from glfs.core.structure import canonical, check_sparse_structure
+
+        where = f"layers[{layer!r}]" if layer is not None else "X"
+        try:
+            check_sparse_structure(X, where)
+        except ValueError as exc:
+            msg = f"{path}: {exc}"
+            raise DataError(msg) from None
+        X = canonical(X, f"{path}: {where}")
     # a sparse X stays sparse (CSR float64: the values of the former dense copy, 12 bytes per non-zero)
     X = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
     samples, genes = [str(s) for s in a.obs_names], [str(g) for g in a.var_names]

@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core.limits import DENSE_ALTERNATIVE
+from glfs.core.structure import canonical, check_sparse_structure, check_stored_values
 from glfs.core.out_of_core import (
     STREAMING_SCORES, OutOfCore, _check_size, _ComplexInput, _count_nonfinite, _refuse_complex, out_of_core_kind,
 )
@@ -215,6 +216,8 @@ def check_X(
             msg = f"{name} must be 2-D (n_samples, n_features); got shape {X.shape}"
             raise ValueError(msg)
         _check_size(X.shape, name)
+        check_sparse_structure(X, name)  # before anything reads the indices (docs/methods.md, "Size limits")
+        X = canonical(X, name)
         if dense:
             from glfs.core.limits import check_dense_size
 
@@ -223,10 +226,7 @@ def check_X(
                 method or name, f"a dense copy of the sparse {name} ({n} x {d})", float(n) * d, DENSE_ALTERNATIVE,
             )
         Xs = _sparse_read_only(X) if read_only and not dense else sp.csr_matrix(X, dtype=np.float64)
-        bad = _count_nonfinite(Xs.data)
-        if bad:
-            msg = f"{name} must contain only finite values; got {bad} NaN or infinite entries"
-            raise ValueError(msg)
+        check_stored_values(Xs, name)
         return Xs.toarray() if dense else Xs
     keep = read_only and isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)
     try:

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core._sparse_kernels import _kernel
+from glfs.core.structure import canonical, check_indptr, check_sparse_structure, check_stored_values
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +102,8 @@ class OutOfCore:
         self.max_abs = None
         self.gene_nnz = None
         self.nnz = None
+        self.name = "X"
+        self._warned = False  # said once that the blocks are not canonical
 
     def describe(self) -> str:
         what = {"backed": "an AnnData backed", "dask": "a dask"}[self.kind]
@@ -118,7 +121,20 @@ class OutOfCore:
     # -- reading ------------------------------------------------------------------------------
     def _natural_blocks(self):
         """(axis, slice, block in memory) over the whole matrix in the order its storage favours:
-        row blocks (CSR, dense, dask) or column blocks (CSC)."""
+        row blocks (CSR, dense, dask) or column blocks (CSC).  A sparse block is checked
+        (:func:`~glfs.core.structure.check_sparse_structure`) before it is handed on, on every pass,
+        and made canonical (duplicates summed, on a copy), so no kernel sees a bad index."""
+        label = self._label(self.name)
+        for axis, sl, blk in self._raw_blocks():
+            if sp.issparse(blk):
+                check_sparse_structure(blk, label, row0=sl.start if axis == 0 else 0)
+                fixed = canonical(blk, label, warn=not self._warned)
+                self._warned = self._warned or fixed is not blk
+                blk = fixed
+            yield axis, sl, blk
+
+    def _raw_blocks(self):
+        """The blocks of :meth:`_natural_blocks` as the source gives them."""
         n, d = self.shape
         src = self.source
         if self.kind == "dask":
@@ -151,7 +167,10 @@ class OutOfCore:
         n, d = self.shape
         top, nnz = 0.0, 0
         gene_nnz = np.zeros(d, np.int64) if self.format != "dense" else None
-        for axis, sl, blk in self._natural_blocks():
+        self.name = name
+        label = self._label(name)
+        self._check_stored_index(label)
+        for axis, sl, blk in self._natural_blocks():  # each sparse block checked there (the file's indptr: above)
             if gene_nnz is not None and axis == 0:  # a sparse row block: one scan (counts, NaN/inf, max |x|)
                 blk = sp.csr_matrix(blk)
                 vals = blk.data.view(np.uint8) if blk.data.dtype == bool else blk.data  # numba: no float(bool)
@@ -165,8 +184,10 @@ class OutOfCore:
                     blk = sp.csc_matrix(blk)
                     gene_nnz[sl] += np.diff(blk.indptr)
             if bad:
+                if sp.issparse(blk):  # names the first bad entry
+                    check_stored_values(blk, label, row0=sl.start if axis == 0 else 0)
                 where = "rows" if axis == 0 else "columns"
-                msg = f"{name} must contain only finite values; got {bad} NaN or infinite entries in {where} {sl.start}-{sl.stop - 1}"
+                msg = f"{label} must contain only finite values; got {bad} NaN or infinite entries in {where} {sl.start}-{sl.stop - 1}"
                 raise ValueError(msg)
             top = max(top, big)
             nnz += blk.nnz if gene_nnz is not None else 0
@@ -174,6 +195,28 @@ class OutOfCore:
         self.nnz = nnz if gene_nnz is not None else n * d
         log.info("%s: read %s once (%d values stored, max |x| %.4g)", name, self.describe(), self.nnz, top)
         return self
+
+    def _label(self, name: str) -> str:
+        """``name``, and for an AnnData backed matrix the file and group it is read from."""
+        group = getattr(self.source, "group", None)
+        filename = getattr(getattr(group, "file", None), "filename", None)
+        return f"{name} ({filename}:{group.name})" if filename else name
+
+    def _check_stored_index(self, label: str) -> None:
+        """The index pointer of an AnnData backed CSR/CSC file, read whole (8 bytes per row or column),
+        against the file's own shape and stored values: anndata slices the rows by it as stored."""
+        group = getattr(self.source, "group", None)
+        if self.kind != "backed" or group is None or self.format not in ("csr", "csc"):
+            return
+        try:
+            indptr, n_idx, n_data = group["indptr"][()], group["indices"].shape[0], group["data"].shape[0]
+        except (KeyError, OSError, AttributeError) as e:
+            msg = f"{label}: cannot read the index arrays of the sparse matrix ({type(e).__name__}: {e})"
+            raise ValueError(msg) from None
+        if n_idx != n_data:
+            msg = f"{label} is not a valid {self.format.upper()} matrix: it has {n_idx} indices but {n_data} stored values"
+            raise ValueError(msg)
+        check_indptr(indptr, n_idx, self.shape, self.format, label)
 
     def column_blocks(self, dense_genes: int | None = None, max_values: int | None = None):
         """(column slice, block) over the genes: each block an in-memory (n_samples, b) matrix.
@@ -211,7 +254,9 @@ class OutOfCore:
             )
         for sl in parts:
             if not row_stored:
-                yield sl, sp.csc_matrix(self.source[:, sl])
+                blk = self.source[:, sl]
+                check_sparse_structure(blk, self._label(self.name))
+                yield sl, canonical(sp.csc_matrix(blk), self.name, warn=False)
             else:
                 yield sl, self._gather_columns(sl)
 
