@@ -351,7 +351,7 @@ def _resolve_file(spec, *, dataset, role, mirror_dir, download_dir, retries, tim
             log.info("%s: mirror %s (sha256 %s)", what, c, digest)
             return rec
     dest = Path(download_dir) / dataset / filename
-    if dest.exists():
+    if dest.exists() and _cache_usable(dest, url, expected, what):
         digest = sha256_file(dest)
         if expected is None or digest == expected.lower():
             rec.update(source="cache", path=str(dest), sha256=digest, size=dest.stat().st_size, time=_now())
@@ -367,8 +367,31 @@ def _resolve_file(spec, *, dataset, role, mirror_dir, download_dir, retries, tim
     except FetchError as exc:
         msg = f"{what}: {exc}"
         raise FetchError(msg) from None
+    _source_of(dest).write_text(url + "\n")  # after the download is in place: the cache is keyed by the URL
     rec.update(source="download", path=got["path"], sha256=got["sha256"], size=got["size"], time=got["time"], attempts=got["attempts"])
     return rec
+
+
+def _source_of(dest: Path) -> Path:
+    """The file beside a download that records the URL it came from (``.<name>.url``)."""
+    return dest.with_name(f".{dest.name}.url")
+
+
+def _cache_usable(dest: Path, url: str, expected: str | None, what: str) -> bool:
+    """Whether an earlier download at ``dest`` may stand for ``url``: with a ``sha256`` the content
+    decides (checked by the caller); without one, only a download recorded as coming from this very URL
+    (a changed URL with the same file name, e.g. .../v1/data.tsv to .../v2/data.tsv, is downloaded again)."""
+    if expected is not None:
+        return True
+    side = _source_of(dest)
+    before = side.read_text().strip() if side.is_file() else None
+    if before == url:
+        return True
+    log.warning(
+        "%s: %s was downloaded from %s, not from %s, and no sha256 is given; downloading again",
+        what, dest, before or "an unrecorded URL (a download before URLs were recorded)", url,
+    )
+    return False
 
 
 def dataset_file_specs(cfg: dict) -> dict:

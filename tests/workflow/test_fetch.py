@@ -405,3 +405,32 @@ def test_fetch_script_error_with_an_empty_message_says_what_happened(tmp_path, m
     text = (tmp_path / "f.log").read_text()
     assert "MemoryError (no further message) while fetching the files of dataset 'd'" in text
     assert not (tmp_path / "p.json").exists()
+
+
+def test_a_changed_url_with_the_same_file_name_is_downloaded_again(tmp_path):
+    """Issue 30 item 2: .../v1/data.tsv then .../v2/data.tsv, no sha256: the second fetch must not reuse v1's
+    file, and its provenance records v2's URL with v2's sha256; the same URL again is served from the cache."""
+    bodies = {}
+    for v in ("v1", "v2"):
+        (tmp_path / v).mkdir()
+        bodies[v] = f"gene\tS1\tS2\nG1\t1\t{v[1]}\n".encode()
+        (tmp_path / v / "data.tsv").write_bytes(bodies[v])
+    fetch = {"download_dir": str(tmp_path / "dl")}
+    urls = {v: (tmp_path / v / "data.tsv").as_uri() for v in bodies}
+    first = fetch_dataset_files("d", {"expression": urls["v1"]}, fetch)["files"]["expression"]
+    second = fetch_dataset_files("d", {"expression": urls["v2"]}, fetch)["files"]["expression"]
+    assert first["source"] == "download" and first["sha256"] == hashlib.sha256(bodies["v1"]).hexdigest()
+    assert second["source"] == "download" and second["url"] == urls["v2"]
+    assert second["sha256"] == hashlib.sha256(bodies["v2"]).hexdigest()
+    assert Path(second["path"]).read_bytes() == bodies["v2"]
+    again = fetch_dataset_files("d", {"expression": urls["v2"]}, fetch)["files"]["expression"]
+    assert again["source"] == "cache" and again["sha256"] == second["sha256"]
+
+
+def test_a_cached_file_of_unknown_origin_without_sha256_is_downloaded_again(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "x.tsv").write_bytes(b"gene\tS1\nG1\t2\n")
+    (tmp_path / "dl" / "d").mkdir(parents=True)
+    (tmp_path / "dl" / "d" / "x.tsv").write_bytes(b"gene\tS1\nG1\t1\n")  # left by a run before URLs were recorded
+    rec = resolve_file((tmp_path / "src" / "x.tsv").as_uri(), dataset="d", role="expression", download_dir=str(tmp_path / "dl"))
+    assert rec["source"] == "download" and Path(rec["path"]).read_bytes() == b"gene\tS1\nG1\t2\n"
