@@ -16,7 +16,7 @@ SRC = ROOT / "src"
 LAYERS = {
     "glfs": {
         0: ["core", "core.result", "core._sparse_kernels", "core._validation", "core.out_of_core", "core.limits",
-            "core.value_checks", "core._progress", "core.structure"],
+            "core.value_checks", "core._progress", "core.structure", "core.cluster"],
         1: ["graph", "graph.similarity", "graph.neighbors", "scores", "scores.genewise", "scores.baselines",
             "scores.lkr", "scores.hvg", "scores.moran", "designs", "designs.optimal", "designs.ufi", "designs.gradient",
             "designs.gradient_model", "designs.gradient_solver", "designs.gradient_path", "designs.budgeted",

@@ -304,7 +304,7 @@ _DENSE_X = frozenset({
     "lkr_score_supervised", "ufi", "spca", "q_alpha",
 })
 #: Methods that stream an out-of-core X (AnnData backed, dask) block by block; graph_moran only on a given graph.
-_STREAMING = ("laplacian_score", "variance", "fisher_score", "graph_moran")
+_STREAMING = ("laplacian_score", "variance", "fisher_score", "graph_moran", "deviance")
 
 
 def _input(X):

@@ -104,6 +104,7 @@ class OutOfCore:
         self.nnz = None
         self.name = "X"
         self._warned = False  # said once that the blocks are not canonical
+        self.counts = None
 
     def describe(self) -> str:
         what = {"backed": "an AnnData backed", "dask": "a dask"}[self.kind]
@@ -165,7 +166,12 @@ class OutOfCore:
             raise ValueError(msg)
         _check_size(self.shape, name)
         n, d = self.shape
-        top, nnz = 0.0, 0
+        from glfs.core.cluster import cluster_client
+
+        client = cluster_client(self)
+        if client is not None:
+            return self._validate_on_cluster(client, name)
+        top, nnz, counts = 0.0, 0, True
         gene_nnz = np.zeros(d, np.int64) if self.format != "dense" else None
         self.name = name
         label = self._label(name)
@@ -191,7 +197,8 @@ class OutOfCore:
                 raise ValueError(msg)
             top = max(top, big)
             nnz += blk.nnz if gene_nnz is not None else 0
-        self.max_abs, self.gene_nnz = top, gene_nnz
+            counts = counts and _all_counts(vals)
+        self.max_abs, self.gene_nnz, self.counts = top, gene_nnz, counts
         self.nnz = nnz if gene_nnz is not None else n * d
         log.info("%s: read %s once (%d values stored, max |x| %.4g)", name, self.describe(), self.nnz, top)
         return self
@@ -217,6 +224,30 @@ class OutOfCore:
             msg = f"{label} is not a valid {self.format.upper()} matrix: it has {n_idx} indices but {n_data} stored values"
             raise ValueError(msg)
         check_indptr(indptr, n_idx, self.shape, self.format, label)
+    def _validate_on_cluster(self, client, name):
+        """:meth:`validate` with every chunk scanned by a task on the dask cluster (glfs.core.cluster)."""
+        from glfs.core.cluster import map_chunks
+
+        n, d = self.shape
+        sparse = self.format != "dense"
+        gene_nnz = np.zeros(d, np.int64) if sparse else None
+        top, nnz, counts = 0.0, 0, True
+        self.name = name
+        shared = {"sparse": sparse, "label": self._label(name)}
+        for rows, cols, (cnt, bad, big, is_counts) in map_chunks(self, _scan_chunk, shared, client, f"validating {name}"):
+            if bad:
+                msg = (f"{name} must contain only finite values; got {bad} NaN or infinite entries in rows "
+                       f"{rows.start}-{rows.stop - 1}, columns {cols.start}-{cols.stop - 1}")
+                raise ValueError(msg)
+            top, counts = max(top, big), counts and is_counts
+            if sparse:
+                gene_nnz[cols] += cnt
+                nnz += int(cnt.sum())
+        self.max_abs, self.gene_nnz, self.counts = top, gene_nnz, counts
+        self.nnz = nnz if sparse else n * d
+        log.info("%s: scanned %s once on the dask cluster (%d values stored, max |x| %.4g)", name, self.describe(),
+                 self.nnz, top)
+        return self
 
     def column_blocks(self, dense_genes: int | None = None, max_values: int | None = None):
         """(column slice, block) over the genes: each block an in-memory (n_samples, b) matrix.
@@ -337,6 +368,28 @@ class OutOfCore:
             indptr[rows.start + 1 : rows.stop + 1] = pos + np.cumsum(np.diff(part.indptr))
             pos += k
         return sp.csr_matrix((data, indices, indptr), shape=(n, b))
+
+
+def _all_counts(vals) -> bool:
+    """Whether the values are non-negative integers (raw counts), checked in slices of 2**22."""
+    flat = np.asarray(vals).reshape(-1)
+    return all(bool(p.min() >= 0) and np.array_equal(p, np.floor(p))
+               for p in (flat[i : i + 2**22] for i in range(0, flat.size, 2**22)))
+
+
+def _scan_chunk(blk, rows, cols, *, sparse, label):
+    """(stored values per gene or None, NaN/inf count, max |x|, raw counts) of one chunk (a cluster task);
+    a sparse chunk's structure is checked first, and duplicates summed on a copy (as :meth:`OutOfCore._natural_blocks`)."""
+    if sparse:
+        check_sparse_structure(blk, label, row0=rows.start)
+        blk = canonical(sp.csr_matrix(blk), label, warn=False)
+        vals = blk.data.view(np.uint8) if blk.data.dtype == bool else blk.data
+        cnt, bad, big = _kernel("scan")(blk.indices, vals, blk.shape[1])
+        return np.asarray(cnt, np.int64), int(bad), float(big), bool(not bad and _all_counts(vals))
+    vals = np.asarray(blk)
+    bad = _count_nonfinite(vals)
+    big = max(float(vals.max()), -float(vals.min())) if vals.size and not bad else 0.0
+    return None, int(bad), big, bool(not bad and _all_counts(vals))
 
 
 def _gene_partition(gene_nnz, max_values):

@@ -59,7 +59,9 @@ def check_scale(X, *, name: str = "X", where: str = "glfs.select"):
 
 
 def holds_counts(X) -> bool:
-    """Whether X (dense or sparse, already finite) holds raw counts: non-negative integers."""
+    """Whether X (dense, sparse or out-of-core, already finite) holds raw counts: non-negative integers."""
+    if getattr(X, "counts", None) is not None:  # an out-of-core X: seen when it was read (OutOfCore.validate)
+        return bool(X.counts)
     v = (X.data if sp.issparse(X) else np.asarray(X)).reshape(-1)
     step = 1 << 22  # blocks of 4M values: the floor's temporary stays 32 MB at any size (not 4 bytes a value)
     return all(
@@ -76,6 +78,9 @@ def check_counts(X, *, name: str = "counts", hint: str = ""):
     """
     if holds_counts(X):
         return X
+    if getattr(X, "counts", None) is not None:
+        msg = f"{name} must hold raw counts (non-negative integers); got negative or non-integer values in {X.describe()}"
+        raise ValueError(msg + (f". {hint}" if hint else ""))
     v = X.data if sp.issparse(X) else np.asarray(X).ravel()
     bad = v[(v < 0) | (v != np.floor(v))]
     what = "negative" if bad[0] < 0 else "non-integer"

@@ -39,6 +39,7 @@ import scipy.sparse as sp
 
 from glfs.core._sparse_kernels import _kernel
 from glfs.core._validation import check_graph, check_int, check_labels, check_X, warn_constant
+from glfs.core.cluster import as_current, cluster_client, gene_parts, map_chunks, map_gene_blocks
 from glfs.core.out_of_core import OutOfCore
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,56 @@ def sparse_blocks(X, dense_genes: int):
             yield cols, X[:, cols]
 
 
+def gene_block_results(X, fn, shared, *, block_size: int, client=None, what: str = "scores"):
+    """``fn(block, **shared)`` over the gene blocks of X (:func:`sparse_blocks`), combined over the genes.
+
+    ``fn`` returns a tuple of per-gene arrays (last axis: the block's genes); the result is the same
+    tuple over all genes.  A dask X with a dask.distributed client active (or ``client``) is scored
+    as dask tasks, one per gene block, with ``shared`` scattered to every worker once
+    (:func:`glfs.core.cluster.map_gene_blocks`); otherwise the blocks are read here, one at a time.
+    """
+    from glfs.core.out_of_core import STREAM_VALUES
+
+    n, d = X.shape
+    cl = cluster_client(X, client)
+    if cl is not None:
+        parts = gene_parts(X, STREAM_VALUES if X.format != "dense" else block_size * n, cl)
+        results = zip(parts, map_gene_blocks(X, parts, fn, shared, cl, what))
+    else:
+        results = ((cols, fn(B, **shared)) for cols, B in sparse_blocks(X, block_size))
+    outs = None
+    for cols, res in results:
+        if outs is None:
+            outs = [np.empty(np.shape(a)[:-1] + (d,), dtype=np.asarray(a).dtype) for a in res]
+        for o, a in zip(outs, res):
+            o[..., cols] = a
+    return outs
+
+
+def row_sums(X, client=None):
+    """Float64 sum of every row of X (n_samples, n_features): in memory, streamed, or as dask tasks."""
+    n = X.shape[0]
+    if not isinstance(X, OutOfCore):
+        return np.asarray(X.sum(axis=1, dtype=np.float64)).ravel()
+    out = np.zeros(n)
+    cl = cluster_client(X, client)
+    if cl is not None:
+        for rows, _, part in map_chunks(X, _chunk_row_sums, {}, cl, "row sums"):
+            out[rows] += part
+        return out
+    for axis, sl, blk in X._natural_blocks():
+        part = np.asarray(blk.sum(axis=1, dtype=np.float64)).ravel()
+        if axis == 0:
+            out[sl] = part
+        else:
+            out += part
+    return out
+
+
+def _chunk_row_sums(blk, rows, cols):
+    return np.asarray(blk.sum(axis=1, dtype=np.float64)).ravel()
+
+
 def _dense_parts(B, genes, n_genes):
     """Dense float64 copies of the columns ``genes`` of the CSR block B, ``n_genes`` at a time: (positions, array)."""
     for k in range(0, genes.size, n_genes):
@@ -168,7 +219,7 @@ def _dense_parts(B, genes, n_genes):
 DENSE_SHARE = 0.9
 
 
-def laplacian_score(X, W, *, block_size: int | None = None):
+def laplacian_score(X, W, *, block_size: int | None = None, client=None):
     """Laplacian score of every feature (He, Cai & Niyogi, NIPS 2005, Eq. 1 / Algorithm step 4).
 
     L_r = f~' L f~ / f~' D f~,  f~ = f - (f' D 1 / 1' D 1) 1,  L = D - W.
@@ -187,6 +238,10 @@ def laplacian_score(X, W, *, block_size: int | None = None):
         2**23 / n_samples (64 MB float64 blocks), at least 1.  Only speed and
         memory depend on it.  A sparse X is scored over its non-zeros (its
         denser genes, if any, in dense blocks of this size).
+    client : dask.distributed.Client, optional
+        For a dask X: the cluster to score it on, in gene blocks as dask tasks
+        (:mod:`glfs.core.cluster`).  Default: the client in use, if any; without
+        one the blocks stream through this process.
 
     Returns
     -------
@@ -217,48 +272,46 @@ def laplacian_score(X, W, *, block_size: int | None = None):
     on their dense columns; O(nnz(X) + nnz(W) nnz(X) / n) time, O(d) memory
     beyond X (``benchmarks/results/atlas_scale.md``).
     """
-    X = check_X(X, read_only=True, lazy=True)
-    n, d = X.shape
-    W = check_graph(W, n)
-    if block_size is None:
-        block_size = max(1, LS_BLOCK_VALUES // n)
-    else:
-        block_size = check_int(block_size, "block_size", 1)
-    deg = np.asarray(W.sum(axis=1)).ravel()
-    if np.any(deg <= 0):
-        msg = f"W must give every sample a positive degree; got {int(np.sum(deg <= 0))} isolated sample(s)"
-        raise ValueError(msg)
-    total = deg.sum()
-    U = sp.triu(W, k=1, format="csr")
-    w_diag = W.diagonal()
-    has_diag = bool(np.any(w_diag))
-    off_deg = deg - w_diag  # sum_j != i W_ij
-    num = np.empty(d)
-    denom = np.empty(d)
-    const = np.zeros(d, dtype=bool)
-    for cols, B in sparse_blocks(X, block_size):
-        if not sp.issparse(B):
-            num[cols], denom[cols], const[cols] = _laplacian_dense(B, deg, total, U, w_diag)
-            continue
-        b = B.shape[1]
-        scale, const[cols], _ = sparse_stats(B)
-        inv = 1.0 / scale
-        first = centred_sums(B, inv, deg, np.zeros(b))[0]
-        mean = first[1] / total
-        c = centred_sums(B, inv, deg, mean)[0]
-        # f~'Df~ exactly (non-negative terms); f'Lf = sum_i (d_i - W_ii) x_i^2 - 2 sum_{i<j} W_ij x_i x_j
-        denom[cols] = c[2] + mean * mean * (total - c[0])
-        sq = centred_sums(B, inv, off_deg, np.zeros(b))[0, 2] if has_diag else first[2]
-        num[cols] = sq - 2.0 * cross_sums(B, U, inv)
-        dense = np.flatnonzero(first[0] > DENSE_SHARE * total)  # genes on most of the degree: centred densely
-        for idx, A in _dense_parts(B, dense, block_size):
-            j = np.arange(cols.start, cols.stop)[idx]
-            num[j], denom[j], _ = _laplacian_dense(A, deg, total, U, w_diag)
+    with as_current(client):
+        X = check_X(X, read_only=True, lazy=True)
+        n, d = X.shape
+        W = check_graph(W, n)
+        if block_size is None:
+            block_size = max(1, LS_BLOCK_VALUES // n)
+        else:
+            block_size = check_int(block_size, "block_size", 1)
+        deg = np.asarray(W.sum(axis=1)).ravel()
+        if np.any(deg <= 0):
+            msg = f"W must give every sample a positive degree; got {int(np.sum(deg <= 0))} isolated sample(s)"
+            raise ValueError(msg)
+        shared = {"deg": deg, "total": deg.sum(), "U": sp.triu(W, k=1, format="csr"), "w_diag": W.diagonal(),
+                  "block_size": block_size}
+        num, denom, const = gene_block_results(X, _laplacian_block, shared, block_size=block_size, what="laplacian_score")
     with np.errstate(invalid="ignore", divide="ignore"):
         scores = num / denom
     scores[const] = np.nan
     warn_constant(const, "laplacian_score")
     return scores
+
+
+def _laplacian_block(B, *, deg, total, U, w_diag, block_size):
+    """(f~'Lf~, f~'Df~, constant) of the genes of one block B (n, b), dense or sparse (a task on a cluster)."""
+    if not sp.issparse(B):
+        return _laplacian_dense(B, deg, total, U, w_diag)
+    b = B.shape[1]
+    scale, const, _ = sparse_stats(B)
+    inv = 1.0 / scale
+    first = centred_sums(B, inv, deg, np.zeros(b))[0]
+    mean = first[1] / total
+    c = centred_sums(B, inv, deg, mean)[0]
+    # f~'Df~ exactly (non-negative terms); f'Lf = sum_i (d_i - W_ii) x_i^2 - 2 sum_{i<j} W_ij x_i x_j
+    denom = c[2] + mean * mean * (total - c[0])
+    sq = centred_sums(B, inv, deg - w_diag, np.zeros(b))[0, 2] if np.any(w_diag) else first[2]
+    num = sq - 2.0 * cross_sums(B, U, inv)
+    dense = np.flatnonzero(first[0] > DENSE_SHARE * total)  # genes on most of the degree: centred densely
+    for idx, A in _dense_parts(B, dense, block_size):
+        num[idx], denom[idx], _ = _laplacian_dense(A, deg, total, U, w_diag)
+    return num, denom, const
 
 
 def _laplacian_dense(B, deg, total, U, w_diag):
@@ -274,7 +327,7 @@ def _laplacian_dense(B, deg, total, U, w_diag):
     return denom - quad_w, denom, const
 
 
-def fisher_score(X, labels):
+def fisher_score(X, labels, *, client=None):
     """Fisher score of every feature (He et al. 2005, Sec. 4; Bishop 1995).
 
     F_r = sum_l n_l (mu_l - mu)^2 / sum_l n_l sigma_l^2, with mu_l, sigma_l^2
@@ -292,47 +345,52 @@ def fisher_score(X, labels):
     squares about the class means, the zeros added in closed form), O(nnz + K d),
     no dense or float64 copy of X.
     """
-    X = check_X(X, read_only=True, lazy=True)
-    n, d = X.shape
-    _, codes = check_labels(labels, n)
-    sizes = np.bincount(codes)
-    if sizes.max() < 2:
-        msg = (
-            f"labels must have a class with at least 2 samples for the Fisher score; got {sizes.size} classes "
-            "of 1 sample each (the within-class variance would be 0 for every gene)"
-        )
-        raise ValueError(msg)
-    K = sizes.size
-    between = np.zeros(d)
-    within = np.zeros(d)
-    const = np.zeros(d, dtype=bool)
-    ones = np.ones(n)
-    for cols, B in sparse_blocks(X, max(1, LS_BLOCK_VALUES // n)):
-        if sp.issparse(B):
-            b = B.shape[1]
-            scale, const[cols], _ = sparse_stats(B)
-            inv = 1.0 / scale
-            s = centred_sums(B, inv, ones, np.zeros((K, b)), codes)
-            mk = s[:, 1, :] / sizes[:, None]  # class means (the zeros add nothing)
-            c = centred_sums(B, inv, ones, mk, codes)
-            within[cols] = np.sum(c[:, 2, :] + mk * mk * (sizes[:, None] - c[:, 0, :]), axis=0)
-            mu = (sizes @ mk) / n
-            between[cols] = sizes @ (mk - mu) ** 2
-            continue
-        Xb = np.array(B, dtype=np.float64)  # a copy: scaled in place
-        const[cols] = np.ptp(Xb, axis=0) == 0
-        _scale_columns(Xb)
-        mu = Xb.mean(axis=0)
-        for c in range(K):
-            Xk = Xb[codes == c]
-            mk = Xk.mean(axis=0)
-            between[cols] += sizes[c] * (mk - mu) ** 2
-            within[cols] += sizes[c] * Xk.var(axis=0)
+    with as_current(client):
+        X = check_X(X, read_only=True, lazy=True)
+        n, d = X.shape
+        _, codes = check_labels(labels, n)
+        sizes = np.bincount(codes)
+        if sizes.max() < 2:
+            msg = (
+                f"labels must have a class with at least 2 samples for the Fisher score; got {sizes.size} classes "
+                "of 1 sample each (the within-class variance would be 0 for every gene)"
+            )
+            raise ValueError(msg)
+        block_size = max(1, LS_BLOCK_VALUES // n)
+        between, within, const = gene_block_results(X, _fisher_block, {"codes": codes, "sizes": sizes},
+                                                    block_size=block_size, what="fisher_score")
     with np.errstate(invalid="ignore", divide="ignore"):
         scores = between / within
     scores[const] = np.nan
     warn_constant(const, "fisher_score")
     return scores
+
+
+def _fisher_block(B, *, codes, sizes):
+    """(between-class, within-class sums of squares, constant) of the genes of one block B (n, b)."""
+    n, b = B.shape
+    K = sizes.size
+    if sp.issparse(B):
+        scale, const, _ = sparse_stats(B)
+        inv = 1.0 / scale
+        ones = np.ones(n)
+        s = centred_sums(B, inv, ones, np.zeros((K, b)), codes)
+        mk = s[:, 1, :] / sizes[:, None]  # class means (the zeros add nothing)
+        c = centred_sums(B, inv, ones, mk, codes)
+        within = np.sum(c[:, 2, :] + mk * mk * (sizes[:, None] - c[:, 0, :]), axis=0)
+        mu = (sizes @ mk) / n
+        return sizes @ (mk - mu) ** 2, within, const
+    Xb = np.array(B, dtype=np.float64)  # a copy: scaled in place
+    const = np.ptp(Xb, axis=0) == 0
+    _scale_columns(Xb)
+    mu = Xb.mean(axis=0)
+    between, within = np.zeros(b), np.zeros(b)
+    for c in range(K):
+        Xk = Xb[codes == c]
+        mk = Xk.mean(axis=0)
+        between += sizes[c] * (mk - mu) ** 2
+        within += sizes[c] * Xk.var(axis=0)
+    return between, within, const
 
 
 def _scale_columns(A):
@@ -345,31 +403,34 @@ def _scale_columns(A):
     A /= top
 
 
-def variance_score(X):
+def variance_score(X, *, client=None):
     """Per-feature variance (ddof=0); **higher is better**.  Constant features score 0.
 
     X has shape (n_samples, n_features): dense, sparse (CSR/CSC, float32 or
     float64: two passes over the non-zeros, the zeros added in closed form, no
-    dense or float64 copy), or out-of-core as :func:`laplacian_score`.
+    dense or float64 copy), or out-of-core as :func:`laplacian_score` (``client``: as there).
     """
-    X = check_X(X, read_only=True, lazy=True)
-    n, d = X.shape
-    if isinstance(X, np.ndarray):
-        return np.ascontiguousarray(X, dtype=np.float64).var(axis=0)  # C order: the same sums as a copy of X
-    out = np.empty(d)
-    ones = np.ones(n)
-    for cols, B in sparse_blocks(X, max(1, LS_BLOCK_VALUES // n)):
-        if sp.issparse(B):
-            inv = np.ones(B.shape[1])
-            mean = centred_sums(B, inv, ones, np.zeros(B.shape[1]))[0, 1] / n
-            c = centred_sums(B, inv, ones, mean)[0]
-            out[cols] = (c[2] + mean * mean * (n - c[0])) / n
-        else:
-            out[cols] = np.asarray(B, dtype=np.float64).var(axis=0)
+    with as_current(client):
+        X = check_X(X, read_only=True, lazy=True)
+        n, d = X.shape
+        if isinstance(X, np.ndarray):
+            return np.ascontiguousarray(X, dtype=np.float64).var(axis=0)  # C order: the same sums as a copy of X
+        (out,) = gene_block_results(X, _variance_block, {}, block_size=max(1, LS_BLOCK_VALUES // n), what="variance")
     return np.maximum(out, 0.0)
 
 
-def deviance_score(counts):
+def _variance_block(B):
+    """(variance,) of the genes of one block B (n, b), ddof=0."""
+    n, b = B.shape
+    if not sp.issparse(B):
+        return (np.asarray(B, dtype=np.float64).var(axis=0),)
+    inv, ones = np.ones(b), np.ones(n)
+    mean = centred_sums(B, inv, ones, np.zeros(b))[0, 1] / n
+    c = centred_sums(B, inv, ones, mean)[0]
+    return ((c[2] + mean * mean * (n - c[0])) / n,)
+
+
+def deviance_score(counts, *, client=None):
     """Binomial deviance of every gene (Townes, Hicks, Aryee & Irizarry, Genome Biol 2019, "Feature selection").
 
     The deviance of a null model in which every cell draws its counts of gene
@@ -390,22 +451,42 @@ def deviance_score(counts):
         -n_i log(1 - pi_j), summed for all zeros of a gene at once, and the
         stored counts are summed in one pass (numba), so the cost is
         O(nnz + n + d) time and O(n + d) memory beyond X; nothing dense is formed.
+        An out-of-core X (as :func:`laplacian_score`) is read twice: the
+        cells' totals, then the genes in blocks (as dask tasks with ``client``).
 
     Returns
     -------
     ndarray of shape (n_features,)
     """
-    X = check_X(counts, name="counts", read_only=True)
+    msg = "counts must be raw counts (non-negative integers); got negative or non-integer values"
+    with as_current(client):
+        X = check_X(counts, name="counts", read_only=True, lazy=True)
+        if isinstance(X, OutOfCore):
+            if not X.counts:
+                raise ValueError(msg + f" in {X.describe()}")
+            n_cell = row_sums(X)
+            shared = {"n_cell": n_cell, "total": _total_counts(n_cell)}
+            return gene_block_results(X, _deviance_block, shared, block_size=max(1, LS_BLOCK_VALUES // X.shape[0]),
+                                      what="deviance")[0]
     C = _csr(X) if sp.issparse(X) else sp.csr_matrix(X)
     if C.nnz and not _whole_nonnegative(C.data):
-        msg = "counts must be raw counts (non-negative integers); got negative or non-integer values"
         raise ValueError(msg)
     n_cell = np.asarray(C.sum(axis=1, dtype=np.float64)).ravel()
-    gene_total = np.asarray(C.sum(axis=0, dtype=np.float64)).ravel()
+    return _deviance_block(C, n_cell=n_cell, total=_total_counts(n_cell))[0]
+
+
+def _total_counts(n_cell) -> float:
     total = float(n_cell.sum())
     if total <= 0:
         msg = "counts must hold at least one count; got an all-zero matrix"
         raise ValueError(msg)
+    return total
+
+
+def _deviance_block(C, *, n_cell, total):
+    """(deviance,) of the genes of one block C (n, b) of counts, given every cell's total."""
+    C = _csr(sp.csr_matrix(C)) if not sp.issparse(C) else _csr(C)
+    gene_total = np.asarray(C.sum(axis=0, dtype=np.float64)).ravel()
     pi = gene_total / total
     # one pass over the non-zeros (numba): sum of the non-zero terms, and of the totals of the cells where the gene is stored
     nonzero_part, n_at_nonzero = _kernel("deviance")(C.indptr, C.indices, C.data, n_cell, pi, N_PARTS)
@@ -413,7 +494,7 @@ def deviance_score(counts):
     with np.errstate(divide="ignore"):
         zero_part = -np.log1p(-pi) * (total - n_at_nonzero)
     zero_part[pi >= 1] = 0.0  # a gene holding every count: no zero cell has a total, so nothing to add
-    return 2.0 * (nonzero_part + zero_part)
+    return (2.0 * (nonzero_part + zero_part),)
 
 
 def _whole_nonnegative(v) -> bool:

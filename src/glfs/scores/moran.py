@@ -38,7 +38,8 @@ import scipy.sparse as sp
 
 from glfs.core.result import Selection
 from glfs.core._validation import ConstantFeatureWarning, check_graph, check_int, check_X, warn_constant
-from glfs.scores.genewise import sparse_blocks
+from glfs.core.cluster import as_current
+from glfs.scores.genewise import gene_block_results
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +170,7 @@ def pearson_residual_autocorrelation(counts, W, *, theta: float = 100.0, clip: f
     return _finish(zwz, m2, m4, gene == 0, n, S0, S1, S2, "pearson_residual_autocorrelation")
 
 
-def graph_autocorrelation(X, W, *, block_size: int | None = None) -> GraphAutocorrelation:
+def graph_autocorrelation(X, W, *, block_size: int | None = None, client=None) -> GraphAutocorrelation:
     """Moran's I of every gene on the graph W and its z-score under random permutation of the cells.
 
     Parameters
@@ -184,6 +185,9 @@ def graph_autocorrelation(X, W, *, block_size: int | None = None) -> GraphAutoco
         :func:`glfs.similarity_graph`); its diagonal is ignored.  At least 4 samples.
     block_size : int, optional
         Genes per column block; default 2**23 / n_samples.  Only speed and memory depend on it.
+    client : dask.distributed.Client, optional
+        For a dask X: score it in gene blocks as dask tasks on this cluster (default: the
+        client in use, if any), as :func:`glfs.laplacian_score`.
 
     Returns
     -------
@@ -199,27 +203,32 @@ def graph_autocorrelation(X, W, *, block_size: int | None = None) -> GraphAutoco
     is on the usual scale; it is used here to rank genes, not as a p-value
     (neighbouring cells are not independent).
     """
-    X = check_X(X, read_only=True, lazy=True)
-    n, d = X.shape
-    if n < 4:
-        msg = f"X must have at least 4 samples for the permutation moments of Moran's I; got {n}"
-        raise ValueError(msg)
-    W = check_graph(W, n)
-    block_size = max(1, BLOCK_VALUES // n) if block_size is None else check_int(block_size, "block_size", 1)
-    W, S0, S1, S2 = _graph_sums(W)
-    if S0 <= 0:
-        msg = "W must have at least one edge between different samples; got an empty graph"
-        raise ValueError(msg)
-    zwz, m2, m4 = np.empty(d), np.empty(d), np.empty(d)
-    const = np.zeros(d, dtype=bool)
-    U, w_row = sp.triu(W, k=1, format="csr"), np.asarray(W.sum(axis=1)).ravel()
-    for cols, B in sparse_blocks(X, block_size):  # all of a CSR X; gene blocks of a CSC, backed or dask X
-        if sp.issparse(B):
-            zwz[cols], m2[cols], m4[cols], const[cols] = _sparse_block(B, W, U, w_row, float(w_row.sum()), n, block_size)
-        else:
-            zwz[cols], m2[cols], m4[cols] = _dense_block(B, slice(None), W)
-            const[cols] = np.ptp(B, axis=0) == 0
+    with as_current(client):
+        X = check_X(X, read_only=True, lazy=True)
+        n, d = X.shape
+        if n < 4:
+            msg = f"X must have at least 4 samples for the permutation moments of Moran's I; got {n}"
+            raise ValueError(msg)
+        W = check_graph(W, n)
+        block_size = max(1, BLOCK_VALUES // n) if block_size is None else check_int(block_size, "block_size", 1)
+        W, S0, S1, S2 = _graph_sums(W)
+        if S0 <= 0:
+            msg = "W must have at least one edge between different samples; got an empty graph"
+            raise ValueError(msg)
+        w_row = np.asarray(W.sum(axis=1)).ravel()
+        shared = {"W": W, "U": sp.triu(W, k=1, format="csr"), "w_row": w_row, "block_size": block_size}
+        # all of a CSR X at once; gene blocks of a CSC, backed or dask X (as dask tasks on a cluster)
+        zwz, m2, m4, const = gene_block_results(X, _moran_block, shared, block_size=block_size,
+                                                what="graph_autocorrelation")
     return _finish(zwz, m2, m4, const, n, S0, S1, S2, "graph_autocorrelation")
+
+
+def _moran_block(B, *, W, U, w_row, block_size):
+    """(z'Wz, sum z^2, sum z^4, constant) of the genes of one block B (n, b), dense or sparse (a cluster task)."""
+    if sp.issparse(B):
+        return _sparse_block(B, W, U, w_row, float(w_row.sum()), B.shape[0], block_size)
+    zwz, m2, m4 = _dense_block(B, slice(None), W)
+    return zwz, m2, m4, np.ptp(B, axis=0) == 0
 
 
 # ---- the graph-based single-cell selection (docs/methods.md, "The graph-based single-cell selection") ----

@@ -1,0 +1,197 @@
+"""Block work on a dask.distributed cluster: an out-of-core dask X scored where its blocks are read.
+
+When X is a dask array and a ``dask.distributed`` client is active (``distributed.Client(...)``,
+``with client.as_current():``, or ``client=`` given to a score), the streaming scores
+(:mod:`glfs.scores.genewise`, :func:`glfs.scores.moran.graph_autocorrelation`) and the graph's
+projection and neighbour search (:mod:`glfs.graph.neighbors`) run as dask tasks: X is rechunked
+into gene blocks of all cells (``dask.array.rechunk``), the graph and the other shared inputs are
+scattered to every worker once (``client.scatter(..., broadcast=True)``), each task applies the
+score's own block function (the numba kernels of the single-process route) to its block, and the
+client combines the small per-gene results.  The client never holds a block of X; a task holds its
+block and that block's temporaries.  Without a client, or for any other X, nothing here runs and the
+blocks stream through the calling process as before (:class:`glfs.core.out_of_core.OutOfCore`).
+
+dask and distributed are imported only when a dask X meets an active client (``pip install glfs[scale]``).
+A task that fails (or a worker lost more often than ``distributed.scheduler.allowed-failures``)
+makes the whole call fail with a RuntimeError naming the block: no partial result is returned.
+docs/methods.md, "On a dask cluster", has the design and the measured costs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+__all__ = ["active_client", "cluster_client", "as_current", "map_chunks", "map_gene_blocks", "map_pieces",
+           "BLOCKS_PER_WORKER"]
+
+#: Gene blocks per worker at least (smaller blocks than ``STREAM_VALUES`` when X is small), so that
+#: every worker has work and a slow block does not leave the others idle.
+BLOCKS_PER_WORKER = 2
+
+
+def active_client(client=None):
+    """``client`` if given, else the dask.distributed client in use (``Client.current()``), else None.
+
+    None also when distributed is not installed.
+    """
+    if client is not None:
+        return client
+    try:
+        from distributed import Client
+    except ImportError:
+        return None
+    try:
+        return Client.current(allow_global=True)
+    except ValueError:
+        return None
+
+
+def cluster_client(X, client=None):
+    """The client to run the block work of X on: X an out-of-core dask X and a client active; else None."""
+    from glfs.core.out_of_core import OutOfCore
+
+    if not isinstance(X, OutOfCore) or X.kind != "dask":
+        return None
+    return active_client(client)
+
+
+@contextlib.contextmanager
+def as_current(client=None):
+    """Make ``client`` the current dask client inside the block (nothing when it is None)."""
+    if client is None:
+        yield
+        return
+    with client.as_current():
+        yield
+
+
+def _n_workers(client) -> int:
+    return max(1, len(client.scheduler_info().get("workers", {})))
+
+
+def _gather(client, futures, what: str, labels):
+    """The results of ``futures`` in their order, logging each finished block; on any failure the
+    others are cancelled and a RuntimeError names the first failed block (no partial results)."""
+    from distributed import as_completed
+
+    index = {f.key: i for i, f in enumerate(futures)}
+    out = [None] * len(futures)
+    t0, done = time.perf_counter(), 0
+    try:
+        for fut in as_completed(futures):
+            i = index[fut.key]
+            try:
+                out[i] = fut.result()
+            except Exception as e:
+                msg = (f"{what} failed on the dask cluster at {labels[i]} ({type(e).__name__}: {e}); "
+                       f"no partial result is returned")
+                raise RuntimeError(msg) from e
+            done += 1
+            log.info("%s: %s done (%d of %d blocks), %.1f s", what, labels[i], done, len(futures),
+                     time.perf_counter() - t0)
+    finally:
+        if done < len(futures):
+            client.cancel(futures)
+    return out
+
+
+def _scatter(client, shared):
+    """The dict ``shared`` on every worker once: one future for all of it."""
+    return client.scatter([shared], broadcast=True, hash=False)[0]
+
+
+def _call(fn, block, shared):
+    return fn(block, **shared)
+
+
+def _call_block(fn, block, shared):
+    """``fn`` on a gene block; a sparse block checked and made canonical first (glfs.core.structure)."""
+    import scipy.sparse as sp
+
+    from glfs.core.structure import canonical, check_sparse_structure
+
+    if sp.issparse(block):
+        check_sparse_structure(block)
+        block = canonical(block, warn=False)
+    return fn(block, **shared)
+
+
+def _call_at(fn, block, rows, cols, shared):
+    return fn(block, rows, cols, **shared)
+
+
+def map_chunks(X, fn, shared, client, what: str):
+    """``fn(chunk, rows, cols, **shared)`` on every chunk of the dask X as a task; (rows, cols, result) each.
+
+    For reductions over cells (validation scan, row sums, projections): each task holds one chunk
+    of X as dask stores it and returns what ``fn`` makes of it, which should be small.
+    """
+    import dask
+
+    src = X.source
+    starts = [np.r_[0, np.cumsum(c)] for c in src.chunks]
+    grid = src.to_delayed()
+    shared_f = _scatter(client, shared)
+    tasks, where = [], []
+    for i in range(grid.shape[0]):
+        for j in range(grid.shape[1]):
+            rows = slice(int(starts[0][i]), int(starts[0][i + 1]))
+            cols = slice(int(starts[1][j]), int(starts[1][j + 1]))
+            tasks.append(dask.delayed(_call_at, pure=True)(fn, grid[i, j], rows, cols, shared_f))
+            where.append((rows, cols))
+    labels = [f"cells {r.start}-{r.stop - 1}, genes {c.start}-{c.stop - 1}" for r, c in where]
+    results = _gather(client, client.compute(tasks), what, labels)
+    return [(r, c, res) for (r, c), res in zip(where, results)]
+
+
+def map_gene_blocks(X, parts, fn, shared, client, what: str):
+    """``fn(block, **shared)`` on every gene block ``parts`` (consecutive slices) of the dask X, as tasks.
+
+    X is rechunked into blocks of all cells by the genes of ``parts`` (dask's rechunk; each task of
+    it holds one chunk or one block), ``shared`` is scattered to every worker once, and each block's
+    task returns the per-gene results of its block.  Returns the results in the order of ``parts``.
+    """
+    import dask
+
+    n = X.shape[0]
+    widths = tuple(sl.stop - sl.start for sl in parts)
+    blocks = X.source.rechunk(((n,), widths)).to_delayed().ravel()
+    shared_f = _scatter(client, shared)
+    tasks = [dask.delayed(_call_block, pure=True)(fn, b, shared_f) for b in blocks]
+    log.info("%s: %d gene blocks of all %d cells as dask tasks on %d workers", what, len(tasks), n, _n_workers(client))
+    labels = [f"genes {sl.start}-{sl.stop - 1}" for sl in parts]
+    return _gather(client, client.compute(tasks), what, labels)
+
+
+def map_pieces(client, fn, pieces, shared, what: str, labels=None):
+    """``fn(piece, **shared)`` for in-memory ``pieces`` (e.g. query blocks of the neighbour search) as tasks.
+
+    The pieces are scattered (each to one worker), ``shared`` to every worker once; the results come
+    back in the order of ``pieces``.
+    """
+    shared_f = _scatter(client, shared)
+    piece_f = client.scatter(list(pieces), hash=False)
+    futures = client.map(_call, [fn] * len(piece_f), piece_f, [shared_f] * len(piece_f), pure=False)
+    labels = labels or [f"block {i}" for i in range(len(futures))]
+    return _gather(client, futures, what, labels)
+
+
+def gene_parts(X, max_values: int, client):
+    """Consecutive gene slices of the out-of-core X for :func:`map_gene_blocks`: at most ``max_values``
+    stored values each, and at least :data:`BLOCKS_PER_WORKER` blocks per worker where X has the genes."""
+    from glfs.core.out_of_core import _gene_partition
+
+    n, d = X.shape
+    nnz = X.nnz if X.nnz is not None else n * d
+    want = min(d, BLOCKS_PER_WORKER * _n_workers(client))
+    max_values = max(1, min(int(max_values), -(-int(nnz) // want)))
+    if X.gene_nnz is not None:
+        return list(_gene_partition(X.gene_nnz, max_values))
+    step = max(1, max_values // n)
+    return [slice(j, min(d, j + step)) for j in range(0, d, step)]
