@@ -31,6 +31,11 @@ SHA = {
     "tcga_gbm/STATegRa_S1_sample_map.derived.tsv": "494e2ce5b26a021a4fb279d4960ac6418ec58d1df8829f72dac092d172265b6e",
     "tcga_gbm/TCGA_unified_CORE_ClaNC840.txt": "c69b92feb65b29d1a3d913818cb480fa8d1b4c8b73dcc3a2df7954855145b86d",
     "tcga_gbm/TCGAbiolinks_lgg.gbm.subtype.tsv": "8c70c2e9468805514b120fd213cecf3f8da1093c67334b3b3f7695ac28df4cbd",
+    # the single-cell development panel (benchmarks/real_panel.py)
+    "singlecell/mouse_bladder_2100.h5ad": "1336faa6ca5c03afbf3850d0345046c009bd538d202ae8752b045870dc346d71",
+    "singlecell/zeisel2015_mouse_cortex_4000g.h5ad": "b243bd8e1402b52ed3a7011c7343f603b4c3e4641ca17b2b9c84f107e9defad2",
+    "singlecell/kang2018_pbmc_5donors_2511g.h5ad": "c6bd324a1653449ee03b2e25788f35014f1fadbcecda625e86cc58952ab7c497",
+    "singlecell/stoeckius2017_cbmc_500g.h5ad": "654709383062885be6dd1d55b8bd7cace7e550e6d3be4f340b9688633a9ed815",
 }
 
 
