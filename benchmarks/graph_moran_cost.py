@@ -2,6 +2,7 @@
 
     python benchmarks/graph_moran_cost.py                 # 50,000 cells x 2,000 genes (and x 10,000)
     python benchmarks/graph_moran_cost.py --cells 20000   # smaller
+    python benchmarks/graph_moran_cost.py --method graph_moran_binned   # another graph method (its own result files)
 
 Simulated counts (glfs.simulation.scsim, the Splat model, 8 groups, ~3,000 counts per cell), scanpy's
 normalize_total + log1p, then, each timed (best of --repeats, fresh data each time):
@@ -11,7 +12,8 @@ normalize_total + log1p, then, each timed (best of --repeats, fresh data each ti
   most 2x the HVG time);
 - ``glfs.tl.select(adata, "graph_moran", 2000)``: with its own graph (goal: at most 30 s at
   50,000 x 2,000 on 2 cores).
-Writes benchmarks/results/graph_moran_cost.tsv and .md with the load before and after.
+Writes benchmarks/results/<method>_cost.tsv and .md with the load before and after (``--method``,
+default graph_moran; ``--no-own-graph`` skips the own-graph step).
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def main():
     ap.add_argument("--cells", type=int, default=50_000)
     ap.add_argument("--genes", type=int, nargs="+", default=[2000, 10000])
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--method", default="graph_moran")
+    ap.add_argument("--no-own-graph", action="store_true")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     rows = []
@@ -76,18 +80,19 @@ def main():
 
         def on_scanpy_graph():
             a = with_graph.copy()
-            glfs.tl.select(a, "graph_moran", min(2000, d), obsp="connectivities")
+            glfs.tl.select(a, args.method, min(2000, d), obsp="connectivities")
 
         def own_graph():
             a = base.copy()
-            glfs.tl.select(a, "graph_moran", min(2000, d))
+            glfs.tl.select(a, args.method, min(2000, d))
 
         t = {
             "hvg_seurat_v3": timed(hvg, args.repeats),
             "scanpy_pca_neighbors": timed(scanpy_graph, 1),
-            "graph_moran_on_scanpy_graph": timed(on_scanpy_graph, args.repeats),
-            "graph_moran_own_graph": timed(own_graph, args.repeats),
+            f"{args.method}_on_scanpy_graph": timed(on_scanpy_graph, args.repeats),
         }
+        if not args.no_own_graph:
+            t[f"{args.method}_own_graph"] = timed(own_graph, args.repeats)
         for step, sec in t.items():
             rows.append({"n_cells": args.cells, "n_genes": d, "nnz": nnz, "step": step, "seconds": round(sec, 2),
                          "ratio_to_hvg": round(sec / t["hvg_seurat_v3"], 2)})
@@ -95,15 +100,15 @@ def main():
     load1 = os.getloadavg()
     df = pd.DataFrame(rows)
     OUT.mkdir(exist_ok=True)
-    df.to_csv(OUT / "graph_moran_cost.tsv", sep="\t", index=False)
+    df.to_csv(OUT / f"{args.method}_cost.tsv", sep="\t", index=False)
     md = [
-        f"# graph_moran cost against scanpy's seurat_v3 HVG ({time.strftime('%Y-%m-%d %H:%M')}, 2 cores, "
+        f"# {args.method} cost against scanpy's seurat_v3 HVG ({time.strftime('%Y-%m-%d %H:%M')}, 2 cores, "
         f"load {load0[0]:.1f} before, {load1[0]:.1f} after; best of {args.repeats} except scanpy's graph)",
         "",
         df.to_markdown(index=False),
         "",
     ]
-    (OUT / "graph_moran_cost.md").write_text("\n".join(md))
+    (OUT / f"{args.method}_cost.md").write_text("\n".join(md))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ LAYERS = {
         0: ["core", "core.result", "core._sparse_kernels", "core._validation", "core.out_of_core", "core.limits",
             "core.value_checks", "core._progress", "core.structure", "core.cluster"],
         1: ["graph", "graph.similarity", "graph.neighbors", "scores", "scores.genewise", "scores.baselines",
-            "scores.lkr", "scores.hvg", "scores.moran", "designs", "designs.optimal", "designs.ufi", "designs.gradient",
+            "scores.lkr", "scores.hvg", "scores.moran", "scores.binned", "designs", "designs.optimal", "designs.ufi", "designs.gradient",
             "designs.gradient_model", "designs.gradient_solver", "designs.gradient_path", "designs.budgeted",
             "simulation", "simulation.scsim", "simulation._counts"],
         2: ["api", "evaluate", "evaluate.clustering", "evaluate.spectral", "evaluate.leiden", "evaluate.classify"],
