@@ -304,7 +304,7 @@ def test_report_builds_for_leiden_only_and_both(tmp_path):
     for anchor in ("which-sc-leiden", "which-bo-leiden", "which-bo-spectral"):
         assert f"id='{anchor}'" in html, anchor
     assert "which-sc-spectral" not in html
-    assert html.index("id='which-") > html.index("<h2>What was run</h2>") > html.index("<h2>Which method? (summary)")
+    assert html.index("id='which-") > html.index("<h2>What was run</h2>") > html.index("<h2>Which selection should I use?</h2>")
     md = R.render_markdown(ctx)
     assert md.count("\n## ") == 3
     sc_md = md[md.index("## sc ("):md.index("## bo")]

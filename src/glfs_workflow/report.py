@@ -30,7 +30,7 @@ from . import report_tables as T
 from .record import replaced_message
 from .render import render_html, render_markdown
 from .sections import read_tsv_or_none
-from .which import which_facts, which_method
+from .which import advice_facts, which_facts, which_method
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ def collect(inputs: dict, *, run: dict, config: dict, benchmarks=(), replaced: d
 
     ``inputs``: the named input files, nested (:func:`nest_inputs`): ``datasets`` (name -> kind ->
     path: the kinds of the workflow's RESULT (common.smk) the dataset has, plus ``selections`` and ``metas``: method -> path),
-    ``paper_table``, ``simulation``.  ``run``: what ran (``datasets``: [{name, labelled, methods,
+    ``paper_table``, ``simulation``, ``panel_summary`` (the development panel's summary, optional).  ``run``: what ran (``datasets``: [{name, labelled, methods,
     heatmap_method}], ``glfs_method``, ``simulation_methods``).  ``config``: the configuration as the
     report shows it (glfs_workflow.record.report_config).  ``benchmarks``: this run's benchmark files
     (a list), or a directory whose every file is read.  ``replaced``: the record
@@ -146,6 +146,7 @@ def collect(inputs: dict, *, run: dict, config: dict, benchmarks=(), replaced: d
         "report_dir": report_dir,
         "replaced": replaced_message(replaced, f"{report_dir}/report.html") if replaced else None,
         "which": [f for (ds, _), wm in res.which.items() for f in [which_facts(wm, ds)] if f is not None],
+        "panel_summary": read_tsv_or_none(inputs.get("panel_summary")),
         "run": sections.run_section(summary, config),
         "provenance": sections.provenance_section(views, config),
         "datasets": [sections.dataset_section(d, res, supervised) for d in views],
@@ -162,6 +163,7 @@ def collect(inputs: dict, *, run: dict, config: dict, benchmarks=(), replaced: d
     ctx["runtime"] = sections.runtime_section(benchmarks)
     ctx["software"] = T.software_versions()
     ctx["figures"] = res.figures
+    ctx["advice"] = advice_facts(ctx["which"], ctx.pop("panel_summary"))
     return ctx
 
 

@@ -300,7 +300,7 @@ def which_facts(wm: WhichMethod | None, dataset: str) -> dict | None:
     flavours run), ``hvg_bar_mean``, ``above_hvg`` (unsupervised methods whose scaled score
     averages above 1), ``undefined_at``; ``n_draws``, ``floor_mean``, ``floor_sd``,
     ``n_above_floor`` of ``n_unsupervised`` (grid-averaged mean above the floor's); ``all_genes``,
-    ``n_genes``; ``supervised``: [(method, mean)]; ``rows``: per method, best first, its
+    ``n_genes``, ``all_genes_better`` (all genes score above the best selection); ``supervised``: [(method, mean)]; ``rows``: per method, best first, its
     ``method``, ``supervised``, ``best``, ``within``, ``mean``, ``scaled`` and ``ranks`` (rank at
     each grid count, None for the supervised references).  Missing or non-finite numbers are None.
     """
@@ -327,6 +327,61 @@ def which_facts(wm: WhichMethod | None, dataset: str) -> dict | None:
         "n_draws": wm.n_draws, "floor_mean": _finite(wm.floor_mean), "floor_sd": _finite(wm.floor_sd),
         "n_above_floor": int((uns["above_floor"] > 0).sum()), "n_unsupervised": len(uns),
         "all_genes": None if wm.all_genes is None else float(wm.all_genes), "n_genes": wm.n_genes,
+        "all_genes_better": bool(wm.all_genes is not None and np.isfinite(m.loc[wm.best, "mean"])
+                                 and float(wm.all_genes) > float(m.loc[wm.best, "mean"])),
         "supervised": [(x, _finite(means[x])) for x in wm.supervised if x in m.index],
         "rows": rows,
     }
+
+
+# The gene counts the single-cell advice quotes (the bar of docs/methods.md: 500 and 2,000 genes).
+ADVICE_COUNTS = (500, 2000)
+# The random-genes rows of the panel summary.
+RANDOM_GENES = "random_genes"
+
+
+def advice_facts(which: list[dict], panel: pd.DataFrame | None) -> dict:
+    """The values of the report's opening advice (numbers and names; templates/which.html words them).
+
+    ``which``: the run's :func:`which_facts`.  ``panel``: the development panel's summary
+    (``resources/singlecell/panel_summary.tsv``: ``method``, ``n_genes``, ``mean_score``, ``n_sets``;
+    written by ``benchmarks/real_panel.py``), or None.  Returns ``cells``: the panel's best selection
+    over :data:`ADVICE_COUNTS` (mean of the two counts' mean scores), whether it is a scanpy HVG flavour,
+    the scanpy flavour name, the best two HVG flavours and the random genes beside it (None without a
+    panel); ``bulk``: per spectral-protocol dataset of this run its best method, whether it is above
+    random genes, and whether all genes beat it; ``bulk_overall``: the unsupervised method with the best
+    mean rank over those datasets (None with fewer than two), and that mean rank.
+    """
+    out = {"cells": None, "bulk": [], "bulk_overall": None, "bulk_overall_rank": None}
+    if panel is not None and not panel.empty:
+        at = [panel[panel["n_genes"] == k].set_index("method")["mean_score"] for k in ADVICE_COUNTS]
+        methods = [m for m in at[0].index if m in at[1].index and m != RANDOM_GENES and m != ALL_GENES]
+        if methods and all(RANDOM_GENES in a.index for a in at):
+            avg = {m: (at[0][m] + at[1][m]) / 2 for m in methods}
+            best = max(methods, key=lambda m: (avg[m], m))
+            fam = {m: METHODS[m].family if m in METHODS else None for m in methods}
+            hvg = sorted((m for m in methods if fam[m] == HVG_FAMILY and m != best), key=lambda m: -avg[m])[:2]
+            out["cells"] = {
+                "best": best, "best_is_hvg": fam[best] == HVG_FAMILY,
+                "best_scanpy": best.removeprefix("hvg_") if fam[best] == HVG_FAMILY else None,
+                "others": hvg, "n_sets": int(panel["n_sets"].min()),
+                "at": [{m: float(a[m]) for m in methods} for a in at],
+                "random": [float(a[RANDOM_GENES]) for a in at],
+            }
+    ranks: dict[str, list[int]] = {}
+    for a in which:
+        if a["protocol"] != "spectral":
+            continue
+        order = [r["method"] for r in a.get("rows", ()) if not r["supervised"]]
+        for i, m in enumerate(order):
+            ranks.setdefault(m, []).append(i + 1)
+        out["bulk"].append({
+            "dataset": a["dataset"], "best": a["best"],
+            "above_random": a["floor_mean"] is None or (a["best_mean"] or 0) > a["floor_mean"],
+            "all_genes_better": a["all_genes_better"], "top_k": max(a["grid"]),
+        })
+    n = len(out["bulk"])
+    common = {m: sum(r) / n for m, r in ranks.items() if len(r) == n}
+    out["bulk_overall"] = min(common, key=lambda m: (common[m], m)) if n > 1 and common else None
+    out["bulk_overall_rank"] = common.get(out["bulk_overall"]) if out["bulk_overall"] else None
+    return out

@@ -220,6 +220,8 @@ def recovery_tables(wildcards):
 RECOVERY_TABLE = "results/{simgrid}/recovery.tsv"
 SIMULATION_TABLE = RECOVERY_TABLE.format(simgrid="simulation")
 PAPER_TABLE = "resources/paper_table3.tsv"
+# The development panel's summary (benchmarks/real_panel.py): the report's single-cell advice.
+PANEL_SUMMARY = "resources/singlecell/panel_summary.tsv"
 
 
 def dataset_results(dataset):
@@ -296,7 +298,7 @@ def all_outputs():
 def report_input(wildcards=None):
     """Every file make_report reads, by name (glfs_workflow.report.nest_inputs nests them again):
     datasets/{dataset}/{kind} (dataset_results, without the graph), datasets/{dataset}/selections/{method},
-    datasets/{dataset}/metas/{method} (the GLFS methods' JSON sidecars), simulation, paper_table.
+    datasets/{dataset}/metas/{method} (the GLFS methods' JSON sidecars), simulation, paper_table, panel_summary.
     """
     files = {}
     for d in run_datasets():
@@ -311,6 +313,8 @@ def report_input(wildcards=None):
     if simulation_enabled():
         files["simulation"] = SIMULATION_TABLE
     files["paper_table"] = PAPER_TABLE
+    if Path(PANEL_SUMMARY).exists():  # vendored; the report words the cell advice without it too
+        files["panel_summary"] = PANEL_SUMMARY
     return files
 
 
