@@ -76,3 +76,12 @@ def _run_in_child(fn, *args, timeout=120, **kwargs):
 def in_child():
     """:func:`_run_in_child`: a function run in a forked process, a signal reported as ("signal", n)."""
     return _run_in_child
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A dask.distributed client on a LocalCluster of 2 in-process workers, 1 thread each (skipped without distributed)."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cl:
+        with distributed.Client(cl) as c:
+            yield c

@@ -20,13 +20,6 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cl:
-        with distributed.Client(cl) as c:
-            yield c
-
-
 def _planted(n=500, d=80, seed=0):
     """Counts with 3 cell groups; genes 0-7 are high in group 0 only (planted), the rest random."""
     rng = np.random.default_rng(seed)
@@ -61,7 +54,7 @@ def _chunked(X, kind):
 
 @pytest.mark.parametrize("data", ["planted", "random"])
 @pytest.mark.parametrize("kind", ["sparse-rows", "sparse-2d", "dense"])
-def test_cluster_scores_equal_in_memory(client, caplog, data, kind):
+def test_cluster_scores_equal_in_memory(dask_client, caplog, data, kind):
     X, groups = _planted() if data == "planted" else _planted(seed=3)
     if data == "random":
         groups = np.random.default_rng(4).integers(0, 3, X.shape[0])  # labels unrelated to the counts
@@ -80,7 +73,7 @@ def test_cluster_scores_equal_in_memory(client, caplog, data, kind):
         assert set(np.argsort(-np.nan_to_num(got["moran_z"], nan=-np.inf))[:8]) == set(range(8))
 
 
-def test_a_passed_client_is_used_without_a_default(client):
+def test_a_passed_client_is_used_without_a_default(dask_client):
     X, groups = _planted(n=300, d=40)
     W = _graph(X, groups)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cl:
@@ -95,7 +88,7 @@ def test_a_passed_client_is_used_without_a_default(client):
         np.testing.assert_allclose(got, laplacian_score(X, W), rtol=1e-6, equal_nan=True)
 
 
-def test_select_and_tl_select_run_on_the_cluster(client, caplog):
+def test_select_and_tl_select_run_on_the_cluster(dask_client, caplog):
     ad = pytest.importorskip("anndata")
     X, groups = _planted()
     W = _graph(X, groups)
@@ -139,7 +132,7 @@ def _failing_chunks(X, fail_on_call):
 
 
 @pytest.mark.parametrize("fail_on_call", [1, 2])
-def test_a_failed_task_fails_the_call(client, fail_on_call):
+def test_a_failed_task_fails_the_call(dask_client, fail_on_call):
     X, groups = _planted(n=300, d=40)
     W = _graph(X, groups)
     with pytest.raises(RuntimeError, match=r"failed on the dask cluster at .*OSError: disk read failed.*no partial"):

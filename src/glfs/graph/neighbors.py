@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core._validation import check_int, check_X
+from glfs.core.cluster import cluster_client
 from glfs.core.out_of_core import OutOfCore
 
 log = logging.getLogger(__name__)
@@ -159,7 +160,7 @@ def approx_backend() -> str:
     return "faiss" if exact_backend() == "faiss" else "pynndescent"
 
 
-def _knn_brute32(Z, n_neighbors: int, backend: str | None = None):
+def _knn_brute32(Z, n_neighbors: int, backend: str | None = None, client=None):
     """Exact Euclidean kNN on a few dense columns (principal components), brute force in float32.
 
     ``faiss.IndexFlatL2`` (BLAS distance blocks and a heap per query, OpenMP
@@ -168,7 +169,8 @@ def _knn_brute32(Z, n_neighbors: int, backend: str | None = None):
     n x n distances.  Searches ``n_neighbors + 4`` candidates in float32,
     recomputes their distances in float64 and keeps the nearest
     ``n_neighbors`` other samples, so float32 rounding cannot reorder them.
-    Cost O(n^2 p) for p columns, memory O(n k) besides Z.
+    Cost O(n^2 p) for p columns, memory O(n k) besides Z.  With a dask ``client`` (faiss only), the
+    queries are searched in shards as tasks against the index on every worker (glfs.graph.sharded).
     """
     n = Z.shape[0]
     _check_n_neighbors(n_neighbors, n)
@@ -181,7 +183,12 @@ def _knn_brute32(Z, n_neighbors: int, backend: str | None = None):
 
         index = faiss.IndexFlatL2(Z32.shape[1])
         index.add(Z32)
-        _, ind = index.search(Z32, k_search)
+        if client is not None:
+            from glfs.graph.sharded import search_shards
+
+            ind = search_shards(index, Z32, k_search, client)
+        else:
+            _, ind = index.search(Z32, k_search)
     elif backend == "sklearn":
         from sklearn.neighbors import NearestNeighbors
 
@@ -251,7 +258,37 @@ def ivf_nprobe(nlist: int) -> int:
     return int(min(nlist, max(IVF_NPROBE, np.ceil(IVF_NPROBE_PER_SQRT_NLIST * np.sqrt(nlist)))))
 
 
-def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, nprobe: int | None = None):
+def _ivf_index(Z32, nlist: int, random_state):
+    """faiss' IndexIVFFlat over the float32 rows Z32: k-means into ``nlist`` cells seeded by ``random_state``."""
+    import faiss
+
+    p = Z32.shape[1]
+    index = faiss.IndexIVFFlat(faiss.IndexFlatL2(p), p, nlist)
+    index.cp.seed = int(np.random.RandomState(random_state).randint(2**31 - 1))
+    index.cp.min_points_per_centroid = 1  # no warning for small n: k-means on fewer than 39 samples per cell is fine here
+    index.train(Z32)
+    index.add(Z32)
+    return index
+
+
+def _ivf_search(index, Q, k_search: int, nprobe: int):
+    """The ``k_search`` candidates (-1: none) of every query row of Q in the IVF ``index``, probing ``nprobe`` cells.
+
+    The queries are searched in the order of their k-means cell: consecutive queries probe the same
+    lists, which stay in cache (each query's result does not depend on the order, nor on the other
+    queries searched with it; at 300,000 cells the search took 24 s in this order against 62 s in the
+    cells' own, benchmarks/results/knn_backends.md).
+    """
+    Q32 = np.ascontiguousarray(Q, dtype=np.float32)
+    index.nprobe = int(nprobe)
+    _, cell = index.quantizer.search(Q32, 1)
+    order = np.argsort(cell.ravel(), kind="stable")
+    ind = np.empty((Q32.shape[0], k_search), dtype=np.int64)
+    _, ind[order] = index.search(Q32[order], k_search)
+    return ind
+
+
+def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, nprobe: int | None = None, client=None):
     """Approximate Euclidean kNN with faiss' inverted-file index (``IndexIVFFlat``) in float32.
 
     faiss' k-means (seeded by ``random_state``) splits the samples into
@@ -265,7 +302,9 @@ def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, npro
     misses).  Deterministic given ``random_state`` (faiss' k-means sums each centroid
     over the samples in a fixed order, so the thread count does not matter).
     Searches ``n_neighbors + 5`` candidates; samples whose probed cells hold
-    too few others are searched exactly.  Distances recomputed in float64.
+    too few others are searched exactly.  Distances recomputed in float64.  With a dask ``client``,
+    the index is built here and the queries are searched in shards as tasks against its copy on every
+    worker (:func:`glfs.graph.sharded.search_shards`): the same candidates.
     """
     import faiss
 
@@ -276,19 +315,13 @@ def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, npro
     nprobe = int(min(nlist, nprobe or ivf_nprobe(nlist)))
     Z32 = np.ascontiguousarray(Z, dtype=np.float32)
     log.info("approximate search on %d x %d components with faiss IVFFlat (nlist %d, nprobe %d)", n, p, nlist, nprobe)
-    index = faiss.IndexIVFFlat(faiss.IndexFlatL2(p), p, nlist)
-    index.cp.seed = int(np.random.RandomState(random_state).randint(2**31 - 1))
-    index.cp.min_points_per_centroid = 1  # no warning for small n: k-means on fewer than 39 samples per cell is fine here
-    index.train(Z32)
-    index.add(Z32)
-    index.nprobe = nprobe
-    # queries in the order of their k-means cell: consecutive queries probe the same lists, which stay in
-    # cache (each query's result does not depend on the order; at 300,000 cells the search took 24 s in
-    # this order against 62 s in the cells' own, benchmarks/results/knn_backends.md)
-    _, cell = index.quantizer.search(Z32, 1)
-    order = np.argsort(cell.ravel(), kind="stable")
-    ind = np.empty((n, k_search), dtype=np.int64)
-    _, ind[order] = index.search(Z32[order], k_search)
+    index = _ivf_index(Z32, nlist, random_state)
+    if client is not None:
+        from glfs.graph.sharded import search_shards
+
+        ind = search_shards(index, Z32, k_search, client, nprobe=nprobe)
+    else:
+        ind = _ivf_search(index, Z32, k_search, nprobe)
     short = np.flatnonzero((ind >= 0).sum(axis=1) < min(n, n_neighbors + 1))
     if short.size:  # probed cells with too few samples: exact search for those samples
         log.info("approximate search: %d samples searched exactly (too few candidates in their cells)", short.size)
@@ -366,6 +399,7 @@ def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state):
         raise ValueError(msg)
     cosine = metric == "cosine" and method == "approx"
     streamed = isinstance(X, OutOfCore)
+    client = cluster_client(X)  # a dask X and a dask.distributed client: projection and search as tasks
     if streamed and (n_pcs is None or cosine or metric != "euclidean"):
         msg = (
             f"an out-of-core X ({X.describe()}) gets its graph from principal components with the Euclidean "
@@ -391,11 +425,13 @@ def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state):
         log.info("nearest_neighbors: PCA to %d components done", X.shape[1])
     if method == "exact":
         if n_pcs is not None and metric == "euclidean":
-            return _knn_brute32(X.toarray() if sp.issparse(X) else X, n_neighbors)
+            backend = exact_backend()
+            return _knn_brute32(X.toarray() if sp.issparse(X) else X, n_neighbors, backend,
+                                client=client if backend == "faiss" else None)
         return _knn(X, n_neighbors, metric)
     Z = X.toarray() if sp.issparse(X) else X
     if approx_backend() == "faiss":
-        rows, cols, dist = _knn_ivf(Z, n_neighbors, random_state)
+        rows, cols, dist = _knn_ivf(Z, n_neighbors, random_state, client=client)
     else:
         rows, cols, dist = _knn_approx(Z, n_neighbors, random_state)
     if cosine:
@@ -515,6 +551,14 @@ def _pca_out_of_core(X: OutOfCore, n_pcs, random_state, max_fit_samples: int | N
     rows = _fit_sample(n, n_pcs, random_state, max_fit_samples)
     log.info("nearest_neighbors: PCA fitted on %d of %d samples of %s (one pass), then every sample projected",
              rows.size, n, X.describe())
+    client = cluster_client(X)
+    if client is not None:  # a dask X on a cluster: the subsample taken and every chunk projected by tasks
+        from glfs.graph.sharded import fit_rows, project
+
+        V, shift = _fit_components(fit_rows(X, rows, client), n_pcs, random_state)
+        Z = project(X, V, client)
+        Z -= shift
+        return Z
     V, shift = _fit_components(_fit_rows(X, rows), n_pcs, random_state)  # V: (d, n_pcs)
     Z = np.zeros((n, V.shape[1]), np.float32)
     for axis, sl, blk in X._natural_blocks():

@@ -1,0 +1,66 @@
+"""The graph of a dask X on a dask.distributed LocalCluster (issue 31, glfs.graph.sharded): the subsample
+and the projection as tasks give the components of the single-process route, and the neighbour search
+sharded into query blocks against the index on every worker equals the single search given the same index."""
+
+import logging
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import glfs
+import glfs.graph.neighbors as nb
+import glfs.graph.sharded as sharded
+from test_out_of_core_graph import _planted
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+faiss = pytest.importorskip("faiss")
+
+
+@pytest.mark.parametrize("ivf", [False, True])
+def test_sharded_search_equals_the_single_search(dask_client, monkeypatch, ivf):
+    Z = np.random.default_rng(1).normal(size=(3000, 12)).astype(np.float32)
+    monkeypatch.setattr(sharded, "QUERY_BLOCK", 700)  # 5 shards, the last one short
+    if ivf:
+        want = nb._knn_ivf(Z, 10, random_state=3)
+        got = nb._knn_ivf(Z, 10, random_state=3, client=dask_client)
+    else:
+        want = nb._knn_brute32(Z, 10, "faiss")
+        got = nb._knn_brute32(Z, 10, "faiss", client=dask_client)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    exact = nb._knn(Z.astype(np.float64), 10, "euclidean")[1].reshape(3000, 10)
+    found = got[1].reshape(3000, 10)
+    recall = np.mean([np.isin(found[i], exact[i]).mean() for i in range(3000)])
+    assert recall == 1.0 if not ivf else recall > 0.9  # flat: exact; IVF at nprobe 32 of nlist 55 here
+
+
+def test_graph_on_the_cluster_equals_the_streamed_graph(dask_client, caplog, monkeypatch):
+    """The dask X's graph with a client (tasks) and without one (streamed here): the same graph, on a
+    subsample PCA (the fit on 500 of 1,500 cells) and the IVF search."""
+    X, groups = _planted(1500, 120, 0)
+    monkeypatch.setattr(nb, "PCA_FIT_SAMPLES", 500)
+    monkeypatch.setattr(sharded, "QUERY_BLOCK", 400)
+    kw = dict(n_neighbors=8, n_pcs=10, method="approx", kernel="heat")
+    with pytest.MonkeyPatch.context() as m:  # no client: the single-process streamed route
+        m.setattr(nb, "cluster_client", lambda X, client=None: None)
+        want = glfs.similarity_graph(da.from_array(X, chunks=(300, 120), asarray=False), **kw)
+    with caplog.at_level(logging.INFO, logger="glfs"):
+        got = glfs.similarity_graph(da.from_array(X, chunks=(300, 120), asarray=False), **kw)
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "PCA subsample: cells" in said and "PCA projection: cells" in said and "query shards" in said
+    assert (got != want).nnz == 0
+    np.testing.assert_allclose(got.data, want.data, rtol=1e-6)
+    # the planted groups are the graph's communities
+    A = got.tocoo()
+    assert np.mean(groups[A.row] == groups[A.col]) > 0.95
+
+
+def test_select_without_a_graph_on_the_cluster(dask_client):
+    """glfs.select of a dask X with no graph given: the graph and the score both on the cluster, the
+    planted genes first."""
+    X, groups = _planted(1200, 60, 2)
+    sel = glfs.select(da.from_array(X, chunks=(300, 60), asarray=False), "laplacian_score", n_features_to_select=18,
+                      graph_params={"n_pcs": 10, "method": "approx", "n_neighbors": 8})
+    assert set(np.flatnonzero(sel.selected)) == set(range(18))
