@@ -19,10 +19,10 @@ log = logging.getLogger(__name__)
 __all__ = ["Chunks", "draw_counts"]
 
 
-def draw_counts(rngs, library_size, proportion, mean_row, bcv_common: float, bcv_gene, block_cells: int, dropout=None):
+def draw_counts(rngs, library_size, proportion, mean_row, bcv: tuple, bcv_gene, block_cells: int, dropout=None):
     """Steps 5-8 for every cell, in blocks of ``block_cells`` cells: the counts as CSR float32 (n_cells, n_genes).
 
-    ``mean_row[c]`` is the row of ``proportion`` (one per batch and group) of cell c.  Dense
+    ``bcv`` = (bcv_common, bcv_trend); ``mean_row[c]`` is the row of ``proportion`` (one per batch and group) of cell c.  Dense
     float64 only for one block; the nonzeros grow in fixed chunks (:class:`Chunks`).
     """
     n_cells, n_genes = mean_row.size, proportion.shape[1]
@@ -32,7 +32,7 @@ def draw_counts(rngs, library_size, proportion, mean_row, bcv_common: float, bcv
     progress = Progress(log, "simulate_counts", n_blocks)
     for b, start in enumerate(range(0, n_cells, block_cells)):
         stop = min(start + block_cells, n_cells)
-        block = _block_counts(rngs, library_size[start:stop], proportion, mean_row[start:stop], bcv_common, bcv_gene, dropout)
+        block = _block_counts(rngs, library_size[start:stop], proportion, mean_row[start:stop], bcv, bcv_gene, dropout)
         rows, cols = np.nonzero(block)
         data.append(block[rows, cols])
         indices.append(cols)
@@ -51,23 +51,27 @@ def draw_counts(rngs, library_size, proportion, mean_row, bcv_common: float, bcv
     return counts
 
 
-def _block_counts(rngs, library_size, proportion, rows, bcv_common: float, bcv_gene, dropout) -> np.ndarray:
+def _block_counts(rngs, library_size, proportion, rows, bcv: tuple, bcv_gene, dropout) -> np.ndarray:
     """Steps 5-8 for one block of cells: cell means, gamma trended means, Poisson counts, dropout; dense (cells, n_genes).
 
     Draws from the ``cell_means``, ``counts`` (and ``dropout``) streams in
     cell-major order, so the counts do not depend on the block size.
     """
     mu = library_size[:, None] * proportion[rows]
+    common, trend = bcv
     with np.errstate(divide="ignore", invalid="ignore"):
-        bcv = (bcv_common + 1.0 / np.sqrt(mu)) * bcv_gene
+        bcv = (common + trend / np.sqrt(mu)) * bcv_gene
         shape = 1.0 / bcv**2
         scale = mu * bcv**2
     positive = mu > 0  # a gene mean that underflowed to 0 gives 0 counts
-    shape = np.where(positive, shape, 1.0)
-    scale = np.where(positive, scale, 0.0)
-    del mu, bcv
-    lam = rngs["cell_means"].gamma(shape, scale)
-    del shape, scale
+    poisson = positive & (bcv == 0)  # no biological variation (bcv_common = bcv_trend = 0): lambda = mu
+    shape = np.where(positive & ~poisson, shape, 1.0)
+    scale = np.where(positive & ~poisson, scale, 0.0)
+    del bcv
+    lam = rngs["cell_means"].gamma(shape, scale)  # drawn for every entry: the stream does not depend on the values
+    if poisson.any():
+        lam[poisson] = mu[poisson]
+    del shape, scale, mu, poisson
     block = rngs["counts"].poisson(lam)
     if dropout is not None:  # step 8: drop with probability logistic(log lam; mid, shape)
         mid, shape_k = dropout

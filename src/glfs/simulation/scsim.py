@@ -180,6 +180,7 @@ def simulate_counts(
     lib_scale: float = 0.2,
     bcv_common: float = 0.1,
     bcv_df: float = 60.0,
+    bcv_trend: float = 1.0,
     batch_cells=None,
     batch_fac_loc=0.1,
     batch_fac_scale=0.1,
@@ -210,7 +211,7 @@ def simulate_counts(
        where b_bj is gene j's batch factor in the cell's batch b (below; 1
        with one batch).
     6. Biological coefficient of variation with a mean trend:
-       BCV_cj = (``bcv_common`` + 1 / sqrt(mu_cj)) * sqrt(``bcv_df`` / chi2_j),
+       BCV_cj = (``bcv_common`` + ``bcv_trend`` / sqrt(mu_cj)) * sqrt(``bcv_df`` / chi2_j),
        chi2_j ~ chi-squared(``bcv_df``) drawn once per gene (no chi2 factor
        when ``bcv_df`` is infinite); trended mean
        lambda_cj ~ Gamma(shape 1 / BCV_cj^2, scale mu_cj BCV_cj^2), so that
@@ -269,12 +270,19 @@ def simulate_counts(
     bcv_df : float > 0 or math.inf, default 60.0
         Degrees of freedom of the inverse chi-squared spread of the BCV
         across genes.
+    bcv_trend : float >= 0, default 1.0
+        Weight of the mean trend 1 / sqrt(mu) in the BCV: 1 is Splat's
+        model; 0 gives a negative binomial of dispersion
+        (``bcv_common`` phi_j)^2 at every mean (the model of UMI counts, e.g.
+        Svensson 2020; real droplet sets are far less dispersed at low means
+        than Splat's trend, docs/methods.md "Simulator calibration").  Not a
+        splatter parameter.
     batch_cells : sequence of int >= 1 summing to ``n_cells``, optional
         Cells in each batch (splatter's ``batchCells``); default one batch.
     batch_fac_loc, batch_fac_scale : float or sequence (one per batch), default 0.1 and 0.1
         Location and scale (>= 0) of the batch factor's log-normal
         (splatter's defaults).  Estimated from real donors by
-        :func:`glfs.simulation.estimate.estimate_batch_params`.
+        :func:`glfs.simulation.estimate_batch.estimate_batch_params`.
     dropout_mid : float, optional
         Midpoint (in natural log of the trended mean) of the dropout
         logistic; default None: no dropout (splatter's default).
@@ -366,7 +374,7 @@ def simulate_counts(
     )
     prm.update(_checked_batches_dropout(
         prm["n_cells"], batch_cells, batch_fac_loc, batch_fac_scale, dropout_mid, dropout_shape
-    ))
+    ), bcv_trend=check_real(bcv_trend, "bcv_trend", 0))
     n_cells, n_genes, p = prm["n_cells"], prm["n_genes"], prm["group_prob"]
     k = p.size
     seq = _seed_sequence(random_state)
@@ -383,7 +391,7 @@ def simulate_counts(
     bcv_gene = _bcv_per_gene(rngs["bcv"], n_genes, prm["bcv_df"])
 
     dropout = None if prm["dropout_mid"] is None else (prm["dropout_mid"], prm["dropout_shape"])
-    counts = draw_counts(rngs, library_size, proportion, batches * k + groups, prm["bcv_common"], bcv_gene,
+    counts = draw_counts(rngs, library_size, proportion, batches * k + groups, (prm["bcv_common"], prm["bcv_trend"]), bcv_gene,
                          prm["block_cells"], dropout)
     params = _params_record(prm, int(seq.entropy))
     log.info(
@@ -504,6 +512,7 @@ def _params_record(prm: dict, entropy: int) -> dict:
         "group_prob": [float(x) for x in prm["group_prob"]],
         **{name: _plain(prm[name]) for name in _PER_GROUP},
         **{name: prm[name] for name in _SCALARS},
+        "bcv_trend": prm["bcv_trend"],
         "batch_cells": None if prm["batch_cells"].size == 1 else [int(b) for b in prm["batch_cells"]],
         "batch_fac_loc": _plain(prm["batch_fac_loc"]),
         "batch_fac_scale": _plain(prm["batch_fac_scale"]),
