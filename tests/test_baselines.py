@@ -134,10 +134,10 @@ def test_bad_input(fn, kwargs, match):
 
 def test_bad_params_in_select():
     X = np.random.default_rng(8).normal(size=(10, 8))
-    with pytest.raises(ValueError, match="accepts parameters"):
-        select_spca(X, n_features=2, ridge=1)
-    with pytest.raises(ValueError, match="accepts parameters"):
-        select_q_alpha(X, n_features=2, lambda1=1)
+    with pytest.raises(ValueError, match="parameter 'ridge' is not a parameter of method 'spca'; its parameters are"):
+        glfs.select(X, "spca", n_features=2, ridge=1)
+    with pytest.raises(ValueError, match="parameter 'lambda1' is not a parameter of method 'q_alpha'"):
+        glfs.select(X, "q_alpha", n_features=2, lambda1=1)
 
 
 # ---- convergence is recorded and reaches the AnnData (an unconverged answer is flagged) ----

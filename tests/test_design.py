@@ -214,7 +214,7 @@ def test_bad_inputs(kwargs, match):
 
 def test_bad_inputs_through_select():
     X, W = _toy(n=20, d=10, seed=0)
-    with pytest.raises(ValueError, match="accepts parameters"):
+    with pytest.raises(ValueError, match="parameter 'lam' is not a parameter of method 'glfs'"):
         glfs.select(X, "glfs", graph=W, n_features=3, lam=0.1)
     with pytest.raises(ValueError, match=r"n_features_to_select must be an integer in \[1, 10\] for method 'glfs' .*; got None"):
         glfs.select(X, "glfs", graph=W)

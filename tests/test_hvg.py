@@ -183,9 +183,9 @@ def test_counts_of_another_shape_are_refused(data):
 @pytest.mark.parametrize(
     ("method", "params", "match"),
     [
-        ("hvg_seurat", {"span": 0.3}, r"accepts only \['n_bins'\]"),
-        ("hvg_seurat_v3", {"n_bins": 20}, r"accepts only \['span'\]"),
-        ("deviance", {"theta": 1}, "takes no parameters"),
+        ("hvg_seurat", {"span": 0.3}, r"parameter 'span' is not a parameter of method 'hvg_seurat'; its parameters are \['n_bins'\]"),
+        ("hvg_seurat_v3", {"n_bins": 20}, r"its parameters are \['span'\]"),
+        ("deviance", {"theta": 1}, "parameter 'theta' is not a parameter of method 'deviance'; it takes none"),
     ],
 )
 def test_unknown_parameters_are_refused(data, method, params, match):

@@ -174,8 +174,8 @@ def test_bad_input_combinations():
         lkr_score(X, sp.eye(4, format="csr"))
     with pytest.raises(ValueError, match="labels must be given"):
         select_lkr_score_supervised(X, None, n_features=2)
-    with pytest.raises(ValueError, match="accepts parameters"):
-        select_lkr_score(X, W, n_features=2, kernel="x")
+    with pytest.raises(ValueError, match="parameter 'kernel' is not a parameter of method 'lkr_score'"):
+        glfs.select(X, "lkr_score", graph=W, n_features=2, kernel="x")
 
 
 # ---------------------------------------------------------------- scale: no stored sum_l N_l^2 coefficients

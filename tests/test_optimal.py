@@ -208,7 +208,7 @@ def test_bad_graph_and_params():
     X, W = _problem()
     with pytest.raises(ValueError, match="graph must have shape"):
         lapdofs(X, sp.eye(5, format="csr"), n_features=2)
-    with pytest.raises(ValueError, match="accepts parameters"):
-        select_lapaofs(X, W, n_features=2, gamma=1.0)
+    with pytest.raises(ValueError, match="parameter 'gamma' is not a parameter of method 'lapaofs'"):
+        glfs.select(X, "lapaofs", graph=W, n_features=2, gamma=1.0)
     with pytest.raises(ValueError, match="criterion must be"):
         optimal_design_greedy(X, W, 2, criterion="E")

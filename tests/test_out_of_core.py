@@ -124,7 +124,7 @@ def test_the_planted_genes_come_first(data):
 @pytest.mark.parametrize("method, why", [
     ("lapaofs", "it needs X in memory"),
     ("hvg_seurat", "it needs X in memory"),
-    ("graph_moran", "it refines its own graph on its top genes in memory: pass graph="),
+    ("graph_moran", "it builds its own graph in memory: pass graph="),
 ])
 def test_methods_that_cannot_stream_say_so(data, method, why):
     X, W, groups, files = data

@@ -278,7 +278,7 @@ def test_registry_methods_are_dense_or_sparse_safe():
 
     sparse_safe = {"laplacian_score", "fisher_score", "variance", "deviance", "graph_moran"}
     for name, info in api.METHODS.items():
-        assert name in api._DENSE_X or name in sparse_safe or info.family == "hvg", name
+        assert info.dense_x or name in sparse_safe or info.family == "hvg", name
 
 
 def test_check_x_dense_refuses_before_allocating(monkeypatch):

@@ -1,7 +1,7 @@
 """glfs.tl.select and the workflow's annotate step write the same AnnData keys, for every method.
 
-The workflow path is the one of ``scripts/annotate_adata.py``: glfs.select on a
-graph built with the same settings, the selection table and JSON sidecar written
+The workflow path is the one of ``scripts/select_features.py`` and ``scripts/annotate_adata.py``:
+the adapter glfs.tl.selection with a graph built with the same settings as its default_graph, the selection table and JSON sidecar written
 to disk and read back, then :func:`glfs_workflow.tables.annotate_selection`.
 Also: ``key_added`` names every output of tl.select (scanpy's convention), and a
 later call never overwrites an earlier method's columns.
@@ -16,7 +16,7 @@ import pytest
 import glfs
 from glfs.anndata_writers import GRAPH_KEY, write_graph
 from glfs_workflow.files import read_tsv, write_tsv
-from glfs_workflow.tables import annotate_selection, selection_meta, selection_table
+from glfs_workflow.tables import annotate_selection, selection_graph, selection_meta, selection_table
 
 anndata = pytest.importorskip("anndata")
 
@@ -53,19 +53,15 @@ def _via_tl(method, **kw):
 def _via_workflow(method, tmp_path):
     info = glfs.METHODS[method]
     a = _adata(d=_n_genes(info))
-    X = np.asarray(a.X)
-    # as scripts/select_features.py: the dataset's graph, except for a method that builds its own (own_graph)
-    W = glfs.similarity_graph(X, n_neighbors=5, kernel="heat") if info.needs_graph and not info.own_graph else None
+    # as scripts/select_features.py: the adapter glfs.tl.selection with the dataset's graph as default_graph
+    W = glfs.similarity_graph(np.asarray(a.X), n_neighbors=5, kernel="heat")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sel = glfs.select(
-            X, method, graph=W, n_features_to_select=K, labels=a.obs["cls"].to_numpy() if info.needs_labels else None,
-            counts=a.layers["counts"] if info.needs_counts else None,
-        )
+        sel = glfs.tl.selection(a, method, K, labels_key="cls", default_graph=W)
     write_tsv(selection_table(sel, a.var_names), tmp_path / f"{method}.tsv")
-    meta = json.loads(json.dumps(selection_meta(sel, n_features=K, graph="knn" if W is not None else ("own: self" if info.own_graph else "none"))))
-    if W is not None or info.own_graph:
-        write_graph(a, W if W is not None else sel.extra["graph"])
+    meta = json.loads(json.dumps(selection_meta(sel, n_features=K, graph=selection_graph(sel, "knn"))))
+    if info.needs_graph:
+        write_graph(a, sel.extra["graph"] if info.own_graph else W)
     annotate_selection(a, read_tsv(tmp_path / f"{method}.tsv"), meta)
     return a, sel
 

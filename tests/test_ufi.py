@@ -182,8 +182,8 @@ def test_bad_input(kwargs, match):
 
 def test_bad_params_in_select():
     X = np.random.default_rng(12).normal(size=(8, 10))
-    with pytest.raises(ValueError, match="accepts parameters"):
-        select_ufi(X, n_features=2, lambda1=1.0)
+    with pytest.raises(ValueError, match="parameter 'lambda1' is not a parameter of method 'ufi'"):
+        glfs.select(X, "ufi", n_features=2, lambda1=1.0)
 
 
 # ---------------------------------------------------------------- primal form and size limits

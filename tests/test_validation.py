@@ -442,7 +442,7 @@ def test_method_params_good_values_pass():
 def test_method_params_agree_with_what_each_method_accepts():
     """Every name check_method_params accepts, the method accepts too (run on a tiny problem with
     the defaults); a name it refuses, the method refuses.  A method whose function takes **params
-    needs a row in glfs.api._PARAM_SOURCES for its names to be checked (without one they are
+    needs a params_from in its registry row for its names to be checked (without one they are
     checked only when it runs); every method registered when this test was written has one."""
     import warnings
 
@@ -458,10 +458,10 @@ def test_method_params_agree_with_what_each_method_accepts():
     for method, info in glfs.METHODS.items():
         params = method_params(method)
         if params is None:
-            assert method not in covered_when_written, f"{method}: no known parameter list (glfs.api._PARAM_SOURCES)"
+            assert method not in covered_when_written, f"{method}: no known parameter list (MethodInfo.params_from)"
             continue
         if info.family == "hvg":
-            continue  # scanpy's own defaults; names come from glfs.scores.hvg.FLAVOR_PARAMS
+            continue  # scanpy's own defaults; names come from the registry row (MethodInfo.params_from)
         given = {k: p.default for k, p in params.items() if p.default is not p.empty and p.default is not None}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

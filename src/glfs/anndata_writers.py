@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 
 GRAPH_KEY = "patient_similarity"
+#: The layer with the raw counts (scanpy's convention), for the methods that score counts.
+COUNTS_LAYER = "counts"
 # Selection.extra diagnostics that are copied into uns[key]["params"]
 CONVERGENCE_KEYS = ("converged", "n_iter")
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
+import numbers
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,7 +32,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "select", "METHODS", "FAMILIES", "MethodInfo", "method_info", "methods_of", "n_to_select",
-    "method_params", "check_method_params", "classifier_rows", "plain_value", "DESIGN_GLFS",
+    "method_params", "check_method_params", "check_streams", "classifier_rows", "plain_value", "DESIGN_GLFS",
 ]
 
 
@@ -65,10 +67,16 @@ class MethodInfo:
     needs_graph: bool = False
     needs_labels: bool = False
     own_support: bool = False  # may decide the number of selected features itself (n_features=None)
-    needs_counts: bool = False  # scores raw counts (glfs.select's `counts`, tl.select's layers["counts"])
+    needs_counts: bool = False  # scores raw counts, fn's counts= (glfs.select's `counts`, tl.select's layers["counts"])
     own_graph: bool = False  # builds its own graph when none is given (instead of DEFAULT_GRAPH_PARAMS')
     optional_counts: bool = False  # scores X, and takes raw counts too when given (fn's counts=)
     objective: str | None = None  # GLFS methods: GLFSClassifier's objective ("design", "exact", "paper", "printed")
+    dense_x: bool = False  # makes X dense: a large sparse X is refused (glfs.core.limits) before the graph is built
+    streams: bool = False  # reads an out-of-core X block by block (an own_graph method only on a given graph)
+    # Where its parameters (glfs.select's **params) are named: fn's signature (None); the signature of the
+    # function fn passes them to; or a tuple of names fn passes on to a library not imported here (scanpy).
+    params_from: Callable | tuple[str, ...] | None = None
+    fixed_params: tuple[str, ...] = ()  # names in params_from's signature that fn sets itself
 
     @property
     def is_glfs(self) -> bool:
@@ -76,34 +84,20 @@ class MethodInfo:
         return self.family in ("glfs", "glfs_published")
 
 
-def _select_laplacian_score(X, W, *, n_features, labels=None, random_state=None, **params):
-    _no_params("laplacian_score", params)
-    s = laplacian_score(X, W)
-    return make_selection("laplacian_score", s, higher_is_better=False, n_features=n_features)
+def _select_laplacian_score(X, W, *, n_features, labels=None, random_state=None):
+    return make_selection("laplacian_score", laplacian_score(X, W), higher_is_better=False, n_features=n_features)
 
 
-def _select_fisher_score(X, W, *, n_features, labels=None, random_state=None, **params):
-    _no_params("fisher_score", params)
-    s = fisher_score(X, labels)
-    return make_selection("fisher_score", s, higher_is_better=True, n_features=n_features)
+def _select_fisher_score(X, W, *, n_features, labels=None, random_state=None):
+    return make_selection("fisher_score", fisher_score(X, labels), higher_is_better=True, n_features=n_features)
 
 
-def _select_variance(X, W, *, n_features, labels=None, random_state=None, **params):
-    _no_params("variance", params)
-    s = variance_score(X)
-    return make_selection("variance", s, higher_is_better=True, n_features=n_features)
+def _select_variance(X, W, *, n_features, labels=None, random_state=None):
+    return make_selection("variance", variance_score(X), higher_is_better=True, n_features=n_features)
 
 
-def _select_deviance(X, W, *, n_features, labels=None, random_state=None, **params):
-    _no_params("deviance", params)
-    s = deviance_score(X)
-    return make_selection("deviance", s, higher_is_better=True, n_features=n_features)
-
-
-def _no_params(method, params):
-    if params:
-        msg = f"method {method!r} takes no parameters; got {sorted(params)}"
-        raise ValueError(msg)
+def _select_deviance(X, W, *, n_features, counts, labels=None, random_state=None):
+    return make_selection("deviance", deviance_score(counts), higher_is_better=True, n_features=n_features)
 
 
 def _registry() -> dict[str, MethodInfo]:
@@ -112,43 +106,55 @@ def _registry() -> dict[str, MethodInfo]:
     M = MethodInfo
     entries = [
         M(name="laplacian_score", fn=_select_laplacian_score, family="score", higher_is_better=False, needs_graph=True,
-          description="Laplacian score (He 2005), lower better"),
-        M(name="fisher_score", fn=_select_fisher_score, family="score", needs_labels=True,
+          streams=True, description="Laplacian score (He 2005), lower better"),
+        M(name="fisher_score", fn=_select_fisher_score, family="score", needs_labels=True, streams=True,
           description="Fisher score (supervised), higher better"),
-        M(name="variance", fn=_select_variance, family="baseline", description="per-gene variance baseline"),
-        M(name="lapaofs", fn=optimal.select_lapaofs, family="optimal_design", needs_graph=True,
-          description="LapAOFS greedy A-optimal (He 2011)"),
-        M(name="lapdofs", fn=optimal.select_lapdofs, family="optimal_design", needs_graph=True,
-          description="LapDOFS greedy D-optimal (He 2011)"),
+        M(name="variance", fn=_select_variance, family="baseline", streams=True,
+          description="per-gene variance baseline"),
+        M(name="lapaofs", fn=optimal.select_lapaofs, family="optimal_design", needs_graph=True, dense_x=True,
+          params_from=optimal.optimal_design_greedy,
+          fixed_params=("criterion",), description="LapAOFS greedy A-optimal (He 2011)"),
+        M(name="lapdofs", fn=optimal.select_lapdofs, family="optimal_design", needs_graph=True, dense_x=True,
+          params_from=optimal.optimal_design_greedy,
+          fixed_params=("criterion",), description="LapDOFS greedy D-optimal (He 2011)"),
         M(name="glfs", fn=design.select_glfs_design, family="glfs", needs_graph=True, objective="design",
+          dense_x=True, params_from=design.glfs_design, fixed_params=("start",),
           description="well-posed GLFS: budgeted A-optimal design, greedy + exchange"),
         M(name="glfs_exact", fn=gradient.select_glfs_exact, family="glfs_published", needs_graph=True,
-          objective="exact", own_support=True, description="GLFS, exact covariance trace"),
+          objective="exact", own_support=True, dense_x=True, params_from=gradient.glfs, fixed_params=("objective",),
+          description="GLFS, exact covariance trace"),
         M(name="glfs_paper", fn=gradient.select_glfs_paper, family="glfs_published", needs_graph=True,
-          objective="paper", own_support=True, description="GLFS, Eq. 7 with its true gradient"),
+          objective="paper", own_support=True, dense_x=True, params_from=gradient.glfs, fixed_params=("objective",),
+          description="GLFS, Eq. 7 with its true gradient"),
         M(name="glfs_printed", fn=gradient.select_glfs_printed, family="glfs_published", needs_graph=True,
-          objective="printed", own_support=True, description="GLFS, Eq. 7 values with printed Eq. 9"),
+          objective="printed", own_support=True, dense_x=True, params_from=gradient.glfs, fixed_params=("objective",),
+          description="GLFS, Eq. 7 values with printed Eq. 9"),
         M(name="lkr_score", fn=lkr.select_lkr_score, family="lkr", higher_is_better=False, needs_graph=True,
-          description="LKR score (Cheung & Zeng 2009), unsupervised"),
+          dense_x=True, params_from=lkr.lkr_score, description="LKR score (Cheung & Zeng 2009), unsupervised"),
         M(name="lkr_score_supervised", fn=lkr.select_lkr_score_supervised, family="lkr", higher_is_better=False,
-          needs_labels=True, description="LKR score, class graph"),
-        M(name="ufi", fn=ufi.select_ufi, family="baseline", description="UFI feature selection (Zhang 2012); no graph"),
-        M(name="spca", fn=baselines.select_spca, family="baseline", description="sparse PCA loading mass"),
-        M(name="q_alpha", fn=baselines.select_q_alpha, family="baseline", description="Q-alpha (Wolf & Shashua 2005)"),
-        # the single-cell baselines: scanpy's HVG flavours (glfs.scores.hvg) and the binomial deviance
-        M(name="hvg_seurat", fn=hvg.select_hvg_seurat, family="hvg",
+          needs_labels=True, dense_x=True, params_from=lkr.lkr_score, fixed_params=("n_neighbors",),
+          description="LKR score, class graph"),
+        M(name="ufi", fn=ufi.select_ufi, family="baseline", dense_x=True, params_from=ufi.ufi,
+          fixed_params=("full_ranking",), description="UFI feature selection (Zhang 2012); no graph"),
+        M(name="spca", fn=baselines.select_spca, family="baseline", dense_x=True, params_from=baselines.spca_score,
+          fixed_params=("return_components", "return_info"), description="sparse PCA loading mass"),
+        M(name="q_alpha", fn=baselines.select_q_alpha, family="baseline", dense_x=True, params_from=baselines.q_alpha,
+          fixed_params=("return_info",), description="Q-alpha (Wolf & Shashua 2005)"),
+        # the single-cell baselines: scanpy's HVG flavours (glfs.scores.hvg; parameters passed on to scanpy)
+        # and the binomial deviance
+        M(name="hvg_seurat", fn=hvg.select_hvg_seurat, family="hvg", params_from=("n_bins",),
           description="scanpy HVG, flavor 'seurat' (log-normalised input)"),
-        M(name="hvg_cell_ranger", fn=hvg.select_hvg_cell_ranger, family="hvg",
+        M(name="hvg_cell_ranger", fn=hvg.select_hvg_cell_ranger, family="hvg", params_from=("n_bins",),
           description="scanpy HVG, flavor 'cell_ranger' (log-normalised input)"),
-        M(name="hvg_seurat_v3", fn=hvg.select_hvg_seurat_v3, family="hvg", needs_counts=True,
+        M(name="hvg_seurat_v3", fn=hvg.select_hvg_seurat_v3, family="hvg", needs_counts=True, params_from=("span",),
           description="scanpy HVG, flavor 'seurat_v3' (raw counts)"),
         M(name="hvg_pearson_residuals", fn=hvg.select_hvg_pearson_residuals, family="hvg", needs_counts=True,
-          description="scanpy HVG, Pearson residuals (raw counts)"),
-        M(name="deviance", fn=_select_deviance, family="baseline", needs_counts=True,
+          params_from=("theta", "clip", "chunksize"), description="scanpy HVG, Pearson residuals (raw counts)"),
+        M(name="deviance", fn=_select_deviance, family="baseline", needs_counts=True, streams=True,
           description="binomial deviance (Townes et al. 2019), raw counts"),
         # the graph-based single-cell selection (glfs.scores.moran; docs/methods.md)
         M(name="graph_moran", fn=moran.select_graph_moran, family="score", needs_graph=True, own_graph=True,
-          optional_counts=True,
+          optional_counts=True, streams=True,
           description="Moran's I on a kNN graph of the cells refined on its own top genes (single-cell)"),
     ]
     return {m.name: m for m in entries}
@@ -258,13 +264,12 @@ def select(
             raise ValueError(msg)
         log.info("select: X is an AnnData; using its .X (glfs.tl.select(adata, ...) writes the result into adata.var)")
         X = X.X
+    _check_param_names(method, params)
     X = check_scale(_input(X))
     if isinstance(X, OutOfCore):
-        _check_streams(method, X, graph, params)
-    if info.needs_counts:
-        X = _counts_for(method, X, counts)
+        check_streams(method, X, graph)
     n, d = X.shape
-    if method in _DENSE_X and sp.issparse(X):  # before the graph is built: refuse at once
+    if info.dense_x and sp.issparse(X):  # before the graph is built: refuse at once
         check_dense_size(method, f"a dense copy of the sparse X ({n} x {d})", float(n) * d, DENSE_ALTERNATIVE)
     if graph is not None and not info.needs_graph:
         msg = f"method {method!r} uses no graph; the graph passed is ignored"
@@ -286,11 +291,11 @@ def select(
         elif not info.own_graph:  # an own_graph method builds its graph itself (W=None)
             gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
             W = similarity_graph(X, **gp)
-    fn = info.fn
-    if info.optional_counts and counts is not None:
-        params = {**params, "counts": _counts_for(method, X, counts)}
+    if info.needs_counts or info.optional_counts:  # the one road of raw counts to a method: its counts=
+        given = counts is not None or info.needs_counts
+        params = {**params, "counts": _counts_for(method, X, counts) if given else None}
     log.info("select: method=%s, X %d x %d, n_features=%s", method, n, d, n_features)
-    sel = fn(X, W, n_features=n_features, labels=labels, random_state=random_state, **params)
+    sel = info.fn(X, W, n_features=n_features, labels=labels, random_state=random_state, **params)
     if not isinstance(sel, Selection) or sel.scores.shape != (d,):
         msg = f"internal error: {method} did not return a Selection over {d} features"
         raise RuntimeError(msg)
@@ -298,15 +303,6 @@ def select(
 
 
 # ---- input conversion: sparse, out-of-core ---------------------------------------------------
-#: Methods that make X dense (a sparse X is refused above the size limit before the graph is built).
-_DENSE_X = frozenset({
-    "lapaofs", "lapdofs", "glfs", "glfs_exact", "glfs_paper", "glfs_printed", "lkr_score",
-    "lkr_score_supervised", "ufi", "spca", "q_alpha",
-})
-#: Methods that stream an out-of-core X (AnnData backed, dask) block by block; graph_moran only on a given graph.
-_STREAMING = ("laplacian_score", "variance", "fisher_score", "graph_moran", "deviance")
-
-
 def _input(X):
     """X validated: a sparse or out-of-core X is read as it is (no dense or float64 copy); a dense X is copied
     to float64 as before (the methods may hand it to code that writes)."""
@@ -314,51 +310,35 @@ def _input(X):
     return check_X(X, read_only=sp.issparse(X) or lazy, lazy=lazy)
 
 
-def _check_streams(method, X, graph, params):
-    """Refuse, naming the alternatives, a method that cannot stream the out-of-core X."""
-    own_graph = method == "graph_moran" and (graph is None or params.get("residuals"))
-    if method in _STREAMING and not own_graph:
+def check_streams(method: str, X, graph) -> None:
+    """Refuse, naming the alternatives, a method that cannot stream the out-of-core X (``MethodInfo.streams``).
+
+    An ``own_graph`` method streams X only on a given graph: the graph it builds itself is built in memory.
+    """
+    info = method_info(method)
+    if info.streams and (graph is not None or not info.own_graph):
         return  # a graph not given is built by similarity_graph from streamed principal components
-    if method in _STREAMING:
-        why = ("it refines its own graph on its top genes in memory: pass graph= (e.g. adata.obsp['connectivities'] "
+    if info.streams:
+        why = ("it builds its own graph in memory: pass graph= (e.g. adata.obsp['connectivities'] "
                "after sc.pp.neighbors, or glfs.tl.select(..., obsp='connectivities'))")
-        if params.get("residuals"):
-            why = "residuals=True forms the Pearson residuals from counts in memory"
     else:
         why = "it needs X in memory"
+    streaming = ", ".join(f"{m} (on a given graph)" if i.own_graph else m for m, i in METHODS.items() if i.streams)
     msg = (
         f"method {method!r} cannot stream an out-of-core X ({X.describe()}): {why}. "
-        f"Methods that stream it: {', '.join(_STREAMING)} (graph_moran on a given graph); or load X first "
+        f"Methods that stream it: {streaming}; or load X first "
         f"(adata.to_memory(), or X.compute() for a dask array; {X.memory_hint()})"
     )
     raise ValueError(msg)
 
 
 # ---- method parameters, checked without running the method ---------------------------------
-# Every registered function takes ``**params`` and passes them on to the function that
-# does the work; that function's signature names the parameters (and, through its
-# annotations and defaults, their kinds).  A row: method -> (that function, the names
-# the select_* wrapper sets itself, which a caller cannot pass).  The HVG flavours pass
-# them to scanpy: their names are glfs.scores.hvg.FLAVOR_PARAMS (scanpy is not imported here).
-# A method with **params and no row: its names are checked only when it runs (method_params
-# returns None).  tests/test_validation.py checks that each method accepts the defaults of
-# the names listed here and refuses other names.
-_NO_PARAMS = ("laplacian_score", "fisher_score", "variance", "deviance")
-_PARAM_SOURCES = {
-    "lapaofs": (optimal.optimal_design_greedy, {"X", "W", "n_features", "criterion"}),
-    "lapdofs": (optimal.optimal_design_greedy, {"X", "W", "n_features", "criterion"}),
-    "glfs": (design.glfs_design, {"X", "W", "n_features_to_select", "start"}),
-    "glfs_exact": (gradient.glfs, {"X", "W", "n_features", "objective"}),
-    "glfs_paper": (gradient.glfs, {"X", "W", "n_features", "objective"}),
-    "glfs_printed": (gradient.glfs, {"X", "W", "n_features", "objective"}),
-    "lkr_score": (lkr.lkr_score, {"X", "W", "labels"}),
-    "lkr_score_supervised": (lkr.lkr_score, {"X", "W", "labels", "n_neighbors"}),
-    "ufi": (ufi.ufi, {"X", "n_features", "full_ranking"}),
-    "spca": (baselines.spca_score, {"X", "random_state", "return_components", "return_info"}),
-    "q_alpha": (baselines.q_alpha, {"X", "random_state", "return_info"}),
-    "graph_moran": (moran.select_graph_moran, {"X", "W", "n_features", "labels", "random_state", "counts"}),
-}
-_STANDARD = {"X", "W", "n_features", "labels", "random_state"}
+# Every parameter of a method is named in one place: the signature of the function its registry row
+# points at (MethodInfo.params_from, or fn itself), less the arguments glfs.select passes itself
+# (_PASSED) and the names fn sets itself (MethodInfo.fixed_params).  glfs.select checks the names
+# before the method runs; tests/test_validation.py checks that each method accepts the defaults of
+# the names found here and refuses other names.
+_PASSED = {"X", "W", "n_features", "n_features_to_select", "labels", "random_state", "counts"}
 
 
 def method_params(method: str):
@@ -367,25 +347,19 @@ def method_params(method: str):
     Returns a dict name -> :class:`inspect.Parameter` (with the default and,
     where the function has one, the annotation), or None when the method's
     parameters are not known (a registered function that takes ``**params``
-    and has no row in ``glfs.api._PARAM_SOURCES``).
+    and names no ``params_from``).
     """
-    import inspect
-
     info = method_info(method)
-    if method in _NO_PARAMS:
-        return {}
-    if info.family == "hvg":
-        return {
-            p: inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, default=None)
-            for p in hvg.FLAVOR_PARAMS.get(method, ())
-        }
-    fn, own = _PARAM_SOURCES.get(method, (info.fn, _STANDARD))
-    sig = inspect.signature(fn)
-    if fn is info.fn and any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+    source = info.params_from or info.fn
+    if isinstance(source, tuple):  # names passed on to a library (scanpy): its defaults apply
+        return {p: inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, default=None) for p in source}
+    sig = inspect.signature(source)
+    if source is info.fn and any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
         return None
+    skip = _PASSED | set(info.fixed_params)
     return {
         name: p for name, p in sig.parameters.items()
-        if name not in own and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        if name not in skip and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     }
 
 
@@ -407,8 +381,6 @@ def _expected_kind(p) -> str | None:
 
 def _value_problem(value, kind: str) -> str | None:
     """Why ``value`` is not of the kind, in words; None when it is."""
-    import numbers
-
     base, nullable = kind.split("|")[0], kind.endswith("|None")
     if value is None and nullable:
         return None
@@ -446,17 +418,8 @@ def check_method_params(method: str, params: dict) -> None:
     ValueError
         Naming the parameter, the method and what was given.
     """
-    known = method_params(method)
-    if known is None:
-        return
-    if not isinstance(params, dict):
-        msg = f"parameters of method {method!r} must be a mapping name -> value; got {params!r}"
-        raise ValueError(msg)
-    for name, value in params.items():
-        if name not in known:
-            listed = f"its parameters are {sorted(known)}" if known else "it takes none"
-            msg = f"parameter {name!r} is not a parameter of method {method!r}; {listed}"
-            raise ValueError(msg)
+    known = _check_param_names(method, params)
+    for name, value in (params if known is not None else {}).items():
         kind = _expected_kind(known[name])
         problem = kind and _value_problem(value, kind)
         if problem:
@@ -464,12 +427,29 @@ def check_method_params(method: str, params: dict) -> None:
             raise ValueError(msg)
 
 
+def _check_param_names(method: str, params) -> dict:
+    """:func:`method_params` of ``method`` (None when unknown: nothing checked); a ValueError names a parameter
+    that is not one of them."""
+    known = method_params(method)
+    if known is None:
+        return None
+    if not isinstance(params, dict):
+        msg = f"parameters of method {method!r} must be a mapping name -> value; got {params!r}"
+        raise ValueError(msg)
+    for name in params:
+        if name not in known:
+            listed = f"its parameters are {sorted(known)}" if known else "it takes none"
+            msg = f"parameter {name!r} is not a parameter of method {method!r}; {listed}"
+            raise ValueError(msg)
+    return known
+
+
 def _counts_for(method, X, counts):
     """The raw counts a count-based method scores: ``counts`` when given, else X when X holds counts."""
     if counts is None:
         return check_counts(
             X, name="X",
-            hint=f"method {method!r} scores raw counts: pass them as counts=... (glfs.tl.select reads adata.layers['counts'])",
+            hint=f"method {method!r} scores raw counts: pass them as counts=... (glfs.tl.select reads them from adata.layers[counts_layer])",
         )
     counts = check_counts(_input_counts(counts), name="counts", hint=f"method {method!r} scores raw counts")
     if counts.shape != X.shape:

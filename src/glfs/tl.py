@@ -16,8 +16,12 @@ Writes, for ``key = key_added or method``:
   uses scanpy's HVG.
 
 Methods that score raw counts (``hvg_seurat_v3``, ``hvg_pearson_residuals``,
-``deviance``) read them from ``adata.layers["counts"]`` (scanpy's convention;
-``counts_layer`` renames it), or from X when X holds counts.
+``deviance``) read them from ``adata.layers["counts"]`` (scanpy's convention,
+:data:`COUNTS_LAYER`; ``counts_layer`` renames it), or from X when X holds counts.
+
+:func:`selection` is the adapter itself: it reads X, the graph, the labels and the raw
+counts of an AnnData, runs :func:`glfs.select` and returns its :class:`glfs.Selection`,
+writing nothing (the workflow's ``select_features`` step calls it and writes files).
 
 Everything is computed before anything is written, so a failed call leaves
 the AnnData unchanged.  What it does is logged at INFO on the ``glfs``
@@ -32,20 +36,20 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
-from glfs.anndata_writers import GRAPH_KEY as _GRAPH_KEY
-from glfs.anndata_writers import write_graph, write_selection
+from glfs.anndata_writers import COUNTS_LAYER, GRAPH_KEY, write_graph, write_selection
+from glfs.api import check_streams, method_info, n_to_select
+from glfs.api import select as _select
 from glfs.core._validation import check_X
 from glfs.core.out_of_core import OutOfCore, out_of_core_kind
-from glfs.core.value_checks import holds_counts
-from glfs.api import _check_streams, method_info, n_to_select
-from glfs.api import select as _select
+from glfs.core.result import Selection
+from glfs.core.value_checks import holds_counts, looks_like_counts
+from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
 
 log = logging.getLogger(__name__)
 
-__all__ = ["select", "GRAPH_KEY"]
-
-GRAPH_KEY = _GRAPH_KEY
+__all__ = ["select", "selection", "GRAPH_KEY", "COUNTS_LAYER"]
 
 
 def select(
@@ -61,7 +65,7 @@ def select(
     random_state: int | None = 0,
     inplace: bool = True,
     n_features: int | None = None,
-    counts_layer: str = "counts",
+    counts_layer: str = COUNTS_LAYER,
     graph_key: str | None = None,
     mark_highly_variable: bool = False,
     **params,
@@ -121,35 +125,11 @@ def select(
     t0 = time.perf_counter()
     key = key_added or method
     graph_key = _graph_key(graph_key, key_added)
-    X = _expression(adata, layer)
-    graph = _given_graph(adata, obsp, info, method)
-    if out_of_core_kind(X) is not None:  # backed AnnData or dask X: read once here, then streamed by the scores
-        X = check_X(X, read_only=True, lazy=True)
-        _check_streams(method, X, graph, params)
-    counts, counts_from = _counts(adata, X, layer, counts_layer, info, method)
-    log.info(
-        "tl.select: %s on %d samples x %d genes (%s; %s)",
-        method, adata.n_obs, adata.n_vars, f"layer {layer!r}" if layer is not None else "adata.X", info.description,
-    )
-    if not info.needs_counts:
-        _warn_if_counts(X, layer)
-    labels = _labels(adata, labels_key, info, method)
-    graph = _graph_to_use(X, graph, info, obsp, graph_params)
-    log.info("tl.select: scoring %d genes with %s (n_features_to_select=%s)", adata.n_vars, method, k)
-    t1 = time.perf_counter()
-    sel = _select(
-        X,
-        method=method,
-        graph=graph,
-        n_features_to_select=n_features_to_select,
-        n_features=n_features,
-        labels=labels,
-        random_state=random_state,
-        counts=counts,
-        **params,
+    sel, graph, counts_from = _run(
+        adata, method, n_features_to_select, layer=layer, obsp=obsp, labels_key=labels_key, graph_params=graph_params,
+        random_state=random_state, n_features=n_features, counts_layer=counts_layer, default_graph=None, params=params,
     )
     df = _selection_frame(sel, adata.var_names)
-    log.info("tl.select: %s took %.1f s", method, time.perf_counter() - t1)
     if not inplace:
         return df
     # all computation done: now write (the one writer shared with the workflow)
@@ -171,6 +151,90 @@ def select(
         method, time.perf_counter() - t0, key, key, key,
     )
     return None
+
+
+def selection(
+    adata,
+    method: str = "laplacian_score",
+    n_features_to_select: int | None = None,
+    *,
+    layer: str | None = None,
+    obsp: str | None = None,
+    labels_key: str | None = None,
+    graph_params: dict | None = None,
+    random_state: int | None = 0,
+    n_features: int | None = None,
+    counts_layer: str = COUNTS_LAYER,
+    default_graph=None,
+    **params,
+) -> Selection:
+    """Run a :func:`glfs.select` method on an AnnData and return its Selection; nothing is written.
+
+    The one adapter from an AnnData to :func:`glfs.select` (:func:`select` calls it, then writes):
+    X is ``adata.X`` or ``adata.layers[layer]``; the graph is ``adata.obsp[obsp]``, else
+    ``default_graph``, else built from X with ``graph_params`` (a method that builds its own graph,
+    ``MethodInfo.own_graph``, does so instead); the labels are ``adata.obs[labels_key]`` (supervised
+    methods); the raw counts are ``adata.layers[counts_layer]`` (methods that score counts, or take
+    them when present), else X when X holds counts.
+
+    Parameters
+    ----------
+    adata : anndata.AnnData
+        obs = samples (patients, cells), var = genes.
+    method, n_features_to_select, layer, obsp, labels_key, graph_params, random_state, n_features, counts_layer, **params
+        As :func:`select`.
+    default_graph : sparse (n_samples, n_samples), optional
+        The graph :func:`glfs.select` would build from X (:func:`glfs.similarity_graph` with
+        ``graph_params``), built before, e.g. by a workflow step: used in its place.  ``obsp``
+        takes precedence, and a method that builds its own graph ignores it.
+
+    Returns
+    -------
+    Selection
+        As :func:`glfs.select`; ``extra["graph"]`` holds the graph of a method that built its own.
+    """
+    sel, _, _ = _run(
+        adata, method, n_features_to_select, layer=layer, obsp=obsp, labels_key=labels_key, graph_params=graph_params,
+        random_state=random_state, n_features=n_features, counts_layer=counts_layer, default_graph=default_graph,
+        params=params,
+    )
+    return sel
+
+
+def _run(adata, method, n_features_to_select, *, layer, obsp, labels_key, graph_params, random_state, n_features,
+         counts_layer, default_graph, params):
+    """(Selection, the graph given or built here or None, where the counts came from) of :func:`selection`."""
+    info = method_info(method)
+    X = _expression(adata, layer)
+    graph = _given_graph(adata, obsp, info, method)
+    if out_of_core_kind(X) is not None:  # backed AnnData or dask X: read once here, then streamed by the scores
+        X = check_X(X, read_only=True, lazy=True)
+        check_streams(method, X, graph)
+    counts, counts_from = _counts(adata, X, layer, counts_layer, info, method)
+    log.info(
+        "tl.select: %s on %d samples x %d genes (%s; %s)",
+        method, adata.n_obs, adata.n_vars, f"layer {layer!r}" if layer is not None else "adata.X", info.description,
+    )
+    if not info.needs_counts:
+        _warn_if_counts(X, layer)
+    labels = _labels(adata, labels_key, info, method)
+    graph = _graph_to_use(X, graph, info, obsp, graph_params, default_graph)
+    log.info("tl.select: scoring %d genes with %s (n_features_to_select=%s)", adata.n_vars, method,
+             n_to_select(n_features_to_select, n_features))
+    t1 = time.perf_counter()
+    sel = _select(
+        X,
+        method=method,
+        graph=graph,
+        n_features_to_select=n_features_to_select,
+        n_features=n_features,
+        labels=labels,
+        random_state=random_state,
+        counts=counts,
+        **params,
+    )
+    log.info("tl.select: %s took %.1f s", method, time.perf_counter() - t1)
+    return sel, graph, counts_from
 
 
 def _check_key_added(key_added) -> None:
@@ -224,10 +288,8 @@ def _counts(adata, X, layer, counts_layer, info, method):
     if counts_layer in adata.layers:
         log.info("tl.select: %s scores the raw counts in adata.layers[%r]", method, counts_layer)
         return adata.layers[counts_layer], f"layers:{counts_layer}"
-    import scipy.sparse as sp
-
     where = f"adata.layers[{layer!r}]" if layer is not None else "adata.X"
-    if not isinstance(X, OutOfCore) and holds_counts(X if sp.issparse(X) else np.asarray(X)):
+    if holds_counts(X if sp.issparse(X) or isinstance(X, OutOfCore) else np.asarray(X)):
         log.info("tl.select: %s scores %s, which holds raw counts", method, where)
         return None, "X" if layer is None else f"layers:{layer}"
     msg = (
@@ -278,15 +340,17 @@ def _labels(adata, labels_key, info, method):
     return adata.obs[labels_key].to_numpy()
 
 
-def _graph_to_use(X, graph, info, obsp, graph_params):
-    """The given graph, or a kNN graph built from X (``DEFAULT_GRAPH_PARAMS`` updated by ``graph_params``) when
-    the method needs one and does not build its own (``info.own_graph``: None, the method builds it)."""
+def _graph_to_use(X, graph, info, obsp, graph_params, default_graph):
+    """The given graph; else, when the method needs one and does not build its own (``info.own_graph``: None,
+    the method builds it), ``default_graph`` or a kNN graph built from X (``DEFAULT_GRAPH_PARAMS`` updated by
+    ``graph_params``)."""
     if info.needs_graph and graph is None and info.own_graph:
         log.info("tl.select: %s builds its own cell graph", info.name)
         return None
+    if info.needs_graph and graph is None and default_graph is not None:
+        log.info("tl.select: using the graph given as default_graph")
+        return default_graph
     if info.needs_graph and graph is None:
-        from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
-
         gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
         log.info("tl.select: building a kNN patient-similarity graph (n_neighbors=%s, kernel=%r)", gp["n_neighbors"], gp["kernel"])
         return similarity_graph(X, **gp)
@@ -312,10 +376,6 @@ def _selection_frame(sel, var_names):
 
 def _warn_if_counts(X, layer) -> None:
     """Log a warning when the matrix looks like raw counts (glfs.core.value_checks.looks_like_counts)."""
-    import scipy.sparse as sp
-
-    from glfs.core.value_checks import looks_like_counts
-
     if isinstance(X, OutOfCore):  # not read again for a warning
         return
     values = X.data if sp.issparse(X) else np.asarray(X)

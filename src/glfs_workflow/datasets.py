@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from glfs.anndata_writers import COUNTS_LAYER
+from glfs.api import method_info
 from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS
 from glfs.core.value_checks import SCALE_RANGE, looks_like_counts, scale_problem
 from glfs_workflow.preprocessing import preprocess
@@ -236,8 +238,8 @@ def prepare_dataset(
     if counts is not None:
         # scanpy's convention: the raw counts beside the normalised X, for the methods and
         # evaluations that score counts (glfs.METHODS[m].needs_counts)
-        adata.layers["counts"] = counts[:, keep] if not keep.all() else counts
-        log.info("kept the raw counts in layers['counts'] (%d non-zeros)", adata.layers["counts"].nnz)
+        adata.layers[COUNTS_LAYER] = counts[:, keep] if not keep.all() else counts
+        log.info("kept the raw counts in layers[%r] (%d non-zeros)", COUNTS_LAYER, adata.layers[COUNTS_LAYER].nnz)
     info["counts_layer"] = counts is not None
     adata.uns["dataset"] = _plain(info)
     return adata
@@ -519,3 +521,17 @@ def _dataset_info(
         counts = obs["label"].value_counts().sort_index()
         info["label_counts"] = {"labels": [str(k) for k in counts.index], "counts": [int(v) for v in counts.to_numpy()]}
     return info
+
+
+def check_counts_kept(adata, method: str, dataset: str, source) -> None:
+    """Refuse a method that scores raw counts on a prepared dataset that kept none (no ``layers[COUNTS_LAYER]``),
+    naming the dataset's config keys to change (the library's own message names only the layer)."""
+    if not method_info(method).needs_counts or COUNTS_LAYER in adata.layers:
+        return
+    msg = (
+        f"dataset {dataset!r}: method {method!r} scores raw counts, but {source} has no layers[{COUNTS_LAYER!r}]: "
+        f"the input of datasets.{dataset}.expression does not hold raw counts (non-negative integers). "
+        f"Name the .h5ad layer with the counts (datasets.{dataset}.layer: {COUNTS_LAYER}) or leave {method!r} "
+        f"out of datasets.{dataset}.methods"
+    )
+    raise ValueError(msg)

@@ -44,12 +44,13 @@ def side_by_side_methods() -> list[str]:
     what GLFS builds on: the first graph-based unsupervised method of the gene-wise scores (the Laplacian
     score) and of the greedy optimal designs (LapAOFS), in registry order."""
     glfs = [m for m, info in METHODS.items() if info.is_glfs]
+    return [*glfs, first_graph_method("score"), first_graph_method("optimal_design")]
 
-    def first(family):
-        return next(m for m, info in METHODS.items()
-                    if info.family == family and info.needs_graph and not info.needs_labels)
 
-    return [*glfs, first("score"), first("optimal_design")]
+def first_graph_method(family: str) -> str:
+    """The first graph-based unsupervised method of a family, in registry order: for ``"score"`` the Laplacian
+    score, the gene-wise score GLFS builds on and the paper compares it with (Fig. 1B)."""
+    return next(m for m, info in METHODS.items() if info.family == family and info.needs_graph and not info.needs_labels)
 
 
 def glfs_classifier_rows() -> list[str]:

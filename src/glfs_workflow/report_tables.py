@@ -301,13 +301,14 @@ def _simulation_rows(ctx: dict) -> list:
     if sim is not None and not sim.empty:
         a = sim[sim["n_noise"] == simcfg.get("n_noise_at_sigma")]
         b = sim[np.isclose(sim["sigma"], float(simcfg.get("sigma_at_n_noise", np.nan)))]
+        graph_score = F.first_graph_method("score")
         for m in sorted(sim["method"].unique()):
             best, lo, hi = _max_x_with_full_recovery(a[a["method"] == m], "sigma")
             if _is_glfs(m):
                 rows.append(_sigma_row(m, best, lo, hi, _failing_points(a[a["method"] == m], "sigma")))
             bestn, lo, hi = _max_x_with_full_recovery(b[b["method"] == m], "n_noise")
-            if _is_glfs(m) or m == "laplacian_score":
-                rows.append(_n_noise_row(m, bestn, lo, hi, _failing_points(b[b["method"] == m], "n_noise")))
+            if _is_glfs(m) or m == graph_score:
+                rows.append(_n_noise_row(m, m == graph_score, bestn, lo, hi, _failing_points(b[b["method"] == m], "n_noise")))
     return rows
 
 
@@ -323,9 +324,9 @@ def _sigma_row(m: str, best, lo, hi, failing: list) -> dict:
             "this run": "none" if best is None else best, "note": note, "kind": "sigma", "method": m}
 
 
-def _n_noise_row(m: str, bestn, lo, hi, failing: list) -> dict:
-    """The row "largest N with Score = 1" of a GLFS reading or the Laplacian score."""
-    key = "sim_n_noise_ls" if m == "laplacian_score" else "sim_n_noise_glfs"
+def _n_noise_row(m: str, is_graph_score: bool, bestn, lo, hi, failing: list) -> dict:
+    """The row "largest N with Score = 1" of a GLFS reading or the graph score (the Laplacian score)."""
+    key = "sim_n_noise_ls" if is_graph_score else "sim_n_noise_glfs"
     ref, _, val = PAPER_CLAIMS[key]
     note = f"grid N = {lo}..{hi}"
     if hi is not None and hi < val:

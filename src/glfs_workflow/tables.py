@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from glfs.anndata_writers import CONVERGENCE_KEYS, GRAPH_KEY, write_selection
-from glfs.api import plain_value
+from glfs.anndata_writers import CONVERGENCE_KEYS, COUNTS_LAYER, GRAPH_KEY, write_selection
+from glfs.api import method_info, plain_value
 from glfs.core.result import Selection, make_selection
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,15 @@ def selection_meta(sel: Selection, *, n_features, graph: str) -> dict:
         # plain diagnostics only: a graph a method built itself (Selection.extra["graph"]) is not JSON
         "extra": {k: plain_value(v) for k, v in sel.extra.items() if not sp.issparse(v)},
     }
+
+
+def selection_graph(sel: Selection, graph_file) -> str:
+    """The sidecar's record of the graph a selection used (``selection_meta``'s ``graph``): the dataset graph's
+    file, ``"none"``, or ``"own: ..."`` for a method that builds its own (``MethodInfo.own_graph``)."""
+    info = method_info(sel.method)
+    if info.own_graph:
+        return "own: " + str(sel.params.get("graph_built", "built by the method"))
+    return str(graph_file) if info.needs_graph else "none"
 
 
 def _graph_record(graph: str) -> str:
@@ -154,8 +163,8 @@ def leiden_matrix(adata):
     from glfs_workflow.preprocessing import preprocess
 
     method = adata.uns.get("dataset", {}).get("preprocess", "none")
-    if method == "none" and "counts" in adata.layers:
-        counts = adata.layers["counts"]
+    if method == "none" and COUNTS_LAYER in adata.layers:
+        counts = adata.layers[COUNTS_LAYER]
         # sparse counts stay sparse (float64: the values the dense normalisation gave)
         counts = sp.csr_matrix(counts, dtype=np.float64) if sp.issparse(counts) else np.asarray(counts, dtype=np.float64)
         X, _, used = preprocess(counts, list(adata.var_names), "normalize_log1p")

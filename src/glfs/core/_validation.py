@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from glfs.core.limits import DENSE_ALTERNATIVE
 from glfs.core.structure import canonical, check_sparse_structure, check_stored_values
 from glfs.core.out_of_core import (
-    STREAMING_SCORES, OutOfCore, _check_size, _ComplexInput, _count_nonfinite, _refuse_complex, out_of_core_kind,
+    OutOfCore, _check_size, _ComplexInput, _count_nonfinite, _refuse_complex, out_of_core_kind,
 )
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,6 @@ __all__ = [
     "check_nonnegative",
     "ParameterTypeError",
     "check_labels",
-    "check_params",
     "constant_features",
     "warn_constant",
     "ConstantFeatureWarning",
@@ -201,7 +200,7 @@ def check_X(
             msg = (
                 f"{name} is an out-of-core matrix ({ooc.describe()}); {method or 'this function'} needs it in memory. "
                 f"Load it first (adata.to_memory(), or X.compute() for a dask array; {ooc.memory_hint()}), "
-                f"or use a score that streams it: {', '.join(STREAMING_SCORES)}"
+                "or use a method that streams it (glfs.METHODS[m].streams)"
             )
             raise ValueError(msg)
         if kind == "validated":
@@ -378,9 +377,3 @@ def warn_constant(mask: np.ndarray, method: str) -> None:
         log.warning(msg)
 
 
-def check_params(method, params, allowed):
-    """Refuse keyword parameters of a method outside ``allowed`` (a set of names), naming them."""
-    bad = sorted(set(params) - set(allowed))
-    if bad:
-        msg = f"method {method!r} accepts parameters {sorted(allowed)}; got unknown {bad}"
-        raise ValueError(msg)

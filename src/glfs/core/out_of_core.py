@@ -1,7 +1,7 @@
 """An out-of-core X, read in blocks: an AnnData backed matrix, an h5py dataset or a dask array.
 
 :func:`glfs.core._validation.check_X` (``lazy=True``) wraps such an X in an :class:`OutOfCore` and
-reads it once; the streaming scores (:data:`STREAMING_SCORES`) then take it gene block by gene
+reads it once; the streaming scores (the methods with ``glfs.METHODS[m].streams``) then take it gene block by gene
 block, each block at most :data:`STREAM_VALUES` values.  ``STREAM_VALUES`` is a public setting:
 on a machine with more memory, raise it (``glfs.core.out_of_core.STREAM_VALUES = 2**28``) for fewer,
 larger blocks.  A row-stored sparse X (CSR file, dask array) with 3 or more gene blocks is split
@@ -27,11 +27,8 @@ from glfs.core.structure import canonical, check_indptr, check_sparse_structure,
 
 log = logging.getLogger(__name__)
 
-__all__ = ["OutOfCore", "out_of_core_kind", "STREAMING_SCORES", "STREAM_VALUES", "SPILL"]
+__all__ = ["OutOfCore", "out_of_core_kind", "STREAM_VALUES", "SPILL"]
 
-
-#: The functions that read an out-of-core X block by block (:class:`OutOfCore`).
-STREAMING_SCORES = ("laplacian_score", "variance", "fisher_score", "glfs.scores.moran.graph_autocorrelation")
 
 #: Values (non-zeros of a sparse X, entries of a dense one) per block streamed from an out-of-core X:
 #: 2**26 = 67 million, about 0.5 GB as float32 values with int32 indices.

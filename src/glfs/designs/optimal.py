@@ -282,14 +282,7 @@ def lapdofs(X, W, n_features: int = 50, lambda1: float = LAMBDA1, lambda2: float
     return res["order"]
 
 
-def _select(method, criterion, X, W, n_features, params) -> Selection:
-    allowed = {"lambda1", "lambda2"}
-    bad = sorted(set(params) - allowed)
-    if bad:
-        msg = f"method {method!r} accepts parameters {sorted(allowed)}; got unknown {bad}"
-        raise ValueError(msg)
-    lambda1 = params.get("lambda1", LAMBDA1)
-    lambda2 = params.get("lambda2", LAMBDA2)
+def _select(method, criterion, X, W, n_features, lambda1=LAMBDA1, lambda2=LAMBDA2) -> Selection:
     res = optimal_design_greedy(X, W, n_features, criterion=criterion, lambda1=lambda1, lambda2=lambda2)
     const = res["constant"]
     warn_constant(const, method)
@@ -328,7 +321,7 @@ def select_lapaofs(X, W, *, n_features, labels=None, random_state=None, **params
     constant genes.  ``extra["trace"]`` is Tr(H_S^-1) after each step.
     ``labels`` and ``random_state`` are ignored (deterministic, unsupervised).
     """
-    return _select("lapaofs", "A", X, W, n_features, params)
+    return _select("lapaofs", "A", X, W, n_features, **params)
 
 
 def select_lapdofs(X, W, *, n_features, labels=None, random_state=None, **params) -> Selection:
@@ -337,4 +330,4 @@ def select_lapdofs(X, W, *, n_features, labels=None, random_state=None, **params
     As :func:`select_lapaofs` with Eq. 29 (g' A_k^-1 g) as the criterion and
     ``extra["logdet"]`` = log det(H_S) after each step.
     """
-    return _select("lapdofs", "D", X, W, n_features, params)
+    return _select("lapdofs", "D", X, W, n_features, **params)

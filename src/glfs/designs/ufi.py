@@ -469,11 +469,6 @@ def select_ufi(X, W=None, *, n_features, labels=None, random_state=None, **param
     NaN, ranked last.  Parameters: ``ridge``, ``relative_ridge``, ``n_instances``,
     ``n_iter`` (see :func:`ufi`).
     """
-    allowed = {"ridge", "relative_ridge", "n_instances", "n_iter", "refresh_every", "form"}
-    bad = sorted(set(params) - allowed)
-    if bad:
-        msg = f"method 'ufi' accepts parameters {sorted(allowed)}; got unknown {bad}"
-        raise ValueError(msg)
     res = ufi(X, n_features=n_features, full_ranking=True, **params)
     warn_constant(res.constant, "ufi")
     d = res.constant.shape[0]

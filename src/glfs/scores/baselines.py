@@ -63,7 +63,7 @@ from threadpoolctl import threadpool_limits
 
 from glfs.core._progress import Progress
 from glfs.core.result import Selection, make_selection
-from glfs.core._validation import check_int, check_params, check_positive, check_X, constant_features, warn_constant
+from glfs.core._validation import check_int, check_positive, check_X, constant_features, warn_constant
 
 log = logging.getLogger(__name__)
 
@@ -347,7 +347,6 @@ def select_spca(X, W=None, *, n_features, labels=None, random_state=0, **params)
     Ranking: loading mass (higher first); genes without loading by variance,
     then index; constant genes last (NaN).  ``W`` and ``labels`` are ignored.
     """
-    check_params("spca", params, {"n_components", "n_nonzero", "solver", "alpha", "max_iter", "tol"})
     Xd = check_X(X, dense=True)
     s, V, info = spca_score(
         Xd, random_state=0 if random_state is None else random_state, return_components=True, return_info=True, **params
@@ -374,7 +373,6 @@ def select_q_alpha(X, W=None, *, n_features, labels=None, random_state=0, **para
     NaN, ranked last.  ``W`` and ``labels`` are ignored; ``random_state``
     seeds the start Q.
     """
-    check_params("q_alpha", params, {"n_clusters", "init", "max_iter", "tol"})
     Xd = check_X(X, dense=True)
     a, info = q_alpha(Xd, random_state=0 if random_state is None else random_state, return_info=True, **params)
     warn_constant(constant_features(Xd), "q_alpha")

@@ -44,18 +44,8 @@ __all__ = [
     "select_hvg_cell_ranger",
     "select_hvg_seurat_v3",
     "select_hvg_pearson_residuals",
-    "FLAVOR_PARAMS",
     "pearson_residuals_bytes",
 ]
-
-#: Parameters each flavour accepts (passed on to scanpy unchanged; scanpy's defaults apply otherwise).
-FLAVOR_PARAMS = {
-    "hvg_seurat": ("n_bins",),
-    "hvg_cell_ranger": ("n_bins",),
-    "hvg_seurat_v3": ("span",),
-    "hvg_pearson_residuals": ("theta", "clip", "chunksize"),
-}
-
 
 def _scanpy():
     """scanpy and anndata, or an ImportError naming the extra to install."""
@@ -77,14 +67,6 @@ def _adata(X):
     return a
 
 
-def _check_params(method, params):
-    allowed = FLAVOR_PARAMS[method]
-    unknown = sorted(set(params) - set(allowed))
-    if unknown:
-        msg = f"method {method!r} accepts only {list(allowed)} (scanpy's parameters); got {unknown}"
-        raise ValueError(msg)
-
-
 def _frame(df, d):
     """scanpy's per-gene DataFrame in gene order (it may come back sorted or indexed by name)."""
     df = df.copy()
@@ -103,7 +85,6 @@ def _quiet():
 
 def _dispersion_flavor(method, flavor, X, n_features, params) -> Selection:
     sc, _ = _scanpy()
-    _check_params(method, params)
     d = X.shape[1]
     with _quiet():
         df = sc.pp.highly_variable_genes(_adata(X), flavor=flavor, n_top_genes=int(n_features), inplace=False, **params)
@@ -119,7 +100,6 @@ def _dispersion_flavor(method, flavor, X, n_features, params) -> Selection:
 
 def _ranked_flavor(method, X, n_features, params, call, score_column) -> Selection:
     """seurat_v3 / Pearson residuals: scanpy's call over all genes gives the full rank; the top n are its selection."""
-    _check_params(method, params)
     d = X.shape[1]
     with _quiet():
         df = call(_adata(X), n_top_genes=d, inplace=False, **params)
@@ -157,10 +137,10 @@ def select_hvg_cell_ranger(X, W=None, *, n_features, labels=None, random_state=N
     return _dispersion_flavor("hvg_cell_ranger", "cell_ranger", X, n_features, params)
 
 
-def select_hvg_seurat_v3(X, W=None, *, n_features, labels=None, random_state=None, **params) -> Selection:
+def select_hvg_seurat_v3(X, W=None, *, n_features, counts, labels=None, random_state=None, **params) -> Selection:
     """scanpy ``highly_variable_genes(flavor="seurat_v3")`` (Stuart et al., Cell 2019); needs scikit-misc.
 
-    X : (n_samples, n_features) raw counts.  Score: variance of the
+    counts : (n_samples, n_features) raw counts, the matrix scored (X is not read).  Score: variance of the
     standardised, clipped counts after a loess fit of log variance on log
     mean (``variances_norm``), higher is better.  Cost O(nnz(X)).
     """
@@ -181,27 +161,29 @@ def select_hvg_seurat_v3(X, W=None, *, n_features, labels=None, random_state=Non
             )
             raise ValueError(msg) from None
 
-    return _ranked_flavor("hvg_seurat_v3", X, n_features, params, call, "variances_norm")
+    return _ranked_flavor("hvg_seurat_v3", counts, n_features, params, call, "variances_norm")
 
 
-def select_hvg_pearson_residuals(X, W=None, *, n_features, labels=None, random_state=None, **params) -> Selection:
+def select_hvg_pearson_residuals(X, W=None, *, n_features, counts, labels=None, random_state=None,
+                                 **params) -> Selection:
     """scanpy ``experimental.pp.highly_variable_genes(flavor="pearson_residuals")`` (Lause et al., Genome Biol 2021).
 
-    X : (n_samples, n_features) raw counts.  Score: variance of the analytic
+    counts : (n_samples, n_features) raw counts, the matrix scored (X is not read).  Score: variance of the analytic
     Pearson residuals of a negative binomial null (theta 100, clipped at
     sqrt(n)), higher is better.  Cost O(n d) time (computed in gene chunks).
     """
-    n, d = X.shape
-    what = (f"scanpy's copies of the counts ({n} x {d}, {_nnz(X):.3g} non-zeros: the cell and gene subsets, "
-            "a CSC copy and the values as float64)" if sp.issparse(X) else
+    n, d = counts.shape
+    what = (f"scanpy's copies of the counts ({n} x {d}, {_nnz(counts):.3g} non-zeros: the cell and gene subsets, "
+            "a CSC copy and the values as float64)" if sp.issparse(counts) else
             f"scanpy's copies of the dense counts ({n} x {d}: the cell and gene subsets and a float64 copy)")
-    check_bytes("hvg_pearson_residuals", what, pearson_residuals_bytes(X), PEARSON_ALTERNATIVE, kind="copies of X")
+    check_bytes("hvg_pearson_residuals", what, pearson_residuals_bytes(counts), PEARSON_ALTERNATIVE,
+                kind="copies of X")
     sc, _ = _scanpy()  # after the size check: importing scanpy takes seconds
 
     def call(adata, **kw):
         return sc.experimental.pp.highly_variable_genes(adata, flavor="pearson_residuals", **kw)
 
-    return _ranked_flavor("hvg_pearson_residuals", X, n_features, params, call, "residual_variances")
+    return _ranked_flavor("hvg_pearson_residuals", counts, n_features, params, call, "residual_variances")
 
 
 #: What to do when scanpy's Pearson residuals would copy the counts beyond the size limit.

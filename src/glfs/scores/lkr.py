@@ -39,7 +39,6 @@ from glfs.core._validation import (
     check_graph,
     check_int,
     check_labels,
-    check_params,
     check_positive,
     check_X,
     constant_features,
@@ -389,9 +388,6 @@ def lkr_score(X, W=None, *, labels=None, h=None, ridge: float = 0.1, n_neighbors
     return scores
 
 
-_PARAMS = {"h", "ridge", "n_neighbors", "center"}
-
-
 def select_lkr_score(X, W, *, n_features, labels=None, random_state=None, **params) -> Selection:
     """Unsupervised LKR score as a :class:`~glfs.Selection` (registry ``"lkr_score"``).
 
@@ -399,7 +395,6 @@ def select_lkr_score(X, W, *, n_features, labels=None, random_state=None, **para
     densities (``n_neighbors`` then only matters when W is None).  ``labels``
     and ``random_state`` are ignored.  Lower score is better.
     """
-    check_params("lkr_score", params, _PARAMS)
     s = lkr_score(X, W, **params)
     return make_selection("lkr_score", s, higher_is_better=False, n_features=n_features, params=dict(params))
 
@@ -409,7 +404,6 @@ def select_lkr_score_supervised(X, W, *, n_features, labels=None, random_state=N
 
     Registry ``"lkr_score_supervised"``; needs ``labels``; W is ignored.
     """
-    check_params("lkr_score_supervised", params, _PARAMS - {"n_neighbors"})
     if labels is None:
         msg = "labels must be given for method 'lkr_score_supervised' (one label per sample); got None"
         raise ValueError(msg)

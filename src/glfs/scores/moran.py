@@ -289,7 +289,7 @@ def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, co
         raise ValueError(msg)
     graph_genes = check_int(graph_genes, "graph_genes", 2)
     if residuals and counts is None:
-        msg = "residuals=True scores the Pearson residuals of raw counts: pass counts=... (glfs.tl.select reads layers['counts'])"
+        msg = "residuals=True scores the Pearson residuals of raw counts: pass counts=... (glfs.tl.select reads them from adata.layers[counts_layer])"
         raise ValueError(msg)
     n, d = X.shape
 
