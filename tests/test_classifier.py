@@ -93,7 +93,7 @@ def test_design_classifier_supervised_on_planted_problem():
 
 def test_graph_params_reach_the_knn_graph(monkeypatch):
     """graph_params are passed to similarity_graph for every graph the classifier builds (whole set and folds)."""
-    from glfs.graph import similarity as graph_module
+    import glfs.sklearn as graph_module  # where GLFSClassifier looks similarity_graph up
 
     X, y, _, _ = _two_class(seed=1, n=40, n_noise=20)
     seen = []
@@ -174,6 +174,17 @@ def test_bad_parameters(kwargs, match):
     X, y, _, _ = _two_class(seed=5)
     with pytest.raises(ValueError, match=match):
         glfs.GLFSClassifier(**kwargs).fit(X, y)
+
+
+def test_too_many_neighbours_are_refused_not_capped():
+    """n_neighbors >= the samples of a graph (all of X or a CV training fold) is refused, as similarity_graph
+    refuses it; it was capped at n - 1 before, a different graph than the one asked for."""
+    X, y, _, _ = _two_class(seed=5)
+    X, y = X[:8], np.tile([0, 1], 4)
+    with pytest.raises(ValueError, match=r"n_neighbors must be smaller than the number of samples the graph is built "
+                                         r"on \(\d+: all of X, or a training fold of the cv=2 folds\); got 7"):
+        glfs.GLFSClassifier(n_neighbors=7, cv=2, n_genes_grid=(2,)).fit(X, y)
+    glfs.GLFSClassifier(n_neighbors=3, cv=2, n_genes_grid=(2,)).fit(X, y)  # 4 samples per training fold: runs
 
 
 def _shifted_classes(shift, seed=0, n=60, d=20):

@@ -21,7 +21,8 @@ from glfs.sklearn import FeatureSelector, GLFSClassifier
 ESTIMATORS = [
     FeatureSelector(),
     FeatureSelector(method="fisher_score", n_features_to_select=2),
-    GLFSClassifier(n_genes_grid=(1, 2), cv=2),
+    # n_neighbors 3: the checks fit on as few as 10 samples, CV training folds of 5 (more neighbours are refused)
+    GLFSClassifier(n_genes_grid=(1, 2), cv=2, n_neighbors=3),
 ]
 
 #: check name -> reason, per estimator class (none needed today).

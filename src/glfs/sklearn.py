@@ -7,13 +7,16 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.feature_selection import SelectorMixin
+from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from glfs.core._validation import check_int
 from glfs.api import method_info, select
+from glfs.core._validation import check_int, check_labels, check_X, constant_features
+from glfs.designs.budgeted import glfs_design
+from glfs.designs.gradient import glfs_path, laprls_fit
 from glfs.designs.gradient_model import DEFAULT_LAMBDA1, DEFAULT_LAMBDA2
-from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS
+from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS, label_graph, similarity_graph
 
 __all__ = ["FeatureSelector", "GLFSClassifier"]
 
@@ -242,22 +245,20 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
         self.graph_params = graph_params
 
     def _graph(self, X, y01):
-        from glfs.graph.similarity import label_graph, similarity_graph
-
         if self.graph == "labels":
             return label_graph(y01)
         if self.graph == "knn":
-            return similarity_graph(
-                X, n_neighbors=min(self.n_neighbors, X.shape[0] - 1), kernel=self.kernel, **(self.graph_params or {})
-            )
+            if self.n_neighbors >= X.shape[0]:  # refused as similarity_graph refuses it, never capped
+                msg = (
+                    f"n_neighbors must be smaller than the number of samples the graph is built on ({X.shape[0]}: "
+                    f"all of X, or a training fold of the cv={self.cv} folds); got {self.n_neighbors}"
+                )
+                raise ValueError(msg)
+            return similarity_graph(X, n_neighbors=self.n_neighbors, kernel=self.kernel, **(self.graph_params or {}))
         msg = f"graph must be 'knn' or 'labels'; got {self.graph!r}"
         raise ValueError(msg)
 
     def _path(self, X, y01, lams=None):
-        import warnings
-
-        from glfs.designs.gradient import glfs_path
-
         W = self._graph(X, y01)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -270,8 +271,6 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
     def _supports(self, X, y01, grid=None):
         """(W, grid, supports (len(grid), d) bool, converged (len(grid),) bool, path or None)."""
         if self.objective == "design":
-            from glfs.designs.budgeted import glfs_design
-
             W = self._graph(X, y01)
             supports, conv = [], []
             for k in grid:
@@ -288,8 +287,6 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
 
     @staticmethod
     def _fit_rls(X, y01, W, support, lambda1, lambda2):
-        from glfs.designs.gradient import laprls_fit
-
         mx = X[:, support].mean(axis=0)
         my = float(y01.mean())
         if not support.any():
@@ -322,10 +319,6 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y):
         """Select genes and fit LapRLS on X (n_samples, n_features) and two-class labels y."""
-        from sklearn.model_selection import StratifiedKFold
-
-        from glfs.core._validation import check_labels, check_X, constant_features
-
         self._check_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2)
         check_classification_targets(y)

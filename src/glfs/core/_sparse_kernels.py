@@ -220,13 +220,13 @@ _JIT: dict = {}
 
 
 def _kernel(name):
-    """The numba-compiled kernel ``_nb_<name>`` (compiled on first use, cached on disk)."""
+    """The numba-compiled kernel ``_KERNELS[name]`` (compiled on first use, cached on disk)."""
     fn = _JIT.get(name)
     if fn is None:
         global numba
         import numba
 
-        fn = numba.njit(cache=True, parallel=name not in _SEQUENTIAL, nogil=True)(globals()[f"_nb_{name}"])
+        fn = numba.njit(cache=True, parallel=name not in _SEQUENTIAL, nogil=True)(_KERNELS[name])
         _JIT[name] = fn
     return fn
 
@@ -258,3 +258,11 @@ def _nb_deviance(indptr, indices, data, n_cell, pi, n_parts):
     for q in range(n_parts):
         out += part[q]
     return out[0], out[1]
+
+
+#: The kernels by the name :func:`_kernel` is called with (the Python functions numba compiles).
+_KERNELS = {
+    "stats": _nb_stats, "sums": _nb_sums, "cross": _nb_cross, "stats_csc": _nb_stats_csc,
+    "sums_csc": _nb_sums_csc, "cross_csc": _nb_cross_csc, "scan": _nb_scan, "split": _nb_split,
+    "deviance": _nb_deviance,
+}

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from glfs.core.limits import DENSE_ALTERNATIVE
+from glfs.core.limits import DENSE_ALTERNATIVE, check_dense_size
 from glfs.core.structure import canonical, check_sparse_structure, check_stored_values
 from glfs.core.out_of_core import (
     OutOfCore, _check_size, _ComplexInput, _count_nonfinite, _refuse_complex, out_of_core_kind,
@@ -218,8 +218,6 @@ def check_X(
         check_sparse_structure(X, name)  # before anything reads the indices (docs/methods.md, "Size limits")
         X = canonical(X, name)
         if dense:
-            from glfs.core.limits import check_dense_size
-
             n, d = X.shape
             check_dense_size(
                 method or name, f"a dense copy of the sparse {name} ({n} x {d})", float(n) * d, DENSE_ALTERNATIVE,

@@ -21,7 +21,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import ElasticNet
 
 from glfs.core._validation import check_X
+from glfs.designs.gradient import laprls_fit
+from glfs.designs.gradient_model import DEFAULT_LAMBDA1, DEFAULT_LAMBDA2
 from glfs.evaluate.clustering import _as_dense
+from glfs.graph.similarity import label_graph
 
 log = logging.getLogger(__name__)
 
@@ -243,10 +246,6 @@ def laprls_random_floor(X, y, train, cv, n_genes: int, *, draws: int, random_sta
     the median CV and test errors over the draws (``draws`` odd, so the median is one draw's);
     ``params`` says so, names ``reference`` (the row whose gene count this is) and gives the ranges.
     """
-    from glfs.designs.gradient import laprls_fit
-    from glfs.designs.gradient_model import DEFAULT_LAMBDA1, DEFAULT_LAMBDA2
-    from glfs.graph.similarity import label_graph
-
     X, y, train = np.asarray(X), np.asarray(y), np.asarray(train, dtype=bool)
     classes = np.unique(y[train])
     y01 = (y == classes[1]).astype(np.float64)

@@ -35,6 +35,7 @@ from sklearn.metrics import mutual_info_score, normalized_mutual_info_score, pai
 from sklearn.metrics.cluster import contingency_matrix
 
 from glfs.core._validation import check_int, check_labels, check_X
+from glfs.graph.similarity import choose_neighbor_method, nearest_neighbors
 from glfs.evaluate.spectral import ARPACK_MAX_SAMPLES, EIGEN_SOLVERS, EIGEN_TOL, _spectral_labels, resolve_eigen_solver, shared_embedding
 
 log = logging.getLogger(__name__)
@@ -154,8 +155,6 @@ def knn_affinity(X, n_neighbors: int = 10, *, method: str = "auto", random_state
     X : array-like of shape (n_samples, n_features).  Returns a CSR matrix
     (n_samples, n_samples) with O(n * n_neighbors) entries.
     """
-    from glfs.graph.similarity import nearest_neighbors
-
     X = _as_dense(X)
     n = X.shape[0]
     k = min(check_int(n_neighbors, "n_neighbors", 1), n - 1)
@@ -316,8 +315,6 @@ def loo_1nn_accuracy(X, labels, *, method: str = "auto") -> float:
     components (exact brute force in float32, O(n^2 50); ``method="approx"``:
     pynndescent's index).
     """
-    from glfs.graph.similarity import choose_neighbor_method, nearest_neighbors
-
     X = _as_dense(X)
     n = X.shape[0]
     _, y = check_labels(labels, n, min_classes=1)

@@ -40,6 +40,7 @@ import scipy.sparse as sp
 from glfs.core._sparse_kernels import _kernel
 from glfs.core._validation import check_graph, check_int, check_labels, check_X, warn_constant
 from glfs.core.cluster import as_current, cluster_client, gene_parts, map_chunks, map_gene_blocks
+from glfs.core import out_of_core
 from glfs.core.out_of_core import OutOfCore
 
 log = logging.getLogger(__name__)
@@ -132,8 +133,6 @@ def sparse_blocks(X, dense_genes: int):
     gene blocks of :meth:`~glfs.core.out_of_core.OutOfCore.column_blocks` (CSR, or dense arrays of a
     dense source).  Dense X: column slices of ``dense_genes`` genes.
     """
-    from glfs.core.out_of_core import STREAM_VALUES
-
     n, d = X.shape
     if isinstance(X, OutOfCore):
         for cols, B in X.column_blocks(dense_genes=dense_genes):
@@ -146,7 +145,7 @@ def sparse_blocks(X, dense_genes: int):
         j0 = 0
         while j0 < d:
             base = csum[j0 - 1] if j0 else 0
-            j1 = min(d, max(j0 + 1, int(np.searchsorted(csum, base + STREAM_VALUES, side="right"))))
+            j1 = min(d, max(j0 + 1, int(np.searchsorted(csum, base + out_of_core.STREAM_VALUES, side="right"))))
             yield slice(j0, j1), X[:, j0:j1]
             j0 = j1
     else:
@@ -163,12 +162,10 @@ def gene_block_results(X, fn, shared, *, block_size: int, client=None, what: str
     as dask tasks, one per gene block, with ``shared`` scattered to every worker once
     (:func:`glfs.core.cluster.map_gene_blocks`); otherwise the blocks are read here, one at a time.
     """
-    from glfs.core.out_of_core import STREAM_VALUES
-
     n, d = X.shape
     cl = cluster_client(X, client)
     if cl is not None:
-        parts = gene_parts(X, STREAM_VALUES if X.format != "dense" else block_size * n, cl)
+        parts = gene_parts(X, out_of_core.STREAM_VALUES if X.format != "dense" else block_size * n, cl)
         results = zip(parts, map_gene_blocks(X, parts, fn, shared, cl, what))
     else:
         results = ((cols, fn(B, **shared)) for cols, B in sparse_blocks(X, block_size))

@@ -34,6 +34,7 @@ import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 from glfs.core.limits import check_dense_size
+from glfs.graph.similarity import similarity_graph
 from glfs.core.result import Selection, make_selection
 from glfs.core._validation import (
     check_graph,
@@ -190,8 +191,6 @@ def _knn_gaussian_graph(X, n_neighbors, h):
     With h None, h = mean squared distance over the graph's edges (the same h
     is then used for the regression kernel, so graph and kernel agree).
     """
-    from glfs.graph.similarity import similarity_graph
-
     A = similarity_graph(X, n_neighbors=n_neighbors, kernel="binary")
     A.sort_indices()
     sq = _row_sq_norms(X)

@@ -36,10 +36,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from glfs.core.result import Selection
+from glfs.core.result import Selection, make_selection
 from glfs.core._validation import ConstantFeatureWarning, check_graph, check_int, check_X, warn_constant
 from glfs.core.cluster import as_current
-from glfs.scores.genewise import gene_block_results
+from glfs.graph.similarity import similarity_graph
+from glfs.scores.genewise import DENSE_SHARE, _dense_parts, centred_sums, cross_sums, gene_block_results, sparse_stats
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +93,6 @@ def _sparse_block(B, W, U, w_row, w_tot, n, block_size):
     m^2 1'W1 with x'Wx from the pairs of non-zeros joined by an edge.  Genes stored in more than half
     of the cells (where that difference could cancel) are centred on their dense columns.
     """
-    from glfs.scores.genewise import DENSE_SHARE, _dense_parts, centred_sums, cross_sums, sparse_stats
-
     b = B.shape[1]
     scale, const, stored = sparse_stats(B)
     inv = 1.0 / scale
@@ -248,8 +247,6 @@ def cell_graph(X, genes=None, *, n_neighbors: int = CELL_GRAPH_NEIGHBORS, n_pcs:
     installed), on min(n_pcs, n_genes - 1) components; W_ij = 1 when i is among the
     ``n_neighbors`` nearest of j or j of i (scanpy's graph with unit weights).
     """
-    from glfs.graph.similarity import similarity_graph
-
     Xg = X if genes is None else X[:, np.asarray(genes)]
     n, g = Xg.shape
     pcs = min(int(n_pcs), g - 1, n - 1)
@@ -282,8 +279,6 @@ def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, co
     simulation evidence for each choice.  Cost: two PCA + kNN graphs and two sparse products
     W X (own graph), or one product (given graph).
     """
-    from glfs.core.result import make_selection
-
     if graph_from not in GRAPH_FROM:
         msg = f"graph_from must be one of {GRAPH_FROM}; got {graph_from!r}"
         raise ValueError(msg)

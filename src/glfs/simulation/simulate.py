@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from glfs.api import method_info, select
 from glfs.core._validation import check_int, check_real
+from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
 
 __all__ = ["make_planted", "recovery_score", "simulation_grid", "point_seed", "recovery_experiment"]
 
@@ -119,9 +121,6 @@ def recovery_experiment(
     list of dict
         Records ``method, sigma, n_noise, replicate, score``.
     """
-    from glfs.api import method_info, select
-    from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
-
     replicates = check_int(replicates, "replicates", min_val=1)
     gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
     out = []
