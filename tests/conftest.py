@@ -37,45 +37,13 @@ def restore_logging():
     signal.signal(signal.SIGTERM, term)
 
 
-def _run_in_child(fn, *args, timeout=120, **kwargs):
-    """Run ``fn(*args, **kwargs)`` in a forked child process, so that a crash (a signal) is seen, not suffered.
-
-    Returns ("ok", value), ("error", exception type name, message) or ("signal", signal number);
-    ("timeout", None) when the child runs past ``timeout`` seconds (then killed).
-    """
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-
-    def child():
-        try:
-            out = ("ok", fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - every exception is the result
-            out = ("error", type(exc).__name__, str(exc))
-        send.send(out)
-
-    proc = ctx.Process(target=child)
-    proc.start()
-    send.close()
-    try:
-        out = recv.recv() if recv.poll(timeout) else "timeout"
-    except EOFError:  # the child ended without a word: a signal
-        out = None
-    if out == "timeout":
-        proc.kill()
-        proc.join()
-        return ("timeout", None)
-    proc.join()
-    if out is None:
-        return ("signal", -proc.exitcode)
-    return out
-
-
 @pytest.fixture
 def in_child():
-    """:func:`_run_in_child`: a function run in a forked process, a signal reported as ("signal", n)."""
-    return _run_in_child
+    """:func:`isolation.run_in_child`: a module-level function run in a child process, a signal reported
+    as ("signal", n) instead of ending the test session."""
+    from isolation import run_in_child
+
+    return run_in_child
 
 
 @pytest.fixture(scope="module")

@@ -85,13 +85,16 @@ def test_constant_gene_nan_one_warning_never_selected(planted):
     X[:, 7] = 0.0
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        sel = glfs.select(X, "laplacian_score", n_features=X.shape[1])
+        sel = glfs.select(X, "laplacian_score", n_features=X.shape[1] - 2)
     const_warnings = [w for w in rec if issubclass(w.category, ConstantFeatureWarning)]
     assert len(const_warnings) == 1
     assert "2 constant" in str(const_warnings[0].message)
     assert np.isnan(sel.scores[[5, 7]]).all()
     assert not sel.selected[[5, 7]].any()
     assert set(sel.ranking[-2:]) == {5, 7}
+    # asking for every gene: 2 cannot be scored, so the selection is refused, not filled in gene order (issue 30)
+    with pytest.raises(ValueError, match=r"scores are NaN for 2 of \d+ genes \(e.g. columns \[5, 7\]\)"):
+        glfs.select(X, "laplacian_score", n_features=X.shape[1])
 
 
 def test_dense_and_sparse_inputs_agree(planted):

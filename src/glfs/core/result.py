@@ -122,15 +122,23 @@ def make_selection(
     weights=None,
     params: dict | None = None,
     extra: dict | None = None,
+    nan_reason: str | None = None,
 ) -> Selection:
     """Build a frozen :class:`Selection`.
 
     ``ranking`` defaults to sorting ``scores`` (NaN last, stable ties).
     ``selected`` defaults to the first ``n_features`` of the ranking, never
     including a feature whose score is NaN.
+
+    Refused (``ValueError`` naming the method, the count and ``nan_reason``, docs/data.md): a
+    selection by the scores (neither ``ranking`` nor ``selected`` given) with fewer than ``n_features``
+    scores that are not NaN, and a ``selected`` mask that marks a feature whose score is NaN; either
+    way the genes asked for cannot be chosen by the score, and filling the selection in gene order
+    would pass for one.  A method that gives ``selected`` itself says when it selects fewer.
     """
     scores = np.asarray(scores, dtype=np.float64)
     d = scores.shape[0]
+    _refuse_nan(method, scores, n_features if ranking is None and selected is None else None, selected, nan_reason)
     if ranking is None:
         ranking = ranking_from_scores(scores, higher_is_better=higher_is_better)
     ranking = np.asarray(ranking, dtype=np.int64)
@@ -155,3 +163,28 @@ def make_selection(
         params=MappingProxyType(dict(params or {})),
         extra=MappingProxyType(dict(extra or {})),
     )
+
+
+#: Why a score is NaN, unless the method says more (make_selection's ``nan_reason``).
+NAN_REASON = "a gene the method cannot score (e.g. constant across the samples) has a NaN score"
+
+
+def _refuse_nan(method, scores, n_features, selected, reason) -> None:
+    """Refuse a selection that the scores cannot make: fewer than ``n_features`` scores that are not NaN
+    (``n_features`` None: not ranked by the scores), or a ``selected`` feature with a NaN score."""
+    nan = np.isnan(scores)
+    n_nan = int(nan.sum())
+    if not n_nan:
+        return
+    d = scores.shape[0]
+    picked = 0 if selected is None else int(np.count_nonzero(np.asarray(selected, dtype=bool) & nan))
+    short = n_features is not None and d - n_nan < n_features
+    if not (short or picked):
+        return
+    first = np.flatnonzero(nan)[:5].tolist()
+    what = (f"only {d - n_nan} can be selected by their score, fewer than the {n_features} asked" if short else
+            f"{picked} of the selected genes have no score (they would be chosen in gene order)")
+    msg = (f"{method}: scores are NaN for {n_nan} of {d} genes (e.g. columns {first}), so {what}; "
+           f"{reason or NAN_REASON}. {f'Ask for at most {d - n_nan} genes, or r' if d > n_nan else 'R'}emove the genes "
+           "(or cells) that cannot be scored")
+    raise ValueError(msg)

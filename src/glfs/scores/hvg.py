@@ -92,6 +92,14 @@ def _dispersion_flavor(method, flavor, X, n_features, params) -> Selection:
     score = df["dispersions_norm"].to_numpy(dtype=np.float64)
     selected = df["highly_variable"].to_numpy(dtype=bool)
     log.info("%s: scanpy selected %d genes (n_top_genes=%d)", method, int(selected.sum()), n_features)
+    if selected.sum() < n_features:
+        msg = (
+            f"{method}: scanpy selected {int(selected.sum())} of the {int(n_features)} genes asked (n_top_genes="
+            f"{int(n_features)}; scanpy {flavor!r} marks only genes whose normalised dispersion passes its cut, "
+            f"{int(np.isnan(score).sum())} of {d} genes have none); the selection has fewer genes than asked"
+        )
+        warnings.warn(msg, UserWarning, stacklevel=4)
+        log.warning(msg)
     return make_selection(
         method, score, higher_is_better=True, n_features=n_features, selected=selected,
         params={"flavor": flavor, "n_top_genes": int(n_features), **params},
@@ -178,12 +186,27 @@ def select_hvg_pearson_residuals(X, W=None, *, n_features, counts, labels=None, 
             f"scanpy's copies of the dense counts ({n} x {d}: the cell and gene subsets and a float64 copy)")
     check_bytes("hvg_pearson_residuals", what, pearson_residuals_bytes(counts), PEARSON_ALTERNATIVE,
                 kind="copies of X")
+    _refuse_empty_cells(counts)
     sc, _ = _scanpy()  # after the size check: importing scanpy takes seconds
 
     def call(adata, **kw):
         return sc.experimental.pp.highly_variable_genes(adata, flavor="pearson_residuals", **kw)
 
     return _ranked_flavor("hvg_pearson_residuals", counts, n_features, params, call, "residual_variances")
+
+
+def _refuse_empty_cells(X) -> None:
+    """Pearson residuals divide by each cell's expected count (its total times the gene's share): one cell
+    without counts makes every gene's residual variance NaN (scanpy then marks genes in gene order)."""
+    totals = np.asarray(X.sum(axis=1)).ravel()
+    empty = np.flatnonzero(totals <= 0)
+    if empty.size:
+        msg = (
+            f"hvg_pearson_residuals: {empty.size} of {totals.size} cells have no counts (e.g. rows {empty[:5].tolist()}); "
+            "the Pearson residuals divide by each cell's total count, so every gene's residual variance would be NaN. "
+            "Remove the empty cells first (sc.pp.filter_cells(adata, min_counts=1))"
+        )
+        raise ValueError(msg)
 
 
 #: What to do when scanpy's Pearson residuals would copy the counts beyond the size limit.
