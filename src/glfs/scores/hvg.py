@@ -28,12 +28,14 @@ baselines", gives the details.
 from __future__ import annotations
 
 import logging
+import math
 import warnings
 from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
 
+from glfs.core._validation import constant_features
 from glfs.core.limits import check_bytes
 from glfs.core.result import Selection, make_selection
 
@@ -86,8 +88,17 @@ def _quiet():
 def _dispersion_flavor(method, flavor, X, n_features, params) -> Selection:
     sc, _ = _scanpy()
     d = X.shape[1]
-    with _quiet():
-        df = sc.pp.highly_variable_genes(_adata(X), flavor=flavor, n_top_genes=int(n_features), inplace=False, **params)
+    try:
+        with _quiet():
+            df = sc.pp.highly_variable_genes(_adata(X), flavor=flavor, n_top_genes=int(n_features), inplace=False, **params)
+    except (ValueError, IndexError) as exc:  # scanpy's binning of the genes by mean, in its own words
+        msg = (
+            f"{method}: scanpy's {flavor!r} flavour cuts the {d} genes into bins by their mean expression "
+            f"(n_bins={params.get('n_bins', 20)}) and normalises each gene's dispersion within its bin; that failed "
+            f"({type(exc).__name__}: {exc}). It needs many genes with distinct means (cell_ranger: distinct 10th-100th "
+            "percentiles of the means); pass fewer bins (n_bins) or more genes, or use deviance or hvg_pearson_residuals"
+        )
+        raise ValueError(msg) from None
     df = _frame(df, d)
     score = df["dispersions_norm"].to_numpy(dtype=np.float64)
     selected = df["highly_variable"].to_numpy(dtype=bool)
@@ -161,15 +172,30 @@ def select_hvg_seurat_v3(X, W=None, *, n_features, counts, labels=None, random_s
             msg = f"hvg_seurat_v3 needs scikit-misc (scanpy's loess): pip install glfs[singlecell] ({exc})"
             raise ImportError(msg) from None
         except ValueError as exc:
-            if "singularit" not in str(exc):
+            if not any(word in str(exc) for word in ("singularit", "svddc", "l2fit", "condition number", "span")):
                 raise
             msg = (
-                f"hvg_seurat_v3: scanpy's loess fit of log variance on log mean failed on {adata.n_vars} genes "
-                f"({exc!s}); it needs many genes with distinct means (use hvg_pearson_residuals or deviance on so few)"
+                f"hvg_seurat_v3: scanpy's loess fit (scikit-misc) of log variance on log mean failed on {adata.n_vars} "
+                f"genes ({exc!s}); it needs many genes with distinct means (use hvg_pearson_residuals or deviance on so few)"
             )
             raise ValueError(msg) from None
 
+    _refuse_too_few_for_loess(counts, params.get("span", 0.3))
     return _ranked_flavor("hvg_seurat_v3", counts, n_features, params, call, "variances_norm")
+
+
+def _refuse_too_few_for_loess(counts, span) -> None:
+    """seurat_v3 fits a local quadratic (loess, degree 2) through span x (genes of non-zero variance) points:
+    below 3 points per fit scikit-misc's loess crashes the process (SIGSEGV at 1-3 genes), so refuse first."""
+    need = math.ceil(3 / float(span))
+    varying = int(np.count_nonzero(~constant_features(counts)))
+    if varying < need:
+        msg = (
+            f"hvg_seurat_v3: {varying} of {counts.shape[1]} genes vary across the cells; scanpy's loess fit "
+            f"(degree 2, span={span}) needs at least {need} (3 genes in each local fit of span x genes), and "
+            "scikit-misc ends the process on fewer. Use deviance or hvg_pearson_residuals on so few genes"
+        )
+        raise ValueError(msg)
 
 
 def select_hvg_pearson_residuals(X, W=None, *, n_features, counts, labels=None, random_state=None,
