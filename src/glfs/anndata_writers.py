@@ -13,6 +13,7 @@ The workflow's ``annotate`` step writes its ``.h5ad`` with the same functions.
 from __future__ import annotations
 
 import logging
+import warnings
 
 import numpy as np
 
@@ -57,6 +58,10 @@ def write_selection(
         **(uns_params or {}),
     }
     params = {k: v for k, v in params.items() if v is not None}
+    columns = [key, f"{key}_score", f"{key}_rank"] + ([weight_key or f"{key}_weight"] if sel.weights is not None else [])
+    ours = isinstance(adata.uns.get(key), dict) and "method" in adata.uns[key].get("params", {})
+    if not ours:  # a rerun with the same key replaces its own columns; anyone else's are said
+        warn_replaced(adata, columns, f"the {sel.method!r} selection (key_added={key!r}); pass another key_added to keep")
     score = np.asarray(sel.scores, dtype=np.float64)
     rank = sel.rank
     selected = np.asarray(sel.selected, dtype=bool)
@@ -66,6 +71,25 @@ def write_selection(
     if sel.weights is not None:
         adata.var[weight_key or f"{key}_weight"] = np.asarray(sel.weights)
     adata.uns[key] = {"params": params}
+
+
+def warn_replaced(adata, columns, by: str) -> None:
+    """Warn (``UserWarning`` and the log), naming each existing ``var`` column in ``columns`` that is about
+    to be replaced, what it held and ``by`` what: the one rule for ``key_added`` and ``mark_highly_variable``."""
+    old = [c for c in columns if c in adata.var]
+    if not old:
+        return
+    held = ", ".join(f"var[{c!r}] ({_what(adata.var[c])})" for c in old)
+    msg = f"{held} {'is' if len(old) == 1 else 'are'} replaced by {by}"
+    warnings.warn(msg, UserWarning, stacklevel=4)
+    log.warning(msg)
+
+
+def _what(column) -> str:
+    """What a var column holds, in a few words: "25 genes marked" or "object, e.g. 'ENSG0001'"."""
+    if column.dtype == bool:
+        return f"{int(column.sum())} genes marked"
+    return f"{column.dtype}, e.g. {column.iloc[0]!r}" if len(column) else str(column.dtype)
 
 
 def write_graph(adata, W, *, key: str = GRAPH_KEY) -> None:

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from glfs.anndata_writers import COUNTS_LAYER, GRAPH_KEY, write_graph, write_selection
+from glfs.anndata_writers import COUNTS_LAYER, GRAPH_KEY, warn_replaced, write_graph, write_selection
 from glfs.api import check_streams, method_info, n_to_select
 from glfs.api import select as _select
 from glfs.core._validation import check_X
@@ -303,13 +303,7 @@ def _counts(adata, X, layer, counts_layer, info, method):
 
 def _mark_highly_variable(adata, sel, key):
     """var["highly_variable"] = the selection (sc.pp.pca's default mask), replacing an existing column with a warning."""
-    if "highly_variable" in adata.var:
-        old = adata.var["highly_variable"]
-        msg = (
-            f"var['highly_variable'] ({int(np.sum(old.to_numpy(dtype=bool)))} genes, e.g. from sc.pp.highly_variable_genes) "
-            f"is replaced by the {key!r} selection (mark_highly_variable=True)"
-        )
-        warnings.warn(msg, UserWarning, stacklevel=3)
+    warn_replaced(adata, ["highly_variable"], f"the {key!r} selection (mark_highly_variable=True)")
     adata.var["highly_variable"] = np.asarray(sel.selected, dtype=bool)
 
 
