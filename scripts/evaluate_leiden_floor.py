@@ -11,7 +11,8 @@ import anndata
 import numpy as np
 import pandas as pd
 
-from glfs.evaluate import evaluate_random_floor, evaluate_ranking_leiden, leiden_kwargs
+from glfs.evaluate import evaluate_random_floor, evaluate_ranking_leiden
+from glfs_workflow.evaluation import leiden_kwargs
 from glfs_workflow.files import write_tsv
 from glfs_workflow.logs import log_to
 from glfs_workflow.tables import LEIDEN_COLUMNS, leiden_matrix

@@ -17,7 +17,8 @@ import pandas as pd
 
 from glfs_workflow.files import write_tsv
 from glfs_workflow.logs import log_to
-from glfs.evaluate import clustering_kwargs, evaluate_random_floor
+from glfs.evaluate import evaluate_random_floor
+from glfs_workflow.evaluation import clustering_kwargs
 
 COLUMNS = ["method", "n_features", "draw", "run", "nmi", "nmi_max", "kmeans_acc", "kmeans_nmi", "loo_1nn_acc", "seed"]
 

@@ -24,7 +24,8 @@ import glfs
 from glfs_workflow.files import write_tsv
 from glfs_workflow.logs import log_to
 from glfs.designs.budgeted import DEFAULT_GRAPH_WEIGHT
-from glfs.evaluate import clustering_kwargs, evaluate_ranking
+from glfs.evaluate import evaluate_ranking
+from glfs_workflow.evaluation import clustering_kwargs
 
 COLUMNS = [
     "graph_weight", "is_default", "lambda1", "lambda2", "n_selected", "criterion", "greedy_criterion",

@@ -644,17 +644,3 @@ def test_random_floor_bad_inputs():
         evaluate_random_floor(X, y, n_draws=2, protocol="umap")
     with pytest.raises(ValueError, match=r"n_draws"):
         evaluate_random_floor(X, y, n_draws=0)
-
-
-def test_configuration_mappings_take_every_key():
-    from glfs.evaluate import clustering_kwargs, leiden_kwargs
-
-    cl = {"feature_grid": (5, "all"), "n_runs": 4, "affinity_neighbors": 9, "max_samples": None, "eigen_solver": "lobpcg"}
-    assert clustering_kwargs(cl, n_clusters=3, random_state=2) == {
-        "feature_grid": [5, "all"], "n_clusters": 3, "n_runs": 4, "affinity_neighbors": 9,
-        "random_state": 2, "max_samples": None, "eigen_solver": "lobpcg",
-    }
-    le = {"n_runs": 2, "resolutions": [0.5, 1], "n_pcs": 20, "n_neighbors": 10, "max_samples": 300, "random_draws": 5}
-    assert leiden_kwargs(le, 4) == {"n_runs": 2, "resolutions": [0.5, 1.0], "n_pcs": 20, "n_neighbors": 10, "max_samples": 300, "random_state": 4}
-    with pytest.raises(KeyError, match="eigen_solver"):
-        clustering_kwargs({k: v for k, v in cl.items() if k != "eigen_solver"})

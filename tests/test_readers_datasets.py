@@ -161,7 +161,7 @@ def test_prepare_golub_anndata():
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        a = datasets.prepare_dataset("golub", cfg, paths, n_neighbors=5)
+        a = datasets.prepare_dataset("golub", cfg, paths)
     assert a.shape == (72, 7129) and a.X.dtype == np.float64
     assert isinstance(a.obs["label"].dtype, pd.CategoricalDtype)
     assert list(a.obs["split"].iloc[[0, 37, 38, 71]]) == ["train", "train", "test", "test"]
@@ -205,7 +205,7 @@ def test_u133a_config_entry_on_xena_like_file(tmp_path):
     paths = {"expression": p, "labels": GBM / "TCGAbiolinks_lgg.gbm.subtype.tsv"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        a = datasets.prepare_dataset("tcga_gbm_u133a", cfg, paths, n_neighbors=2)
+        a = datasets.prepare_dataset("tcga_gbm_u133a", cfg, paths)
     # hand-read from the table (column Original.Subtype): 02-0003 Proneural, 02-0010 and
     # 02-0014 G-CIMP, 02-0004 Mesenchymal, 06-0132 Neural, DU-7014 NA; ZZ-9999 is absent;
     # 02-0003-11 is a normal sample of a labelled patient: no tumour subtype for it
@@ -272,10 +272,10 @@ def test_check_provenance_names_vanished_or_changed_file(tmp_path):
 # ---------------------------------------------------------------- issue 11: inputs as users have them
 
 
-def _prepare(cfg, paths, n_neighbors=2, name="d"):
+def _prepare(cfg, paths, name="d"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        return datasets.prepare_dataset(name, cfg, paths, n_neighbors=n_neighbors)
+        return datasets.prepare_dataset(name, cfg, paths)
 
 
 def _h5ad(path, obs=None, X=None, n=8, d=5):
@@ -545,7 +545,7 @@ def test_scripts_report_a_full_disk_in_one_line(tmp_path, monkeypatch, restore_l
     smk = NS(
         wildcards=NS(dataset="d"), input=NS(provenance=str(tmp_path / "prov.json")),
         output=NS(h5ad=str(tmp_path / "out/prepared.h5ad")), log=[str(tmp_path / "prep.log")],
-        params=NS(dataset={"expression": str(tmp_path / "m.tsv")}, n_neighbors=2),
+        params=NS(dataset={"expression": str(tmp_path / "m.tsv")}),
     )
     with pytest.raises(SystemExit) as e:
         mod["main"](smk)
@@ -559,7 +559,7 @@ def test_scripts_report_a_full_disk_in_one_line(tmp_path, monkeypatch, restore_l
     monkeypatch.undo()
     a = ad.AnnData(df.to_numpy(), obs=pd.DataFrame(index=df.index), var=pd.DataFrame(index=df.columns))
     a.write_h5ad(tmp_path / "prepared.h5ad")
-    sp.save_npz(tmp_path / "graph.npz", glfs.similarity_graph(a.X, n_neighbors=2))
+    sp.save_npz(tmp_path / "graph.npz", glfs.similarity_graph(a.X))
     sel = glfs.select(a.X, "variance", n_features=2)
     write_tsv(selection_table(sel, a.var_names), tmp_path / "variance.tsv")
     (tmp_path / "variance.json").write_text(json.dumps(selection_meta(sel, n_features=2, graph="none")))

@@ -336,9 +336,9 @@ def test_prepare_dataset_keeps_a_sparse_h5ad_sparse(tmp_path, method):
     labels = np.arange(120) % 3
     cfg = {"label_column": "cell_type", "preprocess": method}
     sparse = datasets.prepare_dataset("s", {**cfg, "expression": "s.h5ad"},
-                                      {"expression": _sparse_h5ad(tmp_path / "s.h5ad", X, labels)}, n_neighbors=5)
+                                      {"expression": _sparse_h5ad(tmp_path / "s.h5ad", X, labels)})
     dense = datasets.prepare_dataset("d", {**cfg, "expression": "d.h5ad"},
-                                     {"expression": _sparse_h5ad(tmp_path / "d.h5ad", X.toarray(), labels)}, n_neighbors=5)
+                                     {"expression": _sparse_h5ad(tmp_path / "d.h5ad", X.toarray(), labels)})
     assert sp.isspmatrix_csr(sparse.X) and sparse.X.dtype == np.float64 and sparse.X.nnz == X.nnz
     assert isinstance(dense.X, np.ndarray)
     np.testing.assert_array_equal(sparse.X.toarray(), dense.X)  # the values of the dense path, bit for bit
@@ -362,7 +362,7 @@ def test_prepare_dataset_refuses_a_dense_step_naming_the_file_and_sizes(tmp_path
     with pytest.raises(DataError, match=rf"{tmp_path}/big.h5ad: preprocess 'zscore' would make the sparse matrix of "
                                         rf"400 samples x 300 genes \({X.nnz} non-zeros\) dense: 0\.0 GB of float64, "
                                         r"above the size limit of 0\.0001 GB .*'normalize_log1p' \(they keep it sparse\)"):
-        datasets.prepare_dataset("big", cfg, {"expression": p}, n_neighbors=5)
+        datasets.prepare_dataset("big", cfg, {"expression": p})
 
 
 def test_csc_kernels_equal_the_csr_kernels_and_brute_force():

@@ -21,7 +21,6 @@ import scipy.sparse as sp
 
 from glfs.anndata_writers import COUNTS_LAYER
 from glfs.api import method_info
-from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS
 from glfs.core.value_checks import SCALE_RANGE, looks_like_counts, scale_problem
 from glfs_workflow.preprocessing import preprocess
 from glfs_workflow.readers import _NA_STRINGS, DataError, Matrix, id_warnings, infer_format, read_labels, read_matrix
@@ -181,8 +180,7 @@ def _plain(x):
 
 
 def prepare_dataset(
-    name: str, cfg: dict, paths: dict, *, n_neighbors: int | None = DEFAULT_GRAPH_PARAMS["n_neighbors"],
-    provenance: dict | None = None,
+    name: str, cfg: dict, paths: dict, *, provenance: dict | None = None,
 ):
     """Read, label, preprocess and check one dataset; return an AnnData.
 
@@ -191,10 +189,6 @@ def prepare_dataset(
     name : dataset key.
     cfg : the dataset's config entry (see workflow/schemas/config.schema.yaml).
     paths : role -> local path (``expression``, optional ``labels``, extra files).
-    n_neighbors : the graph's k (config ``graph.n_neighbors``); at least
-        ``n_neighbors + 1`` samples are required.  None: no such check (the
-        workflow's build_graph makes it, so that a graph setting is not a
-        parameter of the preparation).
     provenance : fetched-file records, stored in ``uns['dataset']['files']``.
 
     Returns
@@ -214,7 +208,7 @@ def prepare_dataset(
     m = _read_dataset(name, fmt, expr, cfg, paths)
     m, labelled, label_report, notes = _label_dataset(name, fmt, expr, m, cfg, paths)
     n, d = m.X.shape
-    notes += _check_size(expr, n, d, cfg, n_neighbors)
+    notes += _check_size(expr, n, d, cfg)  # more samples than graph.n_neighbors: build_graph checks it
     if labelled:
         _check_classes(_label_source(fmt, expr, cfg, paths), m.obs["label"], cfg)
     notes += _id_notes(expr, m)
@@ -332,13 +326,10 @@ def _label_dataset(name: str, fmt: str, expr: Path, m: Matrix, cfg: dict, paths:
     return m, labelled, label_report, notes
 
 
-def _check_size(expr: Path, n: int, d: int, cfg: dict, n_neighbors: int | None) -> list:
-    """Refuse too few samples (fewer than 2, or not more than ``n_neighbors``); a note when n > d."""
+def _check_size(expr: Path, n: int, d: int, cfg: dict) -> list:
+    """Refuse too few samples (fewer than 2); a note when n > d."""
     if n < 2:
         msg = f"{expr}: only {n} sample(s); at least 2 are needed (check `orientation`: {cfg.get('orientation', 'genes_by_samples')})"
-        raise DataError(msg)
-    if n_neighbors is not None and n <= n_neighbors:
-        msg = f"{expr}: {n} samples but graph.n_neighbors = {n_neighbors}; a kNN graph needs more samples than neighbours (lower graph.n_neighbors or add samples)"
         raise DataError(msg)
     if n > d:
         note = f"{n} samples > {d} genes: orientation {cfg.get('orientation', 'genes_by_samples')!r} kept as configured (not transposed); check it is right"

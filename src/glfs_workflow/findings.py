@@ -63,10 +63,6 @@ def _objective(method) -> str | None:
     return info.objective if info is not None else None
 
 
-def _floats(values) -> list:
-    return [None if v is None or v != v else float(v) for v in values]
-
-
 # ---- random floor ------------------------------------------------------------------------
 
 

@@ -105,11 +105,6 @@ def _refuse_other_formats(path: Path, head: bytes) -> None:
             raise DataError(msg)
 
 
-def _is_gzip(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        return fh.read(2) == b"\x1f\x8b"
-
-
 def _read_gzip(path: Path, limit: int) -> bytes:
     """The expanded content of a gzip file; DataError above ``limit`` bytes (read in chunks, stopped there)."""
     chunks, size = [], 0

@@ -362,3 +362,38 @@ def test_the_workflow_graph_and_glfs_defaults_are_the_librarys():
     for est in (FeatureSelector(), GLFSClassifier()):
         assert est.n_neighbors == DEFAULT_GRAPH_PARAMS["n_neighbors"] and est.kernel == DEFAULT_GRAPH_PARAMS["kernel"]
     assert (GLFSClassifier().lambda1, GLFSClassifier().lambda2) == (DEFAULT_LAMBDA1, DEFAULT_LAMBDA2)
+
+
+# ------------------------------------------------------------------ the evaluation defaults: one source
+
+
+@pytest.mark.parametrize(("section", "function"), [("clustering", "evaluate_ranking"), ("leiden", "evaluate_ranking_leiden")])
+def test_evaluation_defaults_of_the_schema_are_the_library_signatures(section, function):
+    """Issue 27 item 4: the protocols' defaults are written in their signatures; the schema (and through it
+    config.yaml) repeats them.  Every key of the section that is a parameter of the protocol's function
+    has the signature's default; a copy that drifts fails here (feature_grid had drifted in both)."""
+    import inspect
+
+    import glfs.evaluate
+
+    params = inspect.signature(getattr(glfs.evaluate, function)).parameters
+    shared = [k for k in SCHEMA["properties"][section]["properties"] if k in params]
+    assert {"n_runs", "feature_grid", "max_samples"} <= set(shared)  # the comparison is not empty
+    for key in shared:
+        default = params[key].default
+        default = list(default) if isinstance(default, tuple) else default
+        assert SCHEMA["properties"][section]["properties"][key]["default"] == default, f"{section}.{key}"
+
+
+def test_configuration_mappings_take_every_key():
+    from glfs_workflow.evaluation import clustering_kwargs, leiden_kwargs
+
+    cl = {"feature_grid": (5, "all"), "n_runs": 4, "affinity_neighbors": 9, "max_samples": None, "eigen_solver": "lobpcg"}
+    assert clustering_kwargs(cl, n_clusters=3, random_state=2) == {
+        "feature_grid": [5, "all"], "n_clusters": 3, "n_runs": 4, "affinity_neighbors": 9,
+        "random_state": 2, "max_samples": None, "eigen_solver": "lobpcg",
+    }
+    le = {"n_runs": 2, "resolutions": [0.5, 1], "n_pcs": 20, "n_neighbors": 10, "max_samples": 300, "random_draws": 5}
+    assert leiden_kwargs(le, 4) == {"n_runs": 2, "resolutions": [0.5, 1.0], "n_pcs": 20, "n_neighbors": 10, "max_samples": 300, "random_state": 4}
+    with pytest.raises(KeyError, match="eigen_solver"):
+        clustering_kwargs({k: v for k, v in cl.items() if k != "eigen_solver"})

@@ -147,11 +147,6 @@ def classify_glfs_variants(wildcards):
     return [m for m in _methods_of("glfs", "glfs_published") if m in wanted]
 
 
-def dataset_method_list(wildcards):
-    """Methods run on a dataset, in the order of selection_tables (for the evaluate job's params)."""
-    return dataset_methods(wildcards.dataset)
-
-
 # ---- classification ----
 def classification_datasets():
     """Datasets of config["run"] named in classification.datasets that have labels."""

@@ -28,7 +28,6 @@ rule evaluate_clustering:
         mem_mb=get_mem_mb("evaluate"),
         runtime=get_runtime("evaluate", per_method=True),
     params:
-        methods=dataset_method_list,
         clustering=spectral_clustering,
         n_clusters=n_clusters,
         seed=seed(),
@@ -63,7 +62,6 @@ rule evaluate_leiden:
         mem_mb=get_mem_mb("evaluate"),
         runtime=get_runtime("evaluate", per_method=True),
     params:
-        methods=dataset_method_list,
         leiden=config["leiden"],
         feature_grid=leiden_grid,
         seed=seed(),

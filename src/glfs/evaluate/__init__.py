@@ -11,9 +11,8 @@ This module is the public face of the evaluation: it re-exports the names of
 :mod:`glfs.evaluate.clustering` (metrics, spectral clustering, :func:`evaluate_ranking`),
 :mod:`glfs.evaluate.leiden` (:func:`evaluate_ranking_leiden`) and :mod:`glfs.evaluate.classify`
 (the classification protocol), and holds the random-genes floor, which runs
-either clustering protocol (:func:`random_gene_orders`, :func:`evaluate_random_floor`),
-and the mappings of the workflow's ``clustering:`` and ``leiden:`` sections to
-the protocols' arguments (:func:`clustering_kwargs`, :func:`leiden_kwargs`).
+either clustering protocol (:func:`random_gene_orders`, :func:`evaluate_random_floor`).
+The protocols' defaults are their signatures' (the workflow's config schema repeats them, checked by a test).
 """
 
 from __future__ import annotations
@@ -64,8 +63,6 @@ __all__ = [
     "evaluate_ranking",
     "LEIDEN_RESOLUTIONS",
     "evaluate_random_floor",
-    "leiden_kwargs",
-    "clustering_kwargs",
     "evaluate_ranking_leiden",
     "random_gene_orders",
     "cv_splitter",
@@ -111,42 +108,6 @@ def random_gene_orders(n_genes: int, n_draws: int, random_state) -> list[tuple[i
     return [(int(s), np.random.default_rng(int(s)).permutation(n_genes)) for s in run_seeds(random_state, n_draws)]
 
 
-def clustering_kwargs(clustering, *, n_clusters=None, random_state=0) -> dict:
-    """:func:`evaluate_ranking`'s keyword arguments from a clustering configuration.
-
-    ``clustering`` is a mapping with ``feature_grid``, ``n_runs``,
-    ``affinity_neighbors``, ``max_samples`` and ``eigen_solver`` (the
-    workflow's ``clustering:`` section); ``n_clusters`` (None: the number of
-    labels) and ``random_state`` (the master seed) are passed through.
-    """
-    return {
-        "feature_grid": list(clustering["feature_grid"]),
-        "n_clusters": n_clusters,
-        "n_runs": int(clustering["n_runs"]),
-        "affinity_neighbors": int(clustering["affinity_neighbors"]),
-        "random_state": int(random_state),
-        "max_samples": clustering["max_samples"],
-        "eigen_solver": clustering["eigen_solver"],
-    }
-
-
-def leiden_kwargs(leiden, random_state=0) -> dict:
-    """:func:`evaluate_ranking_leiden`'s keyword arguments from a Leiden configuration.
-
-    ``leiden`` is a mapping with ``n_runs``, ``resolutions``, ``n_pcs``,
-    ``n_neighbors`` and ``max_samples`` (the workflow's ``leiden:`` section);
-    ``random_state`` is the master seed.  The gene-count grid is the caller's.
-    """
-    return {
-        "n_runs": int(leiden["n_runs"]),
-        "resolutions": [float(r) for r in leiden["resolutions"]],
-        "n_pcs": int(leiden["n_pcs"]),
-        "n_neighbors": int(leiden["n_neighbors"]),
-        "max_samples": leiden["max_samples"],
-        "random_state": int(random_state),
-    }
-
-
 def evaluate_random_floor(X, labels, *, n_draws: int, protocol: str = "spectral", **kwargs) -> list[dict]:
     """The random-genes floor: random gene orders evaluated like a method's ranking.
 
@@ -163,8 +124,7 @@ def evaluate_random_floor(X, labels, *, n_draws: int, protocol: str = "spectral"
     With ``max_samples``, every draw is evaluated on the stratified subsample
     seeded by the master seed: the cells the methods are evaluated on.
 
-    ``kwargs`` are the protocol function's keyword arguments
-    (:func:`clustering_kwargs` or :func:`leiden_kwargs`, plus ``feature_grid``).
+    ``kwargs`` are the protocol function's keyword arguments (``feature_grid`` included).
     Cost: ``n_draws`` evaluations of one ranking.
     """
     if protocol not in ("spectral", "leiden"):

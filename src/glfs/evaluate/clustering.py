@@ -403,7 +403,7 @@ def evaluate_ranking(
     labels,
     ranking,
     *,
-    feature_grid=(5, 10, 25, 50, 100, "all"),
+    feature_grid=(5, 10, 15, 20, 25, 50, 75, 100, 150, 200, "all"),
     n_clusters: int | None = None,
     n_runs: int = 10,
     affinity_neighbors: int = 10,
@@ -429,7 +429,8 @@ def evaluate_ranking(
         Known classes (e.g. the Verhaak GBM subtypes).
     ranking : array-like of int, shape (n_features,)
         Feature indices, best first (``Selection.ranking``).
-    feature_grid : sequence of int or "all"
+    feature_grid : sequence of int or "all", default (5, 10, 15, 20, 25, 50, 75, 100, 150, 200, "all")
+        Gene counts k (:func:`resolve_feature_grid`); the workflow's default (its config schema repeats it).
     n_clusters : int, optional
         Default: the number of distinct labels.
     n_runs : int, default 10

@@ -136,7 +136,7 @@ def evaluate_ranking_leiden(
     labels,
     ranking,
     *,
-    feature_grid=(200, 500, 1000, 2000, "all"),
+    feature_grid=(200, 500, 1000, 2000),
     n_runs: int = 3,
     resolutions=LEIDEN_RESOLUTIONS,
     n_pcs: int = 50,
@@ -172,8 +172,10 @@ def evaluate_ranking_leiden(
         Known cell types.
     ranking : array-like of int, shape (n_features,)
         Gene indices, best first (``Selection.ranking``).
-    feature_grid : sequence of int or "all", default (200, 500, 1000, 2000, "all")
-        Gene counts k (:func:`resolve_feature_grid`: capped at n_features, distinct, ascending).
+    feature_grid : sequence of int or "all", default (200, 500, 1000, 2000)
+        Gene counts k (:func:`resolve_feature_grid`: capped at n_features, distinct, ascending); the
+        workflow's default (its config schema repeats it).  ``"all"`` adds all genes, the same set for
+        every ranking (the workflow evaluates it once, beside the random-genes floor).
     n_runs : int, default 3
         Runs per k; run r uses seed ``run_seeds(random_state, n_runs)[r]``.
     resolutions : sequence of positive float, default ``LEIDEN_RESOLUTIONS``

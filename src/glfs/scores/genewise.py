@@ -265,8 +265,8 @@ def laplacian_score(X, W, *, block_size: int | None = None, client=None):
 
     Sparse X (module docstring): f~' D f~ from two passes over the non-zeros
     (:func:`centred_sums`), f~' L f~ from the pairs of non-zeros joined by an
-    edge (:func:`cross_sums`), genes on more than half of the degree weight
-    on their dense columns; O(nnz(X) + nnz(W) nnz(X) / n) time, O(d) memory
+    edge (:func:`cross_sums`), genes on more than :data:`DENSE_SHARE` (90 %) of the degree
+    weight on their dense columns; O(nnz(X) + nnz(W) nnz(X) / n) time, O(d) memory
     beyond X (``benchmarks/results/atlas_scale.md``).
     """
     with as_current(client):

@@ -90,7 +90,7 @@ def _sparse_block(B, W, U, w_row, w_tot, n, block_size):
     The kernels of the Laplacian score (glfs.scores.genewise: ``centred_sums``, ``cross_sums``): each gene
     scaled by its largest |value| (the statistics are scale-free), the centred moments summed over
     the non-zeros with the zeros added in closed form (no cancellation), z'Wz = x'Wx - 2 m (W1)'x +
-    m^2 1'W1 with x'Wx from the pairs of non-zeros joined by an edge.  Genes stored in more than half
+    m^2 1'W1 with x'Wx from the pairs of non-zeros joined by an edge.  Genes stored in more than DENSE_SHARE (90 %)
     of the cells (where that difference could cancel) are centred on their dense columns.
     """
     b = B.shape[1]

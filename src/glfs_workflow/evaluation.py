@@ -1,0 +1,79 @@
+"""The workflow's evaluation steps: its config sections as the protocols' arguments, and the one loop over
+the methods' rankings that ``evaluate_clustering`` and ``evaluate_leiden`` share.
+
+The defaults of both protocols are the library's signatures (``glfs.evaluate.evaluate_ranking``,
+``evaluate_ranking_leiden``); the config schema repeats them for the workflow, and
+``tests/workflow/test_config_defaults.py`` fails when a copy drifts.  Not part of the stable API.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from glfs_workflow.files import read_tsv
+
+log = logging.getLogger(__name__)
+
+
+def clustering_kwargs(clustering: dict, *, n_clusters=None, random_state=0) -> dict:
+    """:func:`glfs.evaluate.evaluate_ranking`'s keyword arguments from the config's ``clustering:`` section.
+
+    ``clustering`` is the validated section (``feature_grid``, ``n_runs``, ``affinity_neighbors``,
+    ``max_samples``, ``eigen_solver``); ``n_clusters`` (None: the number of labels) and
+    ``random_state`` (the master seed) are passed through.
+    """
+    return {
+        "feature_grid": list(clustering["feature_grid"]),
+        "n_clusters": n_clusters,
+        "n_runs": int(clustering["n_runs"]),
+        "affinity_neighbors": int(clustering["affinity_neighbors"]),
+        "random_state": int(random_state),
+        "max_samples": clustering["max_samples"],
+        "eigen_solver": clustering["eigen_solver"],
+    }
+
+
+def leiden_kwargs(leiden: dict, random_state=0) -> dict:
+    """:func:`glfs.evaluate.evaluate_ranking_leiden`'s keyword arguments from the config's ``leiden:`` section.
+
+    ``leiden`` is the validated section (``n_runs``, ``resolutions``, ``n_pcs``, ``n_neighbors``,
+    ``max_samples``); ``random_state`` is the master seed.  The gene-count grid is the caller's.
+    """
+    return {
+        "n_runs": int(leiden["n_runs"]),
+        "resolutions": [float(r) for r in leiden["resolutions"]],
+        "n_pcs": int(leiden["n_pcs"]),
+        "n_neighbors": int(leiden["n_neighbors"]),
+        "max_samples": leiden["max_samples"],
+        "random_state": int(random_state),
+    }
+
+
+def method_of_table(path) -> str:
+    """The method a selection table belongs to: its file name (``results/{dataset}/selection/{method}.tsv``)."""
+    return Path(path).stem
+
+
+def evaluate_rankings(tables, evaluate: Callable[[np.ndarray], list], *, score: str) -> pd.DataFrame | None:
+    """Every method's rows: ``evaluate(ranking)`` of each selection table's ranking, with a ``method`` column.
+
+    ``tables`` are the selection tables' paths; each is paired with its method by name
+    (:func:`method_of_table`), never by position.  Logs each method's time and mean ``score``
+    by gene count.  None when there are no tables.
+    """
+    frames = []
+    for i, path in enumerate(tables, start=1):
+        method, t0 = method_of_table(path), time.perf_counter()
+        ranking = np.argsort(read_tsv(path)["rank"].to_numpy(), kind="stable")
+        df = pd.DataFrame.from_records(evaluate(ranking))
+        df.insert(0, "method", method)
+        frames.append(df)
+        log.info("%s (%d/%d): %.1f s; mean %s by n_features:\n%s", method, i, len(tables), time.perf_counter() - t0,
+                 score, df.groupby("n_features")[score].mean().to_string())
+    return pd.concat(frames, ignore_index=True) if frames else None
