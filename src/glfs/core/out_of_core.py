@@ -13,10 +13,13 @@ a matrix's values and shape that :func:`~glfs.core._validation.check_X` shares w
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -320,7 +323,7 @@ class OutOfCore:
         log.info("%s is stored by rows: splitting it into %d gene blocks in one pass, through %.1f GB of "
                  "temporary files in %s", self.describe(), k, need / 2**30, where)
         t0 = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="glfs-split-", dir=where) as tmp:
+        with _exit_on_sigterm(), tempfile.TemporaryDirectory(prefix="glfs-split-", dir=where) as tmp:
             names = [os.path.join(tmp, str(p)) for p in range(k)]
             try:
                 for _, _, blk in self._natural_blocks():
@@ -387,6 +390,27 @@ def _scan_chunk(blk, rows, cols, *, sparse, label):
     bad = _count_nonfinite(vals)
     big = max(float(vals.max()), -float(vals.min())) if vals.size and not bad else 0.0
     return None, int(bad), big, bool(not bad and _all_counts(vals))
+
+
+@contextlib.contextmanager
+def _exit_on_sigterm():
+    """While the split's temporary files exist: SIGTERM (what SLURM and other schedulers send on timeout)
+    raises SystemExit, as SIGINT raises KeyboardInterrupt, so that they are removed on the way out.  Only
+    when SIGTERM still has its default action and this is the main thread (a handler of the caller's
+    own, e.g. the workflow's, is left alone)."""
+    main = threading.current_thread() is threading.main_thread()
+    if not main or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _gene_partition(gene_nnz, max_values):
