@@ -15,7 +15,7 @@ from glfs.evaluate import evaluate_random_floor, evaluate_ranking_leiden
 from glfs_workflow.evaluation import leiden_kwargs
 from glfs_workflow.files import write_tsv
 from glfs_workflow.logs import log_to
-from glfs_workflow.tables import LEIDEN_COLUMNS, leiden_matrix
+from glfs_workflow.tables import LEIDEN_COLUMNS, dataset_batches, leiden_matrix, with_batch_mixing
 
 COLUMNS = [*LEIDEN_COLUMNS[:2], "draw", *LEIDEN_COLUMNS[2:]]
 
@@ -27,7 +27,7 @@ try:
     labels = np.asarray(adata.obs["label"].astype(str))
     d = adata.n_vars
     grid = [k for k in par.feature_grid if k != "all" and int(k) < d]
-    kwargs = leiden_kwargs(par.leiden, par.seed)
+    kwargs = {**leiden_kwargs(par.leiden, par.seed), "batches": dataset_batches(adata)}
     draws = int(par.leiden["random_draws"])
     f = pd.DataFrame.from_records(
         evaluate_random_floor(X, labels, n_draws=draws, protocol="leiden", feature_grid=grid, **kwargs)
@@ -38,7 +38,7 @@ try:
     f = pd.DataFrame.from_records(evaluate_ranking_leiden(X, labels, np.arange(d), feature_grid=["all"], **kwargs))
     f["method"], f["draw"] = "all_genes", 0
     frames.append(f)
-    df = pd.concat(frames, ignore_index=True)[COLUMNS]
+    df = with_batch_mixing(pd.concat(frames, ignore_index=True))[COLUMNS]
     summary = df.groupby(["method", "n_features"])[["ari", "ari_nlabels"]].agg(["mean", "std"])
     log.info("floor, mean/sd ARI:\n%s", summary.to_string())
     write_tsv(df, snakemake.output[0])  # noqa: F821

@@ -5,7 +5,12 @@
   (so ``var["glfs_weight"]`` for the well-posed GLFS),
 - ``uns[key]["params"]`` plain values, with ``converged`` and ``n_iter`` of an
   iterative method whose Selection records them in ``extra``,
-- ``obsp["patient_similarity"]`` the graph (when given).
+- ``obsp["patient_similarity"]`` the graph (when given),
+- for a selection within batches (``glfs.select(..., batches=)``): ``var[f"{key}_nbatches"]``,
+  ``var[f"{key}_intersection"]``, ``var[f"{key}_median_rank"]`` (scanpy's
+  ``highly_variable_nbatches``, ``highly_variable_intersection``, ``highly_variable_rank`` + 1,
+  for the key ``highly_variable``) and, for the gene-wise scores,
+  ``varm[f"{key}_batch_ranks"]`` (genes x batches, 1 = best within the batch).
 
 The workflow's ``annotate`` step writes its ``.h5ad`` with the same functions.
 """
@@ -28,6 +33,8 @@ GRAPH_KEY = "patient_similarity"
 COUNTS_LAYER = "counts"
 # Selection.extra diagnostics that are copied into uns[key]["params"]
 CONVERGENCE_KEYS = ("converged", "n_iter")
+# Selection.extra per-gene columns of a selection within batches (glfs.scores.batches.batch_columns), written to var
+BATCH_COLUMNS = ("nbatches", "intersection", "median_rank")
 
 
 def write_selection(
@@ -70,6 +77,15 @@ def write_selection(
     adata.var[key] = selected
     if sel.weights is not None:
         adata.var[weight_key or f"{key}_weight"] = np.asarray(sel.weights)
+    for name in BATCH_COLUMNS:
+        if name in sel.extra:
+            adata.var[f"{key}_{name}"] = np.asarray(sel.extra[name])
+    if "batch_ranks" in sel.extra:
+        import pandas as pd
+
+        ranks = np.asarray(sel.extra["batch_ranks"])
+        adata.varm[f"{key}_batch_ranks"] = pd.DataFrame(
+            ranks.T, index=adata.var_names.copy(), columns=[str(b) for b in sel.extra["batches"]])
     adata.uns[key] = {"params": params}
 
 

@@ -70,6 +70,7 @@ class MethodInfo:
     needs_counts: bool = False  # scores raw counts, fn's counts= (glfs.select's `counts`, tl.select's layers["counts"])
     own_graph: bool = False  # builds its own graph when none is given (instead of DEFAULT_GRAPH_PARAMS')
     optional_counts: bool = False  # scores X, and takes raw counts too when given (fn's counts=)
+    batch: str | None = None  # batches=: "ranks" scored within each batch, combined by rank (glfs.scores.batches); "own" fn takes batches= (scanpy's flavours)
     objective: str | None = None  # GLFS methods: GLFSClassifier's objective ("design", "exact", "paper", "printed")
     dense_x: bool = False  # makes X dense: a large sparse X is refused (glfs.core.limits) before the graph is built
     streams: bool = False  # reads an out-of-core X block by block (an own_graph method only on a given graph)
@@ -106,11 +107,11 @@ def _registry() -> dict[str, MethodInfo]:
     M = MethodInfo
     entries = [
         M(name="laplacian_score", fn=_select_laplacian_score, family="score", higher_is_better=False, needs_graph=True,
-          streams=True, description="Laplacian score (He 2005), lower better"),
+          streams=True, batch="ranks", description="Laplacian score (He 2005), lower better"),
         M(name="fisher_score", fn=_select_fisher_score, family="score", needs_labels=True, streams=True,
           description="Fisher score (supervised), higher better"),
         M(name="variance", fn=_select_variance, family="baseline", streams=True,
-          description="per-gene variance baseline"),
+          batch="ranks", description="per-gene variance baseline"),
         M(name="lapaofs", fn=optimal.select_lapaofs, family="optimal_design", needs_graph=True, dense_x=True,
           params_from=optimal.optimal_design_greedy,
           fixed_params=("criterion",), description="LapAOFS greedy A-optimal (He 2011)"),
@@ -130,7 +131,7 @@ def _registry() -> dict[str, MethodInfo]:
           objective="printed", own_support=True, dense_x=True, params_from=gradient.glfs, fixed_params=("objective",),
           description="GLFS, Eq. 7 values with printed Eq. 9"),
         M(name="lkr_score", fn=lkr.select_lkr_score, family="lkr", higher_is_better=False, needs_graph=True,
-          dense_x=True, params_from=lkr.lkr_score, description="LKR score (Cheung & Zeng 2009), unsupervised"),
+          dense_x=True, params_from=lkr.lkr_score, batch="ranks", description="LKR score (Cheung & Zeng 2009), unsupervised"),
         M(name="lkr_score_supervised", fn=lkr.select_lkr_score_supervised, family="lkr", higher_is_better=False,
           needs_labels=True, dense_x=True, params_from=lkr.lkr_score, fixed_params=("n_neighbors",),
           description="LKR score, class graph"),
@@ -143,19 +144,19 @@ def _registry() -> dict[str, MethodInfo]:
         # the single-cell baselines: scanpy's HVG flavours (glfs.scores.hvg; parameters passed on to scanpy)
         # and the binomial deviance
         M(name="hvg_seurat", fn=hvg.select_hvg_seurat, family="hvg", params_from=("n_bins",),
-          description="scanpy HVG, flavor 'seurat' (log-normalised input)"),
+          batch="own", description="scanpy HVG, flavor 'seurat' (log-normalised input)"),
         M(name="hvg_cell_ranger", fn=hvg.select_hvg_cell_ranger, family="hvg", params_from=("n_bins",),
-          description="scanpy HVG, flavor 'cell_ranger' (log-normalised input)"),
+          batch="own", description="scanpy HVG, flavor 'cell_ranger' (log-normalised input)"),
         M(name="hvg_seurat_v3", fn=hvg.select_hvg_seurat_v3, family="hvg", needs_counts=True, params_from=("span",),
-          description="scanpy HVG, flavor 'seurat_v3' (raw counts)"),
+          batch="own", description="scanpy HVG, flavor 'seurat_v3' (raw counts)"),
         M(name="hvg_pearson_residuals", fn=hvg.select_hvg_pearson_residuals, family="hvg", needs_counts=True,
-          params_from=("theta", "clip", "chunksize"), description="scanpy HVG, Pearson residuals (raw counts)"),
+          params_from=("theta", "clip", "chunksize"), batch="own", description="scanpy HVG, Pearson residuals (raw counts)"),
         M(name="deviance", fn=_select_deviance, family="baseline", needs_counts=True, streams=True,
-          description="binomial deviance (Townes et al. 2019), raw counts"),
+          batch="ranks", description="binomial deviance (Townes et al. 2019), raw counts"),
         # the graph-based single-cell selection (glfs.scores.moran; docs/methods.md)
         M(name="graph_moran", fn=moran.select_graph_moran, family="score", needs_graph=True, own_graph=True,
           optional_counts=True, streams=True,
-          description="Moran's I on a kNN graph of the cells refined on its own top genes (single-cell)"),
+          batch="ranks", description="Moran's I on a kNN graph of the cells refined on its own top genes (single-cell)"),
     ]
     return {m.name: m for m in entries}
 
@@ -212,6 +213,7 @@ def select(
     random_state: int | None = 0,
     n_features: int | None = None,
     counts=None,
+    batches=None,
     **params,
 ) -> Selection:
     """Score, rank and select features with any method of the library.
@@ -248,6 +250,12 @@ def select(
         ``hvg_seurat_v3``, ``hvg_pearson_residuals``, ``deviance``).  When
         omitted, those methods take X itself if X holds counts (non-negative
         integers) and refuse otherwise; other methods ignore it.
+    batches : array-like of length n_samples, optional
+        One batch label per sample (scanpy's ``adata.obs[batch_key]``), for the methods with
+        ``METHODS[m].batch``: scanpy's flavours pass them to scanpy (``batch_key``); the gene-wise
+        scores are computed within each batch, their graph built (or a given graph cut) within
+        it, and the batches combined by rank (:mod:`glfs.scores.batches`; docs/methods.md,
+        "Batch-aware selection").  Needs ``n_features_to_select`` and X in memory.
     **params
         Method parameters (see each method's function).
 
@@ -288,18 +296,43 @@ def select(
     if info.needs_graph:
         if graph is not None:
             W = check_graph(graph, n)
-        elif not info.own_graph:  # an own_graph method builds its graph itself (W=None)
+        elif not info.own_graph and batches is None:  # own_graph: built by the method; batches: within each batch
             gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
             W = similarity_graph(X, **gp)
     if info.needs_counts or info.optional_counts:  # the one road of raw counts to a method: its counts=
         given = counts is not None or info.needs_counts
         params = {**params, "counts": _counts_for(method, X, counts) if given else None}
     log.info("select: method=%s, X %d x %d, n_features=%s", method, n, d, n_features)
-    sel = info.fn(X, W, n_features=n_features, labels=labels, random_state=random_state, **params)
+    if batches is not None:
+        sel = _select_batches(info, X, batches, W, n_features, graph_params, random_state, params)
+    else:
+        sel = info.fn(X, W, n_features=n_features, labels=labels, random_state=random_state, **params)
     if not isinstance(sel, Selection) or sel.scores.shape != (d,):
         msg = f"internal error: {method} did not return a Selection over {d} features"
         raise RuntimeError(msg)
     return sel
+
+
+def _select_batches(info, X, batches, W, n_features, graph_params, random_state, params):
+    """The method within batches (docs/methods.md, "Batch-aware selection"): scanpy's or glfs.scores.batches'."""
+    from glfs.scores import batches as by_batch
+
+    if info.batch is None:
+        aware = [m for m, i in METHODS.items() if i.batch is not None]
+        msg = f"method {info.name!r} does not take batches (batch_key); the batch-aware methods are {aware}"
+        raise ValueError(msg)
+    if isinstance(X, OutOfCore) or n_features is None:
+        msg = (f"batches (batch_key) need X in memory and n_features_to_select (each batch's number of top genes); "
+               f"got {'an out-of-core X' if isinstance(X, OutOfCore) else 'n_features_to_select=None'}")
+        raise ValueError(msg)
+    by_batch.batch_codes(batches, X.shape[0])  # checked before any batch runs
+    if info.batch == "own":
+        return info.fn(X, W, n_features=n_features, labels=None, random_state=random_state, batches=batches, **params)
+    gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
+    params = dict(params)
+    counts = params.pop("counts", None)
+    return by_batch.run_by_batch(info, X, batches, n_features=n_features, graph=W, graph_params=gp, counts=counts,
+                                 random_state=random_state, **params)
 
 
 # ---- input conversion: sparse, out-of-core ---------------------------------------------------

@@ -93,11 +93,14 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
             pass
         return tags
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, batches=None):
         """Score the genes of X (n_samples, n_features) and select ``n_features_to_select`` of them.
 
-        ``y`` (one label per sample) only for supervised methods.  Sets
-        ``n_features_in_`` (and ``feature_names_in_`` for a DataFrame).
+        ``y`` (one label per sample) only for supervised methods.  ``batches`` (one batch label per
+        sample, scanpy's ``batch_key``; in a Pipeline ``pipe.fit(X, y, select__batches=b)``) selects
+        within batches (:func:`glfs.select`'s ``batches``; the per-batch ranks and
+        ``nbatches`` are in ``selection_.extra``).  Sets ``n_features_in_`` (and
+        ``feature_names_in_`` for a DataFrame).
         """
         info = method_info(self.method)
         if info.needs_labels and y is None:
@@ -121,6 +124,7 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
             labels=y if info.needs_labels else None,
             graph_params={"n_neighbors": self.n_neighbors, "kernel": self.kernel},
             random_state=self.random_state,
+            batches=batches,
             **(self.method_params or {}),
         )
         self.scores_ = np.asarray(self.selection_.scores)

@@ -68,6 +68,9 @@ def select(
     counts_layer: str = COUNTS_LAYER,
     graph_key: str | None = None,
     mark_highly_variable: bool = False,
+    batch_key: str | None = None,
+    subset: bool = False,
+    n_top_genes: int | None = None,
     **params,
 ):
     """Select genes of an AnnData with any :func:`glfs.select` method.
@@ -113,7 +116,20 @@ def select(
         Also write the selection to ``var["highly_variable"]``, which scanpy's
         ``sc.pp.pca`` uses by default.  An existing ``highly_variable`` column
         (e.g. from ``sc.pp.highly_variable_genes``) is replaced with a
-        ``UserWarning`` that says how many genes it had.
+        ``UserWarning`` that says how many genes it had; scanpy's columns of that earlier call
+        (``highly_variable_rank``, ``means``, ``variances``, ``variances_norm``, ...) are removed
+        with it (they would describe another selection), named in the warning.
+    batch_key : str, optional
+        ``adata.obs`` column of each cell's batch (donor, sample; scanpy's ``batch_key``): the
+        selection is made within batches (:func:`glfs.select`'s ``batches``; docs/methods.md,
+        "Batch-aware selection"), and ``var[f"{key}_nbatches"]``, ``var[f"{key}_intersection"]``,
+        ``var[f"{key}_median_rank"]`` and ``varm[f"{key}_batch_ranks"]`` are written beside the rest.
+        A graph method builds its graph within each batch (``obsp`` given: its edges inside each batch).
+    subset : bool, default False
+        Keep only the selected genes, in rank order (best first); with ``inplace=False`` the
+        returned table holds only them, in that order.
+    n_top_genes : int, optional
+        scanpy's name of ``n_features_to_select`` (either may be given; both, they must agree).
 
     Returns
     -------
@@ -121,6 +137,7 @@ def select(
     """
     info = method_info(method)
     _check_key_added(key_added)
+    n_features_to_select = _n_top_genes(n_features_to_select, n_top_genes)
     k = n_to_select(n_features_to_select, n_features)
     t0 = time.perf_counter()
     key = key_added or method
@@ -128,10 +145,11 @@ def select(
     sel, graph, counts_from = _run(
         adata, method, n_features_to_select, layer=layer, obsp=obsp, labels_key=labels_key, graph_params=graph_params,
         random_state=random_state, n_features=n_features, counts_layer=counts_layer, default_graph=None, params=params,
+        batch_key=batch_key,
     )
     df = _selection_frame(sel, adata.var_names)
     if not inplace:
-        return df
+        return df.iloc[sel.indices] if subset else df
     # all computation done: now write (the one writer shared with the workflow)
     uns_params = {
         "n_features": -1 if k is None else int(k),
@@ -139,6 +157,7 @@ def select(
         "layer": layer if layer is not None else "X",
         "counts": counts_from,
         "highly_variable": bool(mark_highly_variable),
+        "batch_key": batch_key,
     }
     write_selection(adata, sel, key=key, uns_params=uns_params)
     if mark_highly_variable:
@@ -146,6 +165,8 @@ def select(
     if info.needs_graph and obsp is None:
         # the graph the method used: built here, or by the method itself (own_graph: Selection.extra["graph"])
         write_graph(adata, sel.extra["graph"] if graph is None else graph, key=graph_key)
+    if subset:  # the selected genes, best first (scanpy keeps var order; the rank order is the selection's)
+        adata._inplace_subset_var(sel.indices)
     log.info(
         "tl.select: %s done in %.1f s; wrote var[%r], var['%s_score'], var['%s_rank']",
         method, time.perf_counter() - t0, key, key, key,
@@ -166,6 +187,7 @@ def selection(
     n_features: int | None = None,
     counts_layer: str = COUNTS_LAYER,
     default_graph=None,
+    batch_key: str | None = None,
     **params,
 ) -> Selection:
     """Run a :func:`glfs.select` method on an AnnData and return its Selection; nothing is written.
@@ -186,7 +208,10 @@ def selection(
     default_graph : sparse (n_samples, n_samples), optional
         The graph :func:`glfs.select` would build from X (:func:`glfs.similarity_graph` with
         ``graph_params``), built before, e.g. by a workflow step: used in its place.  ``obsp``
-        takes precedence, and a method that builds its own graph ignores it.
+        takes precedence, and a method that builds its own graph ignores it, as does a selection
+        within batches (its graphs are built within each batch).
+    batch_key : str, optional
+        As :func:`select`: the ``adata.obs`` column of the batches.
 
     Returns
     -------
@@ -196,15 +221,17 @@ def selection(
     sel, _, _ = _run(
         adata, method, n_features_to_select, layer=layer, obsp=obsp, labels_key=labels_key, graph_params=graph_params,
         random_state=random_state, n_features=n_features, counts_layer=counts_layer, default_graph=default_graph,
-        params=params,
+        params=params, batch_key=batch_key,
     )
     return sel
 
 
 def _run(adata, method, n_features_to_select, *, layer, obsp, labels_key, graph_params, random_state, n_features,
-         counts_layer, default_graph, params):
+         counts_layer, default_graph, params, batch_key=None):
     """(Selection, the graph given or built here or None, where the counts came from) of :func:`selection`."""
+    _check_adata(adata)
     info = method_info(method)
+    batches = _batches(adata, batch_key)
     X = _expression(adata, layer)
     graph = _given_graph(adata, obsp, info, method)
     if out_of_core_kind(X) is not None:  # backed AnnData or dask X: read once here, then streamed by the scores
@@ -218,7 +245,10 @@ def _run(adata, method, n_features_to_select, *, layer, obsp, labels_key, graph_
     if not info.needs_counts:
         _warn_if_counts(X, layer)
     labels = _labels(adata, labels_key, info, method)
-    graph = _graph_to_use(X, graph, info, obsp, graph_params, default_graph)
+    if batches is not None and graph is None:
+        log.info("tl.select: %s within the batches of obs[%r]; graphs, if any, built within each batch", method, batch_key)
+    else:
+        graph = _graph_to_use(X, graph, info, obsp, graph_params, default_graph)
     log.info("tl.select: scoring %d genes with %s (n_features_to_select=%s)", adata.n_vars, method,
              n_to_select(n_features_to_select, n_features))
     t1 = time.perf_counter()
@@ -231,10 +261,45 @@ def _run(adata, method, n_features_to_select, *, layer, obsp, labels_key, graph_
         labels=labels,
         random_state=random_state,
         counts=counts,
+        batches=batches,
         **params,
     )
     log.info("tl.select: %s took %.1f s", method, time.perf_counter() - t1)
     return sel, graph, counts_from
+
+
+def _check_adata(adata) -> None:
+    """Refuse ``adata.raw`` (an anndata ``Raw``: nothing can be written into it) before any computation."""
+    if type(adata).__name__ == "Raw":
+        msg = (
+            "adata is adata.raw (an anndata Raw, which has no uns, obsp or layers to write the selection into); "
+            "pass adata.raw.to_adata() (a new AnnData of the raw values), or the AnnData itself with layer=..."
+        )
+        raise ValueError(msg)
+
+
+def _n_top_genes(n_features_to_select, n_top_genes):
+    """``n_features_to_select``, given under scanpy's name ``n_top_genes`` or its own (both: they must agree)."""
+    if n_top_genes is None:
+        return n_features_to_select
+    if n_features_to_select is not None and n_features_to_select != n_top_genes:
+        msg = (
+            f"pass the number of genes once: n_top_genes ({n_top_genes!r}) and n_features_to_select "
+            f"({n_features_to_select!r}) differ"
+        )
+        raise ValueError(msg)
+    return n_top_genes
+
+
+def _batches(adata, batch_key):
+    """The batch of each cell, ``adata.obs[batch_key]`` (None without ``batch_key``); glfs.select checks the values."""
+    if batch_key is None:
+        return None
+    if not isinstance(batch_key, str) or batch_key not in adata.obs:
+        msg = f"batch_key must name an adata.obs column (obs columns: {list(adata.obs.columns)[:20]}); got {batch_key!r}"
+        raise ValueError(msg)
+    col = adata.obs[batch_key]
+    return col.astype(object).where(col.notna(), None).to_numpy()
 
 
 def _check_key_added(key_added) -> None:
@@ -301,10 +366,32 @@ def _counts(adata, X, layer, counts_layer, info, method):
     raise ValueError(msg)
 
 
+#: The var columns of scanpy's highly_variable_genes that describe its var["highly_variable"]; an earlier call's
+#: are removed when mark_highly_variable replaces that column (they would describe another selection).
+SCANPY_HVG_COLUMNS = (
+    "highly_variable_rank", "highly_variable_nbatches", "highly_variable_intersection", "means", "variances",
+    "variances_norm", "dispersions", "dispersions_norm", "residual_variances",
+)
+
+
 def _mark_highly_variable(adata, sel, key):
-    """var["highly_variable"] = the selection (sc.pp.pca's default mask), replacing an existing column with a warning."""
-    warn_replaced(adata, ["highly_variable"], f"the {key!r} selection (mark_highly_variable=True)")
+    """var["highly_variable"] = the selection (sc.pp.pca's default mask), replacing an existing column with a warning.
+
+    scanpy's columns of an earlier ``highly_variable_genes`` call (:data:`SCANPY_HVG_COLUMNS`) and its
+    ``uns["hvg"]`` go with it, named in the warning; a selection within batches writes scanpy's
+    ``highly_variable_nbatches`` and ``highly_variable_intersection`` (same meaning) beside it.
+    """
+    stale = [c for c in SCANPY_HVG_COLUMNS if c in adata.var]
+    warn_replaced(adata, ["highly_variable", *stale], f"the {key!r} selection (mark_highly_variable=True); "
+                  f"scanpy's columns of the earlier selection are removed: {stale}" if stale else
+                  f"the {key!r} selection (mark_highly_variable=True)")
+    if stale:
+        adata.var.drop(columns=stale, inplace=True)
+        adata.uns.pop("hvg", None)
     adata.var["highly_variable"] = np.asarray(sel.selected, dtype=bool)
+    for name in ("nbatches", "intersection"):
+        if name in sel.extra:
+            adata.var[f"highly_variable_{name}"] = np.asarray(sel.extra[name])
 
 
 def _given_graph(adata, obsp, info, method):
@@ -365,6 +452,9 @@ def _selection_frame(sel, var_names):
     )
     if sel.weights is not None:
         df["weight"] = np.asarray(sel.weights)
+    for name in ("nbatches", "intersection", "median_rank"):  # a selection within batches (batch_key)
+        if name in sel.extra:
+            df[name] = np.asarray(sel.extra[name])
     return df
 
 

@@ -166,6 +166,42 @@ def _h5ad_labels(m: Matrix, expr, cfg: dict) -> tuple[Matrix, dict]:
     )
 
 
+#: The obs column of prepared.h5ad that holds the batches named by a dataset's ``batch_column``.
+BATCH_OBS = "batch"
+
+
+def _batch_column(name: str, fmt: str, expr: Path, m: Matrix, cfg: dict) -> Matrix:
+    """``obs['batch']`` from the ``obs`` column ``batch_column`` names (an .h5ad only), checked like the labels.
+
+    A column that does not exist, or samples without a batch (NaN, empty or an NA spelling), are
+    errors naming the column and the samples; the values are kept as text.
+    """
+    col = cfg.get("batch_column")
+    if col is None:
+        return m
+    where = f"{expr}: obs column {col!r} (config key datasets.{name}.batch_column)"
+    if fmt in ("golub", "stategra", "clanc840") or infer_format(expr, fmt) != "h5ad":
+        msg = f"{where}: batch_column names an obs column of an .h5ad; {expr} is not an .h5ad"
+        raise DataError(msg)
+    if m.obs is None or col not in m.obs.columns:
+        cols = [] if m.obs is None else list(m.obs.columns)
+        msg = f"{where} not found; obs columns are {cols[:20]}"
+        raise DataError(msg)
+    raw = m.obs[col].astype(object)
+    text = [None if pd.isna(v) else str(v).strip() for v in raw]
+    missing = [s for s, v in zip(m.samples, text) if v is None or v.lower() in _NA_STRINGS]
+    if missing:
+        msg = f"{where}: no batch for {len(missing)} of {len(text)} samples: {missing[:10]}"
+        raise DataError(msg)
+    if col != BATCH_OBS and BATCH_OBS in m.obs.columns:
+        log.warning("%s: obs column %r is replaced by the batches of column %r", expr, BATCH_OBS, col)
+    m.obs = m.obs.copy()
+    m.obs[BATCH_OBS] = text
+    sizes = pd.Series(text).value_counts()
+    log.info("%s: %d batches from obs column %r: %s", expr, sizes.size, col, sizes.to_dict())
+    return m
+
+
 def _plain(x):
     """Make a value storable in AnnData.uns (no None; nested plain types)."""
     if isinstance(x, dict):
@@ -198,8 +234,8 @@ def prepare_dataset(
     keep the non-zeros; a preprocessing that would make it dense is refused
     above the size limit, naming the file and the sizes, before anything dense
     is allocated), obs_names = sample ids, ``obs['label']`` categorical when
-    labelled, ``uns['dataset']`` plain values; raw counts in
-    ``layers['counts']`` (CSR float32).
+    labelled, ``obs['batch']`` categorical (text) when ``batch_column`` names the batches,
+    ``uns['dataset']`` plain values; raw counts in ``layers['counts']`` (CSR float32).
     """
     import anndata as ad
 
@@ -207,6 +243,7 @@ def prepare_dataset(
     expr = Path(paths["expression"])
     m = _read_dataset(name, fmt, expr, cfg, paths)
     m, labelled, label_report, notes = _label_dataset(name, fmt, expr, m, cfg, paths)
+    m = _batch_column(name, fmt, expr, m, cfg)
     n, d = m.X.shape
     notes += _check_size(expr, n, d, cfg)  # more samples than graph.n_neighbors: build_graph checks it
     if labelled:
@@ -460,6 +497,8 @@ def _obs_frame(name: str, m: Matrix, cfg: dict, labelled: bool, n: int) -> pd.Da
     """obs indexed by the sample ids as text; ``label`` categorical when labelled (n_clusters checked against n)."""
     obs = m.obs.copy() if m.obs is not None else pd.DataFrame(index=pd.Index(m.samples))
     obs.index = pd.Index([str(s) for s in m.samples])
+    if BATCH_OBS in obs and cfg.get("batch_column") is not None:
+        obs[BATCH_OBS] = pd.Categorical(obs[BATCH_OBS].astype(str))
     if labelled:
         obs["label"] = pd.Categorical(obs["label"].astype(str))
         nc = cfg.get("n_clusters")
@@ -505,6 +544,8 @@ def _dataset_info(
         "constant_genes": ", ".join(const_names[:50]),
         "warnings": "; ".join(notes),
         "labels": label_report,
+        "batch_column": cfg.get("batch_column") or "",
+        "n_batches": int(obs[BATCH_OBS].nunique()) if cfg.get("batch_column") is not None else 0,
         "files": {k: {kk: vv for kk, vv in v.items()} for k, v in (provenance or {}).get("files", {}).items()},
     }
     if labelled:

@@ -462,3 +462,16 @@ def which_per_k_table(wm: WhichMethod) -> pd.DataFrame:
     out = wm.per_k[cols].rename(columns={"mean": f"mean {wm.score}", "sd": f"sd {wm.score}"})
     return out.assign(rank=out["rank"].astype("Int64"))
 
+
+
+def batch_mixing_table(cdf, rdf):
+    """Leiden ARI at the label count beside the batch mixing within cell types, per method (rows) and gene
+    count (columns), means over runs (and draws: random genes); None without batches (batch_column unset)."""
+    frames = [f for f in (cdf, rdf) if f is not None and "batch_mixing" in f and f["batch_mixing"].notna().any()]
+    if not frames:
+        return None
+    df = pd.concat(frames, ignore_index=True)
+    t = df.groupby(["method", "n_features"])[["ari_nlabels", "batch_mixing"]].mean().unstack("n_features")
+    t.columns = [f"{'ARI' if c == 'ari_nlabels' else 'mixing'}@{k}" for c, k in t.columns]
+    order = sorted(t.columns, key=lambda c: (int(c.split("@")[1]) if c.split("@")[1].isdigit() else 10**9, c))
+    return t[order].round(3)

@@ -172,7 +172,9 @@ def _leiden(d: dict, res) -> dict | None:
     key = f"leiden_{name}"
     res.figures[key] = G.figure_which(wm, name, ylabel="ARI at the label count (ari_nlabels), mean +- sd over runs",
                                       title=f"{name}: Leiden clustering vs labels")
-    return {"fig": key, "results": wm is not None, "which": _which(name, wm) if wm is not None else None}
+    cdf, rdf = res.tables.get((name, "leiden")) or (None, None)
+    return {"fig": key, "results": wm is not None, "which": _which(name, wm) if wm is not None else None,
+            "mixing": T.batch_mixing_table(cdf, rdf)}
 
 
 def _paths(d: dict, res) -> dict | None:

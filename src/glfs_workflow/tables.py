@@ -59,6 +59,8 @@ def selection_graph(sel: Selection, graph_file) -> str:
     """The sidecar's record of the graph a selection used (``selection_meta``'s ``graph``): the dataset graph's
     file, ``"none"``, or ``"own: ..."`` for a method that builds its own (``MethodInfo.own_graph``)."""
     info = method_info(sel.method)
+    if info.needs_graph and "batches" in sel.params and "graph" in sel.params:  # within batches (batch_column)
+        return "own: " + str(sel.params["graph"])
     if info.own_graph:
         return "own: " + str(sel.params.get("graph_built", "built by the method"))
     return str(graph_file) if info.needs_graph else "none"
@@ -149,7 +151,22 @@ LEIDEN_COLUMNS = [
     "ari", "nmi", "resolution", "n_clusters",
     "ari_nlabels", "nmi_nlabels", "resolution_nlabels", "n_clusters_nlabels",
     "kmeans_ari", "kmeans_nmi",
+    "batch_mixing",  # NaN for a dataset without batch_column (glfs.evaluate.mixing.knn_batch_mixing)
 ]
+
+
+def dataset_batches(adata):
+    """The cells' batches of a prepared dataset (``obs['batch']`` from its ``batch_column``), or None for one batch."""
+    if not adata.uns.get("dataset", {}).get("batch_column") or "batch" not in adata.obs:
+        return None
+    return adata.obs["batch"].astype(str).to_numpy()
+
+
+def with_batch_mixing(df):
+    """``df`` with a ``batch_mixing`` column (NaN where the evaluation had no batches)."""
+    if "batch_mixing" not in df:
+        df = df.assign(batch_mixing=np.nan)
+    return df
 
 
 def leiden_matrix(adata):

@@ -44,6 +44,7 @@ from glfs.evaluate.clustering import (
     stratified_subsample,
 )
 from glfs.evaluate.leiden import LEIDEN_MIN_PCA_FEATURES, LEIDEN_RESOLUTIONS, evaluate_ranking_leiden
+from glfs.evaluate.mixing import knn_batch_mixing
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ __all__ = [
     "LEIDEN_RESOLUTIONS",
     "evaluate_random_floor",
     "evaluate_ranking_leiden",
+    "knn_batch_mixing",
     "random_gene_orders",
     "cv_splitter",
     "baseline_classifiers",
@@ -141,6 +143,8 @@ def evaluate_random_floor(X, labels, *, n_draws: int, protocol: str = "spectral"
         keep = stratified_subsample(y, int(max_samples), seed)
         log.info("random floor: %d samples; evaluating the stratified subsample of %d (max_samples)", X.shape[0], keep.size)
         X, labels = X[keep], labels[keep]
+        if kwargs.get("batches") is not None:
+            kwargs["batches"] = np.asarray(kwargs["batches"])[keep]
     if protocol == "spectral":
         kwargs["n_runs"] = 1
         evaluate = evaluate_ranking

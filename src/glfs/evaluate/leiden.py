@@ -19,6 +19,7 @@ from sklearn.metrics import adjusted_rand_score
 from threadpoolctl import threadpool_limits
 
 from glfs.core._validation import check_int, check_labels, check_positive, check_X
+from glfs.evaluate.mixing import knn_batch_mixing
 from glfs.evaluate.clustering import _as_dense, kmeans_best_of, nmi, resolve_feature_grid, run_seeds, stratified_subsample
 
 log = logging.getLogger(__name__)
@@ -131,6 +132,21 @@ def _leiden_record(sc, adata, embedding, y, k: int, run: int, seed: int, res, n_
     }
 
 
+def _graph_at_k(sc, anndata, X, cols, n_pcs, n_neighbors, seed0):
+    """(AnnData of the genes ``cols`` with its PCA and kNN graph, the embedding) of :func:`evaluate_ranking_leiden`."""
+    n, k = X.shape[0], len(cols)
+    Xk = sp.csr_matrix(X[:, cols]) if sp.issparse(X) else np.array(X[:, cols], dtype=np.float64, order="C")
+    adata = anndata.AnnData(Xk)
+    if k >= LEIDEN_MIN_PCA_FEATURES:
+        sc.pp.pca(adata, n_comps=min(n_pcs, k - 1, n - 1), mask_var=None, svd_solver="arpack", random_state=seed0)
+        rep = "X_pca"
+    else:  # one or two genes: cluster on the genes themselves
+        rep = "X_genes"
+        adata.obsm[rep] = _as_dense(Xk)
+    sc.pp.neighbors(adata, n_neighbors=n_neighbors, use_rep=rep, random_state=seed0)
+    return adata, np.asarray(adata.obsm[rep], dtype=np.float64)
+
+
 def evaluate_ranking_leiden(
     X,
     labels,
@@ -143,6 +159,7 @@ def evaluate_ranking_leiden(
     n_neighbors: int = 15,
     random_state=0,
     max_samples: int | None = None,
+    batches=None,
 ) -> list[dict]:
     """Single-cell evaluation of one gene ranking: PCA, kNN graph, Leiden, against the cell types.
 
@@ -190,6 +207,12 @@ def evaluate_ranking_leiden(
         Evaluate a seeded subsample of this many cells, stratified by label
         (:func:`stratified_subsample` seeded by ``random_state``, as
         :func:`evaluate_ranking` does).  Default None: all cells.
+    batches : array-like of shape (n_samples,), optional
+        Batch labels (donors, samples): each record then also has ``batch_mixing``, how well the
+        evaluation's kNN graph at k genes mixes the batches within each cell type
+        (:func:`glfs.evaluate.mixing.knn_batch_mixing` on ``obsp["distances"]``; 1 = as mixed as
+        each type's batches, 0 = every cell's same-type neighbours of its own batch; the same
+        for every run at k).
 
     Returns
     -------
@@ -242,6 +265,8 @@ def evaluate_ranking_leiden(
     X = check_X(X, read_only=True)
     n, d = X.shape
     _, y = check_labels(labels, n)
+    if batches is not None:
+        check_labels(batches, n, name="batches", min_classes=1)
     ranking = np.asarray(ranking)
     if (
         ranking.shape != (d,)
@@ -263,6 +288,7 @@ def evaluate_ranking_leiden(
         keep = stratified_subsample(y, max_samples, random_state)
         log.info("evaluate_ranking_leiden: %d samples; evaluating a stratified subsample of %d (max_samples)", n, keep.size)
         X, y, n = X[keep], y[keep], keep.size
+        batches = None if batches is None else np.asarray(batches)[keep]
     n_labels = int(np.unique(y).size)
     seed0 = int(seeds[0])
     log.info(
@@ -277,20 +303,11 @@ def evaluate_ranking_leiden(
         # scanpy's neighbors zeroes the diagonal of its sparse distances (scipy's note on a structure change)
         warnings.filterwarnings("ignore", category=sp.SparseEfficiencyWarning)
         for i_k, k in enumerate(grid):
-            cols = ranking[:k]
-            Xk = sp.csr_matrix(X[:, cols]) if sp.issparse(X) else np.array(X[:, cols], dtype=np.float64, order="C")
-            adata = anndata.AnnData(Xk)
-            if k >= LEIDEN_MIN_PCA_FEATURES:
-                sc.pp.pca(
-                    adata, n_comps=min(n_pcs, k - 1, n - 1), mask_var=None, svd_solver="arpack", random_state=seed0
-                )
-                rep = "X_pca"
-            else:  # one or two genes: cluster on the genes themselves
-                rep = "X_genes"
-                adata.obsm[rep] = _as_dense(Xk)
-            sc.pp.neighbors(adata, n_neighbors=n_neighbors, use_rep=rep, random_state=seed0)
-            embedding = np.asarray(adata.obsm[rep], dtype=np.float64)
-            records += [_leiden_record(sc, adata, embedding, y, k, r, int(s), res, n_labels) for r, s in enumerate(seeds)]
+            adata, embedding = _graph_at_k(sc, anndata, X, ranking[:k], n_pcs, n_neighbors, seed0)
+            mixing = {} if batches is None else {
+                "batch_mixing": knn_batch_mixing(adata.obsp["distances"], y, batches)["batch_mixing"]}
+            records += [{**_leiden_record(sc, adata, embedding, y, k, r, int(s), res, n_labels), **mixing}
+                        for r, s in enumerate(seeds)]
             last = records[-len(seeds) :]
             log.info(
                 "evaluate_ranking_leiden: k=%d (%d/%d), mean ARI %.3f at the best resolution, %.3f at %d clusters, "

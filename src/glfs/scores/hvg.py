@@ -60,13 +60,55 @@ def _scanpy():
     return scanpy, anndata
 
 
-def _adata(X):
-    """A bare AnnData over X (cells x genes) with gene names "0".."d-1" (scanpy's output is matched by name)."""
+#: The obs column of the batch labels in the AnnData handed to scanpy (its ``batch_key``).
+BATCH_COLUMN = "batch"
+
+
+def _adata(X, batches=None):
+    """A bare AnnData over X (cells x genes) with gene names "0".."d-1" (scanpy's output is matched by name),
+    and the batch labels as a categorical ``obs["batch"]`` when given."""
+    import pandas as pd
+
     _, anndata = _scanpy()
     X = X.astype(np.float32) if sp.issparse(X) and X.dtype != np.float32 else X
     a = anndata.AnnData(X=X)
     a.var_names = [str(j) for j in range(X.shape[1])]
+    if batches is not None:
+        a.obs[BATCH_COLUMN] = pd.Categorical(np.asarray(batches).astype(str))
     return a
+
+
+def _batch_kw(batches) -> dict:
+    return {} if batches is None else {"batch_key": BATCH_COLUMN}
+
+
+def _batch_ranking(df, selected, order, score):
+    """scanpy's order with batch_key: its selection first, then ``order`` ((column, descending) pairs), the
+    score (descending), gene order; NaN last in every key.  The top n is scanpy's selection whatever its sort's ties."""
+    keys = [np.arange(len(df)), _key(df[score], True)]
+    for col, desc in reversed(order):
+        keys.append(_key(df[col], desc))
+    keys.append(~np.asarray(selected, dtype=bool))
+    return np.lexsort(keys)
+
+
+def _key(column, descending):
+    v = column.to_numpy(dtype=np.float64)
+    v = -v if descending else v.copy()
+    v[np.isnan(v)] = np.inf
+    return v
+
+
+def _batch_extra(df, batches) -> tuple[dict, dict]:
+    """(params, extra) of a batched scanpy call: the batches, and scanpy's per-gene batch columns as
+    :func:`glfs.scores.batches.batch_columns` (``median_rank`` = its ``highly_variable_rank`` + 1, where it has one)."""
+    from glfs.scores.batches import batch_columns
+
+    labels = sorted({str(b) for b in np.asarray(batches).astype(str)})
+    nb = df["highly_variable_nbatches"].to_numpy(dtype=np.int64)
+    inter = df["highly_variable_intersection"].to_numpy(dtype=bool) if "highly_variable_intersection" in df else nb == len(labels)
+    median = df["highly_variable_rank"].to_numpy(dtype=np.float64) + 1 if "highly_variable_rank" in df else np.full(nb.size, np.nan)
+    return {"batches": labels}, batch_columns(nb, inter, median)
 
 
 def _frame(df, d):
@@ -85,12 +127,13 @@ def _quiet():
         yield
 
 
-def _dispersion_flavor(method, flavor, X, n_features, params) -> Selection:
+def _dispersion_flavor(method, flavor, X, n_features, params, batches=None) -> Selection:
     sc, _ = _scanpy()
     d = X.shape[1]
     try:
         with _quiet():
-            df = sc.pp.highly_variable_genes(_adata(X), flavor=flavor, n_top_genes=int(n_features), inplace=False, **params)
+            df = sc.pp.highly_variable_genes(_adata(X, batches), flavor=flavor, n_top_genes=int(n_features),
+                                             inplace=False, **_batch_kw(batches), **params)
     except (ValueError, IndexError) as exc:  # scanpy's binning of the genes by mean, in its own words
         msg = (
             f"{method}: scanpy's {flavor!r} flavour cuts the {d} genes into bins by their mean expression "
@@ -111,15 +154,36 @@ def _dispersion_flavor(method, flavor, X, n_features, params) -> Selection:
         )
         warnings.warn(msg, UserWarning, stacklevel=4)
         log.warning(msg)
+    ranking, extra, batch_params = None, {}, {}
+    if batches is not None:  # scanpy's order: the number of batches, then the mean normalised dispersion
+        ranking = _batch_ranking(df, selected, [("highly_variable_nbatches", True)], "dispersions_norm")
+        batch_params, extra = _batch_extra(df, batches)
     return make_selection(
-        method, score, higher_is_better=True, n_features=n_features, selected=selected,
-        params={"flavor": flavor, "n_top_genes": int(n_features), **params},
+        method, score, higher_is_better=True, n_features=n_features, selected=selected, ranking=ranking,
+        params={"flavor": flavor, "n_top_genes": int(n_features), **params, **batch_params}, extra=extra,
     )
 
 
-def _ranked_flavor(method, X, n_features, params, call, score_column) -> Selection:
-    """seurat_v3 / Pearson residuals: scanpy's call over all genes gives the full rank; the top n are its selection."""
+def _ranked_flavor(method, X, n_features, params, call, score_column, batches=None, order=()) -> Selection:
+    """seurat_v3 / Pearson residuals: scanpy's call over all genes gives the full rank; the top n are its selection.
+
+    With batches scanpy's ranks depend on ``n_top_genes`` (the median of the within-batch ranks among
+    each batch's top n), so it is called with ``n_top_genes=n_features`` and its order (``order``)
+    ranks the genes: its selection first, the rest by the mean score.
+    """
     d = X.shape[1]
+    if batches is not None:
+        with _quiet():
+            df = _frame(call(_adata(X, batches), n_top_genes=int(n_features), inplace=False, batch_key=BATCH_COLUMN,
+                             **params), d)
+        selected = df["highly_variable"].to_numpy(dtype=bool)
+        batch_params, extra = _batch_extra(df, batches)
+        log.info("%s: scanpy selected %d genes within %d batches", method, int(selected.sum()), len(batch_params["batches"]))
+        return make_selection(
+            method, df[score_column].to_numpy(dtype=np.float64), higher_is_better=True, n_features=n_features,
+            ranking=_batch_ranking(df, selected, order, score_column), selected=selected,
+            params={"n_top_genes": int(n_features), **params, **batch_params}, extra=extra,
+        )
     with _quiet():
         df = call(_adata(X), n_top_genes=d, inplace=False, **params)
     df = _frame(df, d)
@@ -138,30 +202,39 @@ def _ranked_flavor(method, X, n_features, params, call, score_column) -> Selecti
     )
 
 
-def select_hvg_seurat(X, W=None, *, n_features, labels=None, random_state=None, **params) -> Selection:
+def select_hvg_seurat(X, W=None, *, n_features, labels=None, random_state=None, batches=None, **params) -> Selection:
     """scanpy ``highly_variable_genes(flavor="seurat")`` (Satija et al., Nat Biotechnol 2015).
 
     X : (n_samples, n_features) log-normalised expression (``normalize_total`` + ``log1p``).
     Score: normalised dispersion in mean bins, higher is better.  Cost O(nnz(X)).
+    batches : one label per cell, passed to scanpy as its ``batch_key`` (its selection, its order:
+    the number of batches, then the mean normalised dispersion; ``extra`` holds scanpy's columns).
     """
-    return _dispersion_flavor("hvg_seurat", "seurat", X, n_features, params)
+    return _dispersion_flavor("hvg_seurat", "seurat", X, n_features, params, batches)
 
 
-def select_hvg_cell_ranger(X, W=None, *, n_features, labels=None, random_state=None, **params) -> Selection:
+def select_hvg_cell_ranger(X, W=None, *, n_features, labels=None, random_state=None, batches=None,
+                           **params) -> Selection:
     """scanpy ``highly_variable_genes(flavor="cell_ranger")`` (Zheng et al., Nat Commun 2017).
 
     X : (n_samples, n_features) log-normalised expression.  Score: dispersion
     normalised by the median and MAD of its mean bin, higher is better.  Cost O(nnz(X)).
+    batches : as :func:`select_hvg_seurat`.
     """
-    return _dispersion_flavor("hvg_cell_ranger", "cell_ranger", X, n_features, params)
+    return _dispersion_flavor("hvg_cell_ranger", "cell_ranger", X, n_features, params, batches)
 
 
-def select_hvg_seurat_v3(X, W=None, *, n_features, counts, labels=None, random_state=None, **params) -> Selection:
+def select_hvg_seurat_v3(X, W=None, *, n_features, counts, labels=None, random_state=None, batches=None,
+                         **params) -> Selection:
     """scanpy ``highly_variable_genes(flavor="seurat_v3")`` (Stuart et al., Cell 2019); needs scikit-misc.
 
     counts : (n_samples, n_features) raw counts, the matrix scored (X is not read).  Score: variance of the
     standardised, clipped counts after a loess fit of log variance on log
     mean (``variances_norm``), higher is better.  Cost O(nnz(X)).
+    batches : one label per cell, scanpy's ``batch_key`` (its order: the median within-batch rank,
+    then the number of batches).  A batch on which scanpy's loess fails alone (too few cells or
+    distinct means; scanpy issues 2669, 1825) is left out, named in the log and in
+    ``params["batches_left_out"]``, and scanpy runs on the other batches' cells.
     """
     sc, _ = _scanpy()
 
@@ -181,7 +254,59 @@ def select_hvg_seurat_v3(X, W=None, *, n_features, counts, labels=None, random_s
             raise ValueError(msg) from None
 
     _refuse_too_few_for_loess(counts, params.get("span", 0.3))
-    return _ranked_flavor("hvg_seurat_v3", counts, n_features, params, call, "variances_norm")
+    if batches is None:
+        return _ranked_flavor("hvg_seurat_v3", counts, n_features, params, call, "variances_norm")
+    return _seurat_v3_batches(counts, np.asarray(batches).astype(str), n_features, params, call)
+
+
+def _seurat_v3_batches(counts, labels, n_features, params, call) -> Selection:
+    """seurat_v3 with scanpy's batch_key, less the batches its loess cannot fit (docs/methods.md, "Small batches").
+
+    First rule: a batch with fewer varying genes than the loess needs (:func:`_refuse_too_few_for_loess`)
+    is left out before scanpy runs (scikit-misc would end the process).  Second: when scanpy's call
+    with batch_key still fails, each batch is tried alone and those whose loess fails are left out."""
+    order = [("highly_variable_rank", False), ("highly_variable_nbatches", True)]
+    kept, left_out = _loess_batches(counts, labels, call, params, alone=False)
+    rows = np.flatnonzero(np.isin(labels, kept))
+    try:
+        sel = _ranked_flavor("hvg_seurat_v3", counts[rows], n_features, params, call, "variances_norm", labels[rows],
+                             order)
+    except ValueError:
+        kept, more = _loess_batches(counts[rows], labels[rows], call, params, alone=True)
+        left_out.update(more)
+        rows = np.flatnonzero(np.isin(labels, kept))
+        sel = _ranked_flavor("hvg_seurat_v3", counts[rows], n_features, params, call, "variances_norm", labels[rows],
+                             order)
+    if not left_out:
+        return sel
+    return make_selection(
+        sel.method, sel.scores, higher_is_better=True, n_features=n_features, ranking=sel.ranking,
+        selected=sel.selected, params={**sel.params, "batches_left_out": sorted(left_out)},
+        extra={**sel.extra, "left_out": left_out},
+    )
+
+
+def _loess_batches(counts, labels, call, params, *, alone: bool):
+    """(the batches kept, {batch: why} of those left out) for seurat_v3's loess: fewer varying genes than it
+    needs, or (``alone``) scanpy's call on the batch alone fails.  A ValueError names every batch when none is left."""
+    span = params.get("span", 0.3)
+    kept, left_out = [], {}
+    for b in sorted(set(labels.tolist())):
+        rows = np.flatnonzero(labels == b)
+        try:
+            _refuse_too_few_for_loess(counts[rows], span)
+            if alone:
+                with _quiet():
+                    call(_adata(counts[rows]), n_top_genes=1, inplace=False, **params)
+        except ValueError as exc:
+            left_out[b] = f"{rows.size} cells: scanpy's loess cannot fit this batch ({exc!s})"
+            log.warning("hvg_seurat_v3: batch %r left out (%s)", b, left_out[b])
+        else:
+            kept.append(b)
+    if not kept:
+        msg = f"batches: scanpy's seurat_v3 loess cannot fit any batch: {left_out}"
+        raise ValueError(msg)
+    return kept, left_out
 
 
 def _refuse_too_few_for_loess(counts, span) -> None:
@@ -198,13 +323,15 @@ def _refuse_too_few_for_loess(counts, span) -> None:
         raise ValueError(msg)
 
 
-def select_hvg_pearson_residuals(X, W=None, *, n_features, counts, labels=None, random_state=None,
+def select_hvg_pearson_residuals(X, W=None, *, n_features, counts, labels=None, random_state=None, batches=None,
                                  **params) -> Selection:
     """scanpy ``experimental.pp.highly_variable_genes(flavor="pearson_residuals")`` (Lause et al., Genome Biol 2021).
 
     counts : (n_samples, n_features) raw counts, the matrix scored (X is not read).  Score: variance of the analytic
     Pearson residuals of a negative binomial null (theta 100, clipped at
     sqrt(n)), higher is better.  Cost O(n d) time (computed in gene chunks).
+    batches : one label per cell, scanpy's ``batch_key`` (its order: the number of batches, then the
+    median within-batch rank).
     """
     n, d = counts.shape
     what = (f"scanpy's copies of the counts ({n} x {d}, {_nnz(counts):.3g} non-zeros: the cell and gene subsets, "
@@ -218,7 +345,9 @@ def select_hvg_pearson_residuals(X, W=None, *, n_features, counts, labels=None, 
     def call(adata, **kw):
         return sc.experimental.pp.highly_variable_genes(adata, flavor="pearson_residuals", **kw)
 
-    return _ranked_flavor("hvg_pearson_residuals", counts, n_features, params, call, "residual_variances")
+    order = [("highly_variable_nbatches", True), ("highly_variable_rank", False)]
+    return _ranked_flavor("hvg_pearson_residuals", counts, n_features, params, call, "residual_variances", batches,
+                          order)
 
 
 def _refuse_empty_cells(X) -> None:

@@ -307,9 +307,12 @@ def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, co
             W = cell_graph(X, top, n_neighbors=n_neighbors, n_pcs=n_pcs, random_state=random_state)
             built = "self"
     res = score(W)
+    params = {"graph_built": built, "residuals": bool(residuals)}
+    if built != "given":  # the settings of the graph it built (a given graph's are not its own)
+        params.update(n_neighbors=int(n_neighbors), n_pcs=int(n_pcs))
+    if built == "self":
+        params["graph_genes"] = int(graph_genes)
     return make_selection(
-        "graph_moran", res.moran_i, higher_is_better=True, n_features=n_features,
-        params={"graph_built": built, "graph_genes": int(graph_genes), "n_neighbors": int(n_neighbors),
-                "n_pcs": int(n_pcs), "residuals": bool(residuals)},
+        "graph_moran", res.moran_i, higher_is_better=True, n_features=n_features, params=params,
         extra={"z": res.z, "graph": W},
     )

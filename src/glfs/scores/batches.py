@@ -1,0 +1,316 @@
+"""Batch-aware selection: a gene-wise score computed within each batch, the batches combined by rank.
+
+X is (n_samples, n_features) = (cells, genes); ``batches`` gives one label per cell (donor,
+sample, plate, technology: scanpy's ``batch_key``).  A gene-wise method is run on the cells of
+each batch alone (its graph, when it uses one, built or cut within the batch), each batch ranks
+the genes, and the rankings are combined the way Seurat's ``SelectIntegrationFeatures`` (Stuart
+et al., Cell 2019) and scanpy's ``highly_variable_genes(batch_key=...)`` combine theirs
+(docs/methods.md, "Batch-aware selection"):
+
+1. ``nbatches``: in how many batches the gene is among the batch's ``n_top`` selected genes
+   (scanpy's ``highly_variable_nbatches``); ``intersection``: selected in every scored batch
+   (scanpy's ``highly_variable_intersection``);
+2. ``median_rank``: the median of the gene's 1-based within-batch ranks over the batches where
+   it is selected (NaN where it is selected in none; scanpy's ``highly_variable_rank`` of
+   ``seurat_v3`` counts from 0);
+3. the combined ranking (rule ``"nbatches"``, the default): more batches first, then the smaller
+   median rank, then the smaller median of the within-batch ranks over all scored batches (this
+   orders the genes selected in no batch), then gene order.  Rule ``"median_rank"`` puts the
+   median rank first and the number of batches second (scanpy's ``seurat_v3`` with ``batch_key``);
+4. the combined score: the mean over the scored batches of the per-batch scores, NaN skipped
+   (scanpy's ``dispersions_norm`` and ``variances_norm`` with ``batch_key``).
+
+With one batch the result is the plain one exactly (same scores, ranking and selection); when
+every batch holds the same cells it is the single batch's ranking.  A batch smaller than the
+method's minimum (``min_cells``: more cells than the graph's neighbours for a graph method) is
+left out of the combination and named in the log and in ``extra["left_out"]``; when every batch
+is too small the call is refused.
+
+Cost: the method's own cost on each batch (a kNN graph within batches is cheaper than one over
+all cells) plus O(n_batches d log d) for the ranks; the block-diagonal graph of the per-batch
+graphs has the nnz of their sum.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from glfs.core.result import Selection, make_selection
+
+log = logging.getLogger(__name__)
+
+__all__ = ["BatchRanks", "batch_codes", "batch_columns", "combine_batch_ranks", "select_by_batch", "run_by_batch",
+           "min_batch_cells", "BATCH_RULES"]
+
+#: Ways of combining the per-batch rankings (module docstring, step 3).
+BATCH_RULES = ("nbatches", "median_rank")
+
+
+@dataclass(frozen=True)
+class BatchRanks:
+    """Per-batch ranks of every gene and their combination (module docstring).
+
+    ``ranks`` has shape (n_scored_batches, n_features), 1 = best within the batch; ``selected``
+    the same shape, the genes each batch selects; ``nbatches``, ``intersection``, ``median_rank``
+    and ``ranking`` (gene indices, best first) have length n_features.
+    """
+
+    ranks: np.ndarray
+    selected: np.ndarray
+    nbatches: np.ndarray
+    intersection: np.ndarray
+    median_rank: np.ndarray
+    ranking: np.ndarray
+
+
+def batch_codes(batches, n_samples: int):
+    """(labels, codes) of the batch labels: one per sample, no missing value; labels sorted (``np.unique``).
+
+    A ValueError names the problem: not 1-D, wrong length, or missing labels.
+    """
+    from glfs.core._validation import check_labels
+
+    return check_labels(batches, n_samples, name="batches", min_classes=1)
+
+
+def combine_batch_ranks(rankings, selected, *, rule: str = "nbatches") -> BatchRanks:
+    """Combine per-batch rankings of the same genes by rank (module docstring, steps 1-3).
+
+    Parameters
+    ----------
+    rankings : sequence of int arrays of shape (n_features,)
+        Each batch's ranking, gene indices best first (``Selection.ranking``).
+    selected : sequence of bool arrays of shape (n_features,)
+        The genes each batch selects (``Selection.selected``: its top ``n_top``).
+    rule : {"nbatches", "median_rank"}
+        Which comes first in the combined order (module docstring, step 3).
+
+    Returns
+    -------
+    BatchRanks
+    """
+    if rule not in BATCH_RULES:
+        msg = f"rule must be one of {BATCH_RULES}; got {rule!r}"
+        raise ValueError(msg)
+    rankings = [np.asarray(r, dtype=np.int64) for r in rankings]
+    if not rankings:
+        msg = "rankings must hold at least one batch's ranking; got none"
+        raise ValueError(msg)
+    d = rankings[0].shape[0]
+    ranks = np.empty((len(rankings), d), dtype=np.int64)
+    for b, r in enumerate(rankings):
+        ranks[b, r] = np.arange(1, d + 1)
+    sel = np.asarray(np.stack(selected), dtype=bool).reshape(ranks.shape)
+    nbatches = sel.sum(axis=0)
+    top = np.where(sel, ranks.astype(np.float64), np.nan)
+    with warnings.catch_warnings():  # a gene selected in no batch: NaN, as scanpy's highly_variable_rank
+        warnings.simplefilter("ignore", RuntimeWarning)
+        median_rank = np.nanmedian(top, axis=0)
+    median_all = np.median(ranks, axis=0)
+    first = np.where(np.isnan(median_rank), np.inf, median_rank)
+    keys = (np.arange(d), median_all, first, -nbatches) if rule == "nbatches" else (np.arange(d), median_all, -nbatches, first)
+    ranking = np.lexsort(keys)  # the last key sorts first
+    return BatchRanks(
+        ranks=ranks, selected=sel, nbatches=nbatches, intersection=nbatches == len(rankings),
+        median_rank=median_rank, ranking=ranking,
+    )
+
+
+def select_by_batch(
+    select_one: Callable,
+    batches,
+    *,
+    method: str,
+    n_features: int,
+    higher_is_better: bool,
+    min_cells: int = 2,
+    why_min: str = "",
+    rule: str = "nbatches",
+    params: dict | None = None,
+) -> Selection:
+    """Run a gene-wise selection within each batch and combine the batches by rank.
+
+    Parameters
+    ----------
+    select_one : callable
+        ``select_one(rows) -> (Selection, W or None, rows used)``: the method on the cells ``rows``
+        (int indices into X's rows) of one batch, with the graph it used there (or None) and the
+        cells that graph is over (``rows``, or those of them it kept).
+    batches : array-like of length n_samples
+        One batch label per cell (scanpy's ``adata.obs[batch_key]``).
+    method, n_features, higher_is_better
+        The method's name, the number of genes to select (each batch's ``n_top``, and the
+        combined selection's size) and the direction of its scores.
+    min_cells : int, default 2
+        The smallest batch the method can score; smaller batches are left out (logged, and in
+        ``extra["left_out"]``), and a ValueError is raised when every batch is smaller.
+    why_min : str
+        Why ``min_cells`` (for the log and the error), e.g. "more cells than the 15 neighbours".
+    rule : {"nbatches", "median_rank"}
+        :func:`combine_batch_ranks`.
+    params : dict, optional
+        Added to the result's ``params`` (e.g. which graph was used).
+
+    Returns
+    -------
+    Selection
+        ``scores`` the mean of the per-batch scores (NaN skipped), ``ranking`` and ``selected``
+        by the combination (the top ``n_features``, never a gene without a score); ``params``
+        those of the first scored batch plus ``batches`` (the scored labels), ``batch_rule``;
+        ``extra``: ``nbatches``, ``intersection``, ``median_rank`` (:func:`batch_columns`),
+        ``batch_ranks`` (:attr:`BatchRanks.ranks`: (n_scored, n_features), 1 = best in the batch),
+        ``batches``, ``batch_scores``
+        (n_scored, n_features), ``left_out`` (label -> reason), ``graph`` (the block-diagonal
+        graph of the per-batch graphs over all cells, when the method used graphs).
+    """
+    n_samples = len(batches)
+    labels, codes = batch_codes(batches, n_samples)
+    scored, sels, graphs, left_out = [], [], [], {}
+    for b, label in enumerate(labels):
+        label = plain_label(label)
+        rows = np.flatnonzero(codes == b)
+        if rows.size < min_cells:
+            reason = f"{rows.size} cells, fewer than {min_cells} ({why_min or 'the method minimum'})"
+            log.warning("%s: batch %r left out of the selection: %s", method, label, reason)
+            left_out[str(label)] = reason
+            continue
+        log.info("%s: scoring batch %r (%d cells)", method, label, rows.size)
+        sel, W, used_rows = select_one(rows)
+        scored.append((label, used_rows))
+        sels.append(sel)
+        graphs.append(W)
+    if not sels:
+        sizes = {plain_label(label): int(np.sum(codes == b)) for b, label in enumerate(labels)}
+        msg = (
+            f"batches: every batch is too small for method {method!r} (each needs at least {min_cells} cells: "
+            f"{why_min or 'the method minimum'}); got batch sizes {sizes}"
+        )
+        raise ValueError(msg)
+    comb = combine_batch_ranks([s.ranking for s in sels], [s.selected for s in sels], rule=rule)
+    per_batch = np.stack([np.asarray(s.scores, dtype=np.float64) for s in sels])
+    with warnings.catch_warnings():  # a gene without a score in every batch stays NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        scores = np.nanmean(per_batch, axis=0)
+    used = [label for label, _ in scored]
+    extra = {"batch_ranks": comb.ranks, "batches": used, "batch_scores": per_batch, "left_out": left_out,
+             **batch_columns(comb.nbatches, comb.intersection, comb.median_rank)}
+    if any(W is not None for W in graphs):
+        extra["graph"] = _block_graph([rows for _, rows in scored], graphs, n_samples)
+    params = {**dict(sels[0].params), **(params or {}), "batches": used, "batch_rule": rule,
+              "batches_left_out": sorted(left_out)}
+    log.info(
+        "%s: %d batches scored, %d left out; %d genes selected in every scored batch",
+        method, len(sels), len(left_out), int(np.sum(comb.nbatches == len(sels))),
+    )
+    return make_selection(
+        method, scores, higher_is_better=higher_is_better, n_features=n_features, ranking=comb.ranking,
+        params=params, extra=extra,
+    )
+
+
+def batch_columns(nbatches, intersection, median_rank) -> dict:
+    """The per-gene batch columns every batch-aware Selection carries in ``extra`` (scanpy's and glfs' alike).
+
+    ``nbatches`` (int: batches whose top n holds the gene; scanpy's ``highly_variable_nbatches``),
+    ``intersection`` (bool: all of them; ``highly_variable_intersection``), ``median_rank`` (float:
+    the median 1-based within-batch rank over those batches, NaN for none; scanpy's
+    ``highly_variable_rank`` plus 1).  :func:`glfs.anndata_writers.write_selection` writes them.
+    """
+    return {
+        "nbatches": np.asarray(nbatches, dtype=np.int64),
+        "intersection": np.asarray(intersection, dtype=bool),
+        "median_rank": np.asarray(median_rank, dtype=np.float64),
+    }
+
+
+def plain_label(label):
+    """A batch label as a plain Python value (for ``params`` and ``.uns``)."""
+    return label.item() if isinstance(label, np.generic) else label
+
+
+def _block_graph(rows_of, graphs, n):
+    """The per-batch graphs placed on their cells: one sparse (n, n) graph, no edge between batches."""
+    r, c, v = [], [], []
+    for rows, W in zip(rows_of, graphs):
+        if W is None:
+            continue
+        C = sp.coo_matrix(W)
+        r.append(rows[C.row])
+        c.append(rows[C.col])
+        v.append(C.data)
+    return sp.csr_matrix((np.concatenate(v), (np.concatenate(r), np.concatenate(c))), shape=(n, n))
+
+
+def min_batch_cells(info, graph_params: dict, params: dict) -> tuple[int, str]:
+    """(the smallest batch a method can score, why), the rule of docs/methods.md ("Batch-aware selection").
+
+    A method that builds a kNN graph within the batch needs more cells than the graph's neighbours
+    (``graph_params["n_neighbors"]``, or the method's own ``n_neighbors`` parameter when it builds
+    its own graph), and at least 4 (Moran's I's permutation moments); a score without a graph
+    needs 2 cells (one cell has no variance).
+    """
+    import inspect
+
+    if not info.needs_graph:
+        return 2, "a score needs 2 cells"
+    if info.own_graph:
+        p = inspect.signature(info.fn).parameters.get("n_neighbors")
+        k = params.get("n_neighbors", None if p is None else p.default)
+    else:
+        k = graph_params.get("n_neighbors")
+    if k is None:
+        return 4, "a graph score needs 4 cells"
+    return max(int(k) + 1, 4), f"more cells than the graph's {int(k)} neighbours, and at least 4"
+
+
+def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None, counts=None,
+                 random_state=0, rule: str = "nbatches", **params) -> Selection:
+    """A registered gene-wise method (``info``: a :class:`glfs.api.MethodInfo`) within each batch, combined by rank.
+
+    X : (n_samples, n_features), in memory (dense or sparse), already checked by :func:`glfs.select`.
+    The graph of a graph method: ``graph`` (a given, e.g. batch-corrected, graph) cut to each
+    batch's cells (cells without an edge inside their batch are left out of that batch's score,
+    logged); else built within each batch, by the method itself (``info.own_graph``) or with
+    :func:`glfs.similarity_graph` and ``graph_params`` (full, defaults included).  ``counts``
+    (raw counts beside X, same shape) are cut to the batch too.  Returns :func:`select_by_batch`'s
+    Selection; ``params["graph"]`` says which graph was used.
+    """
+    from glfs.graph.similarity import similarity_graph
+
+    graph_params = dict(graph_params or {})
+    X = X.tocsr() if sp.issparse(X) and X.format != "csr" else X
+    counts = counts.tocsr() if sp.issparse(counts) and counts.format != "csr" else counts
+    given = None if graph is None else sp.csr_matrix(graph)
+    min_cells, why = min_batch_cells(info, graph_params, params)
+
+    def select_one(rows):
+        W = None
+        if info.needs_graph and given is not None:
+            W = given[rows][:, rows]
+            linked = np.asarray((W != 0).sum(axis=1)).ravel() > 0
+            if not linked.all():
+                log.warning("%s: %d cells of the batch have no edge inside it in the given graph; left out of its score",
+                            info.name, int(np.sum(~linked)))
+                rows, W = rows[linked], W[linked][:, linked]
+        elif info.needs_graph and not info.own_graph:
+            W = similarity_graph(X[rows], **graph_params)
+        kw = dict(params)
+        if counts is not None:
+            kw["counts"] = counts[rows]
+        sel = info.fn(X[rows], W, n_features=n_features, labels=None, random_state=random_state, **kw)
+        used = W if W is not None else sel.extra.get("graph")
+        if used is not None and used.shape[0] != len(rows):
+            msg = f"internal error: {info.name} returned a graph over {used.shape[0]} cells for a batch of {len(rows)}"
+            raise RuntimeError(msg)
+        return sel, used, rows
+
+    how = "none" if not info.needs_graph else ("given, cut to each batch" if given is not None else "built within each batch")
+    return select_by_batch(select_one, batches, method=info.name, n_features=n_features,
+                           higher_is_better=info.higher_is_better, min_cells=min_cells, why_min=why, rule=rule,
+                           params={"graph": how})

@@ -1,0 +1,289 @@
+"""Batch-aware selection (issue 29; glfs.scores.batches, glfs.select(..., batches=)).
+
+Checked against hand-worked combinations and against each batch scored alone: one batch is the
+plain result exactly; per-batch scores are each batch's own; copies of one batch rank as it does;
+a planted batch-shift gene ranks first without batches and outside the selection with them; a
+batch too small for the method is left out by the stated rule (and the result is the one without
+its cells); repeated calls agree and change nothing.  scanpy's flavours select what scanpy selects
+with ``batch_key``; the scanpy issue classes of the issue each have a test here (named in it).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import glfs
+from glfs.scores.batches import combine_batch_ranks, select_by_batch
+
+RANKED = ["variance", "laplacian_score", "graph_moran", "deviance"]
+SHIFT = 29  # the planted batch-shift gene of _data
+
+
+def _data(seed=0, per_batch=(60, 60, 60), d=30, counts=False):
+    """Cells of 3 types in each batch; genes 0-8 mark the types (3 per type), gene SHIFT moves with the batch
+    only (its mean differs between batches, constant in distribution within one).  Counts: Poisson."""
+    rng = np.random.default_rng(seed)
+    n = sum(per_batch)
+    batches = np.repeat([f"b{k}" for k in range(len(per_batch))], per_batch)
+    types = rng.integers(0, 3, n)
+    mu = np.full((n, d), 2.0)
+    for t in range(3):
+        mu[np.ix_(types == t, np.arange(3 * t, 3 * t + 3))] += 3.0
+    codes = np.unique(batches, return_inverse=True)[1]
+    mu[:, SHIFT] += 8.0 * codes
+    X = rng.poisson(mu).astype(np.float64) if counts else mu + rng.normal(size=(n, d))
+    return X, batches
+
+
+def _same(a, b):
+    np.testing.assert_array_equal(a.scores, b.scores)  # NaN where NaN
+    np.testing.assert_array_equal(a.ranking, b.ranking)
+    np.testing.assert_array_equal(a.selected, b.selected)
+
+
+def _quiet(fn, *args, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kw)
+
+
+# ---- the combination, worked by hand ---------------------------------------------------------------
+
+def test_combination_by_hand():
+    # three batches rank five genes; each selects its top 2
+    rankings = [[0, 1, 2, 3, 4], [1, 0, 3, 2, 4], [4, 1, 0, 2, 3]]
+    selected = [np.isin(np.arange(5), r[:2]) for r in rankings]
+    c = combine_batch_ranks(rankings, selected)
+    np.testing.assert_array_equal(c.ranks, [[1, 2, 3, 4, 5], [2, 1, 4, 3, 5], [3, 2, 4, 5, 1]])
+    np.testing.assert_array_equal(c.nbatches, [2, 3, 0, 0, 1])
+    np.testing.assert_array_equal(c.intersection, [False, True, False, False, False])
+    np.testing.assert_array_equal(c.median_rank, [1.5, 2.0, np.nan, np.nan, 1.0])
+    # Seurat's SelectIntegrationFeatures: most batches first, then the median rank; genes in no batch by their median rank
+    np.testing.assert_array_equal(c.ranking, [1, 0, 4, 2, 3])
+    # scanpy's seurat_v3: the median rank first, so gene 4, selected in one batch only, comes first
+    np.testing.assert_array_equal(combine_batch_ranks(rankings, selected, rule="median_rank").ranking, [4, 0, 1, 2, 3])
+
+
+def test_combination_refuses_an_unknown_rule():
+    with pytest.raises(ValueError, match="rule must be one of"):
+        combine_batch_ranks([[0, 1]], [[True, False]], rule="mean")
+
+
+# ---- the tests of the issue --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("method", RANKED)
+def test_one_batch_is_the_plain_result_exactly(method):
+    X, _ = _data(counts=method == "deviance")
+    plain = _quiet(glfs.select, X, method, n_features_to_select=5)
+    one = _quiet(glfs.select, X, method, n_features_to_select=5, batches=np.zeros(X.shape[0], int))
+    _same(one, plain)
+    assert one.extra["nbatches"].sum() == 5
+
+
+@pytest.mark.parametrize("method", RANKED)
+def test_per_batch_scores_are_each_batch_scored_alone(method):
+    X, b = _data(counts=method == "deviance")
+    sel = _quiet(glfs.select, X, method, n_features_to_select=5, batches=b)
+    for k, label in enumerate(sel.extra["batches"]):
+        alone = _quiet(glfs.select, X[b == label], method, n_features_to_select=5)
+        np.testing.assert_array_equal(sel.extra["batch_scores"][k], alone.scores)
+        np.testing.assert_array_equal(sel.extra["batch_ranks"][k], alone.rank)
+    # the combined score is the mean over the batches (not the last batch's: scanpy #1725)
+    np.testing.assert_allclose(sel.scores, np.nanmean(sel.extra["batch_scores"], axis=0), rtol=0, atol=0)
+    assert not np.allclose(sel.scores, sel.extra["batch_scores"][-1], equal_nan=True)
+
+
+@pytest.mark.parametrize("method", RANKED)
+def test_copies_of_one_batch_rank_as_the_batch(method):
+    X, _ = _data(per_batch=(90,), counts=method == "deviance")
+    single = _quiet(glfs.select, X, method, n_features_to_select=5)
+    copies = _quiet(glfs.select, np.vstack([X, X, X]), method, n_features_to_select=5, batches=np.repeat([0, 1, 2], 90))
+    np.testing.assert_array_equal(copies.ranking, single.ranking)
+    np.testing.assert_array_equal(copies.selected, single.selected)
+    assert copies.extra["intersection"].sum() == 5
+
+
+@pytest.mark.parametrize("method", RANKED)
+def test_a_planted_batch_gene_ranks_first_without_batches_and_low_with_them(method):
+    X, b = _data(counts=method == "deviance")
+    plain = _quiet(glfs.select, X, method, n_features_to_select=9)
+    aware = _quiet(glfs.select, X, method, n_features_to_select=9, batches=b)
+    assert plain.rank[SHIFT] == 1
+    assert aware.rank[SHIFT] > 9 and not aware.selected[SHIFT]
+    assert aware.extra["nbatches"][SHIFT] == 0
+    assert set(aware.indices) == set(range(9))  # the type markers, selected in every batch
+
+
+@pytest.mark.parametrize("method", RANKED)
+def test_twice_the_same_and_inputs_unchanged(method):
+    X, b = _data(counts=method == "deviance")
+    X0, b0 = X.copy(), b.copy()
+    first = _quiet(glfs.select, X, method, n_features_to_select=5, batches=b)
+    second = _quiet(glfs.select, X, method, n_features_to_select=5, batches=b)
+    _same(first, second)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(b, b0)
+
+
+@pytest.mark.parametrize("method", ["laplacian_score", "graph_moran"])
+def test_a_batch_of_three_cells_is_left_out_by_the_stated_rule(method, caplog):
+    X, b = _data(per_batch=(60, 60, 3))
+    with caplog.at_level(logging.WARNING, logger="glfs"):
+        sel = _quiet(glfs.select, X, method, n_features_to_select=5, batches=b)
+    assert sel.params["batches_left_out"] == ["b2"]
+    assert "batch 'b2' left out" in caplog.text and "3 cells" in caplog.text and "neighbours" in caplog.text
+    keep = b != "b2"
+    without = _quiet(glfs.select, X[keep], method, n_features_to_select=5, batches=b[keep])
+    _same(sel, without)
+
+
+def test_a_batch_of_three_cells_is_scored_by_a_score_without_a_graph():
+    X, b = _data(per_batch=(60, 60, 3))
+    sel = glfs.select(X, "variance", n_features_to_select=5, batches=b)
+    assert sel.params["batches"] == ["b0", "b1", "b2"] and sel.params["batches_left_out"] == []
+    np.testing.assert_allclose(sel.extra["batch_scores"][2], X[b == "b2"].var(axis=0))
+
+
+def test_every_batch_too_small_is_refused_with_the_sizes():
+    X, b = _data(per_batch=(3, 3, 3))
+    with pytest.raises(ValueError, match=r"every batch is too small for method 'laplacian_score'.*'b0': 3"):
+        glfs.select(X, "laplacian_score", n_features_to_select=5, batches=b)
+
+
+# ---- graphs ------------------------------------------------------------------------------------------
+
+def test_the_graph_is_built_within_batches_and_returned_block_diagonal():
+    X, b = _data()
+    sel = _quiet(glfs.select, X, "graph_moran", n_features_to_select=5, batches=b)
+    W = sel.extra["graph"]
+    assert sel.params["graph"] == "built within each batch"
+    assert W.shape == (X.shape[0],) * 2
+    cross = W.multiply(sp.csr_matrix((b[:, None] != b[None, :]).astype(float)))
+    assert cross.nnz == 0
+    for label in ("b0", "b2"):
+        rows = np.flatnonzero(b == label)
+        alone = _quiet(glfs.select, X[rows], "graph_moran", n_features_to_select=5)
+        assert (W[rows][:, rows] != alone.extra["graph"]).nnz == 0
+
+
+def test_a_given_graph_is_cut_to_each_batch():
+    X, b = _data()
+    W = glfs.similarity_graph(X, n_neighbors=8)
+    sel = _quiet(glfs.select, X, "laplacian_score", graph=W, n_features_to_select=5, batches=b)
+    assert sel.params["graph"] == "given, cut to each batch"
+    for k, label in enumerate(sel.extra["batches"]):
+        rows = np.flatnonzero(b == label)
+        Wb = W[rows][:, rows]
+        keep = np.asarray(Wb.sum(axis=1)).ravel() > 0  # cells without an edge inside the batch are left out
+        expected = _quiet(glfs.laplacian_score, X[rows][keep], Wb[keep][:, keep])
+        np.testing.assert_allclose(sel.extra["batch_scores"][k], expected, rtol=1e-12)
+
+
+def test_moran_is_never_infinite_on_genes_constant_or_nearly_so_within_a_batch():
+    # rapids-singlecell #422: Moran's I infinite on near-constant genes
+    X, b = _data()
+    X[b == "b0", 0] = 1.0  # constant in one batch
+    X[b == "b1", 1] = 1.0
+    X[np.flatnonzero(b == "b1")[0], 1] = 1.0 + 1e-12  # nearly constant in another
+    X[:, 2] = 3.0 + 1e-300 * (b == "b2")
+    sel = _quiet(glfs.select, X, "graph_moran", n_features_to_select=5, batches=b)
+    assert not np.isinf(sel.scores).any() and not np.isinf(sel.extra["batch_scores"]).any()
+
+
+# ---- refusals ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("method", "kw", "match"),
+    [
+        ("lapaofs", {"batches": "b"}, r"does not take batches.*batch-aware methods are \['laplacian_score'"),
+        ("laplacian_score", {"batches": "short"}, r"batches must have length 180"),
+        ("laplacian_score", {"batches": "missing"}, r"batches must not contain missing values"),
+        ("glfs_exact", {"batches": "b", "n_features_to_select": None}, r"does not take batches"),
+    ],
+)
+def test_bad_batches_are_refused(method, kw, match):
+    X, b = _data()
+    given = {"b": b, "short": b[:10], "missing": np.where(np.arange(b.size) == 3, None, b).astype(object)}
+    kw = {"n_features_to_select": 5, **kw, "batches": given[kw["batches"]]}
+    with pytest.raises(ValueError, match=match):
+        glfs.select(X, method, **kw)
+
+
+def test_select_by_batch_names_the_batches_left_out_in_its_result():
+    X, b = _data(per_batch=(50, 2, 50))
+
+    def one(rows):
+        return glfs.select(X[rows], "variance", n_features_to_select=4), None, rows
+
+    sel = select_by_batch(one, b, method="variance", n_features=4, higher_is_better=True, min_cells=10, why_min="test")
+    assert list(sel.extra["left_out"]) == ["b1"] and "2 cells, fewer than 10 (test)" in sel.extra["left_out"]["b1"]
+    assert sel.extra["batches"] == ["b0", "b2"] and "graph" not in sel.extra
+
+
+# ---- scanpy's flavours: scanpy's batch_key --------------------------------------------------------------
+
+HVG = ["hvg_seurat", "hvg_cell_ranger", "hvg_seurat_v3", "hvg_pearson_residuals"]
+
+
+def _scanpy_call(method, X, b, n):
+    sc = pytest.importorskip("scanpy")
+    ad = pytest.importorskip("anndata")
+    a = ad.AnnData(X=X.astype(np.float32))
+    a.obs["batch"] = np.asarray(b).astype(str)
+    a.obs["batch"] = a.obs["batch"].astype("category")
+    if method == "hvg_pearson_residuals":
+        return sc.experimental.pp.highly_variable_genes(a, n_top_genes=n, batch_key="batch", inplace=False)
+    flavor = method.removeprefix("hvg_")
+    return sc.pp.highly_variable_genes(a, flavor=flavor, n_top_genes=n, batch_key="batch", inplace=False)
+
+
+@pytest.mark.parametrize("method", HVG)
+def test_scanpy_flavours_select_what_scanpy_selects_with_batch_key(method):
+    # scanpy #4370, #3027: with batch_key (and subset=True) the genes kept were not the top ones
+    pytest.importorskip("scanpy")
+    C, b = _data(d=300, per_batch=(150, 150, 150), counts=True, seed=3)
+    X = C if method in ("hvg_seurat_v3", "hvg_pearson_residuals") else np.log1p(C)
+    sel = _quiet(glfs.select, X, method, n_features_to_select=40, batches=b)
+    df = _quiet(_scanpy_call, method, X, b, 40)
+    expected = df["highly_variable"].to_numpy(dtype=bool)
+    np.testing.assert_array_equal(sel.selected, expected)
+    assert set(sel.ranking[:40]) == set(np.flatnonzero(expected))  # the top of the ranking is the selection
+    np.testing.assert_array_equal(sel.extra["nbatches"], df["highly_variable_nbatches"].to_numpy())
+    if "highly_variable_rank" in df:  # scanpy's median rank counts from 0
+        np.testing.assert_array_equal(sel.extra["median_rank"], df["highly_variable_rank"].to_numpy() + 1)
+    assert sel.params["batches"] == ["b0", "b1", "b2"]
+
+
+def test_seurat_v3_leaves_out_a_batch_its_loess_cannot_fit(caplog):
+    # scanpy #2669, #1825: the loess fit fails on small batches; here the batch is left out, named in the log
+    pytest.importorskip("skmisc")
+    C, b = _data(d=300, per_batch=(150, 150, 3), counts=True, seed=3)
+    with caplog.at_level(logging.WARNING, logger="glfs"):
+        sel = _quiet(glfs.select, C, "hvg_seurat_v3", n_features_to_select=40, batches=b)
+    assert sel.params["batches_left_out"] == ["b2"] and "batch 'b2' left out" in caplog.text
+    keep = b != "b2"
+    _same(sel, _quiet(glfs.select, C[keep], "hvg_seurat_v3", n_features_to_select=40, batches=b[keep]))
+
+
+# ---- adapters ------------------------------------------------------------------------------------------
+
+def test_feature_selector_takes_batches_in_fit_and_in_a_pipeline():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+
+    from glfs.sklearn import FeatureSelector
+
+    X, b = _data()
+    expected = glfs.select(X, "variance", n_features_to_select=9, batches=b).selected
+    fs = FeatureSelector(method="variance", n_features_to_select=9).fit(X, batches=b)
+    np.testing.assert_array_equal(fs.get_support(), expected)
+    assert not fs.get_support()[SHIFT]
+    y = (X[:, 0] > np.median(X[:, 0])).astype(int)
+    pipe = Pipeline([("select", FeatureSelector(method="variance", n_features_to_select=9)), ("clf", LogisticRegression())])
+    pipe.fit(X, y, select__batches=b)
+    np.testing.assert_array_equal(pipe.named_steps["select"].get_support(), expected)
