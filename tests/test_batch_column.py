@@ -23,7 +23,7 @@ def _h5ad(path, obs, n=12, d=6):
 
 def _prepare(path, **cfg):
     cfg = {"expression": str(path), "label_column": "cell_type", "preprocess": "normalize_log1p", **cfg}
-    return datasets.prepare_dataset("cells", cfg, {"expression": path}, n_neighbors=3)
+    return datasets.prepare_dataset("cells", cfg, {"expression": path})
 
 
 def test_batch_column_gives_obs_batch_and_the_dataset_record(tmp_path):
