@@ -93,6 +93,8 @@ def lodo_table(res: pd.DataFrame, S: pd.DataFrame, panel, grid) -> pd.DataFrame:
     if hvg:
         h = leave_one_dataset_out(S, hvg, panel, grid)
         out["hvg"] = h["chosen"].to_numpy()
+        for k in grid:
+            out[f"hvg k={k}"] = h[f"k={k}"].to_numpy()
         out["hvg_held_out_mean"] = h["held_out_mean"].to_numpy()
     if "random" in S.index:
         out["random_held_out_mean"] = [np.mean([S.loc["random", (f, k)] for k in grid]) for f in out["held_out"]]

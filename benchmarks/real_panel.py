@@ -169,8 +169,13 @@ class Panel:
     @property
     def graph(self):
         if self._graph is None:
-            self._graph, sec = scanpy_graph(self.X)
-            log.info("%s: scanpy's graph %.1f s", self.name, sec)
+            path = self.cache / f"{self.name}__scanpy_graph.npz"
+            if path.exists():
+                self._graph = sp.load_npz(path).tocsr()
+            else:
+                self._graph, sec = scanpy_graph(self.X)
+                sp.save_npz(path, self._graph)
+                log.info("%s: scanpy's graph %.1f s", self.name, sec)
         return self._graph
 
     def ranking(self, method: str, fn=None) -> tuple[np.ndarray, float]:
@@ -182,6 +187,8 @@ class Panel:
             return z["ranking"], float(z["seconds"])
         import glfs
 
+        if fn is not None:
+            _ = self.graph  # scanpy's graph is the user's, not the design's time
         t = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # constant genes, scanpy's notes: not the benchmark's business
@@ -201,21 +208,28 @@ class Panel:
         return ranking, sec
 
     def evaluate(self, labels: str, ranking, grid, seed: int = SEED, n_runs: int = N_RUNS) -> list[dict]:
-        """evaluate_ranking_leiden's records, cached by (set, labels, top genes, grid, seed, runs, cells)."""
+        """evaluate_ranking_leiden's records, cached per gene count k by (set, labels, top k genes, k, seed, runs,
+        cells): a run with another grid computes only the new k (the protocol's records at one k do not depend
+        on the other k of the grid: the seeds are the run's, the PCA and graph the k's)."""
         from glfs.evaluate import evaluate_ranking_leiden
 
-        top = np.asarray(ranking[: max(grid)], dtype=np.int64)
-        key = hashlib.sha1(top.tobytes() + json.dumps([list(map(int, grid)), seed, n_runs] + ([MAX_CELLS] if MAX_CELLS != 2100 else [])).encode()).hexdigest()[:16]
-        path = self.cache / f"{self.name}__{labels}__{key}.json"
-        if path.exists():
-            return json.loads(path.read_text())
-        y = np.asarray(self.obs[LABELS[labels][1]].astype(str))
-        X = self.X
-        if self.keep is not None:
-            X, y = X[self.keep], y[self.keep]
-        recs = evaluate_ranking_leiden(X, y, ranking, feature_grid=list(grid), n_runs=n_runs, random_state=seed)
-        path.write_text(json.dumps(recs))
-        return recs
+        paths = {int(k): self.cache / f"{self.name}__{labels}__{eval_key(ranking, k, seed, n_runs)}.json" for k in grid}
+        todo = [k for k, path in paths.items() if not path.exists()]
+        if todo:
+            y = np.asarray(self.obs[LABELS[labels][1]].astype(str))
+            X = self.X
+            if self.keep is not None:
+                X, y = X[self.keep], y[self.keep]
+            recs = evaluate_ranking_leiden(X, y, ranking, feature_grid=todo, n_runs=n_runs, random_state=seed)
+            for k in todo:
+                paths[k].write_text(json.dumps([r for r in recs if r["n_features"] == k]))
+        return [r for k in sorted(paths) for r in json.loads(paths[k].read_text())]
+
+
+def eval_key(ranking, k: int, seed: int, n_runs: int) -> str:
+    """The cache key of one evaluation at k genes: a hash of the top k genes, k, the seed, the runs and MAX_CELLS."""
+    top = np.asarray(ranking[: int(k)], dtype=np.int64)
+    return hashlib.sha1(top.tobytes() + json.dumps([int(k), seed, n_runs, MAX_CELLS]).encode()).hexdigest()[:16]
 
 
 def run_set(p: Panel, label_sets, methods, candidates, n_random: int, grid=FEATURE_GRID) -> list[dict]:
@@ -260,10 +274,17 @@ def run_set(p: Panel, label_sets, methods, candidates, n_random: int, grid=FEATU
 # ---- summary -------------------------------------------------------------------------------
 
 
+def complete_ks(S, rows, sets) -> list[int]:
+    """The gene counts at which every given row has a score on every given set."""
+    return [k for k in FEATURE_GRID if all((s, k) in S.columns for s in sets)
+            and np.isfinite(S.loc[list(rows), [(s, k) for s in sets]].to_numpy()).all()]
+
+
 def write_summary(df: pd.DataFrame, run: str, path: Path) -> None:
     """The .md: scores per set and k, panel means, leave-one-dataset-out, times; ``run`` is its first paragraph."""
     S = score_matrix(df, FEATURE_GRID)
     methods = list(dict.fromkeys(df["method"]))
+    panel = [s for s in PANEL if s in set(S.columns.get_level_values("labels"))]
     lines = [
         "# The real development panel (`benchmarks/real_panel.py`)", "", run, "",
         "Protocol: scanpy normalize_total + log1p; each selection's ranking evaluated by "
@@ -273,40 +294,54 @@ def write_summary(df: pd.DataFrame, run: str, path: Path) -> None:
         "at the labels' cluster count and of k-means. Where k >= the set's genes, every selection is all genes "
         "(the all-genes value is shown). random = mean of the seeded draws. `graph_moran@scanpy` = graph_moran "
         "given scanpy's graph (HVG seurat 2,000 -> PCA 50 -> 15-NN). Rows named `cand:` are the mean-bias designs "
-        "of `benchmarks/panel_candidates.py`.", "",
+        "of `benchmarks/panel_candidates.py`. An empty cell was not evaluated (time).", "",
         "Label bias: Bladder, Zeisel and Kang's cell types were found by clustering RNA on variable genes, "
         "which favours HVG-like selections in any evaluation against them; Stoeckius' types come from RNA and "
         "surface protein (CITE-seq), partly independent of RNA-only selection. Kang's donors (genotype "
         "demultiplexing) are independent of RNA but are a batch, not a type: they are not a label set here.", "",
     ]
     for k in FEATURE_GRID:
-        t = S.xs(k, axis=1, level="k").reindex(methods)
-        t["panel mean"] = t[list(PANEL)].mean(axis=1)
-        lines += [f"## Score at {k} genes", "", t.sort_values("panel mean", ascending=False).to_markdown(floatfmt=".3f"), ""]
-    mean_k = pd.DataFrame({k: S.xs(k, axis=1, level="k")[list(PANEL)].mean(axis=1) for k in FEATURE_GRID}).reindex(methods)
-    mean_k["mean"] = mean_k.mean(axis=1)
-    lines += ["## Panel mean (4 sets) by k", "", mean_k.sort_values("mean", ascending=False).to_markdown(floatfmt=".3f"), ""]
-    lines += lodo_section(S)
-    sec = df[df["method"].isin(methods) & ~df["method"].isin(NOT_METHODS)].groupby(["method", "set"])["select_seconds"].first()
-    lines += ["## Selection time (s, wall, under the load above; cached rankings keep their first time)", "",
+        t = S.xs(k, axis=1, level="k").reindex(methods).dropna(how="all")
+        t = t[[c for c in t.columns if t[c].notna().any()]]
+        if t.empty:
+            continue
+        t["panel mean"] = t[[s for s in panel if s in t.columns]].mean(axis=1, skipna=False)
+        lines += [f"## Score at {k} genes", "", t.sort_values("panel mean", ascending=False).to_markdown(floatfmt=".3f"),
+                  ""]
+    mean_k = pd.DataFrame({k: S.xs(k, axis=1, level="k")[panel].mean(axis=1, skipna=False)
+                           for k in FEATURE_GRID}).reindex(methods).dropna(axis=1, how="all")
+    lines += [f"## Panel mean ({len(panel)} sets) by k", "", mean_k.sort_values(mean_k.columns[-1], ascending=False)
+              .to_markdown(floatfmt=".3f"), ""]
+    lines += lodo_section(S, panel) if len(panel) >= 2 else []
+    sec = df[~df["method"].isin(NOT_METHODS)].groupby(["method", "set"])["select_seconds"].first()
+    lines += ["## Selection time (s, wall, under the load above; a cached ranking keeps its first time)", "",
+              "For `cand:` rows, scanpy's graph is not counted.", "",
               sec.unstack("set").to_markdown(floatfmt=".2f"), ""]
     path.write_text("\n".join(lines))
 
 
-def lodo_section(S) -> list[str]:
+def lodo_section(S, panel=PANEL) -> list[str]:
     """Leave-one-dataset-out of the registered selections and of the candidate designs (if any)."""
     methods = [m for m in S.index if m not in NOT_METHODS]
-    hvg = [m for m in methods if m.startswith("hvg_")]
+    registered = [m for m in methods if not m.startswith("cand:")]
+    graph = [m for m in methods if m.startswith("cand:") or m.startswith("graph_moran")]
     out = ["## Leave-one-dataset-out", "",
-           "Each fold chooses, on the other three sets (mean score over k = 200-2,000), the best of a family, "
-           "and scores that choice on the held-out set. A choice counts only if it wins held out.", ""]
-    for title, family in (("all registered selections", [m for m in methods if not m.startswith("cand:")]),
-                          ("HVG flavours", hvg),
-                          ("candidate designs", [m for m in methods if m.startswith("cand:")])):
+           "Each fold chooses, on the other three sets (mean score over the gene counts shown), the best of a "
+           "family, and scores that choice on the held-out set; `hvg` is the HVG flavour chosen the same way. "
+           "`wins`: the choice scores at least the HVG choice and more than random genes, held out (mean over k). "
+           "A choice counts only if it wins held out.", ""]
+    for title, family in (("registered selections", registered),
+                          ("HVG flavours", [m for m in methods if m.startswith("hvg_")]),
+                          ("graph designs (candidates and graph_moran)", graph if len(graph) > 2 else []),
+                          ("everything", methods if len(graph) > 2 else [])):
         if not family:
             continue
-        res = leave_one_dataset_out(S, family, PANEL, FEATURE_GRID)
-        out += [f"### Family: {title}", "", lodo_table(res, S, PANEL, FEATURE_GRID).to_markdown(floatfmt=".3f"), ""]
+        ks = complete_ks(S, family + ["random"] if "random" in S.index else family, panel)
+        if not ks:
+            continue
+        res = leave_one_dataset_out(S, family, panel, ks)
+        out += [f"### Family: {title} (k = {', '.join(map(str, ks))})", "",
+                lodo_table(res, S, panel, ks).to_markdown(index=False, floatfmt=".3f"), ""]
     return out
 
 
@@ -326,7 +361,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", nargs="*", default=list(FILES), choices=list(FILES))
     ap.add_argument("--methods", nargs="*", default=None, help="registered methods (default: every single-cell one)")
-    ap.add_argument("--candidates", action="store_true", help="also the designs of benchmarks/panel_candidates.py")
+    ap.add_argument("--candidates", nargs="*", default=None,
+                    help="also the designs of benchmarks/panel_candidates.py (all of CANDIDATES, or these names)")
     ap.add_argument("--skip", nargs="*", default=[], help="methods to leave out")
     ap.add_argument("--n-random", type=int, default=2)
     ap.add_argument("--grid", type=int, nargs="*", default=list(FEATURE_GRID), help="gene counts evaluated")
@@ -348,10 +384,11 @@ def main(argv=None) -> int:
     methods += [f"{m}@scanpy" for m in SCANPY_GRAPH if m in methods and args.methods is None]
     methods = [m for m in methods if m not in args.skip]
     candidates = {}
-    if args.candidates:
-        from panel_candidates import CANDIDATES
+    if args.candidates is not None:
+        from panel_candidates import CANDIDATES, NOT_RUN
 
-        candidates = {f"cand:{k}": v for k, v in CANDIDATES.items()}
+        names = args.candidates or list(CANDIDATES)
+        candidates = {f"cand:{k}": {**CANDIDATES, **NOT_RUN}[k] for k in names}
     load0, t0 = os.getloadavg()[0], time.perf_counter()
     old = pd.read_csv(tsv, sep="\t") if tsv.exists() else pd.DataFrame(columns=COLUMNS)
     rows = []
@@ -364,6 +401,7 @@ def main(argv=None) -> int:
     new = pd.DataFrame(rows).reindex(columns=COLUMNS)
     keep = old[~(old["set"].isin(args.sets) & old["method"].isin(set(new["method"])))]  # other sets/methods stay
     df = pd.concat([keep, new], ignore_index=True) if len(keep) else new
+    args.out.mkdir(parents=True, exist_ok=True)
     df.to_csv(tsv, sep="\t", index=False, float_format="%.6g")
     run = (f"Run {datetime.now():%Y-%m-%d %H:%M} (sets {', '.join(args.sets)}): wall {(time.perf_counter() - t0) / 60:.1f} min, "
            f"load (1 min) {load0:.2f} at start, {os.getloadavg()[0]:.2f} at end, {os.cpu_count()} CPUs, nice 10; "

@@ -7,7 +7,9 @@ of cell_ranger (Zheng et al., Nat Commun 2017; scanpy's ``flavor="cell_ranger"``
 every other about 5 %.  Graph scores such as Moran's I have no mean reference: a gene's share of
 variance that follows the cell graph grows with its mean (less sampling noise), so the raw score
 ranks broad, highly expressed genes above the markers of small populations.  In bins, each gene is
-compared with genes of its own mean (docs/methods.md, "The real development panel").
+compared with genes of its own mean.  On the real development panel Moran's I in these bins lost
+to scanpy's seurat_v3 held out (docs/methods.md, "The real development panel"); the function serves
+the panel's candidate designs (benchmarks/panel_candidates.py).
 """
 
 from __future__ import annotations
@@ -16,15 +18,11 @@ import logging
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 from scipy.stats import median_abs_deviation
-
-from glfs.core._validation import check_X
-from glfs.core.result import Selection, make_selection
 
 log = logging.getLogger(__name__)
 
-__all__ = ["bin_standardise", "mean_bins", "gene_means", "select_graph_moran_binned", "BIN_PERCENTILES"]
+__all__ = ["bin_standardise", "mean_bins", "BIN_PERCENTILES"]
 
 #: cell_ranger's bin edges: percentiles of the gene means (scanpy, ``_get_mean_bins``).
 BIN_PERCENTILES = tuple(range(10, 105, 5))
@@ -84,53 +82,3 @@ def bin_standardise(score, means) -> np.ndarray:
     out[ok] = (df["s"].to_numpy() - med) / mad
     return out
 
-
-def gene_means(X) -> np.ndarray:
-    """Mean of every gene (column) of X: dense, sparse (no copy) or out-of-core (read in gene blocks).
-
-    X : (n_samples, n_features).  Float64 sums; O(nnz(X)) time, O(n_features) memory beyond one block.
-    """
-    from glfs.scores.genewise import LS_BLOCK_VALUES, sparse_blocks
-
-    X = check_X(X, read_only=True, lazy=True)
-    n, d = X.shape
-    if isinstance(X, np.ndarray):
-        return X.mean(axis=0, dtype=np.float64)
-    out = np.empty(d)
-    for cols, B in sparse_blocks(X, max(1, LS_BLOCK_VALUES // n)):
-        out[cols] = np.asarray(B.sum(axis=0, dtype=np.float64)).ravel() / n if sp.issparse(B) else \
-            np.asarray(B, dtype=np.float64).mean(axis=0)
-    return out
-
-
-def select_graph_moran_binned(X, W=None, *, n_features, labels=None, random_state=0, **params) -> Selection:
-    """Moran's I of every gene on a cell graph, standardised against genes of similar mean (cell_ranger's bins).
-
-    X : (n_samples, n_features) log-normalised expression (cells x genes), dense, sparse or, on a given
-        graph, out-of-core (as :func:`glfs.scores.moran.graph_autocorrelation`).
-    W : the cell graph (e.g. scanpy's ``obsp["connectivities"]``); when None, graph_moran's own graph
-        (:func:`glfs.scores.moran.select_graph_moran`: 15-NN on 50 principal components, refined once on
-        its own top genes).  ``params`` are graph_moran's (``graph_from``, ``graph_genes``,
-        ``n_neighbors``, ``n_pcs``).
-    Score: :func:`bin_standardise` of Moran's I with the bins of the genes' means of X (scanpy's
-    cell_ranger bins the means of the log-normalised data the same way); higher = more structure than
-    the genes of its mean.  ``extra``: ``moran_i``, ``z`` (randomisation null), ``means``, ``graph``.
-    Chosen by leave-one-dataset-out on the real development panel (docs/methods.md, "The real
-    development panel").  Cost: graph_moran's (one sparse product W X on a given graph) plus one pass
-    over X for the means and O(n_features log n_features) for the bins.
-    """
-    from glfs.scores.moran import select_graph_moran
-
-    if params.get("residuals"):
-        msg = "graph_moran_binned scores X (log-normalised): residuals=True is graph_moran's option, not this method's"
-        raise ValueError(msg)
-    base = select_graph_moran(X, W, n_features=n_features, random_state=random_state, **params)
-    means = gene_means(X)
-    score = bin_standardise(base.scores, means)
-    log.info("graph_moran_binned: Moran's I standardised in %d mean bins (%s graph)", len(BIN_PERCENTILES) + 1,
-             base.params.get("graph_built"))
-    return make_selection(
-        "graph_moran_binned", score, higher_is_better=True, n_features=n_features,
-        params={**base.params, "bins": "cell_ranger"},
-        extra={"moran_i": base.scores, "z": base.extra["z"], "means": means, "graph": base.extra["graph"]},
-    )
