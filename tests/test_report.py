@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -381,7 +383,36 @@ def test_report_names_methods_that_did_not_converge():
     ad.uns["spca"] = {"params": {"method": "spca", "converged": np.bool_(True), "n_iter": 12}}
     ad.uns["lkr_score"] = {"params": {"method": "lkr_score", "converged": False}}
     ad.uns["variance"] = {"params": {"method": "variance"}}
-    d = {"methods": ["variance", "spca", "q_alpha", "lkr_score"]}
-    assert _not_converged(d, ad) == [("q_alpha", 30), ("lkr_score", None)]
+    d = SimpleNamespace(methods=("variance", "spca", "q_alpha", "lkr_score"), adata=ad)
+    assert _not_converged(d) == [("q_alpha", 30), ("lkr_score", None)]
     ad.uns["q_alpha"]["params"]["converged"] = True
-    assert _not_converged(d, ad) == [("lkr_score", None)]
+    assert _not_converged(d) == [("lkr_score", None)]
+
+
+def test_sections_need_no_other_section_first():
+    """Issue 27 item 3: the GLFS and paper-versus-run sections are functions of the datasets' records; made
+    before (or without) the dataset sections they show the same side-by-side and GBM rows (they read a
+    shared object the dataset section filled before, and were empty when called first)."""
+    import anndata
+
+    from glfs_workflow.report_inputs import DatasetResults, Provenance
+    from glfs_workflow.sections import dataset_section, glfs_section, paper_vs_run_section
+
+    rows = [{"method": m, "n_features": k, "run": 0, "nmi": v, "nmi_max": v, "kmeans_acc": v, "kmeans_nmi": v,
+             "loo_1nn_acc": v, "seed": 0}
+            for m, v in (("glfs", 0.6), ("laplacian_score", 0.4), ("lapaofs", 0.5)) for k in (10, 50, 100)]
+    ad = anndata.AnnData(np.zeros((4, 3)))
+    ds = DatasetResults(name="tcga_gbm", labelled=True, methods=("glfs", "laplacian_score", "lapaofs"),
+                        heatmap_method=None, adata=ad, given=frozenset({"adata", "clustering"}),
+                        tables={"clustering": pd.DataFrame(rows)}, selections={}, metas={},
+                        provenance=Provenance(None))
+    first = glfs_section([ds], "glfs_exact", None)
+    paper_first = paper_vs_run_section([ds], "glfs_exact", [], {}, None, None, None)
+    section, figures = dataset_section(ds, [])
+    assert section["clustering"]["fig"] in figures and callable(figures[section["clustering"]["fig"]])
+    [(name, table)] = first["sbs_tables"]
+    assert name == "tcga_gbm" and list(table["method"]) == ["glfs", "laplacian_score", "lapaofs"]
+    assert list(table["NMI@10"]) == ["0.600", "0.400", "0.500"]
+    assert paper_first["facts"]["ranks"] == [1]  # GLFS first by NMI at k = 10 (the GBM claim's k <= 25)
+    again = glfs_section([ds], "glfs_exact", None)
+    pd.testing.assert_frame_equal(again["sbs_tables"][0][1], table)

@@ -17,7 +17,6 @@ hard-coded numbers are the paper's, always labelled as the paper's.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import logging
 from pathlib import Path
@@ -29,8 +28,8 @@ from . import sections
 from . import report_tables as T
 from .record import replaced_message
 from .render import render_html, render_markdown
-from .sections import read_tsv_or_none
-from .which import advice_facts, which_facts, which_method
+from .report_inputs import read_datasets, read_tsv_or_none
+from .which import advice_facts, which_facts
 
 log = logging.getLogger(__name__)
 
@@ -49,73 +48,6 @@ def nest_inputs(flat: dict) -> dict:
     return out
 
 
-def _dataset_views(inputs: dict, run: dict) -> list[dict]:
-    """One dict per dataset of the run: its facts (name, labelled, methods, heatmap_method) and its input
-    files by kind (the kinds of the workflow's RESULT, common.smk, it has: adata, clustering, random_floor,
-    leiden, leiden_random, glfs_path, glfs_vs_greedy, sensitivity, classification, provenance; a kind it
-    does not have is missing), with ``selections`` and ``metas`` by method."""
-    views = []
-    for d in run.get("datasets") or []:
-        files = (inputs.get("datasets") or {}).get(d["name"], {})
-        methods = list(d.get("methods") or [])
-        views.append({
-            **{k: v for k, v in files.items() if k not in ("selections", "metas")},
-            "name": d["name"], "labelled": bool(d.get("labelled")), "methods": methods,
-            "heatmap_method": d.get("heatmap_method"),
-            "selections": {m: p for m in methods for p in [(files.get("selections") or {}).get(m)] if p},
-            "metas": {m: p for m in methods for p in [(files.get("metas") or {}).get(m)] if p},
-        })
-    return views
-
-
-@dataclasses.dataclass
-class _Results:
-    """Result tables read for the dataset sections, used again by the GLFS and paper-versus-run sections."""
-
-    clustering: dict = dataclasses.field(default_factory=dict)  # dataset -> clustering_nmi.tsv rows
-    random: dict = dataclasses.field(default_factory=dict)  # dataset -> clustering_random.tsv rows (or None)
-    path_tsvs: dict = dataclasses.field(default_factory=dict)  # dataset -> glfs_path.tsv rows (or None)
-    metas: dict = dataclasses.field(default_factory=dict)  # (dataset, method) -> selection JSON
-    paths: dict = dataclasses.field(default_factory=dict)  # (dataset, method) -> path table of a published reading
-    tables: dict = dataclasses.field(default_factory=dict)  # (dataset, protocol) -> (results, random floor) rows
-    which: dict = dataclasses.field(default_factory=dict)  # (dataset, protocol) -> which.WhichMethod (or None)
-    figures: dict = dataclasses.field(default_factory=dict)  # figure name -> PNG bytes
-
-
-def _read_results(d: dict, protocol: str) -> tuple:
-    """A dataset's results and random floor of one protocol: (clustering_nmi, clustering_random) for
-    "spectral", (clustering_leiden, leiden_random) for "leiden"; None for a file it does not have."""
-    res_key, floor_key = ("clustering", "random_floor") if protocol == "spectral" else ("leiden", "leiden_random")
-    return read_tsv_or_none(d.get(res_key)), read_tsv_or_none(d.get(floor_key))
-
-
-def _n_genes(adata_path) -> int | None:
-    """The number of genes of a dataset's .h5ad (read backed: the matrix is not loaded), or None."""
-    import anndata
-
-    if not adata_path or not Path(adata_path).exists():
-        return None
-    ad = anndata.read_h5ad(adata_path, backed="r")
-    try:
-        return int(ad.n_vars)
-    finally:
-        ad.file.close()
-
-
-def _which_answers(views: list[dict], res: _Results, supervised) -> None:
-    """Every labelled dataset's which-method answers (glfs_workflow.which.which_method), keyed (dataset, protocol)."""
-    for d in views:
-        protocols = [p for p, key in (("spectral", "clustering"), ("leiden", "leiden")) if d.get(key)]
-        if not d["labelled"] or not protocols:
-            continue
-        n_genes = _n_genes(d.get("adata"))
-        for protocol in protocols:
-            cdf, rdf = _read_results(d, protocol)
-            res.tables[(d["name"], protocol)] = (cdf, rdf)
-            res.which[(d["name"], protocol)] = which_method(cdf, rdf, protocol=protocol, n_genes=n_genes,
-                                                            supervised=supervised)
-
-
 # ---- the context -------------------------------------------------------------------------------
 
 
@@ -129,41 +61,54 @@ def collect(inputs: dict, *, run: dict, config: dict, benchmarks=(), replaced: d
     report shows it (glfs_workflow.record.report_config).  ``benchmarks``: this run's benchmark files
     (a list), or a directory whose every file is read.  ``replaced``: the record
     (glfs_workflow.record.replaced_report) of a report of another configuration this one replaces.
+
+    Three steps, in this order: every file is read once (:func:`glfs_workflow.report_inputs.read_datasets`
+    and the run-wide tables); each section is computed from those records alone (:mod:`glfs_workflow.sections`,
+    in any order); the figures the sections show are drawn here, in one place.
     """
     import matplotlib
 
     matplotlib.use("Agg")
 
     supervised = sorted(m for m, info in METHODS.items() if info.needs_labels)
-    views = _dataset_views(inputs, run)
-    res = _Results()
-    _which_answers(views, res, supervised)
+    # 1. read
+    datasets = read_datasets(inputs, run, supervised)
+    sim_df = read_tsv_or_none(inputs.get("simulation"))
+    paper_table = read_tsv_or_none(inputs.get("paper_table"))
+    panel_summary = read_tsv_or_none(inputs.get("panel_summary"))
+    # 2. the sections
     report_dir = config.get("report_dir") or "results"
-    summary = F.run_summary({"datasets": views, "classification": [d["name"] for d in views if d.get("classification")],
-                             "simulation": inputs.get("simulation"), "simulation_methods": run.get("simulation_methods")})
+    summary = F.run_summary({
+        "datasets": [{"name": ds.name, "labelled": ds.labelled, "methods": list(ds.methods)} for ds in datasets],
+        "classification": [ds.name for ds in datasets if "classification" in ds.given],
+        "simulation": inputs.get("simulation"), "simulation_methods": run.get("simulation_methods"),
+    })
+    which = [f for ds in datasets for protocol, wm in ds.which.items() for f in [which_facts(wm, ds.name)]
+             if f is not None]
+    shown = [sections.dataset_section(ds, supervised) for ds in datasets]
+    cls = sections.classification_section(datasets)
+    sim, sim_figures = sections.simulation_section(sim_df, bool(inputs.get("simulation")), config.get("simulation", {}))
     ctx = {
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "report_dir": report_dir,
         "replaced": replaced_message(replaced, f"{report_dir}/report.html") if replaced else None,
-        "which": [f for (ds, _), wm in res.which.items() for f in [which_facts(wm, ds)] if f is not None],
-        "panel_summary": read_tsv_or_none(inputs.get("panel_summary")),
+        "which": which,
         "run": sections.run_section(summary, config),
-        "provenance": sections.provenance_section(views, config),
-        "datasets": [sections.dataset_section(d, res, supervised) for d in views],
+        "provenance": sections.provenance_section(datasets, config),
+        "datasets": [section for section, _ in shown],
+        "classification": cls,
+        "paper_table": paper_table if (paper_table is not None and cls) else None,
+        "glfs": sections.glfs_section(datasets, run.get("glfs_method"), cls),
+        "simulation": sim,
+        "paper_vs_run": sections.paper_vs_run_section(datasets, run.get("glfs_method"), supervised, config, sim, cls,
+                                                      paper_table),
+        "runtime": sections.runtime_section(benchmarks),
+        "software": T.software_versions(),
+        "advice": advice_facts(which, panel_summary),
     }
-    cls = sections.classification_section(views)
-    paper_table = read_tsv_or_none(inputs.get("paper_table"))
-    ctx["classification"] = cls
-    ctx["paper_table"] = paper_table if (paper_table is not None and cls) else None
-    ctx["glfs"] = sections.glfs_section(views, res, run.get("glfs_method"), cls)
-    sim = sections.simulation_section(inputs.get("simulation"), config.get("simulation", {}), res)
-    ctx["simulation"] = sim
-    ctx["paper_vs_run"] = sections.paper_vs_run_section(res, run.get("glfs_method"), supervised, config, sim, cls,
-                                                 paper_table)
-    ctx["runtime"] = sections.runtime_section(benchmarks)
-    ctx["software"] = T.software_versions()
-    ctx["figures"] = res.figures
-    ctx["advice"] = advice_facts(ctx["which"], ctx.pop("panel_summary"))
+    # 3. the figures, drawn in one place
+    drawings = {name: draw for _, figs in shown for name, draw in figs.items()} | sim_figures
+    ctx["figures"] = {name: draw() for name, draw in drawings.items()}
     return ctx
 
 

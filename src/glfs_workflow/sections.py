@@ -1,15 +1,18 @@
-"""The sections of the workflow report's context: what each section shows, read from the result files.
+"""The sections of the workflow report's context: what each section shows, from the records read once.
 
-Used by :func:`glfs_workflow.report.collect`; not part of the stable API.  Each
-function returns a plain dict (or None when the section is not shown) of findings
-(glfs_workflow.findings), tables (glfs_workflow.report_tables) and figure names;
-figures are drawn into ``res.figures``.  The templates word them
-(``templates/report.html`` and the section templates it includes).
+Used by :func:`glfs_workflow.report.collect`; not part of the stable API.  Each section is a
+function of named, typed inputs (the datasets' :class:`~glfs_workflow.report_inputs.DatasetResults`,
+tables, the configuration) and reads no file; it returns a plain dict (or None when the section
+is not shown) of findings (glfs_workflow.findings), tables (glfs_workflow.report_tables) and
+figure names, and a section with figures also returns them as name -> a call that draws it
+(``collect`` draws every figure in one place).  No section depends on another having run.  The
+templates word them (``templates/report.html`` and the section templates it includes).
 """
 
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -18,16 +21,8 @@ import pandas as pd
 from . import figures as G
 from . import findings as F
 from . import report_tables as T
+from .report_inputs import DatasetResults
 from .which import which_facts
-
-
-def read_tsv_or_none(path):
-    """A result table (ids such as genes and methods read as text), or None when there is no such file."""
-    from .files import read_tsv
-
-    if not path or not Path(path).exists():
-        return None
-    return read_tsv(Path(path))
 
 
 # ---- what was run, provenance --------------------------------------------------------------------
@@ -70,68 +65,64 @@ def run_section(summary: dict, config: dict) -> dict:
     }
 
 
-def provenance_section(views: list[dict], config: dict) -> dict:
+def provenance_section(datasets: list[DatasetResults], config: dict) -> dict:
     """Section "Data provenance": each dataset's note and input-file table (or why there is none), and
     the checksum findings over all of them (glfs_workflow.findings.provenance_facts)."""
-    datasets, tables = [], {}
-    for d in views:
-        note = (config.get("datasets", {}).get(d["name"], {}) or {}).get("note")
-        entry = {"name": d["name"], "note": note, "path": d.get("provenance"), "found": False, "error": None,
+    entries, tables = [], {}
+    for ds in datasets:
+        note = (config.get("datasets", {}).get(ds.name, {}) or {}).get("note")
+        prov = ds.provenance
+        entry = {"name": ds.name, "note": note, "path": prov.path, "found": prov.found, "error": prov.error,
                  "created": None, "table": None}
-        path = d.get("provenance")
-        if path and Path(path).exists():
-            entry["found"] = True
+        if prov.record is not None:
             try:
-                prov = json.loads(Path(path).read_text())
-                tables[d["name"]] = entry["table"] = F.provenance_table(prov)
-                entry["created"] = prov["created"] if prov.get("created") else None
-            except (OSError, ValueError, AttributeError) as e:
+                tables[ds.name] = entry["table"] = F.provenance_table(prov.record)
+                entry["created"] = prov.record["created"] if prov.record.get("created") else None
+            except (ValueError, AttributeError) as e:
                 entry["error"] = str(e)
-        datasets.append(entry)
-    return {"facts": F.provenance_facts(tables), "datasets": datasets}
+        entries.append(entry)
+    return {"facts": F.provenance_facts(tables), "datasets": entries}
 
 
 # ---- one dataset -----------------------------------------------------------------------------------
+# Each part returns its section (a dict, or None when not shown) and the figures it shows as
+# name -> a call that draws it; glfs_workflow.report.collect draws them all in one place.
 
 
-def dataset_section(d: dict, res, supervised) -> dict:
+def dataset_section(ds: DatasetResults, supervised) -> tuple[dict, dict]:
     """Section of one dataset: sizes and labels, methods not converged, top genes, clustering NMI,
-    Leiden, GLFS path, heatmap."""
-    import anndata
-
-    ad = anndata.read_h5ad(d["adata"])
+    Leiden, GLFS path, heatmap; and its figures (name -> drawing call)."""
+    ad = ds.adata
     labels = split = None
-    if d["labelled"] and "label" in ad.obs:  # an unlabelled dataset's own obs 'label' is not its labels
+    if ds.labelled and "label" in ad.obs:  # an unlabelled dataset's own obs 'label' is not its labels
         labels = list(ad.obs["label"].astype(str).value_counts().sort_index().items())
     if "split" in ad.obs:
         split = list(ad.obs["split"].astype(str).value_counts().items())
-    return {
-        "name": d["name"], "labelled": d["labelled"], "n_obs": ad.n_obs, "n_vars": ad.n_vars,
-        "labels": labels, "split": split, "not_converged": _not_converged(d, ad), "top": _top_genes(d, ad),
-        "clustering": _clustering(d, res, supervised), "leiden": _leiden(d, res), "paths": _paths(d, res),
-        "heatmap": _heatmap(d, ad, res),
+    figures: dict = {}
+    section = {
+        "name": ds.name, "labelled": ds.labelled, "n_obs": ad.n_obs, "n_vars": ad.n_vars,
+        "labels": labels, "split": split, "not_converged": _not_converged(ds), "top": _top_genes(ds),
+        "clustering": _clustering(ds, supervised, figures), "leiden": _leiden(ds, figures),
+        "paths": _paths(ds, figures), "heatmap": _heatmap(ds, figures),
     }
+    return section, figures
 
 
-def _not_converged(d: dict, ad) -> list:
+def _not_converged(ds: DatasetResults) -> list:
     """[(method, iterations or None)] of the methods whose solver stopped before its tolerance (uns params)."""
     bad = []
-    for m in d["methods"]:
-        p = (ad.uns.get(m) or {}).get("params") or {}
+    for m in ds.methods:
+        p = (ds.adata.uns.get(m) or {}).get("params") or {}
         if "converged" in p and not bool(p["converged"]):
             bad.append((m, int(p["n_iter"]) if "n_iter" in p else None))
     return bad
 
 
-def _top_genes(d: dict, ad) -> dict | None:
+def _top_genes(ds: DatasetResults) -> dict | None:
     """The top 10 genes of every method (a table, with the symbol or description the data carry) and
     their findings (glfs_workflow.findings.top_gene_facts); None without a selection table."""
-    top = {}
-    for m, p in d["selections"].items():
-        t = read_tsv_or_none(p)
-        if t is not None:
-            top[m] = t.sort_values("rank")["gene"].astype(str).head(10).tolist()
-    notes = T.gene_notes(ad.var, sorted({g for v in top.values() for g in v}))
+    top = {m: t.sort_values("rank")["gene"].astype(str).head(10).tolist() for m, t in ds.selections.items()}
+    notes = T.gene_notes(ds.adata.var, sorted({g for v in top.values() for g in v}))
     if not top:
         return None
     shown = {m: [T.with_note(x, notes) for x in g] for m, g in top.items()}
@@ -147,87 +138,73 @@ def _which(name: str, wm) -> dict | None:
     return {"facts": facts, "table": T.which_table(wm), "per_k": T.which_per_k_table(wm)}
 
 
-def _clustering(d: dict, res, supervised) -> dict | None:
+def shows_clustering(ds: DatasetResults) -> bool:
+    """Whether the dataset's section shows the spectral-clustering results (labelled, with the table given)."""
+    return ds.labelled and "clustering" in ds.given
+
+
+def _clustering(ds: DatasetResults, supervised, figures: dict) -> dict | None:
     """Spectral-clustering NMI against the labels (figure, findings and table, with the random-genes floor),
     and the which-method answer of the spectral protocol."""
-    if not (d["labelled"] and d.get("clustering")):
+    if not shows_clustering(ds):
         return None
-    name = d["name"]
-    cdf, rdf = res.tables.get((name, "spectral")) or (read_tsv_or_none(d.get("clustering")), read_tsv_or_none(d.get("random_floor")))
-    res.clustering[name] = cdf
-    res.random[name] = rdf
-    wm = res.which.get((name, "spectral"))
-    key = f"nmi_{name}"
-    res.figures[key] = G.figure_nmi(cdf, name, F.floor_summary(rdf), all_genes=wm.all_genes if wm is not None else None)
+    cdf, rdf, wm = ds.table("clustering"), ds.table("random_floor"), ds.which.get("spectral")
+    key = f"nmi_{ds.name}"
+    figures[key] = partial(G.figure_nmi, cdf, ds.name, F.floor_summary(rdf),
+                           all_genes=wm.all_genes if wm is not None else None)
     return {"fig": key, "facts": F.clustering_facts(cdf, rdf, supervised=supervised),
-            "table": T.nmi_summary_with_floor(cdf, rdf), "which": _which(name, wm)}
+            "table": T.nmi_summary_with_floor(cdf, rdf), "which": _which(ds.name, wm)}
 
 
-def _leiden(d: dict, res) -> dict | None:
+def _leiden(ds: DatasetResults, figures: dict) -> dict | None:
     """The single-cell Leiden evaluation against the labels: the figure and the which-method answer."""
-    if not (d["labelled"] and d.get("leiden")):
+    if not (ds.labelled and "leiden" in ds.given):
         return None
-    name = d["name"]
-    wm = res.which.get((name, "leiden"))
-    key = f"leiden_{name}"
-    res.figures[key] = G.figure_which(wm, name, ylabel="ARI at the label count (ari_nlabels), mean +- sd over runs",
-                                      title=f"{name}: Leiden clustering vs labels")
-    cdf, rdf = res.tables.get((name, "leiden")) or (None, None)
-    return {"fig": key, "results": wm is not None, "which": _which(name, wm) if wm is not None else None,
-            "mixing": T.batch_mixing_table(cdf, rdf)}
+    wm = ds.which.get("leiden")
+    key = f"leiden_{ds.name}"
+    figures[key] = partial(G.figure_which, wm, ds.name,
+                           ylabel="ARI at the label count (ari_nlabels), mean +- sd over runs",
+                           title=f"{ds.name}: Leiden clustering vs labels")
+    return {"fig": key, "results": wm is not None, "which": _which(ds.name, wm) if wm is not None else None,
+            "mixing": T.batch_mixing_table(ds.table("leiden"), ds.table("leiden_random"))}
 
 
-def _paths(d: dict, res) -> dict | None:
+def _paths(ds: DatasetResults, figures: dict) -> dict | None:
     """The GLFS sparsity paths of the dataset's GLFS selections (figure, findings and tables)."""
-    name = d["name"]
-    paths = {}
-    for m, p in d.get("metas", {}).items():
-        try:
-            meta = json.loads(Path(p).read_text())
-        except (OSError, ValueError):
-            continue
-        res.metas[(name, m)] = meta
-        pf = F.path_frame(meta)
-        if pf is not None:
-            paths[m] = pf
-            res.paths[(name, m)] = pf
-    if d.get("glfs_path"):
-        res.path_tsvs[name] = read_tsv_or_none(d["glfs_path"])
+    paths = ds.paths
     if not paths:
         return None
-    key = f"glfs_path_{name}"
-    res.figures[key] = G.figure_paths(paths, name)
-    return {"fig": key, "facts": [f for m, p in paths.items() for f in [F.path_facts(p, m, name)] if f],
+    key = f"glfs_path_{ds.name}"
+    figures[key] = partial(G.figure_paths, paths, ds.name)
+    return {"fig": key, "facts": [f for m, p in paths.items() for f in [F.path_facts(p, m, ds.name)] if f],
             "tables": [(m, p) for m, p in paths.items() if p is not None and len(p)]}
 
 
-def _heatmap(d: dict, ad, res) -> dict | None:
+def _heatmap(ds: DatasetResults, figures: dict) -> dict | None:
     """Heatmap of the top genes of ``heatmap_method``, samples grouped by label (labelled datasets)."""
-    hm = d.get("heatmap_method")
-    if not (hm and d["labelled"] and f"{hm}_rank" in ad.var and "label" in ad.obs):
+    hm, ad = ds.heatmap_method, ds.adata
+    if not (hm and ds.labelled and f"{hm}_rank" in ad.var and "label" in ad.obs):
         return None
-    name = d["name"]
     rank = ad.var[f"{hm}_rank"].to_numpy()
     idx = np.argsort(rank, kind="stable")[: min(25, ad.n_vars)]
     X = ad.X[:, idx]
     X = X.toarray() if hasattr(X, "toarray") else X
-    key = f"heatmap_{name}"
+    key = f"heatmap_{ds.name}"
     genes = list(ad.var_names[idx].astype(str))
     notes = T.gene_notes(ad.var, genes)
-    res.figures[key] = G.figure_heatmap(X, [T.with_note(g, notes, 24) for g in genes], ad.obs["label"].to_numpy(),
-                                        name, hm)
+    figures[key] = partial(G.figure_heatmap, X, [T.with_note(g, notes, 24) for g in genes],
+                           ad.obs["label"].to_numpy(), ds.name, hm)
     return {"fig": key, "n": len(idx), "method": hm}
 
 
 # ---- classification, GLFS, simulation, paper, runtime --------------------------------------------------
 
 
-def classification_section(views: list[dict]) -> dict | None:
+def classification_section(datasets: list[DatasetResults]) -> dict | None:
     """Section "Classification" (Golub protocol): each classified dataset's table and findings; None without."""
-    files = [(d["name"], d["classification"]) for d in views if d.get("classification")]
-    if not files:
+    tables = [{"dataset": ds.name, "table": ds.table("classification")} for ds in datasets if "classification" in ds.given]
+    if not tables:
         return None
-    tables = [{"dataset": ds, "table": read_tsv_or_none(p)} for ds, p in files]
     for t in tables:
         t["facts"] = F.classification_facts(t["table"])
     return {"tables": tables,
@@ -235,16 +212,26 @@ def classification_section(views: list[dict]) -> dict | None:
                                 for t in tables)}
 
 
-def glfs_section(views: list[dict], res, gm, cls: dict | None) -> dict:
+def clustering_tables(datasets: list[DatasetResults]) -> dict:
+    """dataset -> its clustering_nmi.tsv rows, for the datasets whose section shows them (:func:`shows_clustering`)."""
+    return {ds.name: ds.table("clustering") for ds in datasets if shows_clustering(ds)}
+
+
+def _given_tables(datasets: list[DatasetResults], kind: str) -> dict:
+    """dataset -> its table of ``kind``, for the datasets given one that was found."""
+    return {ds.name: t for ds in datasets if kind in ds.given for t in [ds.table(kind)] if t is not None}
+
+
+def glfs_section(datasets: list[DatasetResults], gm, cls: dict | None) -> dict:
     """Section "GLFS": convergence, the published path, why it collapses, side by side, vs greedy, sensitivity."""
-    records = F.convergence_records(res.metas)
-    path_tsvs = {k: v for k, v in res.path_tsvs.items() if v is not None}
+    records = F.convergence_records({(ds.name, m): meta for ds in datasets for m, meta in ds.metas.items()})
+    path_tsvs = _given_tables(datasets, "glfs_path")
+    paths = {(ds.name, m): p for ds in datasets for m, p in ds.paths.items()}
     classification = {t["dataset"]: t["table"] for t in (cls or {}).get("tables", [])}
-    greedy = {d["name"]: read_tsv_or_none(d["glfs_vs_greedy"]) for d in views if d.get("glfs_vs_greedy")}
-    greedy = {k: v for k, v in greedy.items() if v is not None}
-    sens = {d["name"]: read_tsv_or_none(d["sensitivity"]) for d in views if d.get("sensitivity")}
-    sens = {k: v for k, v in sens.items() if v is not None and not v.empty}
-    sbs = [ds for ds, c in res.clustering.items() if c is not None and not c.empty]
+    greedy = _given_tables(datasets, "glfs_vs_greedy")
+    sens = {k: v for k, v in _given_tables(datasets, "sensitivity").items() if not v.empty}
+    random = {ds.name: ds.table("random_floor") for ds in datasets}
+    sbs = {ds: c for ds, c in clustering_tables(datasets).items() if c is not None and not c.empty}
     keep = [*F.glfs_classifier_rows(), "random_genes"]
     cls_rows = []
     for ds, c in classification.items():
@@ -263,9 +250,9 @@ def glfs_section(views: list[dict], res, gm, cls: dict | None) -> dict:
         "published": [{"dataset": ds, "facts": F.path_facts(p, gm, ds), "has_converged": "converged" in p,
                        "table": p[[c for c in p.columns if c != "method"]] if len(p) else None}
                       for ds, p in path_tsvs.items()],
-        "collapse": F.collapse_facts(res.paths) if res.paths else None,
+        "collapse": F.collapse_facts(paths) if paths else None,
         "side_by_side": bool(sbs) or bool(classification),
-        "sbs_tables": [(ds, T.side_by_side(res.clustering[ds], res.random.get(ds))) for ds in sbs],
+        "sbs_tables": [(ds, T.side_by_side(c, random.get(ds))) for ds, c in sbs.items()],
         "cls_tables": cls_rows,
         "greedy": {"facts": F.greedy_facts(greedy), "table": greedy_table} if greedy else None,
         "sensitivity": ({"facts": [F.sensitivity_facts(t, ds) for ds, t in sens.items()],
@@ -273,28 +260,29 @@ def glfs_section(views: list[dict], res, gm, cls: dict | None) -> dict:
     }
 
 
-def simulation_section(path, simcfg: dict, res) -> dict | None:
-    """Section "Planted-feature simulation" (Figure 1 protocol): figure, findings, mean Score per grid point."""
-    if not path:
-        return None
-    sim_df = read_tsv_or_none(path)
-    res.figures["simulation"] = G.figure_simulation(sim_df, simcfg)
+def simulation_section(sim_df: pd.DataFrame | None, given: bool, simcfg: dict) -> tuple[dict | None, dict]:
+    """Section "Planted-feature simulation" (Figure 1 protocol): findings and mean Score per grid point, and
+    its figure; (None, {}) when the simulation did not run (``given``: the rule names its table)."""
+    if not given:
+        return None, {}
     agg = None
     if sim_df is not None and not sim_df.empty:
         agg = sim_df.groupby(["method", "sigma", "n_noise"])["score"].agg(["mean", "std", "count"]).reset_index()
-    return {"df": sim_df, "facts": F.simulation_facts(sim_df), "fig": "simulation", "table": agg}
+    section = {"df": sim_df, "facts": F.simulation_facts(sim_df), "fig": "simulation", "table": agg}
+    return section, {"simulation": partial(G.figure_simulation, sim_df, simcfg)}
 
 
-def paper_vs_run_section(res, gm, supervised, config: dict, sim: dict | None, cls: dict | None,
-                         paper_table) -> dict:
+def paper_vs_run_section(datasets: list[DatasetResults], gm, supervised, config: dict, sim: dict | None,
+                         cls: dict | None, paper_table) -> dict:
     """Section "Paper versus this run": the paper's claims beside this run's numbers."""
     tables = [t for t in (cls or {}).get("tables", []) if t["table"] is not None]
     tagged = (pd.concat([t["table"].assign(dataset=t["dataset"]) for t in tables], ignore_index=True)
               if tables else None)
     rows = T.paper_vs_run_rows({
         "simulation_df": sim["df"] if sim else None, "simulation_config": config.get("simulation", {}),
-        "clustering": res.clustering, "paths": res.path_tsvs, "glfs_method": gm, "supervised": supervised,
-        "classification": tagged, "paper_table": paper_table,
+        "clustering": clustering_tables(datasets),
+        "paths": {ds.name: ds.table("glfs_path") for ds in datasets if "glfs_path" in ds.given},
+        "glfs_method": gm, "supervised": supervised, "classification": tagged, "paper_table": paper_table,
     })
     return {"facts": F.paper_facts(rows), "any": bool(rows), "table": T.paper_vs_run(rows)}
 
