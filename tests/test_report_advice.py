@@ -34,16 +34,17 @@ def test_an_hvg_flavour_best_on_the_panel_is_recommended_as_scanpy():
     a = F.advice_facts([], panel)
     c = a["cells"]
     assert c["best"] == HVG1 and c["best_is_hvg"] and c["best_scanpy"] == HVG1.removeprefix("hvg_")
-    assert c["others"] == [HVG2] and c["random"] == [.40, .50] and c["n_sets"] == 4
+    assert c["others"] == [HVG2] and c["random"] == [.40, .50] and c["n_sets"] == 4 and c["best_own"] == GRAPH
     html = Rn.environment(True).from_string('{% import "which.html" as wh %}{{ wh.advice_block(a, []) }}').render(a=a)
     assert f'flavor="{c["best_scanpy"]}"' in html and "no graph-based selection" in html
+    assert f"this package, {GRAPH}, 0.650 / 0.690" in html
 
 
 def test_a_graph_selection_best_on_the_panel_is_recommended_by_name():
     panel = _panel({HVG1: (.60, .62), HVG2: (.61, .60), HVG3: (.50, .50), GRAPH: (.66, .63), F.RANDOM_GENES: (.4, .5)})
     c = F.advice_facts([], panel)["cells"]
-    # mean over the two counts: GRAPH .645 > HVG1 .61 > HVG2 .605 > HVG3 .50; the two best flavours shown
-    assert c["best"] == GRAPH and not c["best_is_hvg"] and c["others"] == [HVG1, HVG2]
+    # mean over the two counts: GRAPH .645 > HVG1 .61 > HVG2 .605 > HVG3 .50; the flavours best first
+    assert c["best"] == GRAPH and not c["best_is_hvg"] and c["others"] == [HVG1, HVG2, HVG3] and c["best_own"] is None
     html = Rn.environment(True).from_string('{% import "which.html" as wh %}{{ wh.advice_block(a, []) }}').render(
         a={"cells": c, "bulk": []})
     assert f'<b>Single cells (UMI counts):</b> use <code>{GRAPH}</code> (<code>glfs.tl.select(adata, "{GRAPH}"' in html

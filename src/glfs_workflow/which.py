@@ -347,7 +347,8 @@ def advice_facts(which: list[dict], panel: pd.DataFrame | None) -> dict:
     (``resources/singlecell/panel_summary.tsv``: ``method``, ``n_genes``, ``mean_score``, ``n_sets``;
     written by ``benchmarks/real_panel.py``), or None.  Returns ``cells``: the panel's best selection
     over :data:`ADVICE_COUNTS` (mean of the two counts' mean scores), whether it is a scanpy HVG flavour,
-    the scanpy flavour name, the best two HVG flavours and the random genes beside it (None without a
+    the scanpy flavour name, the best three other HVG flavours, the best selection that is not an HVG
+    flavour (``best_own``, None when it is the best) and the random genes beside it (None without a
     panel); ``bulk``: per spectral-protocol dataset of this run its best method, whether it is above
     random genes, and whether all genes beat it; ``bulk_overall``: the unsupervised method with the best
     mean rank over those datasets (None with fewer than two), and that mean rank.
@@ -360,11 +361,13 @@ def advice_facts(which: list[dict], panel: pd.DataFrame | None) -> dict:
             avg = {m: (at[0][m] + at[1][m]) / 2 for m in methods}
             best = max(methods, key=lambda m: (avg[m], m))
             fam = {m: METHODS[m].family if m in METHODS else None for m in methods}
-            hvg = sorted((m for m in methods if fam[m] == HVG_FAMILY and m != best), key=lambda m: -avg[m])[:2]
+            hvg = sorted((m for m in methods if fam[m] == HVG_FAMILY and m != best), key=lambda m: -avg[m])[:3]
+            own = sorted((m for m in methods if fam[m] != HVG_FAMILY), key=lambda m: (-avg[m], m))
             out["cells"] = {
                 "best": best, "best_is_hvg": fam[best] == HVG_FAMILY,
                 "best_scanpy": best.removeprefix("hvg_") if fam[best] == HVG_FAMILY else None,
                 "others": hvg, "n_sets": int(panel["n_sets"].min()),
+                "best_own": own[0] if own and own[0] != best else None,
                 "at": [{m: float(a[m]) for m in methods} for a in at],
                 "random": [float(a[RANDOM_GENES]) for a in at],
             }
