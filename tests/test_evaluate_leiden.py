@@ -23,7 +23,7 @@ pytest.importorskip("igraph")
 KEYS = {
     "n_features", "run", "seed",
     "ari", "nmi", "resolution", "n_clusters",
-    "ari_nlabels", "nmi_nlabels", "resolution_nlabels", "n_clusters_nlabels",
+    "ari_nlabels", "nmi_nlabels", "resolution_nlabels", "n_clusters_nlabels", "nlabels_reached",
     "kmeans_ari", "kmeans_nmi",
 }
 N_GROUPS, PER_GROUP, N_MARKERS, N_NOISE = 4, 150, 40, 200
@@ -267,3 +267,21 @@ def test_leiden_random_floor_is_random_orders_scored_by_the_protocol(planted):
                                        n_pcs=10, n_neighbors=10, random_state=s)
         want += [{**r, "draw": i} for r in recs]
     assert got == want and len(got) == 2 * 2
+
+
+def test_a_label_count_never_reached_is_marked_and_warned(planted, caplog):
+    """Issue 30 item 9: a grid whose resolutions never come near the label count (here one high resolution:
+    more clusters than the 4 labels allow within 1) marks its *_nlabels figures and says the count reached."""
+    X, y = planted
+    with caplog.at_level(logging.INFO, logger="glfs.evaluate.leiden"):
+        far = evaluate_ranking_leiden(X, y, np.arange(X.shape[1]), feature_grid=(N_MARKERS,), n_runs=1,
+                                      resolutions=(50.0,), random_state=3)
+    assert far[0]["n_clusters_nlabels"] >= 6 and far[0]["nlabels_reached"] is False
+    text = caplog.text
+    assert f"({far[0]['n_clusters_nlabels']:.1f} clusters on average" in text
+    assert "ari_nlabels there is not at the label count" in text
+
+
+def test_the_label_count_reached_is_marked(planted_records):
+    for r in planted_records:
+        assert r["nlabels_reached"] == (abs(r["n_clusters_nlabels"] - N_GROUPS) <= 1)

@@ -149,7 +149,7 @@ def annotate_selection(adata, df: pd.DataFrame, meta: dict, *, table="selection 
 LEIDEN_COLUMNS = [
     "method", "n_features", "run", "seed",
     "ari", "nmi", "resolution", "n_clusters",
-    "ari_nlabels", "nmi_nlabels", "resolution_nlabels", "n_clusters_nlabels",
+    "ari_nlabels", "nmi_nlabels", "resolution_nlabels", "n_clusters_nlabels", "nlabels_reached",
     "kmeans_ari", "kmeans_nmi",
     "batch_mixing",  # NaN for a dataset without batch_column (glfs.evaluate.mixing.knn_batch_mixing)
 ]

@@ -127,6 +127,7 @@ def _leiden_record(sc, adata, embedding, y, k: int, run: int, seed: int, res, n_
         "nmi_nlabels": runs[honest][1],
         "resolution_nlabels": res[honest],
         "n_clusters_nlabels": runs[honest][2],
+        "nlabels_reached": label_count_reached(runs[honest][2], n_labels),
         "kmeans_ari": float(adjusted_rand_score(y, km)),
         "kmeans_nmi": nmi(y, km),
     }
@@ -145,6 +146,36 @@ def _graph_at_k(sc, anndata, X, cols, n_pcs, n_neighbors, seed0):
         adata.obsm[rep] = _as_dense(Xk)
     sc.pp.neighbors(adata, n_neighbors=n_neighbors, use_rep=rep, random_state=seed0)
     return adata, np.asarray(adata.obsm[rep], dtype=np.float64)
+
+
+#: How near the label count the clusters of the "label count" resolution must come for its figure to be
+#: "at the label count" (``nlabels_reached``): within 20 % of the labels, and at least 1 cluster either way.
+LABEL_COUNT_TOLERANCE = 0.2
+
+
+def label_count_reached(n_clusters: int, n_labels: int) -> bool:
+    """Whether ``n_clusters`` is within :data:`LABEL_COUNT_TOLERANCE` of ``n_labels`` (at least 1 either way)."""
+    return bool(abs(int(n_clusters) - int(n_labels)) <= max(1, round(LABEL_COUNT_TOLERANCE * n_labels)))
+
+
+def _log_progress(last, k, i_k, n_k, n_labels, elapsed) -> None:
+    """One line per gene count: the ARIs and the cluster count actually reached at the "label count"
+    resolution; a warning when a run never came near the label count (its figure is not at it)."""
+    reached = [x["nlabels_reached"] for x in last]
+    counts = [x["n_clusters_nlabels"] for x in last]
+    log.info(
+        "evaluate_ranking_leiden: k=%d (%d/%d), mean ARI %.3f at the best resolution, %.3f at the resolution nearest "
+        "the %d labels (%.1f clusters on average, %d-%d), %.0f s elapsed",
+        k, i_k + 1, n_k, np.mean([x["ari"] for x in last]), np.mean([x["ari_nlabels"] for x in last]), n_labels,
+        np.mean(counts), min(counts), max(counts), elapsed,
+    )
+    if not all(reached):
+        log.warning(
+            "evaluate_ranking_leiden: k=%d: in %d of %d runs no resolution of the grid came within %d clusters of "
+            "the %d labels (%s clusters at the nearest); ari_nlabels there is not at the label count "
+            "(nlabels_reached = False in the table): widen the resolutions", k, reached.count(False), len(reached),
+            max(1, round(LABEL_COUNT_TOLERANCE * n_labels)), n_labels, sorted(set(counts)),
+        )
 
 
 def evaluate_ranking_leiden(
@@ -224,6 +255,10 @@ def evaluate_ranking_leiden(
           resolution with the highest ARI (first of the grid on ties).
           Choosing the resolution uses the labels, so this figure is
           optimistic: an upper bound of what an analyst gets;
+        - ``nlabels_reached``: whether ``n_clusters_nlabels`` came within
+          :data:`LABEL_COUNT_TOLERANCE` (20 %, at least 1) of the number of labels;
+          when False, the ``*_nlabels`` figures are not at the label count (the
+          grid never came near it; a warning says so).
         - ``ari_nlabels, nmi_nlabels, resolution_nlabels, n_clusters_nlabels``:
           the resolution whose number of clusters is closest to the number of
           labels (the smaller resolution index on ties); chosen without the
@@ -308,17 +343,6 @@ def evaluate_ranking_leiden(
                 "batch_mixing": knn_batch_mixing(adata.obsp["distances"], y, batches)["batch_mixing"]}
             records += [{**_leiden_record(sc, adata, embedding, y, k, r, int(s), res, n_labels), **mixing}
                         for r, s in enumerate(seeds)]
-            last = records[-len(seeds) :]
-            log.info(
-                "evaluate_ranking_leiden: k=%d (%d/%d), mean ARI %.3f at the best resolution, %.3f at %d clusters, "
-                "%.0f s elapsed",
-                k,
-                i_k + 1,
-                len(grid),
-                np.mean([x["ari"] for x in last]),
-                np.mean([x["ari_nlabels"] for x in last]),
-                n_labels,
-                time.perf_counter() - t_start,
-            )
+            _log_progress(records[-len(seeds) :], k, i_k, len(grid), n_labels, time.perf_counter() - t_start)
     return records
 
