@@ -750,3 +750,15 @@ def test_extreme_scales_refused_at_preparation(tmp_path, scale, match):
     for preprocess in ("none", "zscore"):  # zscore squares the raw values: checked before it runs
         with pytest.raises(readers.DataError, match=match + r".*preprocess: " + preprocess + r"\): divide the values"):
             _labelled(tmp_path, ["a", "b"] * 4, {"preprocess": preprocess}, X=_planted_frame() * scale)
+
+
+def test_h5ad_with_more_cells_than_genes_gets_no_orientation_warning(tmp_path):
+    """Issue 30 (low): an .h5ad has no `orientation` (obs are the samples): more cells than genes, as in
+    every single-cell file, is no reason for a warning; a text matrix keeps it."""
+    p = _h5ad(tmp_path / "cells.h5ad", n=30, d=6)
+    a = _prepare({"expression": str(p)}, {"expression": p})
+    assert "samples >" not in str(a.uns["dataset"].get("warnings", ""))
+    pd.DataFrame(np.random.default_rng(1).normal(size=(6, 30)), index=[f"g{j}" for j in range(6)],
+                 columns=[f"s{i}" for i in range(30)]).to_csv(tmp_path / "m.tsv", sep="\t")
+    t = _prepare({"expression": "m.tsv"}, {"expression": tmp_path / "m.tsv"})
+    assert "30 samples > 6 genes" in str(t.uns["dataset"]["warnings"])

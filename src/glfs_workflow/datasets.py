@@ -245,7 +245,7 @@ def prepare_dataset(
     m, labelled, label_report, notes = _label_dataset(name, fmt, expr, m, cfg, paths)
     m = _batch_column(name, fmt, expr, m, cfg)
     n, d = m.X.shape
-    notes += _check_size(expr, n, d, cfg)  # more samples than graph.n_neighbors: build_graph checks it
+    notes += _check_size(expr, n, d, cfg, h5ad=infer_format(expr, fmt) == "h5ad")  # n_neighbors: build_graph checks it
     if labelled:
         _check_classes(_label_source(fmt, expr, cfg, paths), m.obs["label"], cfg)
     notes += _id_notes(expr, m)
@@ -363,12 +363,14 @@ def _label_dataset(name: str, fmt: str, expr: Path, m: Matrix, cfg: dict, paths:
     return m, labelled, label_report, notes
 
 
-def _check_size(expr: Path, n: int, d: int, cfg: dict) -> list:
-    """Refuse too few samples (fewer than 2); a note when n > d."""
+def _check_size(expr: Path, n: int, d: int, cfg: dict, *, h5ad: bool = False) -> list:
+    """Refuse too few samples (fewer than 2); a note when n > d in a text matrix (an .h5ad has no
+    `orientation`: its obs are the samples, and single cells outnumber genes)."""
     if n < 2:
-        msg = f"{expr}: only {n} sample(s); at least 2 are needed (check `orientation`: {cfg.get('orientation', 'genes_by_samples')})"
+        where = "an .h5ad's obs are the samples" if h5ad else f"check `orientation`: {cfg.get('orientation', 'genes_by_samples')}"
+        msg = f"{expr}: only {n} sample(s); at least 2 are needed ({where})"
         raise DataError(msg)
-    if n > d:
+    if n > d and not h5ad:
         note = f"{n} samples > {d} genes: orientation {cfg.get('orientation', 'genes_by_samples')!r} kept as configured (not transposed); check it is right"
         log.warning("%s: %s", expr, note)
         return [note]
