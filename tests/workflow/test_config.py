@@ -125,6 +125,9 @@ CASES = {
         _with("selection", {"params": {"variance": {"ddof": 1}}}),
         r"config key selection\.params\.variance\.ddof: parameter 'ddof' is not a parameter of method 'variance'; it takes none",
     ),
+    # issue 30: infinite and NaN numbers passed the schema's bounds; the graph job failed later without the key
+    "graph_t_inf": (_with("graph.t", float("inf")), r"config key graph\.t: inf is not a finite number \(YAML \.inf or \.nan\)"),
+    "graph_mu_nan": (_with("graph.mu", float("nan")), r"config key graph\.mu: nan is not a finite number"),
     "dataset_name_too_long": (
         {"run": ["a" * 250], "datasets": {"a" * 250: {"expression": "data/m.tsv"}}},
         r"config key (datasets|run\[0\]): 'a{250}' is too long \(dataset names: letters, digits and _ only, at most 100 characters\)",

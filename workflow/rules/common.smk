@@ -132,6 +132,19 @@ def _float_integers(value, schema, root, path):
                 yield from _float_integers(v, sub["items"], root, [*path, i])
 
 
+def _non_finite(value, path):
+    """(key path, value) of every float in the config that is infinite or NaN: JSON schema's bounds let
+    them through (every comparison with NaN is false; infinity passes a lower bound)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield path, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _non_finite(v, [*path, k])
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _non_finite(v, [*path, i])
+
+
 def _check_schema(cfg, schema_path):
     """Validate with jsonschema first, to report the best error with its key path.
 
@@ -144,6 +157,9 @@ def _check_schema(cfg, schema_path):
     with open(schema_path) as fh:
         schema = yaml.safe_load(fh)
     _check_config_size(cfg)
+    for path, value in _non_finite(cfg, []):
+        msg = f"config key {_key_path(path)}: {value!r} is not a finite number (YAML .inf or .nan); give a finite value"
+        raise ConfigError(msg)
     errors = list(jsonschema.Draft202012Validator(schema).iter_errors(cfg))
     if errors:
         raise ConfigError(_schema_message(jsonschema.exceptions.best_match(errors)))
