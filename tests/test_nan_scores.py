@@ -85,3 +85,11 @@ def test_the_workflow_select_step_fails_with_the_reason(tmp_path, restore_loggin
         runpy.run_path(str(REPO / "scripts/select_features.py"), init_globals={"snakemake": smk})
     assert "only 2 can be selected by their score" in (tmp_path / "s.log").read_text()
     assert not (tmp_path / "ls.tsv").exists()
+
+
+def test_lapaofs_at_huge_graph_weights_is_refused_not_filled_in_gene_order():
+    """Issue 30 (low): LapAOFS on graph weights near 1e300 gave NaN for 59 of 60 genes and picked genes by index."""
+    X = np.random.default_rng(0).normal(size=(40, 60))
+    W = glfs.similarity_graph(X, n_neighbors=5) * 1e300
+    with pytest.raises(ValueError, match=r"lapaofs: scores are NaN for \d+ of 60 genes .*overflowed"):
+        glfs.select(X, graph=W, method="lapaofs", n_features=5)

@@ -166,7 +166,8 @@ def make_selection(
 
 
 #: Why a score is NaN, unless the method says more (make_selection's ``nan_reason``).
-NAN_REASON = "a gene the method cannot score (e.g. constant across the samples) has a NaN score"
+NAN_REASON = ("a gene the method cannot score has a NaN score (a gene constant across the samples, or arithmetic "
+              "that overflowed: values or graph weights far from 1, e.g. 1e300)")
 
 
 def _refuse_nan(method, scores, n_features, selected, reason) -> None:
