@@ -89,7 +89,10 @@ def _gather(client, futures, what: str, labels):
             try:
                 out[i] = fut.result()
             except Exception as e:
-                msg = (f"{what} failed on the dask cluster at {labels[i]} ({type(e).__name__}: {e}); "
+                lost = type(e).__name__ in ("KilledWorker", "FutureCancelledError", "CancelledError")
+                hint = ("; a worker was lost (above its memory limit, or killed): raise the workers' memory_limit "
+                        "or make X's chunks smaller" if lost else "")
+                msg = (f"{what} failed on the dask cluster at {labels[i]} ({type(e).__name__}: {e}){hint}; "
                        f"no partial result is returned")
                 raise RuntimeError(msg) from e
             done += 1
@@ -99,6 +102,13 @@ def _gather(client, futures, what: str, labels):
         if done < len(futures):
             client.cancel(futures)
     return out
+
+
+def _key(what: str, i: int) -> str:
+    """A task's key: what it computes (its kind in the dashboard and task stream), its block, a unique token."""
+    import uuid
+
+    return f"glfs {what}-{i}-{uuid.uuid4().hex[:12]}"
 
 
 def _scatter(client, shared):
@@ -143,7 +153,8 @@ def map_chunks(X, fn, shared, client, what: str):
         for j in range(grid.shape[1]):
             rows = slice(int(starts[0][i]), int(starts[0][i + 1]))
             cols = slice(int(starts[1][j]), int(starts[1][j + 1]))
-            tasks.append(dask.delayed(_call_at, pure=True)(fn, grid[i, j], rows, cols, shared_f))
+            tasks.append(dask.delayed(_call_at)(fn, grid[i, j], rows, cols, shared_f,
+                                                dask_key_name=_key(what, len(tasks))))
             where.append((rows, cols))
     labels = [f"cells {r.start}-{r.stop - 1}, genes {c.start}-{c.stop - 1}" for r, c in where]
     results = _gather(client, client.compute(tasks), what, labels)
@@ -163,7 +174,7 @@ def map_gene_blocks(X, parts, fn, shared, client, what: str):
     widths = tuple(sl.stop - sl.start for sl in parts)
     blocks = X.source.rechunk(((n,), widths)).to_delayed().ravel()
     shared_f = _scatter(client, shared)
-    tasks = [dask.delayed(_call_block, pure=True)(fn, b, shared_f) for b in blocks]
+    tasks = [dask.delayed(_call_block)(fn, b, shared_f, dask_key_name=_key(what, i)) for i, b in enumerate(blocks)]
     log.info("%s: %d gene blocks of all %d cells as dask tasks on %d workers", what, len(tasks), n, _n_workers(client))
     labels = [f"genes {sl.start}-{sl.stop - 1}" for sl in parts]
     return _gather(client, client.compute(tasks), what, labels)
@@ -177,7 +188,8 @@ def map_pieces(client, fn, pieces, shared, what: str, labels=None):
     """
     shared_f = _scatter(client, shared)
     piece_f = client.scatter(list(pieces), hash=False)
-    futures = client.map(_call, [fn] * len(piece_f), piece_f, [shared_f] * len(piece_f), pure=False)
+    futures = client.map(_call, [fn] * len(piece_f), piece_f, [shared_f] * len(piece_f),
+                         key=[_key(what, i) for i in range(len(piece_f))])
     labels = labels or [f"block {i}" for i in range(len(futures))]
     return _gather(client, futures, what, labels)
 
