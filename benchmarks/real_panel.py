@@ -408,7 +408,7 @@ def main(argv=None) -> int:
         rows += run_set(p, labs, methods, candidates, args.n_random, args.grid)
         log.info("%s: done in %.0f s (load %.2f)", name, time.perf_counter() - t, os.getloadavg()[0])
     new = pd.DataFrame(rows).reindex(columns=COLUMNS)
-    keep = old[~(old["set"].isin(args.sets) & old["method"].isin(set(new["method"])))]  # other sets/methods stay
+    keep = old[~(old["labels"].isin(set(new["labels"])) & old["method"].isin(set(new["method"])))]  # the rest stays
     df = pd.concat([keep, new], ignore_index=True) if len(keep) else new
     args.out.mkdir(parents=True, exist_ok=True)
     df.to_csv(tsv, sep="\t", index=False, float_format="%.6g")
