@@ -195,3 +195,13 @@ def test_long_iterations_log_progress(fn, what, monkeypatch, caplog):
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"{what}: iteration")]
     assert [line.split(",")[0] for line in lines] == [f"{what}: iteration {i} of 4" for i in range(1, 5)]
     assert "change" in lines[-1] and "(tol 1e-14)" in lines[-1]
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_spca_on_fewer_samples_than_components_says_which_parameter(n):
+    """Issue 30 (low): spca on 2-3 cells named only its internal n_components; now the method and the way out."""
+    X = np.random.default_rng(0).normal(size=(n, 10))
+    with pytest.raises(ValueError, match=rf"spca: X has {n} samples x 10 genes; sparse PCA with 4 components \(the default\) "
+                                         rf"needs at least 4 of each. Pass n_components={n} or fewer"):
+        glfs.select(X, method="spca", n_features=3)
+    assert glfs.select(X, method="spca", n_features=3, n_components=n).indices.size == 3

@@ -93,3 +93,4 @@ def test_lapaofs_at_huge_graph_weights_is_refused_not_filled_in_gene_order():
     W = glfs.similarity_graph(X, n_neighbors=5) * 1e300
     with pytest.raises(ValueError, match=r"lapaofs: scores are NaN for \d+ of 60 genes .*overflowed"):
         glfs.select(X, graph=W, method="lapaofs", n_features=5)
+

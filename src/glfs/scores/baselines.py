@@ -89,9 +89,13 @@ def _rank_with_tiebreak(score, var, const):
     return np.lexsort((np.arange(score.size), -key_var, -s))
 
 
+#: Sparse PCA's number of components unless ``n_components`` is given.
+SPCA_COMPONENTS = 4
+
+
 def spca_score(
     X,
-    n_components: int = 4,
+    n_components: int = SPCA_COMPONENTS,
     *,
     n_nonzero: int = 50,
     solver: str = "zou",
@@ -348,6 +352,14 @@ def select_spca(X, W=None, *, n_features, labels=None, random_state=0, **params)
     then index; constant genes last (NaN).  ``W`` and ``labels`` are ignored.
     """
     Xd = check_X(X, dense=True)
+    k = params.get("n_components", SPCA_COMPONENTS)
+    if isinstance(k, int) and k > min(Xd.shape):
+        msg = (
+            f"spca: X has {Xd.shape[0]} samples x {Xd.shape[1]} genes; sparse PCA with {k} components "
+            f"({'the default' if 'n_components' not in params else 'the n_components given'}) needs at least {k} of "
+            f"each. Pass n_components={min(Xd.shape)} or fewer (method parameter of 'spca'), or use another method"
+        )
+        raise ValueError(msg)
     s, V, info = spca_score(
         Xd, random_state=0 if random_state is None else random_state, return_components=True, return_info=True, **params
     )
