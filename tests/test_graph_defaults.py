@@ -53,7 +53,11 @@ def _effective(calls):
 
 @pytest.fixture
 def spy(monkeypatch):
-    """Record every similarity_graph call made through glfs.api and glfs.graph.similarity (simulate, tl import it at call time)."""
+    """Record every similarity_graph call made through glfs.api, glfs.tl, glfs.simulation.simulate and
+    glfs.graph.similarity (each imports it by name at the top of the module)."""
+    import glfs.simulation.simulate
+    import glfs.tl
+
     calls = []
 
     def recording(*args, **kwargs):
@@ -62,6 +66,8 @@ def spy(monkeypatch):
 
     monkeypatch.setattr(glfs.api, "similarity_graph", recording)
     monkeypatch.setattr(glfs.graph.similarity, "similarity_graph", recording)
+    monkeypatch.setattr(glfs.tl, "similarity_graph", recording)
+    monkeypatch.setattr(glfs.simulation.simulate, "similarity_graph", recording)
     return calls
 
 
