@@ -56,8 +56,10 @@ def lognorm(counts):
     tot = np.asarray(C.sum(axis=1)).ravel()
     target = np.median(tot[tot > 0])
     L = sp.diags(target / np.maximum(tot, 1)) @ C
+    L = L.tocsr()
     L.data = np.log1p(L.data)
-    return L.tocsr()
+    L.sort_indices()  # canonical CSR, as scanpy's normalize_total + log1p leave it
+    return L
 
 
 def run_one(X, counts, method, n, batches, rule):

@@ -38,3 +38,24 @@ def run_snakemake(snakefile: Path, workdir: Path, config: dict, targets, *extra,
 @pytest.fixture(scope="session")
 def snakemake_run():
     return run_snakemake
+
+
+def _pbmc_workdir(work: Path) -> Path:
+    """``work`` laid out for a run on scanpy's pbmc68k_reduced (700 cells x 765 genes, louvain clusters and the
+    cell-cycle phase in obs): ``data/pbmc.h5ad`` and ``resources/`` (the static tables the report reads)."""
+    import warnings
+
+    sc = pytest.importorskip("scanpy")
+    (work / "data").mkdir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        adata = sc.datasets.pbmc68k_reduced()
+    adata.write_h5ad(work / "data" / "pbmc.h5ad")
+    (work / "resources").symlink_to(REPO / "resources")
+    return work
+
+
+@pytest.fixture(scope="session")
+def pbmc_workdir():
+    """Factory: pbmc_workdir(work) -> ``work`` with scanpy's pbmc68k_reduced in data/pbmc.h5ad (and resources/)."""
+    return _pbmc_workdir

@@ -26,15 +26,8 @@ GLFS_FAST = {"n_lams": 3, "max_iter": 30}
 
 
 @pytest.fixture(scope="module")
-def pbmc_run(tmp_path_factory, snakemake_run):
-    sc = pytest.importorskip("scanpy")
-    work = tmp_path_factory.mktemp("pbmc")
-    (work / "data").mkdir()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        adata = sc.datasets.pbmc68k_reduced()
-    adata.write_h5ad(work / "data" / "pbmc.h5ad")
-    (work / "resources").symlink_to(REPO / "resources")  # static tables the report reads
+def pbmc_run(tmp_path_factory, snakemake_run, pbmc_workdir):
+    work = pbmc_workdir(tmp_path_factory.mktemp("pbmc"))  # data/pbmc.h5ad and the static tables the report reads
     config = {
         "run": ["pbmc"],
         "methods": METHODS,
