@@ -470,11 +470,13 @@ def estimate_params(counts, groups=None, *, bcv_trend: float | None = 1.0, rando
        maximum likelihood above the 10th percentile (:func:`_fit_means`:
        splatter's winsorised gamma and 2-MAD outlier rule are biased on
        planted data).
-    4. **BCV**: the simulator's trend BCV = (c + mu^-1/2) phi_j, fitted to the
-       moment dispersion of each gene within groups (``groups`` given) or over
-       all cells; ``bcv_df`` from the spread around the trend, less the
-       sampling noise (a parametric bootstrap).  splatter uses edgeR's common
-       dispersion with an empirical correction instead.
+    4. **BCV**: the simulator's trend BCV = (c + t mu^-1/2) phi_j (t =
+       ``bcv_trend``, 1 for Splat), fitted to the moment dispersion of each
+       gene within groups (``groups`` given) or over all cells, on ten bins of
+       the mean; ``bcv_df`` from the spread of log(dispersion / trend), less
+       the sampling noise (a parametric bootstrap); the level E[phi^2] =
+       df / (df - 2) is kept consistent with df (three rounds).  splatter uses
+       edgeR's common dispersion with an empirical correction instead.
     5. **Dropout**: only when the zeros exceed those of the fitted negative
        binomial by more than :data:`EXCESS_ZERO_TOL` per gene on average; then
        a logistic in the log mean fitted to the excess.
