@@ -61,7 +61,10 @@ SETS = {  # name -> (file, label column)
 SELECTIONS = ("hvg_seurat", "hvg_cell_ranger", "hvg_seurat_v3", "hvg_pearson_residuals", "deviance", "variance",
               "laplacian_score", "graph_moran")
 FEATURE_GRID = (200, 500, 2000)
-VARIANTS = {"sim_splat": 1.0, "sim_fitted": None}  # counterpart -> estimate_params(bcv_trend=...)
+VARIANTS = {"sim_splat": 1.0, "sim_fitted": None, "sim_matched": None}  # counterpart -> estimate_params(bcv_trend=...)
+#: sim_matched: the fitted counterpart with every group's log fold changes scaled by the lambda of this grid whose
+#: label separation (eta^2, :func:`separation`) is nearest the real set's.
+DE_SCALES = (1.0, 0.7, 0.5, 0.35, 0.25, 0.18, 0.12)
 PARAM_KEYS = ("mean_shape", "out_prob", "out_fac_loc", "lib_loc", "lib_scale", "bcv_common", "bcv_trend", "bcv_df")
 
 log = logging.getLogger("sim_calibration")
@@ -103,6 +106,35 @@ def evaluate(data: str, counts, labels, args) -> list[dict]:
     return rows
 
 
+def separation(counts, labels) -> float:
+    """Mean over genes (mean count >= 0.1 per cell) of eta^2: the labels' share of the log-normalised variance."""
+    Xl = lognorm(counts)
+    keep = np.asarray(counts.mean(axis=0)).ravel() >= 0.1
+    X = Xl[:, keep].toarray()
+    codes = np.unique(labels, return_inverse=True)[1]
+    total = ((X - X.mean(axis=0)) ** 2).sum(axis=0)
+    means = np.stack([X[codes == g].mean(axis=0) for g in range(codes.max() + 1)])
+    between = (np.bincount(codes)[:, None] * (means - X.mean(axis=0)) ** 2).sum(axis=0)
+    return float(np.mean(between / np.maximum(total, 1e-12)))
+
+
+def matched_kwargs(p, counts, labels) -> tuple[dict, float, float]:
+    """``simulate_kwargs`` with the DE scaled to the real set's separation: (kwargs, lambda, real eta^2)."""
+    from glfs.simulation.scsim import simulate_counts
+
+    target = separation(counts, labels)
+    best = None
+    for lam in DE_SCALES:
+        kw = p.simulate_kwargs()
+        kw["de_fac_loc"] = tuple(lam * v for v in kw["de_fac_loc"])
+        kw["de_fac_scale"] = tuple(lam * v for v in kw["de_fac_scale"])
+        sim = simulate_counts(**kw, random_state=0)
+        gap = abs(separation(sim.counts, sim.groups) - target)
+        if best is None or gap < best[0]:
+            best = (gap, kw, lam)
+    return best[1], best[2], target
+
+
 def run_set(name: str, args) -> tuple[list[dict], dict]:
     """Rows for the real subsample and its counterparts, and the estimated parameters."""
     import anndata as ad
@@ -118,14 +150,15 @@ def run_set(name: str, args) -> tuple[list[dict], dict]:
     counts = sp.csr_matrix(a.X[idx], dtype=np.float32)
     labels = labels[idx]
     t0 = time.perf_counter()
-    rows = [dict(r, set=name) for r in evaluate("real", counts, labels, args)]
+    rows = [dict(r, set=name) for r in evaluate("real", counts, labels, args)] if args.real else []
     log.info("%s real (%d x %d): %.0f s", name, *counts.shape, time.perf_counter() - t0)
     params = {}
-    for variant, trend in VARIANTS.items():
+    for variant in args.variants:
         t = time.perf_counter()
-        p = estimate_params(counts, labels, bcv_trend=trend)
-        sim = simulate_counts(**p.simulate_kwargs(), random_state=0)
-        params[variant] = {**{k: getattr(p, k) for k in PARAM_KEYS}, "dropout_mid": p.dropout_mid,
+        p = estimate_params(counts, labels, bcv_trend=VARIANTS[variant])
+        kw, lam, eta2 = matched_kwargs(p, counts, labels) if variant == "sim_matched" else (p.simulate_kwargs(), 1.0, np.nan)
+        sim = simulate_counts(**kw, random_state=0)
+        params[variant] = {"de_scale": lam, "eta2_real": eta2, "eta2_sim": separation(sim.counts, sim.groups), **{k: getattr(p, k) for k in PARAM_KEYS}, "dropout_mid": p.dropout_mid,
                            "de_prob_mean": float(np.mean(p.de_prob)), "de_fac_loc_mean": float(np.mean(p.de_fac_loc)),
                            "de_fac_scale_mean": float(np.mean(p.de_fac_scale)), "estimate_seconds": time.perf_counter() - t,
                            "bcv_level_measured": p.diagnostics["bcv_level_measured"],
@@ -157,7 +190,7 @@ def agreement(means: pd.DataFrame, ref: str = "real") -> pd.DataFrame:
     for key, block in [*((s, sel.xs(s, level="set")) for s in sets), ("overall (scores averaged over sets)", overall)]:
         row = {}
         for col in block.columns:
-            if col == ref:
+            if col == ref or ref not in block.columns:
                 continue
             both = block[[ref, col]].dropna()
             row[col] = spearmanr(both[ref], both[col]).statistic if len(both) > 2 else np.nan
@@ -175,6 +208,8 @@ def panel_means() -> pd.DataFrame | None:
     set_col = next((c for c in ("dataset", "set", "data") if c in t.columns), None)
     if set_col is None or "method" not in t.columns:
         return None
+    if "labels" in t.columns:  # each set's primary labels (not e.g. Zeisel's subclasses)
+        t = t[t["labels"].astype(str) == t[set_col].astype(str)]
     if "score" not in t.columns:
         need = ("ari", "ari_nlabels", "kmeans_ari")
         if not all(c in t.columns for c in need):
@@ -221,6 +256,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", nargs="*", default=list(SETS), choices=list(SETS))
     ap.add_argument("--max-cells", type=int, default=3000)
+    ap.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--real", action=argparse.BooleanOptionalAction, default=True, help="evaluate the real subsample")
     ap.add_argument("--n-runs", type=int, default=1)
     ap.add_argument("--n-random", type=int, default=2)
     ap.add_argument("--out", type=Path, default=RESULTS)
@@ -238,7 +275,8 @@ def main(argv=None) -> int:
         for other in args.merge:  # sets run in another process: their rows and parameters join this run's
             frames.append(pd.read_csv(other / tsv.name, sep="\t"))
             more = json.loads((other / pj.name).read_text())
-            meta["params"] |= more["params"]
+            for name, by in more["params"].items():  # per set: this run's counterparts and the other's
+                meta["params"][name] = meta["params"].get(name, {}) | by
             meta["info"]["wall_s"] = max(meta["info"]["wall_s"], more["info"]["wall_s"])
             meta["info"]["load_end"] = more["info"]["load_end"]
         df = pd.concat(frames, ignore_index=True).drop_duplicates(["set", "data", "method", "draw", "n_features", "run"])
