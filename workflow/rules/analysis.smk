@@ -308,7 +308,8 @@ def report_input(wildcards=None):
     if simulation_enabled():
         files["simulation"] = SIMULATION_TABLE
     files["paper_table"] = PAPER_TABLE
-    if Path(PANEL_SUMMARY).exists():  # vendored; the report words the cell advice without it too
+    # vendored; the report words the cell advice without it too
+    if Path(PANEL_SUMMARY).exists():
         files["panel_summary"] = PANEL_SUMMARY
     return files
 
