@@ -159,7 +159,7 @@ def test_the_page_has_every_section_and_escapes_names(tmp_path):
     # the which-method summary (the dataset has a spectral answer), the run, provenance, the dataset, GLFS,
     # paper versus run, runtime and software; no classification nor simulation ran, so their sections are left out
     assert [h.split(":")[0].split(" (")[0] for h in headings] == [
-        "Which method?", "What was run", "Data provenance", "Dataset toy", "GLFS", "Paper versus this run",
+        "Which selection should I use?", "What was run", "Data provenance", "Dataset toy", "GLFS", "Paper versus this run",
         "Runtime per rule", "Software versions"]
     assert "id='which-toy-spectral'" in html
     for block in ("findings", "note"):
