@@ -36,7 +36,7 @@ def test_an_hvg_flavour_best_on_the_panel_is_recommended_as_scanpy():
     assert c["best"] == HVG1 and c["best_is_hvg"] and c["best_scanpy"] == HVG1.removeprefix("hvg_")
     assert c["others"] == [HVG2] and c["random"] == [.40, .50] and c["n_sets"] == 4 and c["best_own"] == GRAPH
     html = Rn.environment(True).from_string('{% import "which.html" as wh %}{{ wh.advice_block(a, []) }}').render(a=a)
-    assert f'flavor="{c["best_scanpy"]}"' in html and "no graph-based selection" in html
+    assert f'flavor="{c["best_scanpy"]}"' in html and "no selection of this package beats it" in html
     assert f"this package, {GRAPH}, 0.650 / 0.690" in html
 
 
