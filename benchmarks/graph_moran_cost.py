@@ -12,8 +12,8 @@ normalize_total + log1p, then, each timed (best of --repeats, fresh data each ti
   most 2x the HVG time);
 - ``glfs.tl.select(adata, "graph_moran", 2000)``: with its own graph (goal: at most 30 s at
   50,000 x 2,000 on 2 cores).
-Writes benchmarks/results/<method>_cost.tsv and .md with the load before and after (``--method``,
-default graph_moran; ``--no-own-graph`` skips the own-graph step).
+Writes benchmarks/results/graph_moran_cost.tsv and .md with the load before and after
+(graph_moran_cost_<method>.* for another ``--method``; ``--no-own-graph`` skips the own-graph step).
 """
 
 from __future__ import annotations
@@ -100,7 +100,8 @@ def main():
     load1 = os.getloadavg()
     df = pd.DataFrame(rows)
     OUT.mkdir(exist_ok=True)
-    df.to_csv(OUT / f"{args.method}_cost.tsv", sep="\t", index=False)
+    stem = "graph_moran_cost" if args.method == "graph_moran" else f"graph_moran_cost_{args.method}"
+    df.to_csv(OUT / f"{stem}.tsv", sep="\t", index=False)
     md = [
         f"# {args.method} cost against scanpy's seurat_v3 HVG ({time.strftime('%Y-%m-%d %H:%M')}, 2 cores, "
         f"load {load0[0]:.1f} before, {load1[0]:.1f} after; best of {args.repeats} except scanpy's graph)",
@@ -108,7 +109,7 @@ def main():
         df.to_markdown(index=False),
         "",
     ]
-    (OUT / f"{args.method}_cost.md").write_text("\n".join(md))
+    (OUT / f"{stem}.md").write_text("\n".join(md))
 
 
 if __name__ == "__main__":

@@ -38,10 +38,11 @@ that peak minus the resident size just before the call, i.e. the extra
 memory the call needed.  An idle worker (same imports, no data) gives the
 import baseline, reported in the summary.
 
-Outputs in ``benchmarks/results/``: ``benchmarks.tsv`` (one row per case),
-``summary.md`` (machine, headline figures, ratios, agreement checks,
-extrapolations) and ``agreement.tsv``.  ``--summary-only`` rewrites
-``summary.md`` from those files without measuring anything.
+Outputs in ``benchmarks/results/``, named after this script: ``run_benchmarks.tsv``
+(one row per case), ``run_benchmarks.md`` (machine, headline figures, ratios,
+agreement checks, extrapolations), ``run_benchmarks_agreement.tsv`` and
+``run_benchmarks_run_info.json``.  ``--summary-only`` rewrites
+``run_benchmarks.md`` from those files without measuring anything.
 
 This file is the command line only: the measurement is in ``bench.measure``
 (driver) and ``bench.worker`` (inside a worker), the tables in
@@ -80,13 +81,13 @@ def parse_args(argv=None):
     for option, kind, default, text, note in NUMBER_OPTIONS:
         ap.add_argument(option, type=kind, default=default, help=f"{text} (default {default:g}{note})")
     ap.add_argument("--out", type=Path, default=RESULTS, help="output directory (default benchmarks/results)")
-    ap.add_argument("--summary-only", action="store_true", help="rewrite summary.md from the existing TSVs")
+    ap.add_argument("--summary-only", action="store_true", help="rewrite run_benchmarks.md from the existing TSVs")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
 
 def summary_only(out, quick):
-    """Rewrite summary.md from the TSVs and run_info.json of an earlier run."""
+    """Rewrite run_benchmarks.md from the TSVs and run_benchmarks_run_info.json of an earlier run."""
     from bench.report import write_summary
     from bench.results import load_results
 

@@ -1,6 +1,7 @@
-"""The benchmark harness's reporting half (benchmarks/bench): summary.md and the result tables.
+"""The benchmark harness's reporting half (benchmarks/bench): run_benchmarks.md and the result tables.
 
-The committed ``benchmarks/results/summary.md`` was written by the harness
+The committed ``benchmarks/results/run_benchmarks.md`` (``summary.md`` before the files were named
+after their script; a rename, the content unchanged) was written by the harness
 before it was split into measurement and reporting (``run_benchmarks.py
 --summary-only`` of that version reproduces it byte for byte from the
 committed tables), so regenerating it from the same tables checks that the
@@ -18,14 +19,15 @@ import pytest
 
 BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
 RESULTS = BENCH_DIR / "results"
-RESULT_FILES = ("benchmarks.tsv", "agreement.tsv", "run_info.json", "summary.md")
+RESULT_FILES = ("run_benchmarks.tsv", "run_benchmarks_agreement.tsv", "run_benchmarks_run_info.json",
+                "run_benchmarks.md")
 
 sys.path.insert(0, str(BENCH_DIR))
 from bench import measure, report, results  # noqa: E402
 
 needs_results = pytest.mark.skipif(
     not all((RESULTS / f).exists() for f in RESULT_FILES),
-    reason="benchmarks/results/{benchmarks.tsv,agreement.tsv,run_info.json,summary.md} not present "
+    reason="benchmarks/results/run_benchmarks{.tsv,_agreement.tsv,_run_info.json,.md} not present "
     "(run `python benchmarks/run_benchmarks.py` to create them)",
 )
 
@@ -33,7 +35,7 @@ needs_results = pytest.mark.skipif(
 @needs_results
 def test_summary_from_committed_results_is_the_committed_summary():
     res = results.load_results(RESULTS, quick=False)
-    assert report.summary_md(res) == (RESULTS / "summary.md").read_text()
+    assert report.summary_md(res) == (RESULTS / "run_benchmarks.md").read_text()
 
 
 @needs_results
@@ -42,15 +44,15 @@ def test_summary_only_command_rewrites_the_same_file(tmp_path):
         (tmp_path / f).write_bytes((RESULTS / f).read_bytes())
     cmd = [sys.executable, str(BENCH_DIR / "run_benchmarks.py"), "--summary-only", "--out", str(tmp_path)]
     subprocess.run(cmd, check=True, capture_output=True, timeout=120)
-    assert (tmp_path / "summary.md").read_bytes() == (RESULTS / "summary.md").read_bytes()
+    assert (tmp_path / "run_benchmarks.md").read_bytes() == (RESULTS / "run_benchmarks.md").read_bytes()
 
 
 @needs_results
 @pytest.mark.parametrize(
     ("name", "read", "write"),
     [
-        ("benchmarks.tsv", results.read_tsv, results.write_benchmarks_tsv),
-        ("agreement.tsv", results.read_tsv, results.write_agreement_tsv),
+        ("run_benchmarks.tsv", results.read_tsv, results.write_benchmarks_tsv),
+        ("run_benchmarks_agreement.tsv", results.read_tsv, results.write_agreement_tsv),
     ],
 )
 def test_tables_read_back_and_written_again_are_unchanged(tmp_path, name, read, write):
@@ -59,14 +61,14 @@ def test_tables_read_back_and_written_again_are_unchanged(tmp_path, name, read, 
 
 
 def _row(group, case, impl, status="ok", **kw):
-    """A benchmarks.tsv row as read back (figures that a test does not set are 1.0)."""
+    """A run_benchmarks.tsv row as read back (figures that a test does not set are 1.0)."""
     figures = dict.fromkeys(("time_s", "peak_rss_mb", "peak_delta_mb", "cpu_first_s", "load1"), 1.0)
     return {"group": group, "case": case, "impl": impl, "status": status, "run_at": "t", "extra": {}, **figures, **kw}
 
 
 def test_partial_run_keeps_the_other_groups_rows(tmp_path):
     saved = [_row("datasets", "a", "glfs graph", time_s=1.0), _row("lapaofs", "n=50", "glfs.lapaofs", time_s=2.0)]
-    results.write_benchmarks_tsv(saved, tmp_path / "benchmarks.tsv")
+    results.write_benchmarks_tsv(saved, results.result_path(tmp_path, "rows", quick=False))
     res = results.RunResults(rows=[_row("lapaofs", "n=50", "glfs.lapaofs", time_s=3.0)], only=["lapaofs"])
     results.merge_saved(res, tmp_path)
     assert [(r["group"], r["time_s"]) for r in res.rows] == [("datasets", 1.0), ("lapaofs", 3.0)]

@@ -9,9 +9,9 @@ Modules, in the order a run uses them:
   and runs each in a fresh worker process (time and peak memory).
 - :mod:`bench.worker`: what runs inside a worker process.
 - :mod:`bench.naive`: the naive references and the scikit-feature peer.
-- :mod:`bench.results`: the result tables (``benchmarks.tsv``,
-  ``agreement.tsv``, ``run_info.json``): writing, merging, reading back.
-- :mod:`bench.report`: the results turned into ``summary.md``.
+- :mod:`bench.results`: the result tables (``run_benchmarks.tsv``,
+  ``run_benchmarks_agreement.tsv``, ``run_benchmarks_run_info.json``): writing, merging, reading back.
+- :mod:`bench.report`: the results turned into ``run_benchmarks.md``.
 
 A worker process (``run_benchmarks.py --worker``) imports only ``settings``,
 ``worker`` and ``naive`` of this package, and then the same libraries for

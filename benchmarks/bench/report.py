@@ -1,4 +1,4 @@
-"""``summary.md`` from the results of a run (:class:`bench.results.RunResults`).
+"""``run_benchmarks.md`` from the results of a run (:class:`bench.results.RunResults`).
 
 :func:`summary_md` joins one section per group; each section function
 returns its Markdown lines (an empty list when the group has no rows).
@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from bench.results import RunResults, suffix
+from bench.results import RunResults, result_path
 from bench.settings import (
     BIG_D,
     BIG_N,
@@ -482,5 +482,5 @@ def summary_md(res: RunResults) -> str:
 
 
 def write_summary(res: RunResults, out) -> None:
-    """Write ``summary.md`` (``summary_quick.md`` for --quick) into ``out``."""
-    (out / f"summary{suffix(res.quick)}.md").write_text(summary_md(res))
+    """Write ``run_benchmarks.md`` (``run_benchmarks_quick.md`` for --quick) into ``out``."""
+    result_path(out, "summary", res.quick).write_text(summary_md(res))

@@ -1,9 +1,10 @@
-"""The result tables of a run: ``benchmarks.tsv``, ``agreement.tsv``, ``run_info.json``.
+"""The result tables of a run: ``run_benchmarks.tsv``, ``run_benchmarks_agreement.tsv``, ``run_benchmarks_run_info.json``.
 
-:class:`RunResults` holds everything ``summary.md`` is made from; it is
+:class:`RunResults` holds everything ``run_benchmarks.md`` is made from; it is
 either the run just measured (:mod:`bench.measure`) or read back from the
 files of an earlier run (:func:`load_results`, for ``--summary-only``).
-``--quick`` runs write the same files with the suffix ``_quick``.
+``--quick`` runs write the same files with the suffix ``_quick``.  Every file is
+named after the script that writes it (:func:`result_path`).
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ NUMERIC_COLS = [
     "wall_s",
     "load1",
 ]
-COLS = ID_COLS + NUMERIC_COLS + ["run_at", "note", "extra"]  # columns of benchmarks.tsv, in order
+COLS = ID_COLS + NUMERIC_COLS + ["run_at", "note", "extra"]  # columns of run_benchmarks.tsv, in order
 NUMERIC = set(NUMERIC_COLS)
-LIMITS = ("timeout", "method_timeout", "max_mem_gb")  # the run's limits, kept in run_info.json
+LIMITS = ("timeout", "method_timeout", "max_mem_gb")  # the run's limits, kept in run_benchmarks_run_info.json
 SIG_DIGITS_BELOW = 1e4  # floats under this are written with 4 significant digits, larger ones as integers
 UNKNOWN_GROUP_RANK = 99  # rows of a group not in GROUPS sort last
 
@@ -56,6 +57,20 @@ def suffix(quick):
     return "_quick" if quick else ""
 
 
+#: The files of a run by kind, each named after the script that writes them (run_benchmarks.py).
+RESULT_NAMES = {
+    "rows": "run_benchmarks{sfx}.tsv",
+    "agreement": "run_benchmarks_agreement{sfx}.tsv",
+    "run_info": "run_benchmarks_run_info{sfx}.json",
+    "summary": "run_benchmarks{sfx}.md",
+}
+
+
+def result_path(out: Path, kind: str, quick: bool) -> Path:
+    """The file of ``kind`` (a key of :data:`RESULT_NAMES`) in ``out`` for a full or ``--quick`` run."""
+    return Path(out) / RESULT_NAMES[kind].format(sfx=suffix(quick))
+
+
 # --------------------------------------------------------------------------- reading
 def parse_cell(key, v):
     """A TSV cell back to its value: JSON for 'extra', floats for numbers (NaN for empty)."""
@@ -79,19 +94,18 @@ def read_tsv(path):
 
 
 def read_agreement(path):
-    """Rows of agreement.tsv (status 'ok' where the file has none)."""
+    """Rows of run_benchmarks_agreement.tsv (status 'ok' where the file has none)."""
     return [{**a, "status": a.get("status", "ok")} for a in read_tsv(path)]
 
 
 def load_results(out: Path, quick: bool) -> RunResults:
-    """The results of an earlier run from ``out`` (benchmarks.tsv, agreement.tsv, run_info.json)."""
-    sfx = suffix(quick)
-    info = json.loads((out / f"run_info{sfx}.json").read_text())
-    agr = out / f"agreement{sfx}.tsv"
+    """The results of an earlier run from ``out`` (the rows, the agreement and the run info)."""
+    info = json.loads(result_path(out, "run_info", quick).read_text())
+    agr = result_path(out, "agreement", quick)
     for v in info["dinfo"].values():
         v["shape"] = tuple(v["shape"])
     return RunResults(
-        rows=read_tsv(out / f"benchmarks{sfx}.tsv"),
+        rows=read_tsv(result_path(out, "rows", quick)),
         agreement=read_agreement(agr) if agr.exists() else [],
         dinfo=info["dinfo"],
         minfo=info["minfo"],
@@ -124,13 +138,12 @@ def _group_rank(row):
 
 def merge_saved(res: RunResults, out: Path) -> None:
     """Partial run (``--only``): keep the other groups' rows (and agreement) from the saved files."""
-    sfx = suffix(res.quick)
-    tsv = out / f"benchmarks{sfx}.tsv"
+    tsv = result_path(out, "rows", res.quick)
     if set(res.only) == set(GROUPS) or not tsv.exists():
         return
     old = [r for r in read_tsv(tsv) if r.get("group") not in res.only]
     res.rows = sorted(old + res.rows, key=_group_rank)
-    agr = out / f"agreement{sfx}.tsv"
+    agr = result_path(out, "agreement", res.quick)
     if "ls_agreement" not in res.only and agr.exists() and not res.agreement:
         res.agreement = read_agreement(agr)
 
@@ -169,11 +182,10 @@ def write_run_info(res: RunResults, path):
 def save_tables(res: RunResults, out: Path) -> None:
     """Stamp the new rows with the run's date, merge a partial run with the saved rows, write the tables."""
     out.mkdir(parents=True, exist_ok=True)
-    sfx = suffix(res.quick)
     for r in res.rows:
         r["run_at"] = res.minfo["date"]
     merge_saved(res, out)
-    write_benchmarks_tsv(res.rows, out / f"benchmarks{sfx}.tsv")
+    write_benchmarks_tsv(res.rows, result_path(out, "rows", res.quick))
     if res.agreement and "ls_agreement" in res.only:
-        write_agreement_tsv(res.agreement, out / f"agreement{sfx}.tsv")
-    write_run_info(res, out / f"run_info{sfx}.json")
+        write_agreement_tsv(res.agreement, result_path(out, "agreement", res.quick))
+    write_run_info(res, result_path(out, "run_info", res.quick))

@@ -16,7 +16,7 @@ DATA = Path(os.environ.get("GLFS_SHARED_DATA", ROOT.parent / "shared" / "data"))
 CACHE = Path(os.environ.get("GLFS_BENCH_CACHE", "/tmp/glfs_bench_cache"))
 RESULTS = BENCH_DIR / "results"
 
-# Groups in the order they run and appear in benchmarks.tsv.
+# Groups in the order they run and appear in run_benchmarks.tsv.
 GROUPS = ["datasets", "ls_scaling", "ls_agreement", "lapaofs", "glfs_slope", "methods", "nn_scaling"]
 
 # ---- units
@@ -109,7 +109,7 @@ NN_DENSE = {
     "lkr_score_supervised": 1,
 }
 
-# ---- goals of issue 2 (reported in summary.md, never asserted)
+# ---- goals of issue 2 (reported in run_benchmarks.md, never asserted)
 GOAL_TIME_S = 10.0  # graph + Laplacian score on BIG_N x BIG_D
 GOAL_MEM_MB = 2048.0
 GOAL_SPEEDUP = 10  # against scikit-feature
