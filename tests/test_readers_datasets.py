@@ -33,8 +33,8 @@ SHA = {
     "tcga_gbm/TCGAbiolinks_lgg.gbm.subtype.tsv": "8c70c2e9468805514b120fd213cecf3f8da1093c67334b3b3f7695ac28df4cbd",
     # the single-cell development panel (benchmarks/real_panel.py)
     "singlecell/mouse_bladder_2100.h5ad": "1336faa6ca5c03afbf3850d0345046c009bd538d202ae8752b045870dc346d71",
-    "singlecell/zeisel2015_mouse_cortex_4000g.h5ad": "b243bd8e1402b52ed3a7011c7343f603b4c3e4641ca17b2b9c84f107e9defad2",
-    "singlecell/kang2018_pbmc_5donors_2511g.h5ad": "c6bd324a1653449ee03b2e25788f35014f1fadbcecda625e86cc58952ab7c497",
+    "singlecell/zeisel2015_mouse_cortex_4000g.h5ad": "d77a542df9b1c5a0d991b555e80f4022049363bbf44fc094937ab4875e55b3d0",
+    "singlecell/kang2018_pbmc_5donors_2511g.h5ad": "f7c9689455b5857877fea7380938e9535b1261227a525906d0d41e77dc6b43ad",
     "singlecell/stoeckius2017_cbmc_500g.h5ad": "654709383062885be6dd1d55b8bd7cace7e550e6d3be4f340b9688633a9ed815",
 }
 
