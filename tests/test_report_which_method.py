@@ -322,3 +322,23 @@ def test_report_without_hvg(tmp_path):
     ctx = R.collect(files, run=run, config={"seed": 0}, benchmarks=[])
     (a,) = ctx["which"]
     assert a["n_hvg"] == 0 and a["best"] == "A" and a["best_scaled"] is None
+
+
+def test_figures_never_at_the_label_count_are_marked(tmp_path):
+    """Issue 30 item 9: a Leiden run whose resolutions never came near the label count (nlabels_reached False)
+    is named in the report, with the cluster count it reached; a table without the column marks nothing."""
+    pytest.importorskip("matplotlib")
+    from glfs_workflow import findings
+
+    entry = _dataset(tmp_path / "sc", "sc")
+    cdf = _leiden().assign(nlabels_reached=True)
+    miss = (cdf["method"] == "C") & (cdf["n_features"] == 200) & (cdf["run"] == 1)
+    cdf.loc[miss, ["nlabels_reached", "n_clusters_nlabels"]] = [False, 9]
+    cdf.to_csv(entry["leiden"], sep="\t", index=False)
+    assert findings.label_count_misses(_leiden()) == []
+    got = findings.label_count_misses(pd.read_csv(entry["leiden"], sep="\t"))
+    assert got == [{"method": "C", "k": 200, "runs": 1, "of": 3, "clusters": [9]}]
+    files, run = _inputs(tmp_path, [entry])
+    html = R.render_html(R.collect(files, run=run, config={"methods": list(MEANS), "seed": 0}, benchmarks=[]))
+    assert "Not at the label count." in html and "C at 200 genes (1 of 3 runs; 9 clusters)." in html
+    assert "within 20 % of the number of labels" in html

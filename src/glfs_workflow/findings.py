@@ -218,6 +218,23 @@ def top_gene_facts(top: dict, *, descriptions=None, n=10) -> dict:
 # ---- GLFS: convergence, path ---------------------------------------------------------------
 
 
+def label_count_misses(leiden: pd.DataFrame | None) -> list[dict]:
+    """The (method, gene count) pairs of a Leiden table where some run's clustering "at the label count" never
+    reached it (``nlabels_reached`` False: no resolution of the grid came within
+    ``glfs.evaluate.leiden.LABEL_COUNT_TOLERANCE`` of the labels), with the runs and the cluster counts reached.
+    Empty for a table without the column (results written before it existed)."""
+    if leiden is None or "nlabels_reached" not in leiden:
+        return []
+    ok = leiden["nlabels_reached"].astype(str).str.lower().isin(["true", "1", "1.0"])
+    out = []
+    for (method, k), t in leiden.assign(_ok=ok.to_numpy()).groupby(["method", "n_features"], sort=True):
+        miss = t[~t["_ok"]]
+        if len(miss):
+            out.append({"method": str(method), "k": int(k), "runs": len(miss), "of": len(t),
+                        "clusters": sorted({int(c) for c in miss["n_clusters_nlabels"]})})
+    return out
+
+
 def path_frame(meta: dict) -> pd.DataFrame | None:
     """The lam path of a published-GLFS selection JSON as a table (lam, n_selected, objective, [converged, kkt_residual]).
 

@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from glfs.evaluate.leiden import LABEL_COUNT_TOLERANCE
+
 from . import figures as G
 from . import findings as F
 from . import report_tables as T
@@ -166,7 +168,8 @@ def _leiden(ds: DatasetResults, figures: dict) -> dict | None:
                            ylabel="ARI at the label count (ari_nlabels), mean +- sd over runs",
                            title=f"{ds.name}: Leiden clustering vs labels")
     return {"fig": key, "results": wm is not None, "which": _which(ds.name, wm) if wm is not None else None,
-            "mixing": T.batch_mixing_table(ds.table("leiden"), ds.table("leiden_random"))}
+            "mixing": T.batch_mixing_table(ds.table("leiden"), ds.table("leiden_random")),
+            "misses": F.label_count_misses(ds.table("leiden")), "tolerance": LABEL_COUNT_TOLERANCE}
 
 
 def _paths(ds: DatasetResults, figures: dict) -> dict | None:
