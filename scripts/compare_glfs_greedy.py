@@ -9,7 +9,7 @@ much lower glfs is than greedy, in percent (>= 0 by construction: the exchange
 starts at the greedy set and only accepts improving swaps).
 
 Output results/{dataset}/glfs_vs_greedy.tsv: k, greedy_criterion, criterion,
-pct_lower, n_swaps, converged, lambda1, lambda2 (run time: benchmarks/compare_glfs_greedy/).
+pct_lower, n_swaps, converged, lambda1, lambda2 (run time: logs/benchmarks/compare_glfs_greedy/).
 """
 
 import anndata

@@ -3,7 +3,7 @@
 - What was run: the methods each dataset ran (not the top-level ``methods``), the
   classification and simulation of this run only (not what config.yaml names).
 - Runtime: only the benchmark files of this run's jobs (report_layout lists them),
-  not every file under benchmarks/.
+  not every file under logs/benchmarks/.
 - Provenance: a file without an expected checksum is "no checksum given", not a
   mismatch, and is not counted as checked.
 - No internal references (issue numbers) in the report's text.
@@ -299,8 +299,8 @@ def test_layout_benchmarks_are_the_dags_jobs_and_report_dir_holds_the_report(tmp
     dag = _dag(tmp_path, cfg)
     par = dag["params"]
     assert sorted(par["benchmarks"]) == dag["benchmarks"]
-    assert "benchmarks/select_features/tiny_unlabelled_variance.tsv" in dag["benchmarks"]
-    assert "benchmarks/simulate_recovery/simulation_variance.tsv" in dag["benchmarks"]
+    assert "logs/benchmarks/select_features/tiny_unlabelled_variance.tsv" in dag["benchmarks"]
+    assert "logs/benchmarks/simulate_recovery/simulation_variance.tsv" in dag["benchmarks"]
     assert par["run"]["simulation_methods"] == ["variance", "laplacian_score"]
     outs = dag["report_outputs"]
     assert "results/mine/report.html" in outs and "results/mine/which_method.md" in outs

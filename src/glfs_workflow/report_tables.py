@@ -162,7 +162,7 @@ def sensitivity_table(sens: pd.DataFrame) -> pd.DataFrame:
 
 
 def runtime_table(benchmarks) -> pd.DataFrame:
-    """Per-rule wall time from Snakemake ``benchmark:`` files (benchmarks/{rule}/{wildcards}.tsv).
+    """Per-rule wall time from Snakemake ``benchmark:`` files (logs/benchmarks/{rule}/{wildcards}.tsv).
 
     ``benchmarks``: the benchmark files of this run's jobs (a list: make_report's params.benchmarks;
     a file that does not exist is left out), or a directory, whose every file is read (jobs of

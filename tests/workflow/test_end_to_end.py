@@ -280,7 +280,7 @@ def test_logs_and_benchmarks(run_dir):
                  "simulate_recovery", "make_report", "merge_recovery"]:
         assert any((run_dir / "logs" / rule).iterdir()), rule
     for rule in ["build_graph", "select_features", "evaluate_clustering", "classify_samples", "simulate_recovery"]:
-        assert any((run_dir / "benchmarks" / rule).glob("*.tsv")), rule
+        assert any((run_dir / "logs" / "benchmarks" / rule).glob("*.tsv")), rule
 
 
 def test_snakemake_report_zip(run_dir):

@@ -17,7 +17,7 @@ rule classify_samples:
     log:
         "logs/classify_samples/{dataset}.log",
     benchmark:
-        "benchmarks/classify_samples/{dataset}.tsv"
+        "logs/benchmarks/classify_samples/{dataset}.tsv"
     wildcard_constraints:
         dataset=CLASSIFY_RE,
     conda:

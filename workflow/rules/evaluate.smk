@@ -18,7 +18,7 @@ rule evaluate_clustering:
     log:
         "logs/evaluate_clustering/{dataset}.log",
     benchmark:
-        "benchmarks/evaluate_clustering/{dataset}.tsv"
+        "logs/benchmarks/evaluate_clustering/{dataset}.tsv"
     wildcard_constraints:
         dataset=DATASET_RE,
     conda:
@@ -52,7 +52,7 @@ rule evaluate_leiden:
     log:
         "logs/evaluate_leiden/{dataset}.log",
     benchmark:
-        "benchmarks/evaluate_leiden/{dataset}.tsv"
+        "logs/benchmarks/evaluate_leiden/{dataset}.tsv"
     wildcard_constraints:
         dataset=DATASET_RE,
     conda:

@@ -11,7 +11,7 @@ rule fetch_dataset:
     log:
         "logs/fetch_dataset/{dataset}.log",
     benchmark:
-        "benchmarks/fetch_dataset/{dataset}.tsv"
+        "logs/benchmarks/fetch_dataset/{dataset}.tsv"
     localrule: True
     conda:
         "../../envs/data.yaml"

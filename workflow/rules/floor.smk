@@ -17,7 +17,7 @@ rule evaluate_random_floor:
     log:
         "logs/evaluate_random_floor/{dataset}.log",
     benchmark:
-        "benchmarks/evaluate_random_floor/{dataset}.tsv"
+        "logs/benchmarks/evaluate_random_floor/{dataset}.tsv"
     wildcard_constraints:
         dataset=DATASET_RE,
     conda:
@@ -50,7 +50,7 @@ rule evaluate_leiden_floor:
     log:
         "logs/evaluate_leiden_floor/{dataset}.log",
     benchmark:
-        "benchmarks/evaluate_leiden_floor/{dataset}.tsv"
+        "logs/benchmarks/evaluate_leiden_floor/{dataset}.tsv"
     wildcard_constraints:
         dataset=DATASET_RE,
     conda:

@@ -9,7 +9,7 @@ rule build_graph:
     log:
         "logs/build_graph/{dataset}.log",
     benchmark:
-        "benchmarks/build_graph/{dataset}.tsv"
+        "logs/benchmarks/build_graph/{dataset}.tsv"
     wildcard_constraints:
         dataset=DATASET_RE,
     conda:

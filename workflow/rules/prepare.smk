@@ -11,7 +11,7 @@ rule prepare_dataset:
     log:
         "logs/prepare_dataset/{dataset}.log",
     benchmark:
-        "benchmarks/prepare_dataset/{dataset}.tsv"
+        "logs/benchmarks/prepare_dataset/{dataset}.tsv"
     conda:
         "../../envs/data.yaml"
     threads: get_threads("prepare")

@@ -17,7 +17,7 @@ rule select_features:
     log:
         "logs/select_features/{dataset}_{method}.log",
     benchmark:
-        "benchmarks/select_features/{dataset}_{method}.tsv"
+        "logs/benchmarks/select_features/{dataset}_{method}.tsv"
     wildcard_constraints:
         dataset=DATASET_RE,
         method=METHOD_RE,
@@ -47,7 +47,7 @@ rule annotate_adata:
     log:
         "logs/annotate_adata/{dataset}.log",
     benchmark:
-        "benchmarks/annotate_adata/{dataset}.tsv"
+        "logs/benchmarks/annotate_adata/{dataset}.tsv"
     wildcard_constraints:
         dataset=DATASET_RE,
     conda:

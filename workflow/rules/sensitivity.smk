@@ -13,7 +13,7 @@ rule compare_glfs_greedy:
     log:
         "logs/compare_glfs_greedy/{dataset}.log",
     benchmark:
-        "benchmarks/compare_glfs_greedy/{dataset}.tsv"
+        "logs/benchmarks/compare_glfs_greedy/{dataset}.tsv"
     wildcard_constraints:
         dataset=DATASET_RE,
     conda:
@@ -43,7 +43,7 @@ rule glfs_sensitivity:
     log:
         "logs/glfs_sensitivity/{dataset}.log",
     benchmark:
-        "benchmarks/glfs_sensitivity/{dataset}.tsv"
+        "logs/benchmarks/glfs_sensitivity/{dataset}.tsv"
     wildcard_constraints:
         dataset=DATASET_RE,
     conda:

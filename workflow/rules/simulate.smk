@@ -10,7 +10,7 @@ rule simulate_recovery:
     log:
         "logs/simulate_recovery/{simgrid}_{method}.log",
     benchmark:
-        "benchmarks/simulate_recovery/{simgrid}_{method}.tsv"
+        "logs/benchmarks/simulate_recovery/{simgrid}_{method}.tsv"
     wildcard_constraints:
         simgrid="simulation|simulation_full",
         method=METHOD_RE,
