@@ -25,96 +25,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-N_GROUPS = 10
-BLOCK = 20_000
-
-
-def _load():
-    return os.getloadavg()[0]
-
-
-# ---- simulation -------------------------------------------------------------------------------
-
-
-def _files(work: Path, n: int, lib_loc: float):
-    tag = f"{n}_{lib_loc:g}"
-    return work / f"counts_{tag}.h5ad", work / f"lognorm_{tag}.h5ad", tag
-
-
-def simulate(n_cells: int, n_genes: int, work: Path, lib_loc: float, seed: int = 0) -> dict:
-    """Write the counts and log-normalised .h5ad files in blocks of BLOCK cells; return the facts."""
-    import anndata as ad
-    import h5py
-    import pandas as pd
-    import scipy.sparse as sp
-
-    counts_f, log_f, _ = _files(work, n_cells, lib_loc)
-    if counts_f.exists() and log_f.exists():
-        with h5py.File(counts_f) as f:
-            nnz = int(f["X"]["data"].shape[0])
-        return {"n_cells": n_cells, "n_genes": n_genes, "nnz": nnz, "seconds": None}
-    t0 = time.perf_counter()
-    rng = np.random.default_rng(seed)
-    base = rng.gamma(0.35, 1.0, n_genes) + 1e-4
-    cdfs = []
-    for _ in range(N_GROUPS):
-        p = base.copy()
-        de = rng.choice(n_genes, int(0.03 * n_genes), replace=False)
-        p[de] *= np.exp(rng.normal(1.0, 0.4, de.size))
-        cdfs.append(np.cumsum(p / p.sum()))
-    groups = rng.integers(0, N_GROUPS, n_cells)
-    lib = np.maximum(1, np.round(np.exp(rng.normal(lib_loc, 0.4, n_cells)))).astype(np.int64)
-    obs = pd.DataFrame({"group": pd.Categorical(groups.astype(str))}, index=[f"c{i}" for i in range(n_cells)])
-    var = pd.DataFrame(index=[f"g{j}" for j in range(n_genes)])
-    nnz = 0
-    for path in (counts_f, log_f):
-        ad.AnnData(obs=obs, var=var).write_h5ad(path)
-    fc, fl = h5py.File(counts_f, "a"), h5py.File(log_f, "a")
-    try:
-        xc = xl = None
-        for b0 in range(0, n_cells, BLOCK):
-            cells = np.arange(b0, min(n_cells, b0 + BLOCK))
-            rows, cols = [], []
-            for g in range(N_GROUPS):
-                idx = np.flatnonzero(groups[cells] == g)
-                if not idx.size:
-                    continue
-                reads = lib[cells[idx]]
-                u = rng.random(int(reads.sum()))
-                cols.append(np.minimum(np.searchsorted(cdfs[g], u), n_genes - 1).astype(np.int32))
-                rows.append(np.repeat(idx, reads).astype(np.int32))
-            r, c = np.concatenate(rows), np.concatenate(cols)
-            C = sp.csr_matrix((np.ones(r.size, np.float32), (r, c)), shape=(cells.size, n_genes))
-            C.sum_duplicates()
-            L = C.copy()
-            tot = np.asarray(L.sum(axis=1)).ravel()
-            L.data *= np.repeat((1e4 / tot).astype(np.float32), np.diff(L.indptr))
-            np.log1p(L.data, out=L.data)
-            nnz += C.nnz
-            if xc is None:
-                for f, M in ((fc, C), (fl, L)):
-                    if "X" in f:
-                        del f["X"]
-                    ad.io.write_elem(f, "X", M)
-                xc, xl = ad.io.sparse_dataset(fc["X"]), ad.io.sparse_dataset(fl["X"])
-            else:
-                xc.append(C)
-                xl.append(L)
-    finally:
-        fc.close()
-        fl.close()
-    return {"n_cells": n_cells, "n_genes": n_genes, "nnz": nnz, "seconds": time.perf_counter() - t0}
+sys.path.insert(0, str(HERE))
+from bench.procfs import vm_hwm_gb  # noqa: E402
+from bench.timing import load1, median_of  # noqa: E402
+from bench.simulated import atlas_files, simulate_atlas  # noqa: E402
 
 
 # ---- the steps (run in a worker process) --------------------------------------------------------
@@ -130,16 +52,6 @@ def _graph_file(work, tag, which):
     return work / f"graph_{which}_{tag}.npz"
 
 
-def _timed(fn, repeat):
-    """Median wall time of ``repeat`` calls of fn."""
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
 def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
     """Run one step; return {"seconds", "note"} (the worker adds memory and load)."""
     import logging
@@ -150,7 +62,7 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
     warnings.simplefilter("ignore")
     import glfs
 
-    counts_f, log_f, tag = _files(work, n, lib_loc)
+    counts_f, log_f, tag = atlas_files(work, n, lib_loc)
     n = tag  # graph files are named by the size and the density
     note = ""
     if name == "hvg_seurat_v3":  # the peer: scanpy on the counts in memory
@@ -158,7 +70,7 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
 
         a = _read(counts_f)
         _mark()
-        return {"seconds": _timed(lambda: sc.pp.highly_variable_genes(a, flavor="seurat_v3", n_top_genes=2000), repeat)}
+        return {"seconds": median_of(lambda: sc.pp.highly_variable_genes(a, flavor="seurat_v3", n_top_genes=2000), repeat)}
     if name == "scanpy_pca_neighbors":  # scanpy's graph (PCA 50 + 15 neighbours), saved for the next steps
         import scanpy as sc
 
@@ -206,9 +118,9 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
         stamps = _stamps("glfs.core.out_of_core")
         _mark()
         if name == "moran_given_graph":
-            dt = _timed(lambda: glfs.select(a.X, "graph_moran", graph=W, n_features_to_select=2000), repeat)
+            dt = median_of(lambda: glfs.select(a.X, "graph_moran", graph=W, n_features_to_select=2000), repeat)
         else:
-            dt = _timed(lambda: glfs.tl.select(a, "laplacian_score", 2000, obsp="connectivities"), repeat)
+            dt = median_of(lambda: glfs.tl.select(a, "laplacian_score", 2000, obsp="connectivities"), repeat)
         split = [m for _, m in stamps if m.startswith("split in")]
         passes = [m.split("read once per gene block, ")[1].split(" (")[0] for _, m in stamps if "read once per gene block, " in m]
         how = f"; split into gene blocks, {split[-1]}" if split else (f"; read {passes[-1]}" if passes else "")
@@ -249,7 +161,7 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
         a = ad_read_csc(work, tag)
         a.obsp["connectivities"] = W
         _mark()
-        dt = _timed(lambda: glfs.tl.select(a, "laplacian_score", 2000, obsp="connectivities"), repeat)
+        dt = median_of(lambda: glfs.tl.select(a, "laplacian_score", 2000, obsp="connectivities"), repeat)
         return {"seconds": dt}
     if name.startswith("method:"):  # any registered method, on the given graph where it needs one
         method = name.split(":", 1)[1]
@@ -265,7 +177,7 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
         _mark()
         t0 = time.perf_counter()
         try:
-            dt = _timed(lambda: glfs.select(a.X, method, graph=W, n_features_to_select=2000, labels=labels,
+            dt = median_of(lambda: glfs.select(a.X, method, graph=W, n_features_to_select=2000, labels=labels,
                                             counts=counts), repeat)
         except ValueError as exc:
             return {"seconds": time.perf_counter() - t0, "note": f"refused: {exc}"[:600]}
@@ -306,7 +218,7 @@ def make_csc(work: Path, n: int, lib_loc: float) -> Path:
     """The log-normalised X stored by columns (CSC), written once (in memory: X twice)."""
     import anndata as ad
 
-    _, log_f, tag = _files(work, n, lib_loc)
+    _, log_f, tag = atlas_files(work, n, lib_loc)
     out = _csc_file(work, tag)
     if not out.exists():
         a = ad.read_h5ad(log_f)
@@ -330,24 +242,16 @@ def _mark():
     _RSS_BEFORE[0] = psutil.Process().memory_info().rss / 2**30
 
 
-def _vm_hwm_gb() -> float:
-    """Peak resident memory of this process since its exec (VmHWM), in GB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 2**20  # kB
-    return float("nan")
-
-
 def worker(name: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float, repeat: int) -> None:
     limit = int(mem_limit_gb * 2**30)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    load0 = _load()
+    load0 = load1()
     try:
         out = step(name, n, work, lib_loc, repeat)
     except MemoryError as exc:
         out = {"seconds": None, "note": f"MemoryError under the {mem_limit_gb:g} GB address-space limit: {exc}"[:300]}
-    peak = _vm_hwm_gb()
-    out.update({"peak_rss_gb": peak, "rss_before_gb": _RSS_BEFORE[0], "load_before": load0, "load_after": _load()})
+    peak = vm_hwm_gb()
+    out.update({"peak_rss_gb": peak, "rss_before_gb": _RSS_BEFORE[0], "load_before": load0, "load_after": load1()})
     print("RESULT " + json.dumps(out))
 
 
@@ -355,17 +259,17 @@ def run_step(name, n, work, mem_limit_gb, timeout, lib_loc, repeat):
     cmd = [sys.executable, __file__, "--worker", name, "--cells", str(n), "--work", str(work),
            "--mem-limit-gb", str(mem_limit_gb), "--lib-loc", str(lib_loc), "--repeat", str(repeat)]
     t0 = time.perf_counter()
-    load0 = _load()
+    load0 = load1()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return {"step": name, "seconds": None, "note": f"stopped after {timeout} s", "load_before": load0,
-                "load_after": _load(), "peak_rss_gb": None, "rss_before_gb": None}
+                "load_after": load1(), "peak_rss_gb": None, "rss_before_gb": None}
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
     if not lines:
         tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
         return {"step": name, "seconds": None, "note": f"failed (exit {p.returncode}): {tail}"[:300],
-                "load_before": load0, "load_after": _load(), "peak_rss_gb": None, "rss_before_gb": None,
+                "load_before": load0, "load_after": load1(), "peak_rss_gb": None, "rss_before_gb": None,
                 "wall": time.perf_counter() - t0}
     out = json.loads(lines[-1][7:])
     out["step"] = name
@@ -449,7 +353,7 @@ def main(argv=None):
     RESULTS.mkdir(exist_ok=True)
     tsv = RESULTS / "atlas_scale.tsv"
     for n in args.cells:
-        facts = simulate(n, args.genes, args.work, args.lib_loc)
+        facts = simulate_atlas(n, args.genes, args.work, args.lib_loc)
         print(f"{n} cells x {args.genes} genes: {facts['nnz']} non-zeros "
               f"({facts['nnz'] / (n * args.genes):.1%}); simulated in {facts['seconds'] or 0:.0f} s", flush=True)
         steps = args.steps or (STEPS_50K if n <= 100_000 else STEPS_1M)

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from atlas_scale import _vm_hwm_gb, simulate  # benchmarks/ is the script's directory, so on sys.path
+from bench.procfs import vm_hwm_gb  # benchmarks/ is the script's directory, so on sys.path
+from bench.simulated import simulate_atlas
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -113,11 +114,11 @@ def run(kind: str, path: Path, chunk: int, worker_mem_gb: float) -> dict:
                     c, s_ = per.get(name, (0, 0.0))
                     per[name] = (c + 1, s_ + ss["stop"] - ss["start"])
         out["tasks"] = {k_: [c, round(s_, 2)] for k_, (c, s_) in sorted(per.items())}
-        out["worker_peak_gb"] = [round(v, 3) for v in client.run(_vm_hwm_gb).values()]
+        out["worker_peak_gb"] = [round(v, 3) for v in client.run(vm_hwm_gb).values()]
         out["recall5"] = _recall(store)
         client.close()
         cluster.close()
-    out["client_peak_gb"] = round(_vm_hwm_gb(), 3)
+    out["client_peak_gb"] = round(vm_hwm_gb(), 3)
     return out
 
 
@@ -138,7 +139,7 @@ def main(argv=None):
     if a.worker:
         print("RESULT " + json.dumps(run(a.worker, Path(a.work) / "lognorm.h5ad", a.chunk, a.worker_mem_gb)))
         return
-    facts = simulate(a.cells, a.genes, a.work, a.lib_loc)
+    facts = simulate_atlas(a.cells, a.genes, a.work, a.lib_loc)
     log_f = next(a.work.glob(f"lognorm_{a.cells}_*.h5ad"))
     (a.work / "lognorm.h5ad").unlink(missing_ok=True)
     (a.work / "lognorm.h5ad").symlink_to(log_f)

@@ -41,7 +41,6 @@ import argparse
 import cProfile
 import os
 import pstats
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -49,15 +48,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench.simulated import planted_genes  # noqa: E402
+from bench.timing import uptime  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 K = 5
 N_PCS = 50
-
-
-def uptime():
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 # --------------------------------------------------------------------------- data
@@ -66,7 +63,7 @@ def data_sc(n, d):
 
     scaling.prepare(n, d)
     xp, _, _ = scaling.data_paths(n, d)
-    planted = np.arange(scaling.N_CLUSTERS * min(scaling.MARKERS_PER_CLUSTER, d // (2 * scaling.N_CLUSTERS)))
+    planted = planted_genes(d)
     return np.load(xp), planted
 
 

@@ -22,21 +22,11 @@ import argparse
 import os
 import time
 import warnings
-from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-OUT = Path(__file__).resolve().parent / "results"
-
-
-def timed(fn, repeats):
-    best = np.inf
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+from bench.settings import RESULTS as OUT  # benchmarks/ is the script's directory, so on sys.path
+from bench.timing import best_of
 
 
 def main():
@@ -87,12 +77,12 @@ def main():
             glfs.tl.select(a, args.method, min(2000, d))
 
         t = {
-            "hvg_seurat_v3": timed(hvg, args.repeats),
-            "scanpy_pca_neighbors": timed(scanpy_graph, 1),
-            f"{args.method}_on_scanpy_graph": timed(on_scanpy_graph, args.repeats),
+            "hvg_seurat_v3": best_of(hvg, args.repeats),
+            "scanpy_pca_neighbors": best_of(scanpy_graph, 1),
+            f"{args.method}_on_scanpy_graph": best_of(on_scanpy_graph, args.repeats),
         }
         if not args.no_own_graph:
-            t[f"{args.method}_own_graph"] = timed(own_graph, args.repeats)
+            t[f"{args.method}_own_graph"] = best_of(own_graph, args.repeats)
         for step, sec in t.items():
             rows.append({"n_cells": args.cells, "n_genes": d, "nnz": nnz, "step": step, "seconds": round(sec, 2),
                          "ratio_to_hvg": round(sec / t["hvg_seurat_v3"], 2)})

@@ -79,6 +79,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench.procfs import vm_hwm_gb  # benchmarks/ is the script's directory, so on sys.path
+from bench.timing import load1
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -102,18 +104,6 @@ DEFAULT_SETTINGS = [
     "flat",
 ]
 FLAT_MAX_CELLS = 100_000
-
-
-def _load():
-    return os.getloadavg()[0]
-
-
-def _vm_hwm_gb() -> float:
-    """Peak resident memory of this process since its exec (VmHWM), in GB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 2**20  # kB
-    return float("nan")
 
 
 def _pcs_file(work: Path, n: int) -> Path:
@@ -475,14 +465,14 @@ def _simd_level():
 def worker(setting: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float, ks) -> None:
     limit = int(mem_limit_gb * 2**30)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    load0 = _load()
+    load0 = load1()
     if setting == "pcs":
         try:
             out = make_pcs(n, work, lib_loc)
         except MemoryError as exc:
             out = {"note": f"MemoryError under the {mem_limit_gb:g} GB address-space limit: {exc}"[:300]}
-        out.update({"setting": "pca (ARPACK, 50 PCs)", "k": "", "peak_rss_gb": _vm_hwm_gb(),
-                    "load_before": load0, "load_after": _load()})
+        out.update({"setting": "pca (ARPACK, 50 PCs)", "k": "", "peak_rss_gb": vm_hwm_gb(),
+                    "load_before": load0, "load_after": load1()})
         print("RESULT " + json.dumps(out), flush=True)
         return
     if EXTRA.is_dir():
@@ -491,7 +481,7 @@ def worker(setting: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float
     if setting == "simdprobe":
         for what, t, times in simd_probe(Z):
             print("RESULT " + json.dumps({"setting": f"probe: {what}", "search_s": t, "simd": _simd_level(),
-                                          "peak_rss_gb": _vm_hwm_gb(), "load_before": load0, "load_after": _load(),
+                                          "peak_rss_gb": vm_hwm_gb(), "load_before": load0, "load_after": load1(),
                                           "note": "min of " + ", ".join(f"{x:.3f}" for x in times) + " s"}),
                   flush=True)
         return
@@ -502,13 +492,13 @@ def worker(setting: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float
             out = {"setting": setting_name(backend, build, s), "k": k, "k_search": k_search, "build_s": b.s,
                    "search_s": t.s, "total_s": b.s + t.s, "cpu_s": b.cpu + t.cpu, "compile_s": c,
                    "recall": recall(ind, q, truth, k),
-                   "peak_rss_gb": _vm_hwm_gb(), "simd": _simd_level() if backend in ("ivf", "hnsw", "flat") else "",
-                   "load_before": load0, "load_after": _load(), "note": note}
+                   "peak_rss_gb": vm_hwm_gb(), "simd": _simd_level() if backend in ("ivf", "hnsw", "flat") else "",
+                   "load_before": load0, "load_after": load1(), "note": note}
             print("RESULT " + json.dumps(out), flush=True)
     except MemoryError as exc:
         print("RESULT " + json.dumps({"setting": setting, "note": f"MemoryError under the {mem_limit_gb:g} GB "
-                                      f"address-space limit: {exc}"[:300], "peak_rss_gb": _vm_hwm_gb(),
-                                      "load_before": load0, "load_after": _load()}), flush=True)
+                                      f"address-space limit: {exc}"[:300], "peak_rss_gb": vm_hwm_gb(),
+                                      "load_before": load0, "load_after": load1()}), flush=True)
 
 
 # ---- driver -----------------------------------------------------------------------------------
@@ -527,7 +517,7 @@ def run_worker(setting, n, args, simd_env=None):
         env["FAISS_SIMD_LEVEL"] = simd_env
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
         env[var] = str(THREADS)
-    load0 = _load()
+    load0 = load1()
     t0 = time.perf_counter()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, check=False, env=env)
@@ -539,7 +529,7 @@ def run_worker(setting, n, args, simd_env=None):
     if rc != 0:
         tail = (err.strip().splitlines() or ["no output"])[-1]
         note = f"failed (exit {rc}) after {time.perf_counter() - t0:.0f} s: {tail}"[:300]
-        rows.append({"setting": setting, "note": note, "load_before": load0, "load_after": _load()})
+        rows.append({"setting": setting, "note": note, "load_before": load0, "load_after": load1()})
     return rows
 
 
@@ -614,7 +604,7 @@ def main(argv=None):
         for setting, simd_env, run in jobs:
             why = None if (args.pcs or args.simd_levels) else too_slow(tsv, setting, n, args.skip_above)
             if why:
-                rows = [{"setting": setting, "note": why, "load_before": _load(), "load_after": _load()}]
+                rows = [{"setting": setting, "note": why, "load_before": load1(), "load_after": load1()}]
             elif setting == "pcs" and _pcs_file(args.work, n).exists():
                 print(f"{_pcs_file(args.work, n)} exists", flush=True)
                 continue

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from atlas_scale import _vm_hwm_gb  # benchmarks/ is the script's directory, so on sys.path
+from bench.procfs import vm_hwm_gb  # benchmarks/ is the script's directory, so on sys.path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 K = 5
@@ -50,7 +50,7 @@ def worker(search: str, n: int, pcs: Path, out: Path) -> dict:
         rows, cols, _ = nb._knn_approx(Z, K, 0)
     dt = time.perf_counter() - t0
     np.save(out, cols.reshape(n, K))
-    return {"search": search, "n": n, "seconds": dt, "peak_gb": _vm_hwm_gb(), "load_before": load0,
+    return {"search": search, "n": n, "seconds": dt, "peak_gb": vm_hwm_gb(), "load_before": load0,
             "load_after": os.getloadavg()[0]}
 
 

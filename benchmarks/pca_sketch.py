@@ -33,14 +33,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
-
-
-def _peak_gb():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM"):
-                return int(line.split()[1]) / 2**20
-    return float("nan")
+from bench.procfs import vm_hwm_gb  # noqa: E402
+from bench.simulated import atlas_files, simulate_atlas  # noqa: E402
 
 
 def worker(args):
@@ -51,9 +45,7 @@ def worker(args):
     import glfs
     import glfs.graph.neighbors as nb
 
-    from atlas_scale import _files
-
-    _, log_f, tag = _files(Path(args.work), args.cells, args.lib_loc)
+    _, log_f, tag = atlas_files(Path(args.work), args.cells, args.lib_loc)
     load0 = os.getloadavg()[0]
     if args.fit == 0:  # the reference: the PCA fitted on every cell (in memory, no subsample since 2026-11-27)
         X = ad.read_h5ad(log_f).X
@@ -66,7 +58,7 @@ def worker(args):
     seconds = time.perf_counter() - t0
     out = Path(args.work) / f"sketch_graph_{tag}_{args.fit}_{args.seed}.npz"
     sp.save_npz(out, W)
-    rec = json.dumps({"fit": args.fit, "seed": args.seed, "seconds": seconds, "peak_gb": _peak_gb(),
+    rec = json.dumps({"fit": args.fit, "seed": args.seed, "seconds": seconds, "peak_gb": vm_hwm_gb(),
                       "load": [load0, os.getloadavg()[0]], "graph": str(out)})
     out.with_suffix(".json").write_text(rec)
     print(rec)
@@ -82,9 +74,7 @@ def compare(args, runs):
     from scipy.stats import spearmanr
 
     import glfs
-    from atlas_scale import _files
-
-    _, log_f, tag = _files(Path(args.work), args.cells, args.lib_loc)
+    _, log_f, tag = atlas_files(Path(args.work), args.cells, args.lib_loc)
     X = ad.read_h5ad(log_f).X
     with h5py.File(log_f) as f:
         groups = ad.io.read_elem(f["obs"])["group"].to_numpy()
@@ -151,9 +141,7 @@ def main():
     args = p.parse_args()
     if args.worker:
         return worker(args)
-    from atlas_scale import simulate
-
-    simulate(args.cells, 20_000, Path(args.work), args.lib_loc)
+    simulate_atlas(args.cells, 20_000, Path(args.work), args.lib_loc)
     runs = []
     # the reference (every cell, seed 0), the same with seed 1 (how much the graph moves with the seed of the
     # PCA and the index alone), then each subsample fit (seed 0); graphs already built are reused

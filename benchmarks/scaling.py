@@ -52,6 +52,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench.procfs import reset_peak, status_kb  # noqa: E402
+from bench.timing import uptime  # noqa: E402
+from bench.simulated import MARKERS_PER_CLUSTER, planted_genes, simulate_lognorm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -60,8 +62,6 @@ CACHE = Path(os.environ.get("GLFS_SCALING_CACHE", "/tmp/glfs_scaling_cache"))
 N_GENES = 2000
 SIZES = [1000, 5000, 20000, 50000]
 GOAL = (10000, 500)  # issue 9 item 1: graph + Laplacian score, against scikit-feature
-N_CLUSTERS = 8
-MARKERS_PER_CLUSTER = 25
 N_SELECT = 50
 N_NEIGHBORS = 5
 
@@ -104,39 +104,6 @@ COLUMNS = [
 
 
 # --------------------------------------------------------------------------- data
-def simulate(n, d, seed=0):
-    """Single-cell-like log-normalised counts with planted clusters.
-
-    Gene means are log-normal; each of 8 clusters raises 25 marker genes
-    (genes 0-199 at d = 2,000, fewer columns scale down) fourfold; counts are
-    negative binomial (Poisson-gamma, shape 2) times a log-normal library
-    size; then counts / library * median library, log1p, float32 (what
-    ``sc.pp.normalize_total`` + ``sc.pp.log1p`` give).  Returns X (n, d),
-    cluster labels (n,) and the planted gene indices.
-    """
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, N_CLUSTERS, n)
-    n_mark = min(MARKERS_PER_CLUSTER, d // (2 * N_CLUSTERS))
-    base = rng.lognormal(-1.0, 1.0, d).astype(np.float32)
-    lib = rng.lognormal(0.0, 0.4, n).astype(np.float32)
-    X = np.empty((n, d), dtype=np.float32)
-    planted = np.arange(N_CLUSTERS * n_mark)
-    step = 5000
-    for s in range(0, n, step):  # in blocks: keeps the float64 temporaries small
-        sl = slice(s, min(n, s + step))
-        mu = np.outer(lib[sl], base)
-        for c in range(N_CLUSTERS):
-            rows = labels[sl] == c
-            cols = planted[c * n_mark : (c + 1) * n_mark]
-            mu[np.ix_(rows, cols)] *= 4.0
-        counts = rng.poisson(mu * rng.gamma(2.0, 0.5, size=mu.shape))
-        total = counts.sum(axis=1, keepdims=True)
-        X[sl] = np.log1p(counts / np.maximum(total, 1) * 1000.0)
-    return X, labels, planted
-
-
 def data_paths(n, d):
     stem = CACHE / f"sc_{n}x{d}"
     return stem.with_suffix(".npy"), Path(f"{stem}.labels.npy"), Path(f"{stem}.graph.npz")
@@ -149,7 +116,7 @@ def prepare(n, d):
     if xp.exists() and lp.exists():
         return
     CACHE.mkdir(parents=True, exist_ok=True)
-    X, labels, _ = simulate(n, d)
+    X, labels, _ = simulate_lognorm(n, d)
     for path, arr in ((xp, X), (lp, labels)):
         tmp = path.with_name(path.name + ".tmp.npy")
         np.save(tmp, arr)
@@ -200,7 +167,7 @@ def worker(spec):
     xp, lp, gp = data_paths(n, d)
     X = np.load(xp)
     labels = np.load(lp)
-    planted = np.arange(N_CLUSTERS * min(MARKERS_PER_CLUSTER, d // (2 * N_CLUSTERS)))
+    planted = planted_genes(d)
     W = sp.load_npz(gp).tocsr() if gp.exists() and case not in GRAPH_CASES else None
     out = {}
 
@@ -388,13 +355,6 @@ def machine():
     except OSError:
         pass
     return info
-
-
-def uptime():
-    try:
-        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return "load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def read_rows(path):

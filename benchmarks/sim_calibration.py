@@ -48,7 +48,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from singlecell_selection import _versions, lognorm, run_selection  # noqa: E402
+from bench.singlecell import lognorm, run_selection, versions  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATA = Path("/work/shared/data/singlecell")
@@ -285,7 +285,7 @@ def main(argv=None) -> int:
         write_summary(df, meta["params"], meta["info"], md)
         return 0
     info = {"date": datetime.now().strftime("%Y-%m-%d %H:%M"), "load_start": os.getloadavg()[0], "cpus": os.cpu_count(),
-            "versions": _versions(), "max_cells": args.max_cells, "n_runs": args.n_runs}
+            "versions": versions(), "max_cells": args.max_cells, "n_runs": args.n_runs}
     t0 = time.perf_counter()
     rows, params = [], {}
     args.out.mkdir(parents=True, exist_ok=True)

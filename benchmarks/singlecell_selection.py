@@ -60,7 +60,6 @@ import argparse
 import json
 import logging
 import os
-import platform
 import subprocess
 import time
 import warnings
@@ -70,6 +69,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+
+from bench.singlecell import lognorm, run_selection, scanpy_graph, versions  # benchmarks/ is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -119,47 +120,6 @@ def default_methods() -> list[str]:
         if (m.family == "score" and not m.needs_labels) or m.family == "hvg" or (m.family == "baseline" and m.needs_counts):
             out.append(name)
     return out + (["variance"] if "variance" not in out else [])
-
-
-def lognorm(counts):
-    """scanpy's normalize_total (median total) + log1p of raw counts (cells x genes), sparse CSR float32."""
-    import anndata as ad
-    import scanpy as sc
-
-    a = ad.AnnData(sp.csr_matrix(counts, dtype=np.float32, copy=True))
-    sc.pp.normalize_total(a)
-    sc.pp.log1p(a)
-    return sp.csr_matrix(a.X)
-
-
-def scanpy_graph(X_lognorm, seed: int):
-    """The graph a scanpy user has: HVG seurat (2,000) -> PCA 50 -> 15-NN connectivities; (AnnData, seconds)."""
-    import anndata as ad
-    import scanpy as sc
-
-    t = time.perf_counter()
-    a = ad.AnnData(X_lognorm.copy())
-    sc.pp.highly_variable_genes(a, n_top_genes=min(2000, a.n_vars))
-    sc.pp.pca(a, n_comps=50, mask_var="highly_variable", random_state=seed)
-    sc.pp.neighbors(a, n_neighbors=15, random_state=seed)
-    return a, time.perf_counter() - t
-
-
-def run_selection(method, X_lognorm, counts, k, seed, adata_graph=None):
-    """(ranking, seconds) of one method, run as a scanpy user would."""
-    import glfs
-
-    t = time.perf_counter()
-    if adata_graph is not None:
-        a = adata_graph.copy()
-        a.layers["counts"] = counts
-        out = glfs.tl.select(a, method, n_features_to_select=k, obsp="connectivities", random_state=seed, inplace=False)
-        rank = np.asarray(out["rank"])  # 1 = best
-        ranking = np.argsort(rank, kind="stable")
-    else:
-        sel = glfs.select(X_lognorm, method, n_features_to_select=k, counts=counts, random_state=seed)
-        ranking = np.asarray(sel.ranking)
-    return ranking, time.perf_counter() - t
 
 
 # ---- one data set ---------------------------------------------------------------------------
@@ -317,16 +277,7 @@ def write_summary(df: pd.DataFrame, run: str, path: Path) -> None:
     path.write_text("\n".join(lines))
 
 
-def _versions() -> str:
-    from importlib.metadata import PackageNotFoundError, version
 
-    out = [f"python {platform.python_version()}"]
-    for p in ("numpy", "scipy", "scikit-learn", "scanpy", "anndata", "leidenalg", "igraph", "scikit-misc", "glfs"):
-        try:
-            out.append(f"{p} {version(p)}")
-        except PackageNotFoundError:
-            out.append(f"{p} -")
-    return ", ".join(out)
 
 
 def _commit() -> str:
@@ -389,7 +340,7 @@ def main(argv=None) -> int:
         settings, n_cells, genes, seeds = SETTINGS, 2000, [5000], [0, 1]
     info = {
         "date": datetime.now().strftime("%Y-%m-%d %H:%M"), "mode": "quick" if args.quick else "full" if args.full else "default",
-        "load_start": os.getloadavg()[0], "cpus": os.cpu_count(), "versions": _versions(), "commit": _commit(),
+        "load_start": os.getloadavg()[0], "cpus": os.cpu_count(), "versions": versions(), "commit": _commit(),
     }
     log.info("methods: %s; load %.2f", methods, info["load_start"])
     t_start = time.perf_counter()

@@ -2,7 +2,7 @@
 
     python benchmarks/spectral_solvers.py [--sizes 1000 3000 10000] [--genes 10 50 200]
 
-On the scaling benchmark's simulated single-cell data (``scaling.simulate``,
+On the scaling benchmark's simulated single-cell data (``bench.simulated.simulate_lognorm``,
 2,000 genes, 8 clusters) the cells are the stratified subsamples the
 evaluation would take.  The genes are the top 10, 50 and 200 by the Laplacian
 score on the default graph.  For each size and gene count, it builds the kNN
@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scaling import simulate
+from bench.simulated import simulate_lognorm
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -67,7 +67,7 @@ def main(argv=None) -> int:
     from glfs.evaluate import EIGEN_TOL, knn_affinity, run_seeds, stratified_subsample
 
     load_start = os.getloadavg()
-    X, labels, _ = simulate(max(args.sizes), 2000, seed=0)
+    X, labels, _ = simulate_lognorm(max(args.sizes), 2000, seed=0)
     seeds = run_seeds(0, 10)
     rows = []
     for n in args.sizes:

@@ -18,23 +18,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-OUT = Path(__file__).resolve().parent / "results"
-
-
-def best_of(fn, repeats):
-    best = np.inf
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+from bench.settings import RESULTS as OUT  # benchmarks/ is the script's directory, so on sys.path
+from bench.timing import best_of
 
 
 def simulated(n, d, k, seed=0, block=100_000):

@@ -2,7 +2,7 @@
 
     python benchmarks/workflow_50k.py [--n-cells 50000] [--n-genes 2000] [--out data/sc50k.h5ad]
 
-The data are those of the scaling benchmark (``scaling.simulate``: log-normalised
+The data are those of the scaling benchmark (``bench.simulated.simulate_lognorm``: log-normalised
 negative-binomial counts, 8 clusters with 25 marker genes each, seed 0), written
 as an ``.h5ad`` with the cluster in ``obs["cluster"]``.  Then:
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scaling import simulate
+from bench.simulated import simulate_lognorm
 
 
 def main(argv=None) -> int:
@@ -29,7 +29,7 @@ def main(argv=None) -> int:
     import anndata
     import pandas as pd
 
-    X, labels, _ = simulate(args.n_cells, args.n_genes, seed=0)
+    X, labels, _ = simulate_lognorm(args.n_cells, args.n_genes, seed=0)
     obs = pd.DataFrame({"cluster": pd.Categorical([f"c{int(c)}" for c in labels])}, index=[f"cell{i}" for i in range(args.n_cells)])
     var = pd.DataFrame(index=[f"g{j}" for j in range(args.n_genes)])
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,14 @@
-"""Benchmark harness behind ``benchmarks/run_benchmarks.py``.
+"""The machinery the benchmark scripts share, and the harness behind ``benchmarks/run_benchmarks.py``.
 
-Modules, in the order a run uses them:
+Shared by the scripts (each ``benchmarks/<question>.py`` imports what it needs):
+
+- :mod:`bench.simulated`: the simulated data (dense clustered counts; the atlas-scale .h5ad files).
+- :mod:`bench.singlecell`: scanpy's normalisation and graph, one selection as a scanpy user runs it.
+- :mod:`bench.timing`: best-of / median wall time, the load average.
+- :mod:`bench.procfs`: memory probes from /proc (peak RSS).
+- :mod:`bench.settings`: ``RESULTS`` (benchmarks/results/) and the harness's constants.
+
+The harness's modules, in the order a run of run_benchmarks.py uses them:
 
 - :mod:`bench.settings`: paths, group names, sizes and every other constant.
 - :mod:`bench.datasets`: writes the input matrices to the ``.npy`` cache.

@@ -10,6 +10,12 @@ def status_kb(field):
     return -1
 
 
+def vm_hwm_gb():
+    """Peak resident memory of this process since its exec (VmHWM), in GB (NaN if absent)."""
+    kb = status_kb("VmHWM")
+    return kb / 2**20 if kb >= 0 else float("nan")
+
+
 def reset_peak():
     """Reset VmHWM to the current RSS (Linux >= 4.0); False if not possible."""
     try:
