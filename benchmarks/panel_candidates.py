@@ -154,11 +154,9 @@ CANDIDATES = {
     "rank_cr_moran": rank_cr_moran,
     "moran_residuals_scanpy": moran_residuals_scanpy,
     "rank_v3_moran": rank_v3_moran,
-}
-#: Written and not run on the panel for time (2 shared cores at load 15-20, 2026-11-28): the rank mean with the binned I, I on a graph of
-#: cell_ranger's top genes (scanpy's graph is already built on a first HVG selection, seurat's) and the binned
-#: share of the dispersion that follows the graph.
-NOT_RUN = {
+    # the last four were run later (2026-11-28 03:30, same seeds, subsample and cache): the rank mean with the
+    # binned I, I on a graph of cell_ranger's top genes (scanpy's graph is built on a first HVG selection,
+    # seurat's) and the binned share of the dispersion that follows the graph
     "rank_cr_moranbin": rank_cr_moranbin,
     "moran_crgraph": moran_crgraph,
     "moran_bin_crgraph": moran_bin_crgraph,

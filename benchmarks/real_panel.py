@@ -235,8 +235,9 @@ def eval_key(ranking, k: int, seed: int, n_runs: int) -> str:
     return hashlib.sha1(top.tobytes() + json.dumps([int(k), seed, n_runs, MAX_CELLS]).encode()).hexdigest()[:16]
 
 
-def run_set(p: Panel, label_sets, methods, candidates, n_random: int, grid=FEATURE_GRID) -> list[dict]:
-    """Rows of every selection on one set, for each of its label sets."""
+def run_set(p: Panel, label_sets, methods, candidates, n_random: int, grid=FEATURE_GRID,
+            floors: bool = True) -> list[dict]:
+    """Rows of every selection on one set, for each of its label sets (and of random and all genes if ``floors``)."""
     from glfs.evaluate import random_gene_orders
 
     n, d = p.X.shape
@@ -267,7 +268,7 @@ def run_set(p: Panel, label_sets, methods, candidates, n_random: int, grid=FEATU
             log.info("%s/%s: %-26s select %6.2f s, eval %5.1f s, score %s", p.name, labels, method, sec,
                      time.perf_counter() - t, " ".join(f"{r['n_features']}:{np.mean([r['ari'], r['ari_nlabels'], r['kmeans_ari']]):.3f}"
                                                        for r in recs if r["run"] == 0))
-    for labels in label_sets:
+    for labels in label_sets if floors else []:
         for i, (s_i, order) in enumerate(random_gene_orders(d, n_random, SEED) if n_random else []):
             add(labels, "random", i, p.evaluate(labels, order, grid, seed=s_i), 0.0)
         add(labels, "all_genes", np.nan, p.evaluate(labels, np.arange(d), [d], seed=EVAL_SEED), 0.0)
@@ -371,6 +372,8 @@ def main(argv=None) -> int:
     ap.add_argument("--eval-seed", type=int, default=SEED,
                     help="the evaluation's seed for the selections (another seed writes real_panel_seed<N>.*)")
     ap.add_argument("--n-random", type=int, default=2)
+    ap.add_argument("--no-floors", action="store_true",
+                    help="skip random and all genes (their rows in the .tsv stay): a run of new selections only")
     ap.add_argument("--grid", type=int, nargs="*", default=list(FEATURE_GRID), help="gene counts evaluated")
     ap.add_argument("--cache", type=Path, default=CACHE)
     ap.add_argument("--fresh", action="store_true", help="recompute the cached rankings")
@@ -394,10 +397,10 @@ def main(argv=None) -> int:
     methods = [m for m in methods if m not in args.skip]
     candidates = {}
     if args.candidates is not None:
-        from panel_candidates import CANDIDATES, NOT_RUN
+        from panel_candidates import CANDIDATES
 
         names = args.candidates or list(CANDIDATES)
-        candidates = {f"cand:{k}": {**CANDIDATES, **NOT_RUN}[k] for k in names}
+        candidates = {f"cand:{k}": CANDIDATES[k] for k in names}
     load0, t0 = os.getloadavg()[0], time.perf_counter()
     old = pd.read_csv(tsv, sep="\t") if tsv.exists() else pd.DataFrame(columns=COLUMNS)
     rows = []
@@ -405,7 +408,7 @@ def main(argv=None) -> int:
         p = Panel(name, args.cache, args.fresh)
         t = time.perf_counter()
         labs = [lab for lab, (s, _, _) in LABELS.items() if s == name and (args.labels is None or lab in args.labels)]
-        rows += run_set(p, labs, methods, candidates, args.n_random, args.grid)
+        rows += run_set(p, labs, methods, candidates, args.n_random, args.grid, floors=not args.no_floors)
         log.info("%s: done in %.0f s (load %.2f)", name, time.perf_counter() - t, os.getloadavg()[0])
     new = pd.DataFrame(rows).reindex(columns=COLUMNS)
     keep = old[~(old["labels"].isin(set(new["labels"])) & old["method"].isin(set(new["method"])))]  # the rest stays
