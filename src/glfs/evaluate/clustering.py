@@ -485,27 +485,7 @@ def evaluate_ranking(
     log.info("evaluate_ranking: %d samples, %d gene counts x %d runs; spectral embedding by %s", n, len(grid), n_runs, solver)
     t_start = time.perf_counter()
     for i_k, k in enumerate(grid):
-        Xk = X[:, ranking[:k]]
-        loo = loo_1nn_accuracy(Xk, y)
-        affinity = knn_affinity(Xk, affinity_neighbors)
-        spectral = spectral_cluster_runs(affinity, n_clusters, seeds, eigen_solver=solver)
-        # He et al. 2011, Sec. 7.2: one k-means, best of `kmeans_restarts` by inertia, per test
-        C_km = contingency_matrix(y, kmeans_best_of(Xk, n_clusters, n_init=kmeans_restarts, random_state=seeds[0]))
-        km_acc, km_nmi = _accuracy_from_contingency(C_km), _nmi_pair(C_km)[0]
-        for r, s in enumerate(seeds):
-            sc_nmi, sc_nmi_max = _nmi_pair(contingency_matrix(y, spectral[r]))
-            records.append(
-                {
-                    "n_features": k,
-                    "run": r,
-                    "seed": int(s),
-                    "nmi": sc_nmi,
-                    "nmi_max": sc_nmi_max,
-                    "kmeans_acc": km_acc,
-                    "kmeans_nmi": km_nmi,
-                    "loo_1nn_acc": loo,
-                }
-            )
+        records += _records_at_k(X[:, ranking[:k]], y, k, seeds, n_clusters, affinity_neighbors, solver, kmeans_restarts)
         log.info(
             "evaluate_ranking: k=%d (%d/%d), mean NMI %.3f, %.0f s elapsed",
             k,
@@ -513,5 +493,31 @@ def evaluate_ranking(
             len(grid),
             np.mean([x["nmi"] for x in records[-len(seeds) :]]),
             time.perf_counter() - t_start,
+        )
+    return records
+
+
+def _records_at_k(Xk, y, k: int, seeds, n_clusters: int, affinity_neighbors: int, solver: str, kmeans_restarts: int):
+    """The records of :func:`evaluate_ranking` at k genes (``Xk``: the top-k columns), one per run."""
+    loo = loo_1nn_accuracy(Xk, y)
+    affinity = knn_affinity(Xk, affinity_neighbors)
+    spectral = spectral_cluster_runs(affinity, n_clusters, seeds, eigen_solver=solver)
+    # He et al. 2011, Sec. 7.2: one k-means, best of `kmeans_restarts` by inertia, per test
+    C_km = contingency_matrix(y, kmeans_best_of(Xk, n_clusters, n_init=kmeans_restarts, random_state=seeds[0]))
+    km_acc, km_nmi = _accuracy_from_contingency(C_km), _nmi_pair(C_km)[0]
+    records = []
+    for r, s in enumerate(seeds):
+        sc_nmi, sc_nmi_max = _nmi_pair(contingency_matrix(y, spectral[r]))
+        records.append(
+            {
+                "n_features": k,
+                "run": r,
+                "seed": int(s),
+                "nmi": sc_nmi,
+                "nmi_max": sc_nmi_max,
+                "kmeans_acc": km_acc,
+                "kmeans_nmi": km_nmi,
+                "loo_1nn_acc": loo,
+            }
         )
     return records

@@ -9,6 +9,7 @@ names are re-exported by :mod:`glfs.evaluate`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import warnings
@@ -302,15 +303,7 @@ def evaluate_ranking_leiden(
     _, y = check_labels(labels, n)
     if batches is not None:
         check_labels(batches, n, name="batches", min_classes=1)
-    ranking = np.asarray(ranking)
-    if (
-        ranking.shape != (d,)
-        or ranking.dtype.kind not in "iuf"
-        or not np.array_equal(np.sort(ranking), np.arange(d))
-    ):
-        msg = f"ranking must be a permutation of the {d} feature indices; got shape {ranking.shape}, dtype {ranking.dtype}"
-        raise ValueError(msg)
-    ranking = ranking.astype(np.int64)
+    ranking = _check_ranking(ranking, d)
     seeds = run_seeds(random_state, n_runs)
     grid = resolve_feature_grid(feature_grid, d)
     res = _check_resolutions(resolutions)
@@ -319,26 +312,17 @@ def evaluate_ranking_leiden(
     if max_samples is not None:
         max_samples = check_int(max_samples, "max_samples", 2)
     sc, anndata = _import_singlecell()
-    if max_samples is not None and max_samples < n:
-        keep = stratified_subsample(y, max_samples, random_state)
-        log.info("evaluate_ranking_leiden: %d samples; evaluating a stratified subsample of %d (max_samples)", n, keep.size)
-        X, y, n = X[keep], y[keep], keep.size
-        batches = None if batches is None else np.asarray(batches)[keep]
+    X, y, batches = _subsample(X, y, batches, max_samples, random_state)
     n_labels = int(np.unique(y).size)
-    seed0 = int(seeds[0])
     log.info(
         "evaluate_ranking_leiden: %d samples, %d labels, %d gene counts x %d runs x %d resolutions",
-        n, n_labels, len(grid), len(seeds), len(res),
+        X.shape[0], n_labels, len(grid), len(seeds), len(res),
     )
     records = []
     t_start = time.perf_counter()
-    with warnings.catch_warnings(), sc.settings.verbosity.override("error"):
-        warnings.filterwarnings("ignore", category=anndata.ImplicitModificationWarning)
-        warnings.filterwarnings("ignore", message="In the future, the default backend for leiden", category=FutureWarning)
-        # scanpy's neighbors zeroes the diagonal of its sparse distances (scipy's note on a structure change)
-        warnings.filterwarnings("ignore", category=sp.SparseEfficiencyWarning)
+    with _scanpy_quiet(sc, anndata):
         for i_k, k in enumerate(grid):
-            adata, embedding = _graph_at_k(sc, anndata, X, ranking[:k], n_pcs, n_neighbors, seed0)
+            adata, embedding = _graph_at_k(sc, anndata, X, ranking[:k], n_pcs, n_neighbors, int(seeds[0]))
             mixing = {} if batches is None else {
                 "batch_mixing": knn_batch_mixing(adata.obsp["distances"], y, batches)["batch_mixing"]}
             records += [{**_leiden_record(sc, adata, embedding, y, k, r, int(s), res, n_labels), **mixing}
@@ -346,3 +330,36 @@ def evaluate_ranking_leiden(
             _log_progress(records[-len(seeds) :], k, i_k, len(grid), n_labels, time.perf_counter() - t_start)
     return records
 
+
+def _check_ranking(ranking, d: int) -> np.ndarray:
+    """``ranking`` as int64 (d,), or a ValueError when it is not a permutation of the d feature indices."""
+    ranking = np.asarray(ranking)
+    if (
+        ranking.shape != (d,)
+        or ranking.dtype.kind not in "iuf"
+        or not np.array_equal(np.sort(ranking), np.arange(d))
+    ):
+        msg = f"ranking must be a permutation of the {d} feature indices; got shape {ranking.shape}, dtype {ranking.dtype}"
+        raise ValueError(msg)
+    return ranking.astype(np.int64)
+
+
+def _subsample(X, y, batches, max_samples, random_state):
+    """(X, y, batches) of the stratified subsample of ``max_samples`` cells, or as given (all cells)."""
+    n = X.shape[0]
+    if max_samples is None or max_samples >= n:
+        return X, y, batches
+    keep = stratified_subsample(y, max_samples, random_state)
+    log.info("evaluate_ranking_leiden: %d samples; evaluating a stratified subsample of %d (max_samples)", n, keep.size)
+    return X[keep], y[keep], None if batches is None else np.asarray(batches)[keep]
+
+
+@contextlib.contextmanager
+def _scanpy_quiet(sc, anndata):
+    """scanpy's messages and the warnings of its steps that say nothing about the evaluation, silenced."""
+    with warnings.catch_warnings(), sc.settings.verbosity.override("error"):
+        warnings.filterwarnings("ignore", category=anndata.ImplicitModificationWarning)
+        warnings.filterwarnings("ignore", message="In the future, the default backend for leiden", category=FutureWarning)
+        # scanpy's neighbors zeroes the diagonal of its sparse distances (scipy's note on a structure change)
+        warnings.filterwarnings("ignore", category=sp.SparseEfficiencyWarning)
+        yield

@@ -375,9 +375,13 @@ def simulate_counts(
     prm.update(_checked_batches_dropout(
         prm["n_cells"], batch_cells, batch_fac_loc, batch_fac_scale, dropout_mid, dropout_shape
     ), bcv_trend=check_real(bcv_trend, "bcv_trend", 0))
+    return _simulate(prm, _seed_sequence(random_state))
+
+
+def _simulate(prm: dict, seq: np.random.SeedSequence) -> SimulatedCounts:
+    """The steps of :func:`simulate_counts` on its checked parameters ``prm``, seeded by ``seq``."""
     n_cells, n_genes, p = prm["n_cells"], prm["n_genes"], prm["group_prob"]
     k = p.size
-    seq = _seed_sequence(random_state)
     rngs = dict(zip(_STREAMS, (np.random.default_rng(s) for s in seq.spawn(len(_STREAMS)))))
 
     groups = rngs["groups"].choice(k, size=n_cells, p=p).astype(np.int64)
@@ -385,9 +389,7 @@ def simulate_counts(
     gene_mean = _gene_means(rngs["gene_means"], prm)
     programme, de_factor = _programmes(rngs["de"], prm)
     batches, batch_factor = _batch_factors(rngs["batch"], prm)
-    # one mean row per (batch, group): m_j b_bj f_gj, scaled to sum 1
-    group_mean = (gene_mean[None, None, :] * batch_factor[:, None, :] * de_factor[None, :, :]).reshape(-1, n_genes)
-    proportion = group_mean / group_mean.sum(axis=1, keepdims=True)  # (n_batches * k, n_genes): each row sums to 1
+    proportion = _class_proportions(gene_mean, batch_factor, de_factor)
     bcv_gene = _bcv_per_gene(rngs["bcv"], n_genes, prm["bcv_df"])
 
     dropout = None if prm["dropout_mid"] is None else (prm["dropout_mid"], prm["dropout_shape"])
@@ -399,6 +401,12 @@ def simulate_counts(
         n_cells, n_genes, k, int(programme.any(axis=0).sum()), 100.0 * counts.nnz / max(1, n_cells * n_genes),
     )
     return SimulatedCounts(counts, groups, programme, de_factor, gene_mean, library_size, params, batches, batch_factor)
+
+
+def _class_proportions(gene_mean, batch_factor, de_factor) -> np.ndarray:
+    """One row per (batch, group), batch-major: m_j b_bj f_gj scaled to sum 1; (n_batches * n_groups, n_genes)."""
+    group_mean = (gene_mean[None, None, :] * batch_factor[:, None, :] * de_factor[None, :, :]).reshape(-1, gene_mean.size)
+    return group_mean / group_mean.sum(axis=1, keepdims=True)
 
 
 #: The per-group parameters of :func:`simulate_counts` (a number or one per group) and its scalar
