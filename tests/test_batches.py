@@ -19,6 +19,7 @@ import scipy.sparse as sp
 
 import glfs
 from glfs.scores.batches import combine_batch_ranks, select_by_batch
+from glfs.scores.moran import cell_graph
 
 RANKED = ["variance", "laplacian_score", "graph_moran", "deviance"]
 SHIFT = 29  # the planted batch-shift gene of _data
@@ -90,7 +91,11 @@ def test_per_batch_scores_are_each_batch_scored_alone(method):
     X, b = _data(counts=method == "deviance")
     sel = _quiet(glfs.select, X, method, n_features_to_select=5, batches=b)
     for k, label in enumerate(sel.extra["batches"]):
-        alone = _quiet(glfs.select, X[b == label], method, n_features_to_select=5)
+        rows = b == label
+        # graph_moran's graph is one PCA of all cells, searched within each batch: the batch alone on its block
+        # of that graph (the Laplacian score's default graph searches all genes: the batch alone, graph and all)
+        given = {"graph": sel.extra["graph"][rows][:, rows]} if method == "graph_moran" else {}
+        alone = _quiet(glfs.select, X[rows], method, n_features_to_select=5, **given)
         np.testing.assert_array_equal(sel.extra["batch_scores"][k], alone.scores)
         np.testing.assert_array_equal(sel.extra["batch_ranks"][k], alone.rank)
     # the combined score is the mean over the batches (not the last batch's: scanpy #1725)
@@ -157,18 +162,98 @@ def test_every_batch_too_small_is_refused_with_the_sizes():
 
 # ---- graphs ------------------------------------------------------------------------------------------
 
-def test_the_graph_is_built_within_batches_and_returned_block_diagonal():
+def _brute_within(Z, b, k):
+    """Edges (i, j), i < j, of the binary kNN graph searched within each batch on Z: every pair of distances
+    of a batch written out (float64), each cell's k nearest others of its batch, i-j when either is the other's."""
+    edges = set()
+    for label in np.unique(b):
+        rows = np.flatnonzero(b == label)
+        D = np.sqrt(((Z[rows, None, :] - Z[None, rows, :]) ** 2).sum(axis=2))
+        np.fill_diagonal(D, np.inf)
+        for a, near in enumerate(np.argsort(D, axis=1, kind="stable")[:, :k]):
+            edges |= {tuple(sorted((int(rows[a]), int(rows[c])))) for c in near}
+    return edges
+
+
+def _edges(W):
+    C = sp.triu(W, k=1).tocoo()
+    return set(zip(C.row.tolist(), C.col.tolist()))
+
+
+def test_the_graph_is_one_pca_of_all_cells_searched_within_batches_brute_force():
+    from glfs.graph.neighbors import _pca_in_memory
+
     X, b = _data()
     sel = _quiet(glfs.select, X, "graph_moran", n_features_to_select=5, batches=b)
     W = sel.extra["graph"]
-    assert sel.params["graph"] == "built within each batch"
-    assert W.shape == (X.shape[0],) * 2
-    cross = W.multiply(sp.csr_matrix((b[:, None] != b[None, :]).astype(float)))
-    assert cross.nnz == 0
-    for label in ("b0", "b2"):
+    assert sel.params["graph"] == "built within each batch" and W.shape == (X.shape[0],) * 2
+    Z = np.asarray(_pca_in_memory(X, 29, 0), dtype=np.float64)  # graph_moran's 29 = min(50, 30 genes - 1) components
+    # the components are those of all the cells (not of one batch): their variances are PCA's of all of X
+    top = np.linalg.svd(X - X.mean(axis=0), compute_uv=False)[:29] ** 2 / (X.shape[0] - 1)
+    np.testing.assert_allclose(Z.var(axis=0, ddof=1), top, rtol=1e-4)
+    assert _edges(W) == _brute_within(Z, b, 15)  # no edge between batches, each cell's 15 nearest of its batch
+    assert set(np.unique(W.data)) == {1.0}
+
+
+def test_similarity_graph_searches_within_batches_on_shared_components_brute_force():
+    from glfs.graph.neighbors import _pca_in_memory
+
+    X, b = _data(per_batch=(50, 70, 40), d=40)
+    W = glfs.similarity_graph(X, n_neighbors=6, kernel="binary", n_pcs=8, method="exact", batches=b)
+    Z = np.asarray(_pca_in_memory(X, 8, 0), dtype=np.float64)
+    assert _edges(W) == _brute_within(Z, b, 6)
+
+
+def test_similarity_graph_with_one_batch_is_the_graph_without_exactly():
+    X, _ = _data()
+    for kw in ({}, {"n_pcs": 10, "method": "exact"}, {"kernel": "snf"}, {"method": "approx"}):
+        plain = glfs.similarity_graph(X, n_neighbors=7, **kw)
+        one = glfs.similarity_graph(X, n_neighbors=7, batches=np.zeros(X.shape[0], int), **kw)
+        assert (plain != one).nnz == 0, kw
+
+
+def test_similarity_graph_on_all_genes_gives_each_batch_its_own_graph_exactly():
+    # no PCA (all genes): each batch's block is the batch's own graph, the heat width each batch's own
+    X, b = _data()
+    W = glfs.similarity_graph(X, n_neighbors=5, batches=b)
+    for label in np.unique(b):
         rows = np.flatnonzero(b == label)
-        alone = _quiet(glfs.select, X[rows], "graph_moran", n_features_to_select=5)
-        assert (W[rows][:, rows] != alone.extra["graph"]).nnz == 0
+        assert (W[rows][:, rows] != glfs.similarity_graph(X[rows], n_neighbors=5)).nnz == 0
+        assert W[rows][:, np.flatnonzero(b != label)].nnz == 0
+
+
+def test_similarity_graph_joins_a_batch_smaller_than_the_neighbours_within_itself(caplog):
+    X, b = _data(per_batch=(40, 3, 1))
+    with caplog.at_level(logging.WARNING, logger="glfs"):
+        W = glfs.similarity_graph(X, n_neighbors=5, kernel="binary", batches=b)
+    three, one = np.flatnonzero(b == "b1"), np.flatnonzero(b == "b2")
+    assert W[three][:, three].nnz == 6 and W[three].nnz == 6  # all 3 pairs, both ways, nothing outside
+    assert W[one].nnz == 0
+    assert "3 samples: 2 neighbours" in caplog.text
+
+
+@pytest.mark.parametrize("kw", [{}, {"graph_genes": 10}, {"graph_genes": 10, "batch_rule": "median_rank"}])
+def test_graph_moran_with_one_batch_is_the_plain_result_exactly_refined_or_not(kw):
+    X, _ = _data()
+    rule = kw.pop("batch_rule", "nbatches")
+    plain = _quiet(glfs.select, X, "graph_moran", n_features_to_select=5, **kw)
+    from glfs.api import method_info
+    from glfs.scores.batches import run_by_batch
+
+    one = _quiet(run_by_batch, method_info("graph_moran"), X, np.zeros(X.shape[0], int), n_features=5, rule=rule, **kw)
+    _same(one, plain)
+    assert (one.extra["graph"] != plain.extra["graph"]).nnz == 0
+    assert one.params["graph_built"] == plain.params["graph_built"] == ("self" if kw else "all_genes")
+
+
+def test_graph_moran_refines_its_graph_on_the_genes_the_batches_select_together():
+    X, b = _data()
+    sel = _quiet(glfs.select, X, "graph_moran", n_features_to_select=5, graph_genes=9, batches=b)
+    assert sel.params["graph_built"] == "self"
+    # the first pass: each batch's Moran's I on the graph of all genes; its top 9 combined by rank
+    first = _quiet(glfs.select, X, "graph_moran", n_features_to_select=9, graph_from="all_genes", batches=b)
+    W = cell_graph(X, first.ranking[:9], batches=b)
+    assert (sel.extra["graph"] != W).nnz == 0
 
 
 def test_a_given_graph_is_cut_to_each_batch():

@@ -21,20 +21,9 @@ from glfs.core.out_of_core import OutOfCore
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "nearest_neighbors",
-    "choose_neighbor_method",
-    "exact_backend",
-    "approx_backend",
-    "ivf_nprobe",
-    "AUTO_APPROX_MIN_SAMPLES",
-    "AUTO_INDEX_MIN_SAMPLES",
-    "AUTO_NNDESCENT_MIN_SAMPLES",
-    "APPROX_N_PCS",
-    "NEIGHBOR_METHODS",
-    "IVF_NLIST_PER_SQRT_N",
-    "IVF_NPROBE",
-    "IVF_NPROBE_PER_SQRT_NLIST",
-    "PCA_FIT_SAMPLES",
+    "nearest_neighbors", "choose_neighbor_method", "exact_backend", "approx_backend", "ivf_nprobe",
+    "AUTO_APPROX_MIN_SAMPLES", "AUTO_INDEX_MIN_SAMPLES", "AUTO_NNDESCENT_MIN_SAMPLES", "APPROX_N_PCS",
+    "NEIGHBOR_METHODS", "IVF_NLIST_PER_SQRT_N", "IVF_NPROBE", "IVF_NPROBE_PER_SQRT_NLIST", "PCA_FIT_SAMPLES",
 ]
 
 #: ``method="auto"`` searches on principal components from this many samples on
@@ -384,15 +373,18 @@ def nearest_neighbors(
     return _neighbors(check_X(X, read_only=True), n_neighbors, method, n_pcs, metric, random_state)
 
 
-def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state):
+def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state, groups=None):
     """:func:`nearest_neighbors` on an already validated X (no copy; never written to).
 
     X may be the caller's float32 array (``check_X(read_only=True)``): it goes
     to the PCA as it is, and is converted to float64 for a search on all
     genes or the cosine normalisation, so the graph is that of float64 X.
+    ``groups`` (int codes, one per sample; e.g. batches): the representation (the
+    principal components, fitted on all samples) is shared and each sample's
+    neighbours are searched within its group only (:func:`_search_within`).
     """
     n, d = X.shape
-    method, n_pcs = choose_neighbor_method(n, d, method, n_pcs)
+    requested, (method, n_pcs) = method, choose_neighbor_method(n, d, method, n_pcs)
     _check_n_neighbors(n_neighbors, n)
     if method == "approx" and metric not in ("euclidean", "cosine"):
         msg = f"metric must be 'euclidean' or 'cosine' for the approximate search (method='approx'); got {metric!r}"
@@ -423,13 +415,22 @@ def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state):
     if n_pcs is not None:
         X = _pca_out_of_core(X, n_pcs, random_state) if streamed else _pca_in_memory(X, n_pcs, random_state)
         log.info("nearest_neighbors: PCA to %d components done", X.shape[1])
+    how = {"method": method, "on_pcs": n_pcs is not None, "metric": metric, "cosine": cosine,
+           "random_state": random_state, "client": client}
+    if groups is None:
+        return _search(X, n_neighbors, **how)
+    return _search_within(X, np.asarray(groups), n_neighbors, how, requested)
+
+
+def _search(Z, n_neighbors, *, method, on_pcs, metric, cosine, random_state, client):
+    """The search of :func:`_neighbors` on its representation Z (the principal components, or the genes)."""
     if method == "exact":
-        if n_pcs is not None and metric == "euclidean":
+        if on_pcs and metric == "euclidean":
             backend = exact_backend()
-            return _knn_brute32(X.toarray() if sp.issparse(X) else X, n_neighbors, backend,
+            return _knn_brute32(Z.toarray() if sp.issparse(Z) else Z, n_neighbors, backend,
                                 client=client if backend == "faiss" else None)
-        return _knn(X, n_neighbors, metric)
-    Z = X.toarray() if sp.issparse(X) else X
+        return _knn(Z, n_neighbors, metric)
+    Z = Z.toarray() if sp.issparse(Z) else Z
     if approx_backend() == "faiss":
         rows, cols, dist = _knn_ivf(Z, n_neighbors, random_state, client=client)
     else:
@@ -437,6 +438,33 @@ def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state):
     if cosine:
         dist = np.clip(dist**2 / 2.0, 0.0, 2.0)
     return rows, cols, dist
+
+
+def _search_within(Z, groups, n_neighbors, how, requested):
+    """(rows, cols, distances) of each sample's nearest others in its own group, on the shared Z.
+
+    Each group is searched as :func:`_search` searches all samples, on its rows of Z, with the
+    search ``requested`` gives a set of its size (:func:`choose_neighbor_method`: with "auto", an index
+    from ``AUTO_INDEX_MIN_SAMPLES`` on); one group gives the ungrouped answer exactly.  A group of at
+    most ``n_neighbors`` samples gets its other samples (one sample: none), logged.  Sorted by row.
+    """
+    parts = []
+    for g in np.unique(groups):
+        idx = np.flatnonzero(groups == g)
+        k = min(n_neighbors, idx.size - 1)
+        if k < n_neighbors:
+            log.warning("nearest_neighbors: group %r has %d samples: %d neighbours each", g, idx.size, k)
+        sub = dict(how, method=choose_neighbor_method(idx.size, Z.shape[1], requested)[0])
+        if sub["method"] == "exact" and how["cosine"]:  # unit rows: 1 - cos, as the index's distances are turned into
+            sub.update(cosine=False, metric="cosine")
+        if k >= 1:
+            r, c, dist = _search(Z[idx], k, **sub)
+            parts.append((idx[r], idx[c], dist))
+    if not parts:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
+    rows, cols, dist = (np.concatenate(a) for a in zip(*parts))
+    order = np.argsort(rows, kind="stable")
+    return rows[order], cols[order], dist[order]
 
 
 def _pca(X, n_pcs, random_state, float32=False):

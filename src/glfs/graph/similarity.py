@@ -77,6 +77,7 @@ def similarity_graph(
     n_pcs: int | None = None,
     method: str = "auto",
     random_state: int | None = 0,
+    batches=None,
 ):
     """Symmetrised k-nearest-neighbour patient-similarity graph.
 
@@ -146,6 +147,17 @@ def similarity_graph(
         ``random_state`` (the exact search is exact, faiss' k-means and
         search do not depend on the thread count, and NN-descent runs
         single-threaded).  None: not reproducible.
+    batches : array-like of length n_samples, optional
+        One batch label per sample (scanpy's ``batch_key``): the graph joins
+        samples of the same batch only.  The representation is shared (the
+        principal components, when searched on, are fitted on all samples, as
+        without batches) and each sample's ``n_neighbors`` are searched among
+        the samples of its batch (bbknn's within-batch search, Polanski et al.,
+        Bioinformatics 2020, without its between-batch neighbours); the
+        default heat width ``t`` is each batch's own mean squared kNN distance.
+        A batch of at most ``n_neighbors`` samples joins all its samples
+        (logged); one sample has no edge.  With one batch the graph is the one
+        without ``batches`` exactly.  docs/methods.md, "Batch-aware selection".
 
     Returns
     -------
@@ -181,14 +193,13 @@ def similarity_graph(
     lazy = isinstance(X, OutOfCore) or out_of_core_kind(X) is not None
     X = check_X(X, read_only=True, lazy=lazy)
     n = X.shape[0]
-    rows, cols, dist = _neighbors(X, n_neighbors, method, n_pcs, metric, random_state)
+    groups = None if batches is None else check_labels(batches, n, name="batches", min_classes=1)[1]
+    rows, cols, dist = _neighbors(X, n_neighbors, method, n_pcs, metric, random_state, groups=groups)
     if kernel == "binary":
         vals = np.ones_like(dist)
     elif kernel == "heat":
         if t is None:
-            t = float(np.mean(dist**2))
-            if t <= 0:
-                t = 1.0
+            t = _heat_width(dist, None if groups is None else groups[rows])
         else:
             t = check_real(t, "t (heat-kernel width)", min_val=0, include_boundaries="neither")
         vals = np.exp(-(dist**2) / t)
@@ -206,6 +217,18 @@ def similarity_graph(
     W = _symmetrise_max(rows, cols, vals, n)
     log.info("similarity_graph: %d samples, %d neighbours, kernel=%s, %d edges", n, n_neighbors, kernel, W.nnz // 2)
     return W
+
+
+def _heat_width(dist, groups=None):
+    """The heat kernel's default width: the mean squared kNN distance (1 if 0), per group of the pairs' rows."""
+    if groups is None:
+        t = float(np.mean(dist**2))
+        return t if t > 0 else 1.0
+    t = np.empty_like(dist)
+    for g in np.unique(groups):
+        at = groups == g
+        t[at] = _heat_width(dist[at])
+    return t
 
 
 #: The graph that :func:`glfs.select`, :func:`glfs.tl.select` and

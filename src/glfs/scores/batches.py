@@ -26,9 +26,14 @@ method's minimum (``min_cells``: more cells than the graph's neighbours for a gr
 left out of the combination and named in the log and in ``extra["left_out"]``; when every batch
 is too small the call is refused.
 
-Cost: the method's own cost on each batch (a kNN graph within batches is cheaper than one over
-all cells) plus O(n_batches d log d) for the ranks; the block-diagonal graph of the per-batch
-graphs has the nnz of their sum.
+A graph method's graph is built once for all the scored cells on a shared embedding: one PCA of
+all of them (when the search runs on components) and each cell's neighbours searched within its
+batch (:func:`within_batches`, :func:`glfs.similarity_graph`'s ``batches``), so no edge joins two
+batches and no batch pays a PCA of its own; each batch is scored on its block of that graph.
+
+Cost: the method's own cost on all cells, less the kNN search (within batches it is cheaper than
+one over all cells), plus O(n_batches d log d) for the ranks; the block-diagonal graph has the nnz
+of the per-batch graphs' sum.
 """
 
 from __future__ import annotations
@@ -45,8 +50,8 @@ from glfs.core.result import Selection, make_selection
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BatchRanks", "batch_codes", "batch_columns", "combine_batch_ranks", "select_by_batch", "run_by_batch",
-           "min_batch_cells", "BATCH_RULES"]
+__all__ = ["BatchRanks", "BatchPlan", "batch_codes", "batch_columns", "combine_batch_ranks", "select_by_batch",
+           "run_by_batch", "plan_batches", "within_batches", "min_batch_cells", "graph_min_cells", "BATCH_RULES"]
 
 #: Ways of combining the per-batch rankings (module docstring, step 3).
 BATCH_RULES = ("nbatches", "median_rank")
@@ -133,6 +138,7 @@ def select_by_batch(
     why_min: str = "",
     rule: str = "nbatches",
     params: dict | None = None,
+    plan: BatchPlan | None = None,
 ) -> Selection:
     """Run a gene-wise selection within each batch and combine the batches by rank.
 
@@ -156,6 +162,9 @@ def select_by_batch(
         :func:`combine_batch_ranks`.
     params : dict, optional
         Added to the result's ``params`` (e.g. which graph was used).
+    plan : BatchPlan, optional
+        :func:`plan_batches`' answer for these ``batches`` (when the caller needed the scored
+        batches first, e.g. to build a graph over their cells); default: made here.
 
     Returns
     -------
@@ -170,28 +179,16 @@ def select_by_batch(
         graph of the per-batch graphs over all cells, when the method used graphs).
     """
     n_samples = len(batches)
-    labels, codes = batch_codes(batches, n_samples)
-    scored, sels, graphs, left_out = [], [], [], {}
-    for b, label in enumerate(labels):
-        label = plain_label(label)
-        rows = np.flatnonzero(codes == b)
-        if rows.size < min_cells:
-            reason = f"{rows.size} cells, fewer than {min_cells} ({why_min or 'the method minimum'})"
-            log.warning("%s: batch %r left out of the selection: %s", method, label, reason)
-            left_out[str(label)] = reason
-            continue
+    if plan is None:
+        plan = plan_batches(batches, n_samples, method=method, min_cells=min_cells, why_min=why_min)
+    scored, sels, graphs = [], [], []
+    for label, rows in plan.scored:
         log.info("%s: scoring batch %r (%d cells)", method, label, rows.size)
         sel, W, used_rows = select_one(rows)
         scored.append((label, used_rows))
         sels.append(sel)
         graphs.append(W)
-    if not sels:
-        sizes = {plain_label(label): int(np.sum(codes == b)) for b, label in enumerate(labels)}
-        msg = (
-            f"batches: every batch is too small for method {method!r} (each needs at least {min_cells} cells: "
-            f"{why_min or 'the method minimum'}); got batch sizes {sizes}"
-        )
-        raise ValueError(msg)
+    left_out = dict(plan.left_out)
     comb = combine_batch_ranks([s.ranking for s in sels], [s.selected for s in sels], rule=rule)
     per_batch = np.stack([np.asarray(s.scores, dtype=np.float64) for s in sels])
     with warnings.catch_warnings():  # a gene without a score in every batch stays NaN
@@ -212,6 +209,57 @@ def select_by_batch(
         method, scores, higher_is_better=higher_is_better, n_features=n_features, ranking=comb.ranking,
         params=params, extra=extra,
     )
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """Which batches a method scores: ``codes`` (one per cell, into the sorted labels), ``scored``
+    [(label, rows)] of the batches with at least ``min_cells`` cells, ``left_out`` {label: reason}."""
+
+    codes: np.ndarray
+    scored: list
+    left_out: dict
+
+
+def plan_batches(batches, n_samples: int, *, method: str, min_cells: int = 2, why_min: str = "") -> BatchPlan:
+    """The batches a method scores and those it leaves out (smaller than ``min_cells``: logged, with the reason).
+
+    A ValueError lists the batch sizes when every batch is too small (:func:`select_by_batch`).
+    """
+    labels, codes = batch_codes(batches, n_samples)
+    scored, left_out = [], {}
+    for b, label in enumerate(labels):
+        label = plain_label(label)
+        rows = np.flatnonzero(codes == b)
+        if rows.size < min_cells:
+            reason = f"{rows.size} cells, fewer than {min_cells} ({why_min or 'the method minimum'})"
+            log.warning("%s: batch %r left out of the selection: %s", method, label, reason)
+            left_out[str(label)] = reason
+        else:
+            scored.append((label, rows))
+    if not scored:
+        sizes = {plain_label(label): int(np.sum(codes == b)) for b, label in enumerate(labels)}
+        msg = (
+            f"batches: every batch is too small for method {method!r} (each needs at least {min_cells} cells: "
+            f"{why_min or 'the method minimum'}); got batch sizes {sizes}"
+        )
+        raise ValueError(msg)
+    return BatchPlan(codes=codes, scored=scored, left_out=left_out)
+
+
+def within_batches(plan: BatchPlan, build) -> sp.csr_matrix:
+    """A graph over all cells with edges within the scored batches only, from one call ``build(keep, codes)``.
+
+    ``build`` gets the rows of the scored batches' cells (None when that is every cell: no copy of
+    X) and their batch codes, and returns the graph over those cells (e.g. :func:`glfs.similarity_graph`
+    with ``batches``: one shared PCA of those cells, the kNN search within each batch); the cells of the
+    batches left out have no edge.
+    """
+    n = plan.codes.shape[0]
+    keep = np.sort(np.concatenate([rows for _, rows in plan.scored]))
+    if keep.size == n:
+        return sp.csr_matrix(build(None, plan.codes))
+    return _block_graph([keep], [build(keep, plan.codes[keep])], n)
 
 
 def batch_columns(nbatches, intersection, median_rank) -> dict:
@@ -264,9 +312,15 @@ def min_batch_cells(info, graph_params: dict, params: dict) -> tuple[int, str]:
         k = params.get("n_neighbors", None if p is None else p.default)
     else:
         k = graph_params.get("n_neighbors")
-    if k is None:
+    return graph_min_cells(k)
+
+
+def graph_min_cells(n_neighbors) -> tuple[int, str]:
+    """(the smallest batch a kNN graph score can use, why): more cells than the neighbours, and at least 4."""
+    if n_neighbors is None:
         return 4, "a graph score needs 4 cells"
-    return max(int(k) + 1, 4), f"more cells than the graph's {int(k)} neighbours, and at least 4"
+    k = int(n_neighbors)
+    return max(k + 1, 4), f"more cells than the graph's {k} neighbours, and at least 4"
 
 
 def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None, counts=None,
@@ -276,30 +330,43 @@ def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None,
     X : (n_samples, n_features), in memory (dense or sparse), already checked by :func:`glfs.select`.
     The graph of a graph method: ``graph`` (a given, e.g. batch-corrected, graph) cut to each
     batch's cells (cells without an edge inside their batch are left out of that batch's score,
-    logged); else built within each batch, by the method itself (``info.own_graph``) or with
-    :func:`glfs.similarity_graph` and ``graph_params`` (full, defaults included).  ``counts``
-    (raw counts beside X, same shape) are cut to the batch too.  Returns :func:`select_by_batch`'s
-    Selection; ``params["graph"]`` says which graph was used.
+    logged); else built within the batches on a shared embedding: by the method itself when it
+    builds its own graph and takes ``batches`` (``graph_moran``), or by
+    :func:`glfs.similarity_graph` with ``graph_params`` (full, defaults included) and ``batches``
+    (one PCA of the scored batches' cells when it searches components, the kNN search within
+    each batch), cut to each batch.  An own-graph method without ``batches`` builds its graph on
+    each batch's cells.  ``counts`` (raw counts beside X, same shape) are cut to the batch too.
+    Returns :func:`select_by_batch`'s Selection; ``params["graph"]`` says which graph was used.
     """
+    import inspect
+
     from glfs.graph.similarity import similarity_graph
 
     graph_params = dict(graph_params or {})
     X = X.tocsr() if sp.issparse(X) and X.format != "csr" else X
     counts = counts.tocsr() if sp.issparse(counts) and counts.format != "csr" else counts
     given = None if graph is None else sp.csr_matrix(graph)
+    if info.own_graph and given is None and "batches" in inspect.signature(info.fn).parameters:
+        kw = dict(params) if counts is None else {**params, "counts": counts}
+        return info.fn(X, None, n_features=n_features, labels=None, random_state=random_state, batches=batches,
+                       batch_rule=rule, **kw)
     min_cells, why = min_batch_cells(info, graph_params, params)
+    plan = plan_batches(batches, X.shape[0], method=info.name, min_cells=min_cells, why_min=why)
+    if info.needs_graph and given is None and not info.own_graph:
+        shared = within_batches(plan, lambda keep, codes: similarity_graph(X if keep is None else X[keep],
+                                                                           batches=codes, **graph_params))
+    else:
+        shared = given
 
     def select_one(rows):
         W = None
-        if info.needs_graph and given is not None:
-            W = given[rows][:, rows]
+        if info.needs_graph and shared is not None:
+            W = shared[rows][:, rows]
             linked = np.asarray((W != 0).sum(axis=1)).ravel() > 0
             if not linked.all():
                 log.warning("%s: %d cells of the batch have no edge inside it in the given graph; left out of its score",
                             info.name, int(np.sum(~linked)))
                 rows, W = rows[linked], W[linked][:, linked]
-        elif info.needs_graph and not info.own_graph:
-            W = similarity_graph(X[rows], **graph_params)
         kw = dict(params)
         if counts is not None:
             kw["counts"] = counts[rows]
@@ -312,5 +379,4 @@ def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None,
 
     how = "none" if not info.needs_graph else ("given, cut to each batch" if given is not None else "built within each batch")
     return select_by_batch(select_one, batches, method=info.name, n_features=n_features,
-                           higher_is_better=info.higher_is_better, min_cells=min_cells, why_min=why, rule=rule,
-                           params={"graph": how})
+                           higher_is_better=info.higher_is_better, rule=rule, params={"graph": how}, plan=plan)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from glfs.core.result import Selection, make_selection
+from glfs.core.result import Selection, make_selection, ranking_from_scores
 from glfs.core._validation import ConstantFeatureWarning, check_graph, check_int, check_X, warn_constant
 from glfs.core.cluster import as_current
 from glfs.graph.similarity import similarity_graph
@@ -239,20 +239,24 @@ CELL_GRAPH_PCS = 50
 GRAPH_GENES = 2000
 
 
-def cell_graph(X, genes=None, *, n_neighbors: int = CELL_GRAPH_NEIGHBORS, n_pcs: int = CELL_GRAPH_PCS, random_state=0):
+def cell_graph(X, genes=None, *, n_neighbors: int = CELL_GRAPH_NEIGHBORS, n_pcs: int = CELL_GRAPH_PCS, random_state=0,
+               batches=None):
     """Binary symmetric kNN graph of the cells on the principal components of ``X[:, genes]``.
 
     X : (n_samples, n_features) log-normalised expression, dense or sparse.  The search is
     :func:`glfs.similarity_graph`'s (exact below 30,000 cells, faiss' IVF index above when
     installed), on min(n_pcs, n_genes - 1) components; W_ij = 1 when i is among the
-    ``n_neighbors`` nearest of j or j of i (scanpy's graph with unit weights).
+    ``n_neighbors`` nearest of j or j of i (scanpy's graph with unit weights).  ``genes`` are
+    taken in gene order (the components do not depend on the order).  ``batches``: the
+    neighbours are searched within each batch, on the components of all cells
+    (:func:`glfs.similarity_graph`'s ``batches``).
     """
-    Xg = X if genes is None else X[:, np.asarray(genes)]
+    Xg = X if genes is None else X[:, np.sort(np.asarray(genes))]
     n, g = Xg.shape
     pcs = min(int(n_pcs), g - 1, n - 1)
     return similarity_graph(
         Xg, n_neighbors=min(int(n_neighbors), n - 1), kernel="binary", n_pcs=pcs if pcs >= 2 else None,
-        method="auto", random_state=random_state,
+        method="auto", random_state=random_state, batches=batches,
     )
 
 
@@ -262,7 +266,7 @@ GRAPH_FROM = ("self", "all_genes")
 def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, counts=None,
                        graph_from: str = "self", graph_genes: int = GRAPH_GENES,
                        n_neighbors: int = CELL_GRAPH_NEIGHBORS, n_pcs: int = CELL_GRAPH_PCS,
-                       residuals: bool = False) -> Selection:
+                       residuals: bool = False, batches=None, batch_rule: str = "nbatches") -> Selection:
     """Graph-based single-cell selection: Moran's I of every gene on a kNN graph of the cells.
 
     X : (n_samples, n_features) log-normalised expression (cells x genes), dense or sparse.
@@ -274,6 +278,12 @@ def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, co
         ``graph_from="all_genes"`` stops after the first graph.
     residuals : score the Pearson residuals of ``counts`` (theta 100) instead of X
         (:func:`pearson_residual_autocorrelation`; needs ``counts``).
+    batches : one batch label per cell (scanpy's ``batch_key``), with W None: each graph is
+        one PCA of all cells and the kNN search within each batch (:func:`cell_graph`); every
+        gene is scored within each batch on its part of the graph, the batches combined by
+        rank (``batch_rule``, :func:`glfs.scores.batches.select_by_batch`), and the refined
+        graph is built on the combined top ``graph_genes`` (docs/methods.md, "Batch-aware
+        selection").  ``glfs.select(..., batches=)`` calls this.
     Scores: Moran's I (higher = more structure); ``extra`` holds the z-scores of the
     randomisation null.  docs/methods.md, "The graph-based single-cell selection", gives the
     simulation evidence for each choice.  Cost: two PCA + kNN graphs and two sparse products
@@ -287,6 +297,10 @@ def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, co
         msg = "residuals=True scores the Pearson residuals of raw counts: pass counts=... (glfs.tl.select reads them from adata.layers[counts_layer])"
         raise ValueError(msg)
     n, d = X.shape
+    if batches is not None and W is None:
+        return _graph_moran_batches(X, counts, batches, n_features=n_features, rule=batch_rule, graph_from=graph_from,
+                                    graph_genes=graph_genes, n_neighbors=n_neighbors, n_pcs=n_pcs,
+                                    residuals=residuals, random_state=random_state)
 
     def score(Wg):
         if residuals:
@@ -302,17 +316,72 @@ def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, co
             with warnings.catch_warnings():  # the constant genes are reported once, by the final pass
                 warnings.simplefilter("ignore", ConstantFeatureWarning)
                 first = score(W).moran_i
-            top = np.argsort(np.where(np.isnan(first), -np.inf, -first), kind="stable")[:graph_genes]
+            top = ranking_from_scores(first, higher_is_better=True)[:graph_genes]  # constant genes (NaN) last
             log.info("graph_moran: refining the graph on the top %d genes of the first pass", graph_genes)
             W = cell_graph(X, top, n_neighbors=n_neighbors, n_pcs=n_pcs, random_state=random_state)
             built = "self"
     res = score(W)
-    params = {"graph_built": built, "residuals": bool(residuals)}
-    if built != "given":  # the settings of the graph it built (a given graph's are not its own)
-        params.update(n_neighbors=int(n_neighbors), n_pcs=int(n_pcs))
-    if built == "self":
-        params["graph_genes"] = int(graph_genes)
+    params = _graph_params(built, residuals, n_neighbors, n_pcs, graph_genes)
     return make_selection(
         "graph_moran", res.moran_i, higher_is_better=True, n_features=n_features, params=params,
         extra={"z": res.z, "graph": W},
     )
+
+
+def _graph_params(built, residuals, n_neighbors, n_pcs, graph_genes) -> dict:
+    """``params`` of graph_moran: which graph, and the settings of a graph it built (a given graph's are not its own)."""
+    params = {"graph_built": built, "residuals": bool(residuals)}
+    if built != "given":
+        params.update(n_neighbors=int(n_neighbors), n_pcs=int(n_pcs))
+    if built == "self":
+        params["graph_genes"] = int(graph_genes)
+    return params
+
+
+def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, graph_genes, n_neighbors, n_pcs,
+                         residuals, random_state) -> Selection:
+    """graph_moran within batches on graphs of a shared embedding (:func:`select_graph_moran`, ``batches``).
+
+    The batches too small for the graph are left out first (:func:`glfs.scores.batches.graph_min_cells`),
+    so their cells take no part in the PCA either; with one batch the result is the plain one exactly.
+    """
+    from glfs.scores.batches import combine_batch_ranks, graph_min_cells, plan_batches, select_by_batch, within_batches
+
+    min_cells, why = graph_min_cells(n_neighbors)
+    plan = plan_batches(batches, X.shape[0], method="graph_moran", min_cells=min_cells, why_min=why)
+    d = X.shape[1]
+
+    def graph(genes):
+        return within_batches(plan, lambda keep, codes: cell_graph(
+            X if keep is None else X[keep], genes, n_neighbors=n_neighbors, n_pcs=n_pcs, random_state=random_state,
+            batches=codes))
+
+    def score(Wg, rows):
+        Wb = Wg[rows][:, rows]
+        if residuals:
+            return pearson_residual_autocorrelation(counts[rows], Wb), Wb
+        return graph_autocorrelation(X[rows], Wb), Wb
+
+    log.info("graph_moran: building the cell graph within %d batches (%d-NN on %d PCs of all %d cells and genes)",
+             len(plan.scored), n_neighbors, n_pcs, d)
+    W, built = graph(None), "all_genes"
+    if graph_from == "self" and d > graph_genes:
+        with warnings.catch_warnings():  # the constant genes are reported once, by the final pass
+            warnings.simplefilter("ignore", ConstantFeatureWarning)
+            first = [score(W, rows)[0].moran_i for _, rows in plan.scored]
+        rankings = [ranking_from_scores(f, higher_is_better=True) for f in first]
+        tops = [np.isin(np.arange(d), r[:graph_genes]) & ~np.isnan(f) for r, f in zip(rankings, first)]
+        top = combine_batch_ranks(rankings, tops, rule=rule).ranking[:graph_genes]
+        log.info("graph_moran: refining the graph on the top %d genes of the first pass, combined over the batches",
+                 graph_genes)
+        W, built = graph(top), "self"
+
+    def one(rows):
+        res, Wb = score(W, rows)
+        sel = make_selection("graph_moran", res.moran_i, higher_is_better=True, n_features=n_features,
+                             params=_graph_params(built, residuals, n_neighbors, n_pcs, graph_genes), extra={"z": res.z})
+        return sel, Wb, rows
+
+    return select_by_batch(one, batches, plan=plan, method="graph_moran", n_features=n_features, higher_is_better=True,
+                           rule=rule, params={"graph": "built within each batch",
+                                              "batch_graph": "one PCA of all cells, kNN within each batch"})
