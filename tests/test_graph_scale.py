@@ -429,3 +429,25 @@ def test_pynndescent_distances_are_recomputed_in_blocks():
     assert peak < one_temporary, (peak / 2**20, one_temporary / 2**20)
     np.testing.assert_allclose(d, np.linalg.norm(Z[rows] - Z[cols], axis=1), rtol=1e-12)
     assert np.all(np.bincount(rows, minlength=n) == k)
+
+
+@pytest.mark.parametrize("value", [0.0, 2.5])
+def test_constant_sparse_x_has_zero_components_as_dense(value):
+    """Every gene constant: the centred X is zero.  ARPACK refused it when sparse ("Starting vector is zero", seen
+    on graph_moran's refined graph of simulated cells, issue 28); its scores are 0, as the dense path gives."""
+    Xd = np.full((60, 40), value)
+    Zs, Zd = nb._pca(sp.csr_matrix(Xd), 5, 0), nb._pca(Xd, 5, 0, float32=True)
+    assert Zs.shape == Zd.shape == (60, 5)
+    assert np.abs(Zs).max() == 0 and np.abs(Zd).max() < 1e-6
+    V, shift = nb._fit_components(sp.csr_matrix(Xd), 5, 0)  # the out-of-core fit
+    assert V.shape == (40, 5) and np.abs(V).max() == 0 == np.abs(shift).max()
+    W = glfs.similarity_graph(sp.csr_matrix(Xd), n_neighbors=5, kernel="binary", n_pcs=5)
+    assert W.shape == (60, 60) and (np.diff(sp.csr_matrix(W).indptr) >= 5).all()
+
+
+def test_all_constant_counts_a_sparse_columns_implicit_zeros():
+    X = np.full((6, 3), 2.5)
+    assert nb._all_constant(sp.csr_matrix(X)) and nb._all_constant(X)
+    X[4, 1] = 0.0  # one implicit zero in a column of 2.5: not constant
+    assert not nb._all_constant(sp.csr_matrix(X)) and not nb._all_constant(X)
+    assert not nb._all_constant(sp.csr_matrix(np.eye(4)))

@@ -488,6 +488,8 @@ def _pca(X, n_pcs, random_state, float32=False):
     if sp.issparse(X):
         if n_pcs >= min(n, d) - 1:  # ARPACK needs k < min(n, d)
             return X.toarray()
+        if _all_constant(X):  # the centred X is zero: ARPACK fails ("starting vector is zero"); its PCs are 0
+            return np.zeros((n, int(n_pcs)))
         return PCA(n_components=int(n_pcs), svd_solver="arpack", random_state=random_state).fit_transform(X)
     if float32:
         X = X.astype(np.float32, copy=False)  # sklearn's PCA centres a copy: X is not written to
@@ -510,11 +512,20 @@ def _fit_sample(n: int, n_pcs, random_state, max_fit_samples: int | None = None)
     return np.arange(n) if m == n else np.sort(np.random.default_rng(random_state).choice(n, m, replace=False))
 
 
+def _all_constant(X) -> bool:
+    """Whether every column of X is constant (a sparse X's implicit zeros counted), O(nnz)."""
+    if sp.issparse(X):
+        return bool(np.array_equal(X.max(axis=0).toarray(), X.min(axis=0).toarray()))
+    return bool((np.ptp(np.asarray(X), axis=0) == 0).all())
+
+
 def _fit_components(S, n_pcs, random_state):
     """(V, shift): components (d, n_pcs) float32 fitted on the rows S (ARPACK, implicitly centred
     if sparse) and the projected mean, so that the scores of any x are x V - shift."""
     from sklearn.decomposition import PCA
 
+    if _all_constant(S):  # as _pca: every score is 0
+        return np.zeros((S.shape[1], int(n_pcs)), dtype=np.float32), np.zeros(int(n_pcs), dtype=np.float32)
     pca = PCA(n_components=int(n_pcs), svd_solver="arpack", random_state=random_state).fit(S)
     return pca.components_.T.astype(np.float32), (pca.mean_ @ pca.components_.T).astype(np.float32)
 
