@@ -46,3 +46,19 @@ def test_cell_ranger_binning_failure_is_explained(in_child):
     assert out[0] == "error" and out[1] == "ValueError", out
     assert out[2].startswith("hvg_cell_ranger: scanpy's 'cell_ranger' flavour cuts the 30 genes into bins"), out
     assert "n_bins" in out[2], out
+
+
+def _cell_ranger_with_zero_genes(d, n_zero):
+    X = np.log1p(_counts(d))
+    X[:, :n_zero] = 0.0  # genes never seen in these cells (3,930 of 20,670 in a simulated bladder counterpart)
+    return glfs.select(X, method="hvg_cell_ranger", n_features=2).indices
+
+
+def test_cell_ranger_names_the_genes_that_are_zero_in_every_cell(in_child):
+    """cell_ranger's bins are fixed percentiles of the means (scanpy ignores n_bins there): with a fifth of the genes
+    at one mean the lowest edges coincide.  The message said 'pass fewer bins (n_bins)', which cannot help."""
+    out = in_child(_cell_ranger_with_zero_genes, 100, 20)
+    assert out[0] == "error" and out[1] == "ValueError", out
+    assert "20 of the 100 genes (20%) are zero in every cell" in out[2], out
+    assert "sc.pp.filter_genes(adata, min_cells=1)" in out[2] and "pass fewer bins" not in out[2], out
+    assert in_child(_cell_ranger_with_zero_genes, 100, 5)[0] == "ok"  # a twentieth: the edges stay distinct

@@ -127,6 +127,25 @@ def _quiet():
         yield
 
 
+def _binning_message(method, flavor, X, params, exc) -> str:
+    """Why scanpy's binning of the genes by mean failed, and the way out (cell_ranger's bins are fixed percentiles:
+    scanpy ignores n_bins there; genes that are zero in every cell all get the mean 1e-12)."""
+    d = X.shape[1]
+    head = f"{method}: scanpy's {flavor!r} flavour cuts the {d} genes into bins by their mean expression "
+    failed = f"that failed ({type(exc).__name__}: {exc})."
+    if flavor != "cell_ranger":
+        return (f"{head}(n_bins={params.get('n_bins', 20)}) and normalises each gene's dispersion within its bin; {failed} "
+                "It needs many genes with distinct means; pass fewer bins (n_bins) or more genes, or use deviance or "
+                "hvg_pearson_residuals")
+    zero = int((np.asarray((X != 0).sum(axis=0)).ravel() == 0).sum())
+    why = (f"{zero} of the {d} genes ({zero / d:.0%}) are zero in every cell and share one mean (scanpy's 1e-12), so the "
+           "lowest percentiles coincide: drop them first (sc.pp.filter_genes(adata, min_cells=1))"
+           if zero > 0.1 * d else "it needs many genes with distinct means")
+    return (f"{head}(the 10th, 15th, ..., 100th percentiles of the means; fixed, n_bins does not apply) and normalises "
+            f"each gene's dispersion within its bin; {failed} {why[0].upper() + why[1:]}, or use hvg_seurat, deviance or "
+            "hvg_pearson_residuals")
+
+
 def _dispersion_flavor(method, flavor, X, n_features, params, batches=None) -> Selection:
     sc, _ = _scanpy()
     d = X.shape[1]
@@ -135,13 +154,7 @@ def _dispersion_flavor(method, flavor, X, n_features, params, batches=None) -> S
             df = sc.pp.highly_variable_genes(_adata(X, batches), flavor=flavor, n_top_genes=int(n_features),
                                              inplace=False, **_batch_kw(batches), **params)
     except (ValueError, IndexError) as exc:  # scanpy's binning of the genes by mean, in its own words
-        msg = (
-            f"{method}: scanpy's {flavor!r} flavour cuts the {d} genes into bins by their mean expression "
-            f"(n_bins={params.get('n_bins', 20)}) and normalises each gene's dispersion within its bin; that failed "
-            f"({type(exc).__name__}: {exc}). It needs many genes with distinct means (cell_ranger: distinct 10th-100th "
-            "percentiles of the means); pass fewer bins (n_bins) or more genes, or use deviance or hvg_pearson_residuals"
-        )
-        raise ValueError(msg) from None
+        raise ValueError(_binning_message(method, flavor, X, params, exc)) from None
     df = _frame(df, d)
     score = df["dispersions_norm"].to_numpy(dtype=np.float64)
     selected = df["highly_variable"].to_numpy(dtype=bool)
