@@ -27,7 +27,10 @@ def main(smk):
             warnings.simplefilter("ignore", FutureWarning)
             # no graph check here (graph.n_neighbors is not a param of this rule, so changing
             # a graph setting does not re-run it): build_graph checks k < n_samples
-            adata = prepare_dataset(name, smk.params.dataset, paths, provenance=prov)
+            adata = prepare_dataset(
+                name, smk.params.dataset, paths, provenance=prov,
+                max_expanded_gb=smk.params.max_expanded_gb, mem_mb=smk.resources.mem_mb,
+            )
         write_h5ad_atomic(adata, smk.output.h5ad)  # a full disk: one DiskFullError line, no traceback
     except Exception as exc:
         # every message says something: a MemoryError (or any error) without text names its type

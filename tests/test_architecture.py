@@ -26,7 +26,7 @@ LAYERS = {
         3: ["simulation.simulate"],
         4: ["tl", "sklearn", "anndata_writers", "__init__"],
     },
-    "glfs_workflow": {5: ["errors", "readers", "preprocessing", "files", "logs", "which", "findings", "figures", "report_tables",
+    "glfs_workflow": {5: ["errors", "memory", "readers", "preprocessing", "files", "logs", "which", "findings", "figures", "report_tables",
                           "sections", "render", "record", "fetch", "datasets", "vendored", "tables", "evaluation", "report_inputs", "report", "__init__"]},
 }
 LAYER = {(pkg, m): lay for pkg, layers in LAYERS.items() for lay, mods in layers.items() for m in mods}

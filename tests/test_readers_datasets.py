@@ -545,7 +545,7 @@ def test_scripts_report_a_full_disk_in_one_line(tmp_path, monkeypatch, restore_l
     smk = NS(
         wildcards=NS(dataset="d"), input=NS(provenance=str(tmp_path / "prov.json")),
         output=NS(h5ad=str(tmp_path / "out/prepared.h5ad")), log=[str(tmp_path / "prep.log")],
-        params=NS(dataset={"expression": str(tmp_path / "m.tsv")}),
+        params=NS(dataset={"expression": str(tmp_path / "m.tsv")}, max_expanded_gb=10), resources=NS(mem_mb=4000),
     )
     with pytest.raises(SystemExit) as e:
         mod["main"](smk)

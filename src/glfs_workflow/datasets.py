@@ -217,6 +217,7 @@ def _plain(x):
 
 def prepare_dataset(
     name: str, cfg: dict, paths: dict, *, provenance: dict | None = None,
+    max_expanded_gb: float | None = None, mem_mb: float | None = None,
 ):
     """Read, label, preprocess and check one dataset; return an AnnData.
 
@@ -226,6 +227,10 @@ def prepare_dataset(
     cfg : the dataset's config entry (see workflow/schemas/config.schema.yaml).
     paths : role -> local path (``expression``, optional ``labels``, extra files).
     provenance : fetched-file records, stored in ``uns['dataset']['files']``.
+    max_expanded_gb : config ``fetch.max_expanded_gb``, the largest size a gzip'd text matrix may expand to
+        (None: the reader's default, ``glfs_workflow.readers.MAX_EXPANDED_BYTES``).
+    mem_mb : the job's ``resources: mem_mb``; a text matrix whose parsing would take more is refused
+        before it is parsed (None: the machine's available memory; ``glfs_workflow.memory``).
 
     Returns
     -------
@@ -241,7 +246,8 @@ def prepare_dataset(
 
     fmt = cfg.get("format", "auto") or "auto"
     expr = Path(paths["expression"])
-    m = _read_dataset(name, fmt, expr, cfg, paths)
+    limits = {"max_expanded_bytes": None if max_expanded_gb is None else int(float(max_expanded_gb) * 2**30), "mem_mb": mem_mb}
+    m = _read_dataset(name, fmt, expr, cfg, paths, limits)
     m, labelled, label_report, notes = _label_dataset(name, fmt, expr, m, cfg, paths)
     m = _batch_column(name, fmt, expr, m, cfg)
     n, d = m.X.shape
@@ -311,8 +317,18 @@ def _check_dense_step(expr: Path, X, method: str) -> None:
         raise DataError(msg)
 
 
-def _read_dataset(name: str, fmt: str, expr: Path, cfg: dict, paths: dict) -> Matrix:
-    """Read the expression matrix with the reader ``fmt`` names (a vendored reader or :func:`read_matrix`)."""
+#: How to raise the reader's limits, named in its messages.
+LIMIT_KEYS = {
+    "expanded": "fetch.max_expanded_gb",
+    "memory": "resources.prepare.mem_mb in the config, or --set-resources prepare_dataset:mem_mb=N, on a machine that has it",
+}
+
+
+def _read_dataset(name: str, fmt: str, expr: Path, cfg: dict, paths: dict, limits: dict | None = None) -> Matrix:
+    """Read the expression matrix with the reader ``fmt`` names (a vendored reader or :func:`read_matrix`).
+
+    ``limits``: ``max_expanded_bytes`` and ``mem_mb`` for :func:`read_matrix` (a text matrix).
+    """
     if fmt == "golub":
         if "independent" not in paths:
             msg = f"datasets.{name}.extra_files.independent is required for format 'golub'"
@@ -326,7 +342,10 @@ def _read_dataset(name: str, fmt: str, expr: Path, cfg: dict, paths: dict) -> Ma
         return read_stategra(expr, paths["sample_map"])
     if fmt == "clanc840":
         return read_clanc840(expr)
-    return read_matrix(expr, fmt=fmt, orientation=cfg.get("orientation", "genes_by_samples"), layer=cfg.get("layer"))
+    return read_matrix(
+        expr, fmt=fmt, orientation=cfg.get("orientation", "genes_by_samples"), layer=cfg.get("layer"),
+        **(limits or {}), keys=LIMIT_KEYS,
+    )
 
 
 def _label_dataset(name: str, fmt: str, expr: Path, m: Matrix, cfg: dict, paths: dict):

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DataError
+from .memory import ParseBudget, job_memory_bytes
 
 log = logging.getLogger(__name__)
 
@@ -105,21 +106,28 @@ def _refuse_other_formats(path: Path, head: bytes) -> None:
             raise DataError(msg)
 
 
-def _read_gzip(path: Path, limit: int) -> bytes:
-    """The expanded content of a gzip file; DataError above ``limit`` bytes (read in chunks, stopped there)."""
+def _read_gzip(path: Path, limit: int, budget: ParseBudget | None = None, key: str = "max_expanded_bytes") -> bytes:
+    """The expanded content of a gzip file; DataError above ``limit`` bytes (read in chunks, stopped there).
+
+    With a ``budget`` (a text matrix) reading also stops at the most text its memory can parse.
+    """
+    cap = budget.cap() if budget is not None else None
+    stop = limit if cap is None else min(limit, cap)
     chunks, size = [], 0
     with gzip.open(path, "rb") as fh:
         while True:
-            block = fh.read(min(1 << 24, limit + 1 - size))
+            block = fh.read(min(1 << 24, stop + 1 - size))
             if not block:
                 break
             chunks.append(block)
             size += len(block)
+            if size > stop and stop < limit:
+                raise DataError(budget.refusal(path, stop, stopped=True))
             if size > limit:
                 msg = (
                     f"{path}: gzip-compressed text expands to more than {limit} bytes (the limit, "
-                    "max_expanded_bytes); stopped there. "
-                    f"The file has {path.stat().st_size} bytes compressed; if it really is this large, raise the limit "
+                    f"{key}); stopped there. "
+                    f"The file has {path.stat().st_size} bytes compressed; if it really is this large, raise {key} "
                     "or store the matrix as .h5ad"
                 )
                 raise DataError(msg)
@@ -127,13 +135,16 @@ def _read_gzip(path: Path, limit: int) -> bytes:
 
 
 @_names_errors
-def _read_text(path: Path, max_expanded_bytes: int | None = None) -> str:
+def _read_text(path: Path, max_expanded_bytes: int | None = None, budget: ParseBudget | None = None,
+               key: str = "max_expanded_bytes") -> str:
     """The text of a UTF-8 file, plain or gzip-compressed, without a leading byte-order mark.
 
     A gzip file may expand to at most ``max_expanded_bytes`` (default
     :data:`MAX_EXPANDED_BYTES`).  UTF-16/32 text and bz2, xz, zstd or zip
     files are recognised by their first bytes and refused with a message
-    saying what the file is and how to convert it.
+    saying what the file is and how to convert it.  With a ``budget`` (a text
+    matrix) a file whose parsing would take more memory than there is is
+    refused before it is decoded or parsed (:mod:`glfs_workflow.memory`).
     """
     path = Path(path)
     limit = MAX_EXPANDED_BYTES if max_expanded_bytes is None else int(max_expanded_bytes)
@@ -142,14 +153,22 @@ def _read_text(path: Path, max_expanded_bytes: int | None = None) -> str:
     gz = head[:2] == b"\x1f\x8b" or path.suffix == ".gz"
     if not gz:
         _refuse_other_formats(path, head)
+        cap = budget.cap() if budget is not None else None
+        if cap is not None and path.stat().st_size > cap:
+            raise DataError(budget.refusal(path, path.stat().st_size))
     try:
-        data = _read_gzip(path, limit) if gz else path.read_bytes()
+        data = _read_gzip(path, limit, budget, key) if gz else path.read_bytes()
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         _refuse_other_formats(path, head)  # e.g. a bz2 file named .gz
         msg = f"{path}: truncated or corrupt gzip file ({type(exc).__name__}: {exc})"
         raise DataError(msg) from None
     if gz:
         _refuse_other_formats(path, data[:4096])  # UTF-16 text inside the gzip
+    if budget is not None:
+        try:
+            budget.check(path, data)
+        except ValueError as exc:
+            raise DataError(str(exc)) from None
     try:
         return data.decode("utf-8-sig")  # "-sig": a UTF-8 byte-order mark is dropped, not kept in the first id
     except UnicodeDecodeError as exc:
@@ -235,9 +254,14 @@ def _to_float(values: pd.DataFrame, path: Path, row_ids, col_ids, row_kind: str,
     raw = values.to_numpy(dtype=object)
     flat = pd.Series(raw.ravel())
     num = pd.to_numeric(flat, errors="coerce").to_numpy(dtype=np.float64)
-    low = flat.str.strip().str.lower()
-    is_na = low.isin(_NA_STRINGS).to_numpy() | flat.isna().to_numpy()
-    bad = np.isnan(num) & ~is_na & ~low.isin({"nan", "-nan"}).to_numpy()
+    # only the cells that did not read as numbers are looked at as text (a lower-cased copy of
+    # every cell was most of the parse's peak memory: benchmarks/results/text_parse_memory.md)
+    at = np.flatnonzero(np.isnan(num))
+    sub = flat.iloc[at]
+    low = sub.str.strip().str.lower()
+    is_na = low.isin(_NA_STRINGS).to_numpy() | sub.isna().to_numpy()
+    bad = np.zeros(num.size, dtype=bool)
+    bad[at[~is_na & ~low.isin({"nan", "-nan"}).to_numpy()]] = True
     shape = raw.shape
     if bad.any():
         i, j = np.unravel_index(int(np.flatnonzero(bad)[0]), shape)
@@ -338,7 +362,7 @@ class Matrix:
 @_names_errors
 def read_matrix(
     path, *, fmt: str = "auto", orientation: str = "genes_by_samples", layer: str | None = None,
-    max_expanded_bytes: int | None = None,
+    max_expanded_bytes: int | None = None, mem_mb: float | None = None, keys: dict | None = None,
 ) -> Matrix:
     """Read a generic expression matrix (.tsv/.txt/.csv[.gz], .gct, .h5ad).
 
@@ -346,7 +370,12 @@ def read_matrix(
     (e.g. ``"counts"``, where scanpy users keep raw counts).
 
     ``max_expanded_bytes``: the largest size a gzip-compressed text file may
-    expand to (default :data:`MAX_EXPANDED_BYTES`, 10 GB).  A UTF-8
+    expand to (default :data:`MAX_EXPANDED_BYTES`, 10 GB).  A text matrix
+    whose parsing would take more memory than ``mem_mb`` (MB; None: the
+    machine's available memory) less what the process holds is refused
+    before pandas parses it (:mod:`glfs_workflow.memory`).  ``keys`` name in
+    the messages how to raise either limit (``{"expanded": ..., "memory": ...}``,
+    e.g. config keys; default the arguments' names).  A UTF-8
     byte-order mark is dropped; UTF-16 text and bz2/xz/zip files are refused
     with a message that says so.  A ``.gct`` must start with ``#1.2`` and a
     dimension line that agrees with its body.
@@ -369,7 +398,9 @@ def read_matrix(
         raise DataError(msg)
     sep = "," if fmt == "csv" else "\t"
     skip = 2 if fmt == "gct" else 0
-    text = _read_text(path, max_expanded_bytes)
+    keys = {"expanded": "max_expanded_bytes", "memory": "mem_mb", **(keys or {})}
+    budget = ParseBudget(*job_memory_bytes(mem_mb), keys["memory"], sep)
+    text = _read_text(path, max_expanded_bytes, budget, keys["expanded"])
     gct_dims = _gct_head(path, text) if fmt == "gct" and text.strip() else None
     df = _read_raw_table(path, sep, skiprows=skip, text=text)
     del text

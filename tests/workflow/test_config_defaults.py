@@ -240,9 +240,10 @@ def test_config_graph_and_params_reach_the_classifier_and_the_graph(tmp_path):
     assert sel and all(j["params"]["method_params"] == glfs_params for j in sel)
     # the schema's defaults fill what the test config leaves out
     assert classify["params"]["random_floor"] == {"n_draws": 10, "classification_draws": 21}
-    # the preparation does not depend on the graph
+    # the preparation does not depend on the graph; fetch.max_expanded_gb reaches its reader (issue 30 item 8)
     prep = [j for j in jobs if j["rule"] == "prepare_dataset"]
-    assert prep and all(set(j["params"]) == {"dataset"} for j in prep)
+    assert prep and all(set(j["params"]) == {"dataset", "max_expanded_gb"} for j in prep)
+    assert all(j["params"]["max_expanded_gb"] == 10 for j in prep)
 
 
 @pytest.mark.workflow

@@ -26,7 +26,7 @@ def test_prepare_script_error_with_an_empty_message_says_what_happened(tmp_path,
 
     monkeypatch.setattr(fetch, "check_provenance", lambda p, path: {})
     smk = NS(
-        wildcards=NS(dataset="d"), params=NS(dataset={}), input=NS(provenance=str(prov)),
+        wildcards=NS(dataset="d"), params=NS(dataset={}, max_expanded_gb=10), resources=NS(mem_mb=1000), input=NS(provenance=str(prov)),
         output=NS(h5ad=str(tmp_path / "prepared.h5ad")), log=[str(tmp_path / "p.log")],
     )
     with pytest.raises(SystemExit):

@@ -20,5 +20,6 @@ rule prepare_dataset:
         runtime=get_runtime("prepare"),
     params:
         dataset=dataset_params,
+        max_expanded_gb=config["fetch"]["max_expanded_gb"],
     script:
         "../../scripts/prepare_dataset.py"

@@ -1,0 +1,115 @@
+"""What parsing a text matrix costs in memory, and the memory a job has (issue 30, item 8).
+
+A text matrix is parsed by pandas into a table of strings before its values
+become float64; the peak is many times the text's size.  Measured with
+``benchmarks/text_parse_memory.py`` (``read_matrix`` on gzip'd tab-separated
+matrices in a fresh process each; peak RSS less the RSS after the imports;
+benchmarks/results/text_parse_memory.md): 1,071 MB for 68 MB of log-expression
+text with 4 decimals (9.6 million values, 16.5 bytes per byte of text) and
+1,585 MB for 67 MB of single-cell counts (33.5 million values, mostly ``0``;
+24.7 per byte).  The two fit ``13 bytes per byte of text + 22 per value``
+(:data:`PARSE_BYTES_PER_TEXT_BYTE`, :data:`PARSE_BYTES_PER_VALUE`, rounded up),
+which :func:`parse_estimate` uses to refuse a matrix before pandas sees it.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: Peak bytes of parsing a text matrix per byte of its (expanded) text, and per value (module docstring).
+PARSE_BYTES_PER_TEXT_BYTE = 13
+PARSE_BYTES_PER_VALUE = 22
+
+_GB = 2**30
+
+
+def available_memory_bytes() -> int | None:
+    """The machine's available memory (``MemAvailable`` of /proc/meminfo), or None where it is not known."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def rss_bytes() -> int:
+    """This process's resident memory (``VmRSS``), 0 where it is not known."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def job_memory_bytes(mem_mb=None) -> tuple[int | None, str]:
+    """(bytes the reading may use, where that figure comes from).
+
+    ``mem_mb`` (a job's ``resources: mem_mb``): that much less what the
+    process already holds; None: the machine's available memory.
+    """
+    if mem_mb is not None:
+        return max(0, int(float(mem_mb) * 2**20) - rss_bytes()), f"the job's memory (mem_mb = {float(mem_mb):g}, less the {rss_bytes() / _GB:.2f} GB the process holds)"
+    return available_memory_bytes(), "the machine's available memory (MemAvailable)"
+
+
+def parse_estimate(text_bytes: int, n_values: int) -> int:
+    """Peak bytes of parsing a text matrix of ``text_bytes`` bytes holding ``n_values`` values."""
+    return PARSE_BYTES_PER_TEXT_BYTE * int(text_bytes) + PARSE_BYTES_PER_VALUE * int(n_values)
+
+
+def text_cap(memory_bytes: int | None) -> int | None:
+    """The most text that can be parsed in ``memory_bytes`` (whatever its values); None = no cap."""
+    return None if memory_bytes is None else memory_bytes // PARSE_BYTES_PER_TEXT_BYTE
+
+
+def count_values(data: bytes, sep: bytes) -> int:
+    """Values of a text table (separators + line ends, an upper bound of its cells), counted in its bytes."""
+    return data.count(sep) + data.count(b"\n") + 1
+
+
+class ParseBudget:
+    """The memory a text matrix may take while it is parsed, and the refusal when it would take more.
+
+    Parameters
+    ----------
+    memory_bytes, memory_from : what :func:`job_memory_bytes` gives (None bytes: no memory check).
+    memory_key : how to give the reading more memory (named in the refusal), e.g. a config key.
+    sep : the table's separator (to count its values).
+    """
+
+    def __init__(self, memory_bytes: int | None, memory_from: str, memory_key: str, sep: str):
+        self.memory_bytes, self.memory_from, self.memory_key, self.sep = memory_bytes, memory_from, memory_key, sep.encode()
+
+    def cap(self) -> int | None:
+        """Most bytes of text that may be read (held before parsing)."""
+        return text_cap(self.memory_bytes)
+
+    def refusal(self, path, text_bytes: int, n_values: int | None = None, *, stopped: bool = False) -> str:
+        """The message: the estimate, the memory there is, where it comes from and the ways out."""
+        size = f"more than {text_bytes} bytes of text (stopped there)" if stopped else f"{text_bytes} bytes of text"
+        need = parse_estimate(text_bytes, n_values or 0)
+        values = f", {n_values} values" if n_values is not None else ""
+        return (
+            f"{path}: reading this text matrix ({size}{values}) would take at least {need / _GB:.2f} GB of memory "
+            f"while it is parsed ({PARSE_BYTES_PER_TEXT_BYTE} bytes per byte of text + {PARSE_BYTES_PER_VALUE} per value, "
+            f"measured: docs/data.md), more than the {self.memory_bytes / _GB:.2f} GB of {self.memory_from}; refused before "
+            f"parsing. Give the job more memory ({self.memory_key}), or convert the matrix to .h5ad (read without parsing "
+            "text: anndata.AnnData(X).write_h5ad)"
+        )
+
+    def check(self, path, data: bytes) -> None:
+        """ValueError when parsing ``data`` (a table's bytes) would take more than the memory there is."""
+        if self.memory_bytes is None:
+            return
+        n_values = count_values(data, self.sep)
+        if parse_estimate(len(data), n_values) > self.memory_bytes:
+            raise ValueError(self.refusal(path, len(data), n_values))
