@@ -336,17 +336,9 @@ def _knn_approx(Z, n_neighbors: int, random_state):
     _check_n_neighbors(n_neighbors, n)
     k_search = int(min(n, max(20, 2 * (n_neighbors + 1))))
     Z32 = np.ascontiguousarray(Z, dtype=np.float32)
-    index = NNDescent(
-        Z32,
-        n_neighbors=k_search,
-        metric="euclidean",
-        random_state=random_state,
-        n_trees=min(64, 5 + int(round(n**0.5 / 20.0))),
-        n_iters=max(5, int(round(np.log2(n)))),
-        n_jobs=1,
-        low_memory=True,
-        compressed=True,
-    )
+    index = NNDescent(Z32, n_neighbors=k_search, metric="euclidean", random_state=random_state, n_jobs=1,
+                      n_trees=min(64, 5 + int(round(n**0.5 / 20.0))), n_iters=max(5, int(round(np.log2(n)))),
+                      low_memory=True, compressed=True)
     ind, _ = index.neighbor_graph
     rows, cols, d = _from_candidates(Z, ind, n_neighbors)  # pynndescent pads rows it could not fill with -1
     short = np.bincount(rows, minlength=n) < n_neighbors
@@ -514,9 +506,7 @@ def _fit_sample(n: int, n_pcs, random_state, max_fit_samples: int | None = None)
 
 def _all_constant(X) -> bool:
     """Whether every column of X is constant (a sparse X's implicit zeros counted), O(nnz)."""
-    if sp.issparse(X):
-        return bool(np.array_equal(X.max(axis=0).toarray(), X.min(axis=0).toarray()))
-    return bool((np.ptp(np.asarray(X), axis=0) == 0).all())
+    return bool(np.array_equal(*(m.toarray() if sp.issparse(m) else np.asarray(m) for m in (X.min(0), X.max(0)))))
 
 
 def _fit_components(S, n_pcs, random_state):
