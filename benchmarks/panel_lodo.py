@@ -106,3 +106,24 @@ def lodo_table(res: pd.DataFrame, S: pd.DataFrame, panel, grid) -> pd.DataFrame:
         mean["wins"] = f"{int(out['wins'].sum())}/{len(out)}"
     out = pd.concat([out, pd.DataFrame([mean])], ignore_index=True)
     return out.drop(columns=["train_score"])
+
+
+def head_to_head(S: pd.DataFrame, reference: str, members, panel, grid) -> pd.DataFrame:
+    """Each member against ``reference`` alone, by leave-one-dataset-out of the pair.
+
+    Per member: its held-out mean score (over ``grid``) minus the reference's on each set; the folds
+    whose training sets choose it over the reference (strictly higher mean there; ties keep the
+    reference); and how many of those it wins held out (strictly higher on the held-out set).
+    The rule of docs/methods.md: a design counts only if it wins the folds that choose it.
+    """
+    grid = [int(k) for k in grid]
+    held = {m: {h: float(np.mean([S.loc[m, (h, k)] for k in grid])) for h in panel} for m in [reference, *members]}
+    rows = []
+    for m in members:
+        res = leave_one_dataset_out(S, [reference, m], panel, grid)
+        chosen = [h for h, c in zip(res["held_out"], res["chosen"]) if c == m]
+        won = [h for h in chosen if held[m][h] > held[reference][h]]
+        diff = {h: held[m][h] - held[reference][h] for h in panel}
+        rows.append({"design": m, **{f"{h} - ref": v for h, v in diff.items()}, "mean - ref": float(np.mean(list(diff.values()))),
+                     "chosen in folds": ", ".join(chosen) or "-", "wins held out": f"{len(won)}/{len(chosen)}"})
+    return pd.DataFrame(rows).sort_values("mean - ref", ascending=False)

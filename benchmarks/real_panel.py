@@ -59,7 +59,7 @@ import scipy.sparse as sp
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from panel_lodo import leave_one_dataset_out, lodo_table, score_matrix  # noqa: E402
+from panel_lodo import head_to_head, leave_one_dataset_out, lodo_table, score_matrix  # noqa: E402
 
 RESULTS = HERE / "results"
 DATA = ROOT / "resources" / "singlecell"
@@ -346,6 +346,13 @@ def lodo_section(S, panel=PANEL) -> list[str]:
         res = leave_one_dataset_out(S, family, panel, ks)
         out += [f"### Family: {title} (k = {', '.join(map(str, ks))})", "",
                 lodo_table(res, S, panel, ks).to_markdown(index=False, floatfmt=".3f"), ""]
+    ref, others = "hvg_seurat_v3", [m for m in methods if m != "hvg_seurat_v3"]
+    ks = complete_ks(S, [ref, *others], panel) if ref in S.index else []
+    if ks:
+        out += [f"### Each selection against {ref} alone (k = {', '.join(map(str, ks))})", "",
+                "Held-out mean score minus seurat_v3's on each set; the folds whose other sets choose the "
+                "design over seurat_v3 (a tie keeps seurat_v3), and how many of those it wins held out.", "",
+                head_to_head(S, ref, others, panel, ks).to_markdown(index=False, floatfmt="+.3f"), ""]
     return out
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from panel_lodo import leave_one_dataset_out, lodo_table, score_matrix  # noqa: E402
+from panel_lodo import head_to_head, leave_one_dataset_out, lodo_table, score_matrix  # noqa: E402
 
 PANEL = ["a", "b", "c", "d"]
 GRID = [200, 500]
@@ -81,3 +81,17 @@ def test_bad_family_or_panel_is_refused():
         leave_one_dataset_out(S, ["nope"], PANEL, GRID)
     with pytest.raises(ValueError, match="at least 2"):
         leave_one_dataset_out(S, ["x"], ["a"], GRID)
+
+
+def test_head_to_head_counts_only_the_folds_that_choose_the_design():
+    # ref .5 everywhere.  x: .8 on a, .3 on b, .5 on c and d.  Held out a: x's training mean (.3 + .5 + .5) / 3
+    # < .5, ref kept; held out b: (.8 + .5 + .5) / 3 = .6 > .5, x chosen, and loses on b (.3); held out c and d:
+    # (.8 + .3 + .5) / 3 = .533 > .5, x chosen, and ties (.5): a tie is no win.  z: tied everywhere, never chosen.
+    S = _matrix({"ref": [0.5, 0.5, 0.5, 0.5], "x": [0.8, 0.3, 0.5, 0.5], "z": [0.5, 0.5, 0.5, 0.5]})
+    h = head_to_head(S, "ref", ["x", "z"], PANEL, GRID).set_index("design")
+    assert h.loc["x", "chosen in folds"] == "b, c, d" and h.loc["x", "wins held out"] == "0/3"
+    np.testing.assert_allclose([h.loc["x", f"{s} - ref"] for s in PANEL], [0.3, -0.2, 0.0, 0.0], atol=1e-12)
+    assert h.loc["x", "mean - ref"] == pytest.approx(0.025)
+    assert h.loc["z", "chosen in folds"] == "-" and h.loc["z", "wins held out"] == "0/0"
+    S = _matrix({"ref": [0.5, 0.5, 0.5, 0.5], "x": [0.8, 0.3, 0.6, 0.5]})  # now x wins held out on c (.6)
+    assert head_to_head(S, "ref", ["x"], PANEL, GRID).iloc[0]["wins held out"] == "1/3"
