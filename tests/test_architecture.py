@@ -109,6 +109,47 @@ def test_the_checker_sees_an_upward_import(tmp_path):
     assert all(LAYER[(p, d)] > LAYER[("glfs", "graph")] for _, p, d in deps)
 
 
+# ---- imports of the library's own modules run at the top of a module (issue 27, item 5) ----
+
+
+def _function_level_own_imports(path: Path) -> list[str]:
+    """``line: module`` for every import of a glfs / glfs_workflow module inside a function or method.
+
+    Inside the library such an import hides the dependency from the module's header and, between two
+    modules that import each other so, a cycle (glfs.core.cluster <-> glfs.core.out_of_core was one);
+    lazy imports are kept for the optional dependencies only (dask, scanpy, faiss, ...)."""
+    bad = []
+    for fn in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for n in ast.walk(fn):
+            if isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").split(".")[0] in ("glfs", "glfs_workflow")):
+                bad.append(f"{n.lineno}: {'.' * n.level}{n.module or ''} (in {fn.name})")
+            elif isinstance(n, ast.Import):
+                bad += [f"{n.lineno}: {a.name} (in {fn.name})" for a in n.names
+                        if a.name.split(".")[0] in ("glfs", "glfs_workflow")]
+    return sorted(set(bad))
+
+
+def test_the_library_imports_its_own_modules_at_the_top():
+    bad = [f"{p.relative_to(ROOT)}:{b}" for p in sorted((SRC / "glfs").rglob("*.py")) for b in _function_level_own_imports(p)]
+    assert not bad, "imports of glfs modules inside functions (import them at the top of the module):\n" + "\n".join(bad)
+
+
+def test_the_checker_sees_a_function_level_import(tmp_path):
+    """The check above can fail: own-module imports inside functions and methods are caught, those at the
+    top and those of other packages are not."""
+    f = tmp_path / "m.py"
+    f.write_text(
+        "import numpy as np\nfrom glfs.core import limits\n\n\ndef f():\n    import scanpy\n"
+        "    from glfs.core.cluster import map_chunks\n    return map_chunks\n\n\nclass A:\n"
+        "    def g(self):\n        import glfs.graph.sharded\n        from . import files\n"
+    )
+    assert _function_level_own_imports(f) == [
+        "13: glfs.graph.sharded (in g)", "14: . (in g)", "7: glfs.core.cluster (in f)",
+    ]
+
+
 # ---- no private name crosses the package boundary (issue 20, item 3) ----
 
 #: Code outside the library: it may import only public names of public glfs modules.

@@ -53,8 +53,9 @@ def _effective(calls):
 
 @pytest.fixture
 def spy(monkeypatch):
-    """Record every similarity_graph call made through glfs.api, glfs.tl, glfs.simulation.simulate and
-    glfs.graph.similarity (each imports it by name at the top of the module)."""
+    """Record every similarity_graph call made through glfs.api, glfs.tl, glfs.simulation.simulate,
+    glfs.scores.batches and glfs.graph.similarity (each imports it by name at the top of the module)."""
+    import glfs.scores.batches
     import glfs.simulation.simulate
     import glfs.tl
 
@@ -68,6 +69,7 @@ def spy(monkeypatch):
     monkeypatch.setattr(glfs.graph.similarity, "similarity_graph", recording)
     monkeypatch.setattr(glfs.tl, "similarity_graph", recording)
     monkeypatch.setattr(glfs.simulation.simulate, "similarity_graph", recording)
+    monkeypatch.setattr(glfs.scores.batches, "similarity_graph", recording)
     return calls
 
 

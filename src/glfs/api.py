@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.scores import baselines
+from glfs.scores import batches as by_batch
 from glfs.designs import budgeted as design
 from glfs.designs import gradient
 from glfs.scores import hvg
@@ -315,8 +316,6 @@ def select(
 
 def _select_batches(info, X, batches, W, n_features, graph_params, random_state, params):
     """The method within batches (docs/methods.md, "Batch-aware selection"): scanpy's or glfs.scores.batches'."""
-    from glfs.scores import batches as by_batch
-
     if info.batch is None:
         aware = [m for m, i in METHODS.items() if i.batch is not None]
         msg = f"method {info.name!r} does not take batches (batch_key); the batch-aware methods are {aware}"

@@ -24,10 +24,13 @@ import logging
 import time
 
 import numpy as np
+import scipy.sparse as sp
+
+from glfs.core.structure import canonical, check_sparse_structure
 
 log = logging.getLogger(__name__)
 
-__all__ = ["active_client", "cluster_client", "as_current", "map_chunks", "map_gene_blocks", "map_pieces",
+__all__ = ["active_client", "as_current", "map_chunks", "map_gene_blocks", "map_pieces", "n_workers",
            "BLOCKS_PER_WORKER"]
 
 #: Gene blocks per worker at least (smaller blocks than ``STREAM_VALUES`` when X is small), so that
@@ -52,15 +55,6 @@ def active_client(client=None):
         return None
 
 
-def cluster_client(X, client=None):
-    """The client to run the block work of X on: X an out-of-core dask X and a client active; else None."""
-    from glfs.core.out_of_core import OutOfCore
-
-    if not isinstance(X, OutOfCore) or X.kind != "dask":
-        return None
-    return active_client(client)
-
-
 @contextlib.contextmanager
 def as_current(client=None):
     """Make ``client`` the current dask client inside the block (nothing when it is None)."""
@@ -71,7 +65,8 @@ def as_current(client=None):
         yield
 
 
-def _n_workers(client) -> int:
+def n_workers(client) -> int:
+    """The number of workers of the dask ``client`` (at least 1)."""
     return max(1, len(client.scheduler_info().get("workers", {})))
 
 
@@ -122,10 +117,6 @@ def _call(fn, block, shared):
 
 def _call_block(fn, block, shared):
     """``fn`` on a gene block; a sparse block checked and made canonical first (glfs.core.structure)."""
-    import scipy.sparse as sp
-
-    from glfs.core.structure import canonical, check_sparse_structure
-
     if sp.issparse(block):
         check_sparse_structure(block)
         block = canonical(block, warn=False)
@@ -175,7 +166,7 @@ def map_gene_blocks(X, parts, fn, shared, client, what: str):
     blocks = X.source.rechunk(((n,), widths)).to_delayed().ravel()
     shared_f = _scatter(client, shared)
     tasks = [dask.delayed(_call_block)(fn, b, shared_f, dask_key_name=_key(what, i)) for i, b in enumerate(blocks)]
-    log.info("%s: %d gene blocks of all %d cells as dask tasks on %d workers", what, len(tasks), n, _n_workers(client))
+    log.info("%s: %d gene blocks of all %d cells as dask tasks on %d workers", what, len(tasks), n, n_workers(client))
     labels = [f"genes {sl.start}-{sl.stop - 1}" for sl in parts]
     return _gather(client, client.compute(tasks), what, labels)
 
@@ -192,18 +183,3 @@ def map_pieces(client, fn, pieces, shared, what: str, labels=None):
                          key=[_key(what, i) for i in range(len(piece_f))])
     labels = labels or [f"block {i}" for i in range(len(futures))]
     return _gather(client, futures, what, labels)
-
-
-def gene_parts(X, max_values: int, client):
-    """Consecutive gene slices of the out-of-core X for :func:`map_gene_blocks`: at most ``max_values``
-    stored values each, and at least :data:`BLOCKS_PER_WORKER` blocks per worker where X has the genes."""
-    from glfs.core.out_of_core import _gene_partition
-
-    n, d = X.shape
-    nnz = X.nnz if X.nnz is not None else n * d
-    want = min(d, BLOCKS_PER_WORKER * _n_workers(client))
-    max_values = max(1, min(int(max_values), -(-int(nnz) // want)))
-    if X.gene_nnz is not None:
-        return list(_gene_partition(X.gene_nnz, max_values))
-    step = max(1, max_values // n)
-    return [slice(j, min(d, j + step)) for j in range(0, d, step)]

@@ -26,11 +26,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core._sparse_kernels import _kernel
+from glfs.core.cluster import BLOCKS_PER_WORKER, active_client, map_chunks, n_workers
 from glfs.core.structure import canonical, check_indptr, check_sparse_structure, check_stored_values
 
 log = logging.getLogger(__name__)
 
-__all__ = ["OutOfCore", "out_of_core_kind", "STREAM_VALUES", "SPILL"]
+__all__ = ["OutOfCore", "out_of_core_kind", "cluster_client", "gene_parts", "STREAM_VALUES", "SPILL"]
 
 
 #: Values (non-zeros of a sparse X, entries of a dense one) per block streamed from an out-of-core X:
@@ -166,8 +167,6 @@ class OutOfCore:
             raise ValueError(msg)
         _check_size(self.shape, name)
         n, d = self.shape
-        from glfs.core.cluster import cluster_client
-
         client = cluster_client(self)
         if client is not None:
             return self._validate_on_cluster(client, name)
@@ -226,8 +225,6 @@ class OutOfCore:
         check_indptr(indptr, n_idx, self.shape, self.format, label)
     def _validate_on_cluster(self, client, name):
         """:meth:`validate` with every chunk scanned by a task on the dask cluster (glfs.core.cluster)."""
-        from glfs.core.cluster import map_chunks
-
         n, d = self.shape
         sparse = self.format != "dense"
         gene_nnz = np.zeros(d, np.int64) if sparse else None
@@ -446,3 +443,24 @@ def _check_size(shape, name):
     if shape[1] < 1:
         msg = f"{name} must have at least 1 feature (column); got shape {shape}"
         raise ValueError(msg)
+
+
+def cluster_client(X, client=None):
+    """The client to run the block work of X on (:mod:`glfs.core.cluster`): X an out-of-core dask X and a
+    client active (``client``, else the current one); else None."""
+    if not isinstance(X, OutOfCore) or X.kind != "dask":
+        return None
+    return active_client(client)
+
+
+def gene_parts(X, max_values: int, client):
+    """Consecutive gene slices of the out-of-core X for :func:`glfs.core.cluster.map_gene_blocks`: at most ``max_values``
+    stored values each, and at least :data:`glfs.core.cluster.BLOCKS_PER_WORKER` blocks per worker where X has the genes."""
+    n, d = X.shape
+    nnz = X.nnz if X.nnz is not None else n * d
+    want = min(d, BLOCKS_PER_WORKER * n_workers(client))
+    max_values = max(1, min(int(max_values), -(-int(nnz) // want)))
+    if X.gene_nnz is not None:
+        return list(_gene_partition(X.gene_nnz, max_values))
+    step = max(1, max_values // n)
+    return [slice(j, min(d, j + step)) for j in range(0, d, step)]

@@ -15,8 +15,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core._validation import check_int, check_X
-from glfs.core.cluster import cluster_client
-from glfs.core.out_of_core import OutOfCore
+from glfs.core.out_of_core import OutOfCore, cluster_client
+from glfs.graph.sharded import fit_rows, ivf_search, project, search_shards
 
 log = logging.getLogger(__name__)
 
@@ -173,8 +173,6 @@ def _knn_brute32(Z, n_neighbors: int, backend: str | None = None, client=None):
         index = faiss.IndexFlatL2(Z32.shape[1])
         index.add(Z32)
         if client is not None:
-            from glfs.graph.sharded import search_shards
-
             ind = search_shards(index, Z32, k_search, client)
         else:
             _, ind = index.search(Z32, k_search)
@@ -260,23 +258,6 @@ def _ivf_index(Z32, nlist: int, random_state):
     return index
 
 
-def _ivf_search(index, Q, k_search: int, nprobe: int):
-    """The ``k_search`` candidates (-1: none) of every query row of Q in the IVF ``index``, probing ``nprobe`` cells.
-
-    The queries are searched in the order of their k-means cell: consecutive queries probe the same
-    lists, which stay in cache (each query's result does not depend on the order, nor on the other
-    queries searched with it; at 300,000 cells the search took 24 s in this order against 62 s in the
-    cells' own, benchmarks/results/knn_backends.md).
-    """
-    Q32 = np.ascontiguousarray(Q, dtype=np.float32)
-    index.nprobe = int(nprobe)
-    _, cell = index.quantizer.search(Q32, 1)
-    order = np.argsort(cell.ravel(), kind="stable")
-    ind = np.empty((Q32.shape[0], k_search), dtype=np.int64)
-    _, ind[order] = index.search(Q32[order], k_search)
-    return ind
-
-
 def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, nprobe: int | None = None, client=None):
     """Approximate Euclidean kNN with faiss' inverted-file index (``IndexIVFFlat``) in float32.
 
@@ -306,11 +287,9 @@ def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, npro
     log.info("approximate search on %d x %d components with faiss IVFFlat (nlist %d, nprobe %d)", n, p, nlist, nprobe)
     index = _ivf_index(Z32, nlist, random_state)
     if client is not None:
-        from glfs.graph.sharded import search_shards
-
         ind = search_shards(index, Z32, k_search, client, nprobe=nprobe)
     else:
-        ind = _ivf_search(index, Z32, k_search, nprobe)
+        ind = ivf_search(index, Z32, k_search, nprobe)
     short = np.flatnonzero((ind >= 0).sum(axis=1) < min(n, n_neighbors + 1))
     if short.size:  # probed cells with too few samples: exact search for those samples
         log.info("approximate search: %d samples searched exactly (too few candidates in their cells)", short.size)
@@ -582,8 +561,6 @@ def _pca_out_of_core(X: OutOfCore, n_pcs, random_state, max_fit_samples: int | N
              rows.size, n, X.describe())
     client = cluster_client(X)
     if client is not None:  # a dask X on a cluster: the subsample taken and every chunk projected by tasks
-        from glfs.graph.sharded import fit_rows, project
-
         V, shift = _fit_components(fit_rows(X, rows, client), n_pcs, random_state)
         Z = project(X, V, client)
         Z -= shift

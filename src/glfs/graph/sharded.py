@@ -1,7 +1,7 @@
 """The graph of a dask X on a dask.distributed cluster: PCA projection and neighbour search as tasks.
 
 :func:`glfs.graph.neighbors.nearest_neighbors` (through :func:`glfs.similarity_graph`) of an out-of-core
-dask X with a client active (:func:`glfs.core.cluster.cluster_client`) runs its two heavy steps here:
+dask X with a client active (:func:`glfs.core.out_of_core.cluster_client`) runs its two heavy steps here:
 
 - the PCA: its seeded subsample (:data:`glfs.graph.neighbors.PCA_FIT_SAMPLES` cells) is taken from
   the chunks by tasks and fitted on the client as before; every chunk is then projected on the
@@ -27,7 +27,7 @@ from glfs.core.cluster import map_chunks, map_pieces
 
 log = logging.getLogger(__name__)
 
-__all__ = ["QUERY_BLOCK", "fit_rows", "project", "search_shards"]
+__all__ = ["QUERY_BLOCK", "fit_rows", "ivf_search", "project", "search_shards"]
 
 #: Cells per query shard of the sharded search: one task each (50,000 x 50 float32 = 10 MB of queries).
 QUERY_BLOCK = 50_000
@@ -81,21 +81,36 @@ def _faiss_index(index_bytes, token):
     return _INDEX[token]
 
 
+def ivf_search(index, Q, k_search: int, nprobe: int):
+    """The ``k_search`` candidates (-1: none) of every query row of Q in the IVF ``index``, probing ``nprobe`` cells.
+
+    The queries are searched in the order of their k-means cell: consecutive queries probe the same
+    lists, which stay in cache (each query's result does not depend on the order, nor on the other
+    queries searched with it; at 300,000 cells the search took 24 s in this order against 62 s in the
+    cells' own, benchmarks/results/knn_backends.md).
+    """
+    Q32 = np.ascontiguousarray(Q, dtype=np.float32)
+    index.nprobe = int(nprobe)
+    _, cell = index.quantizer.search(Q32, 1)
+    order = np.argsort(cell.ravel(), kind="stable")
+    ind = np.empty((Q32.shape[0], k_search), dtype=np.int64)
+    _, ind[order] = index.search(Q32[order], k_search)
+    return ind
+
+
 def _search_shard(Q, *, index_bytes, token, k_search, nprobe):
     """The ``k_search`` candidates of the queries Q in the scattered faiss index (a task)."""
-    from glfs.graph.neighbors import _ivf_search
-
     index = _faiss_index(index_bytes, token)
     if nprobe is None:
         return index.search(np.ascontiguousarray(Q, np.float32), k_search)[1]
-    return _ivf_search(index, Q, k_search, nprobe)
+    return ivf_search(index, Q, k_search, nprobe)
 
 
 def search_shards(index, Z32, k_search: int, client, nprobe: int | None = None, what: str = "neighbour search"):
     """(n, k_search) candidates of every row of Z32 in the faiss ``index``, searched in query shards as tasks.
 
     The index is serialised and scattered to every worker once; ``nprobe`` (an IVF index) as in
-    :func:`glfs.graph.neighbors._ivf_search`, None for a flat index.
+    :func:`ivf_search`, None for a flat index.
     """
     import faiss
 

@@ -46,7 +46,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from glfs.core._validation import check_labels
 from glfs.core.result import Selection, make_selection
+from glfs.graph.similarity import similarity_graph
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +81,6 @@ def batch_codes(batches, n_samples: int):
 
     A ValueError names the problem: not 1-D, wrong length, or missing labels.
     """
-    from glfs.core._validation import check_labels
-
     return check_labels(batches, n_samples, name="batches", min_classes=1)
 
 
@@ -339,8 +339,6 @@ def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None,
     Returns :func:`select_by_batch`'s Selection; ``params["graph"]`` says which graph was used.
     """
     import inspect
-
-    from glfs.graph.similarity import similarity_graph
 
     graph_params = dict(graph_params or {})
     X = X.tocsr() if sp.issparse(X) and X.format != "csr" else X

@@ -39,9 +39,9 @@ import scipy.sparse as sp
 
 from glfs.core._sparse_kernels import _kernel
 from glfs.core._validation import check_graph, check_int, check_labels, check_X, warn_constant
-from glfs.core.cluster import as_current, cluster_client, gene_parts, map_chunks, map_gene_blocks
+from glfs.core.cluster import as_current, map_chunks, map_gene_blocks
 from glfs.core import out_of_core
-from glfs.core.out_of_core import OutOfCore
+from glfs.core.out_of_core import OutOfCore, cluster_client, gene_parts
 
 log = logging.getLogger(__name__)
 

@@ -38,6 +38,7 @@ import scipy.sparse as sp
 from glfs.core._validation import constant_features
 from glfs.core.limits import check_bytes
 from glfs.core.result import Selection, make_selection
+from glfs.scores.batches import batch_columns
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +103,6 @@ def _key(column, descending):
 def _batch_extra(df, batches) -> tuple[dict, dict]:
     """(params, extra) of a batched scanpy call: the batches, and scanpy's per-gene batch columns as
     :func:`glfs.scores.batches.batch_columns` (``median_rank`` = its ``highly_variable_rank`` + 1, where it has one)."""
-    from glfs.scores.batches import batch_columns
-
     labels = sorted({str(b) for b in np.asarray(batches).astype(str)})
     nb = df["highly_variable_nbatches"].to_numpy(dtype=np.int64)
     inter = df["highly_variable_intersection"].to_numpy(dtype=bool) if "highly_variable_intersection" in df else nb == len(labels)

@@ -40,6 +40,7 @@ from glfs.core.result import Selection, make_selection, ranking_from_scores
 from glfs.core._validation import ConstantFeatureWarning, check_graph, check_int, check_X, warn_constant
 from glfs.core.cluster import as_current
 from glfs.graph.similarity import similarity_graph
+from glfs.scores.batches import combine_batch_ranks, graph_min_cells, plan_batches, select_by_batch, within_batches
 from glfs.scores.genewise import DENSE_SHARE, _dense_parts, centred_sums, cross_sums, gene_block_results, sparse_stats
 
 log = logging.getLogger(__name__)
@@ -345,8 +346,6 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
     The batches too small for the graph are left out first (:func:`glfs.scores.batches.graph_min_cells`),
     so their cells take no part in the PCA either; with one batch the result is the plain one exactly.
     """
-    from glfs.scores.batches import combine_batch_ranks, graph_min_cells, plan_batches, select_by_batch, within_batches
-
     min_cells, why = graph_min_cells(n_neighbors)
     plan = plan_batches(batches, X.shape[0], method="graph_moran", min_cells=min_cells, why_min=why)
     d = X.shape[1]
