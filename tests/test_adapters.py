@@ -238,3 +238,31 @@ def test_package_names_resolve_to_their_objects():
         assert getattr(glfs, name) is not None, name
     assert isinstance(glfs.designs.ufi, types.ModuleType) and callable(glfs.designs.ufi.ufi)
     assert isinstance(glfs.tl, types.ModuleType) and callable(glfs.tl.select)
+
+
+@pytest.mark.parametrize("package", ["glfs.graph", "glfs.evaluate", "glfs.scores", "glfs"])
+def test_every_name_a_package_exports_is_there(package):
+    """``from <package> import *`` works: glfs.graph and glfs.evaluate build their ``__all__`` from their
+    modules' (listed once, issue 27), so a name added to a module's ``__all__`` and not imported by the
+    package would break the star import; it is caught here."""
+    import importlib
+
+    mod = importlib.import_module(package)
+    missing = [name for name in mod.__all__ if not hasattr(mod, name)]
+    assert missing == [] and len(set(mod.__all__)) == len(mod.__all__), (missing, mod.__all__)
+    namespace = {}
+    exec(f"from {package} import *", namespace)  # noqa: S102 - the star import a user writes
+    assert set(mod.__all__) <= set(namespace)
+
+
+def test_graph_and_evaluate_export_their_modules_names():
+    import glfs.evaluate as ev
+    import glfs.graph as gr
+    from glfs.evaluate import classify, clustering, leiden, mixing
+    from glfs.graph import similarity
+
+    assert gr.__all__ == similarity.__all__ and all(getattr(gr, n) is getattr(similarity, n) for n in gr.__all__)
+    for m in (classify, clustering, leiden, mixing):
+        assert all(getattr(ev, n) is getattr(m, n) for n in m.__all__), m.__name__
+    assert set(ev.__all__) - {n for m in (classify, clustering, leiden, mixing) for n in m.__all__} == {
+        "random_gene_orders", "evaluate_random_floor"}

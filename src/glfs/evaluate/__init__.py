@@ -22,6 +22,7 @@ import logging
 import numpy as np
 
 from glfs.core._validation import check_int, check_labels, check_X
+from glfs.evaluate import classify, clustering, leiden, mixing
 from glfs.evaluate.classify import (
     ElasticNetClassifier, baseline_classifiers, cv_splitter, evaluate_classifier, laprls_random_floor, n_genes_used,
 )
@@ -48,36 +49,9 @@ from glfs.evaluate.mixing import knn_batch_mixing
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "nmi",
-    "nmi_max",
-    "clustering_accuracy",
-    "spectral_cluster",
-    "spectral_cluster_runs",
-    "resolve_eigen_solver",
-    "knn_affinity",
-    "stratified_subsample",
-    "kmeans_best_of",
-    "loo_1nn_accuracy",
-    "run_seeds",
-    "resolve_feature_grid",
-    "evaluate_ranking",
-    "LEIDEN_RESOLUTIONS",
-    "evaluate_random_floor",
-    "evaluate_ranking_leiden",
-    "knn_batch_mixing",
-    "random_gene_orders",
-    "cv_splitter",
-    "baseline_classifiers",
-    "n_genes_used",
-    "evaluate_classifier",
-    "laprls_random_floor",
-    "ElasticNetClassifier",
-    "ARPACK_MAX_SAMPLES",
-    "EIGEN_TOL",
-    "EIGEN_SOLVERS",
-    "LEIDEN_MIN_PCA_FEATURES",
-]
+#: The names of the four protocol modules (their ``__all__``, imported by name above) and the floor's.
+__all__ = [*clustering.__all__, *leiden.__all__, *mixing.__all__, *classify.__all__,
+           "random_gene_orders", "evaluate_random_floor"]
 
 
 def random_gene_orders(n_genes: int, n_draws: int, random_state) -> list[tuple[int, np.ndarray]]:
