@@ -64,36 +64,53 @@ def preprocess(X: np.ndarray, genes: list, method: str = "none", params: dict | 
     if sp.issparse(X):
         if method in ("log1p", "normalize_log1p"):
             return _log1p_sparse(X, genes, method, used, samples), keep, used
-        from glfs.core.limits import check_dense_size
-
-        n, d = X.shape
-        check_dense_size(
-            f"preprocess {method!r}", f"a dense copy of the sparse matrix ({n} x {d})", float(n) * d,
-            "Sparse counts take preprocess 'log1p' or 'normalize_log1p', which keep them sparse",
-        )
-        X = X.toarray()
+        X = _dense_copy(X, method)
     if method == "zscore":
         mu = X.mean(axis=0)
         sd = X.std(axis=0)
         sd_safe = np.where(sd > 0, sd, 1.0)
         return (X - mu) / sd_safe, keep, used
     if method in ("log1p", "normalize_log1p"):
-        sample_ids = samples if samples is not None else [str(i) for i in range(X.shape[0])]
-        if X.min() < 0:
-            i, j = np.unravel_index(int(np.argmin(X)), X.shape)
-            msg = f"preprocess {method!r} needs non-negative values; gene {genes[j]!r} has {X[i, j]} at sample {sample_ids[i]!r}"
-            raise DataError(msg)
-        if method == "log1p":
-            return np.log1p(X), keep, used
-        totals = X.sum(axis=1)
-        if (totals <= 0).any():
-            i = int(np.flatnonzero(totals <= 0)[0])
-            msg = f"preprocess {method!r}: sample {sample_ids[i]!r} has a total of 0 over all genes; remove it or use preprocess 'log1p'"
-            raise DataError(msg)
-        target = used.get("target_sum")
-        target = float(np.median(totals)) if target is None else float(target)
-        used = {**used, "target_sum": target}
-        return np.log1p(X * (target / totals)[:, None]), keep, used
+        X, used = _log1p_dense(X, genes, method, used, samples)
+        return X, keep, used
+    return _clipped_log(X, genes, method, used)
+
+
+def _dense_copy(X, method):
+    """A dense copy of the sparse X for ``method``, after checking its size (glfs.core.limits)."""
+    from glfs.core.limits import check_dense_size
+
+    n, d = X.shape
+    check_dense_size(
+        f"preprocess {method!r}", f"a dense copy of the sparse matrix ({n} x {d})", float(n) * d,
+        "Sparse counts take preprocess 'log1p' or 'normalize_log1p', which keep them sparse",
+    )
+    return X.toarray()
+
+
+def _log1p_dense(X, genes, method, used, samples):
+    """``log1p`` or ``normalize_log1p`` of a dense X: (the result, the params used with the target sum)."""
+    sample_ids = samples if samples is not None else [str(i) for i in range(X.shape[0])]
+    if X.min() < 0:
+        i, j = np.unravel_index(int(np.argmin(X)), X.shape)
+        msg = f"preprocess {method!r} needs non-negative values; gene {genes[j]!r} has {X[i, j]} at sample {sample_ids[i]!r}"
+        raise DataError(msg)
+    if method == "log1p":
+        return np.log1p(X), used
+    totals = X.sum(axis=1)
+    if (totals <= 0).any():
+        i = int(np.flatnonzero(totals <= 0)[0])
+        msg = f"preprocess {method!r}: sample {sample_ids[i]!r} has a total of 0 over all genes; remove it or use preprocess 'log1p'"
+        raise DataError(msg)
+    target = used.get("target_sum")
+    target = float(np.median(totals)) if target is None else float(target)
+    used = {**used, "target_sum": target}
+    return np.log1p(X * (target / totals)[:, None]), used
+
+
+def _clipped_log(X, genes, method, used):
+    """``log2`` (clip, log2) or ``dudoit`` (clip, filter, log10) of a dense X: (X, kept gene mask, params used)."""
+    keep = np.ones(X.shape[1], dtype=bool)
     lo, hi = used.get("floor"), used.get("ceiling")
     Xc = np.clip(X, lo if lo is not None else -np.inf, hi if hi is not None else np.inf)
     if method == "log2":

@@ -218,6 +218,30 @@ def which_method(cdf: pd.DataFrame | None, random_df: pd.DataFrame | None, *, pr
     sup = tuple(m for m in names if m in set(supervised) or _needs_labels(m))
     hvg = tuple(m for m in names if _family(m) == HVG_FAMILY)
 
+    per_k, floor, bar, undefined = _per_k_scores(below, random_df, score, grid, side, sup, hvg)
+    floor_mean = _nanmean(floor["floor_mean"]) if not floor.empty else float("nan")
+    floor_sd = _nanmean(floor["floor_sd"]) if not floor.empty else float("nan")
+    methods, best, within = _method_table(per_k, side, sup, floor_mean, floor_sd)
+    all_mean, all_sd = _all_genes_score(cdf, random_df, score, n_genes)
+    cols = ["method", "family", "supervised", "mean", "sd", "scaled", "rank", "gap", "noise", "within_noise",
+            "above_floor", *side]
+    return WhichMethod(
+        protocol=protocol, score=score, grid=grid,
+        per_k=per_k[["method", "n_features", "mean", "sd", "n_runs", "rank", "scaled", "floor_mean", "hvg_best",
+                     *side]],
+        methods=methods[cols], floor=floor, hvg_bar=bar, best=best, within_noise=within,
+        floor_mean=floor_mean, floor_sd=floor_sd,
+        n_draws=int(floor["n_draws"].max()) if not floor.empty else 0,
+        n_runs=int(per_k["n_runs"].max()) if not per_k.empty else 0,
+        all_genes=all_mean, all_genes_sd=all_sd, n_genes=n_genes, hvg=hvg,
+        hvg_bar_mean=_nanmean(bar["hvg_mean"]) if not bar.empty else None,
+        scaled_undefined_at=undefined, supervised=sup, side_scores=side,
+    )
+
+
+def _per_k_scores(below, random_df, score, grid, side, sup, hvg):
+    """:func:`which_method` at each gene count of the grid: (per_k: each method's mean, sd, rank and scaled
+    score; the floor; the HVG bar; the counts where the scaled score is undefined)."""
     per_k = score_means(below, score, grid, side)
     floor = floor_summary(random_df, score)
     floor = floor[floor["n_features"].isin(grid)].reset_index(drop=True)
@@ -226,9 +250,12 @@ def which_method(cdf: pd.DataFrame | None, random_df: pd.DataFrame | None, *, pr
     per_k["floor_mean"] = per_k["n_features"].map(floor.set_index("n_features")["floor_mean"]).astype(float)
     per_k["hvg_best"] = per_k["n_features"].map(bar.set_index("n_features")["hvg_mean"]).astype(float)
     undefined = tuple(int(k) for k in grid if hvg and not (per_k.loc[per_k["n_features"] == k, "scaled"].notna().any()))
+    return per_k, floor, bar, undefined
 
-    floor_mean = _nanmean(floor["floor_mean"]) if not floor.empty else float("nan")
-    floor_sd = _nanmean(floor["floor_sd"]) if not floor.empty else float("nan")
+
+def _method_table(per_k, side, sup, floor_mean, floor_sd):
+    """:func:`which_method` over the grid: (one row per method, unsupervised best first; the best
+    method; the others within noise of it)."""
     g = per_k.groupby("method", sort=False)
     methods = pd.DataFrame({
         "mean": g["mean"].mean(),
@@ -257,21 +284,7 @@ def which_method(cdf: pd.DataFrame | None, random_df: pd.DataFrame | None, *, pr
                                                                                  kind="stable")
     methods = order.drop(columns="_s").reset_index(drop=True)
     within = tuple(m for m in methods.loc[methods["within_noise"], "method"] if m != best)
-    all_mean, all_sd = _all_genes_score(cdf, random_df, score, n_genes)
-    cols = ["method", "family", "supervised", "mean", "sd", "scaled", "rank", "gap", "noise", "within_noise",
-            "above_floor", *side]
-    return WhichMethod(
-        protocol=protocol, score=score, grid=grid,
-        per_k=per_k[["method", "n_features", "mean", "sd", "n_runs", "rank", "scaled", "floor_mean", "hvg_best",
-                     *side]],
-        methods=methods[cols], floor=floor, hvg_bar=bar, best=best, within_noise=within,
-        floor_mean=floor_mean, floor_sd=floor_sd,
-        n_draws=int(floor["n_draws"].max()) if not floor.empty else 0,
-        n_runs=int(per_k["n_runs"].max()) if not per_k.empty else 0,
-        all_genes=all_mean, all_genes_sd=all_sd, n_genes=n_genes, hvg=hvg,
-        hvg_bar_mean=_nanmean(bar["hvg_mean"]) if not bar.empty else None,
-        scaled_undefined_at=undefined, supervised=sup, side_scores=side,
-    )
+    return methods, best, within
 
 
 def rank_table(wm: WhichMethod) -> pd.DataFrame:

@@ -153,47 +153,9 @@ def spca_score(
     max_iter = _pos_int(max_iter, "max_iter")
     const = constant_features(Xc)
     if solver == "zou":
-        n_nonzero = min(_pos_int(n_nonzero, "n_nonzero"), d)
-        from sklearn.utils.extmath import randomized_svd
-
-        _, _, Vt = randomized_svd(Xc, n_components, random_state=random_state)
-        A = Vt.T  # (d, k), orthonormal
-        with threadpool_limits(limits=1, user_api="blas"):  # many small products
-            B = np.zeros_like(A)
-            progress = Progress(log, "spca (zou)", max_iter)
-            for it in range(max_iter):
-                C = Xc.T @ (Xc @ A)  # X'X A, (d, k)
-                absC = np.abs(C)
-                if n_nonzero < d:
-                    thr = np.partition(absC, d - n_nonzero - 1, axis=0)[d - n_nonzero - 1]  # (k+1)-th largest
-                else:
-                    thr = np.zeros(C.shape[1])
-                Bn = np.sign(C) * np.maximum(absC - thr[None, :], 0.0)
-                norms = np.linalg.norm(Bn, axis=0)
-                norms[norms == 0] = 1.0
-                Bn /= norms
-                U, _, Wt = np.linalg.svd(Xc.T @ (Xc @ Bn), full_matrices=False)
-                A = U @ Wt
-                delta = np.max(np.abs(Bn - B))
-                B = Bn
-                if delta < tol:
-                    break
-                progress.step(it + 1, f"change {delta:.3g} (tol {tol:g})")
-        log.info("spca (zou): %d iterations, last change %.3g", it + 1, delta)
-        info = {"n_iter": it + 1, "converged": bool(delta < tol)}
-        V = B.T
+        V, info = _spca_zou(Xc, n_components, min(_pos_int(n_nonzero, "n_nonzero"), d), max_iter, tol, random_state)
     elif solver == "sklearn":
-        from sklearn.decomposition import SparsePCA
-
-        alpha = check_positive(alpha, "alpha")
-        scale = np.sqrt(Xc.var(axis=0).mean())
-        model = SparsePCA(n_components=n_components, alpha=alpha, max_iter=max_iter, tol=tol, random_state=random_state)
-        model.fit(Xc / (scale if scale > 0 else 1.0))
-        info = {"n_iter": int(model.n_iter_), "converged": bool(model.n_iter_ < max_iter)}
-        V = model.components_
-        norms = np.linalg.norm(V, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        V = V / norms
+        V, info = _spca_sklearn(Xc, n_components, alpha, max_iter, tol, random_state)
     else:
         msg = f"solver must be 'zou' or 'sklearn'; got {solver!r}"
         raise ValueError(msg)
@@ -203,6 +165,58 @@ def spca_score(
     scores[const] = np.nan
     out = (scores, *((V,) if return_components else ()), *((info,) if return_info else ()))
     return out if len(out) > 1 else scores
+
+
+def _spca_zou(Xc, n_components, n_nonzero, max_iter, tol, random_state):
+    """:func:`spca_score`'s "zou" solver on the centred Xc: alternating thresholded loadings and an
+    orthogonal rotation (Zou, Hastie & Tibshirani 2006), from the top right singular vectors; (V, info)."""
+    from sklearn.utils.extmath import randomized_svd
+
+    d = Xc.shape[1]
+    _, _, Vt = randomized_svd(Xc, n_components, random_state=random_state)
+    A = Vt.T  # (d, k), orthonormal
+    with threadpool_limits(limits=1, user_api="blas"):  # many small products
+        B = np.zeros_like(A)
+        progress = Progress(log, "spca (zou)", max_iter)
+        for it in range(max_iter):
+            C = Xc.T @ (Xc @ A)  # X'X A, (d, k)
+            absC = np.abs(C)
+            if n_nonzero < d:
+                thr = np.partition(absC, d - n_nonzero - 1, axis=0)[d - n_nonzero - 1]  # (k+1)-th largest
+            else:
+                thr = np.zeros(C.shape[1])
+            Bn = np.sign(C) * np.maximum(absC - thr[None, :], 0.0)
+            norms = np.linalg.norm(Bn, axis=0)
+            norms[norms == 0] = 1.0
+            Bn /= norms
+            U, _, Wt = np.linalg.svd(Xc.T @ (Xc @ Bn), full_matrices=False)
+            A = U @ Wt
+            delta = np.max(np.abs(Bn - B))
+            B = Bn
+            if delta < tol:
+                break
+            progress.step(it + 1, f"change {delta:.3g} (tol {tol:g})")
+    log.info("spca (zou): %d iterations, last change %.3g", it + 1, delta)
+    info = {"n_iter": it + 1, "converged": bool(delta < tol)}
+    V = B.T
+    return V, info
+
+
+def _spca_sklearn(Xc, n_components, alpha, max_iter, tol, random_state):
+    """:func:`spca_score`'s "sklearn" solver: scikit-learn's SparsePCA on Xc scaled to unit mean variance,
+    its components normalised; (V, info)."""
+    from sklearn.decomposition import SparsePCA
+
+    alpha = check_positive(alpha, "alpha")
+    scale = np.sqrt(Xc.var(axis=0).mean())
+    model = SparsePCA(n_components=n_components, alpha=alpha, max_iter=max_iter, tol=tol, random_state=random_state)
+    model.fit(Xc / (scale if scale > 0 else 1.0))
+    info = {"n_iter": int(model.n_iter_), "converged": bool(model.n_iter_ < max_iter)}
+    V = model.components_
+    norms = np.linalg.norm(V, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    V = V / norms
+    return V, info
 
 
 def q_alpha(

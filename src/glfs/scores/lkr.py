@@ -337,46 +337,10 @@ def lkr_score(X, W=None, *, labels=None, h=None, ridge: float = 0.1, n_neighbors
     Xd = X.toarray() if sp.issparse(X) else X
     const = constant_features(Xd)
     if labels is not None:
-        deg = np.ones(n)  # label graph of Eq. 6 with its diagonal: D = I
-        groups = _class_groups(labels, n)
-        supervised_size_check([g.size for g in groups], d)
-        ridge = check_positive(ridge, "ridge")
-        sq = _row_sq_norms(Xd)
-        h_used = _within_class_h(Xd, sq, groups) if h is None else h
-        mu = Xd.mean(axis=0)
-        num = np.zeros(d)
-        for g in groups:
-            # leave-one-out kernel ridge residual of sample i within its class:
-            # f_i - beta_i' f_{-i} = (P f)_i / P_ii  (block inverse; = F - B F with B of lkr_coefficients)
-            P = _class_inverse(Xd, sq, g, h_used, ridge)
-            Fg = Xd[g] - mu if center else Xd[g]
-            R = P @ Fg
-            R /= np.diag(P)[:, None]
-            num += np.einsum("ij,ij->j", R, R)
-            del P, R
-        log.debug("lkr_score: supervised, %d classes (largest %d)", len(groups), max(g.size for g in groups))
+        num, deg, mu, h_used, ridge = _supervised_residuals(Xd, labels, h, ridge, center)
     else:
-        if W is None:
-            n_neighbors = check_int(n_neighbors, "n_neighbors", 1)
-            W, h = _knn_gaussian_graph(X, n_neighbors, h)
-        W = check_graph(W, n, name="W")
-        deg = np.asarray(W.sum(axis=1)).ravel()
-        if np.any(deg <= 0):
-            msg = f"W must give every sample a positive degree; got {int(np.sum(deg <= 0))} isolated sample(s)"
-            raise ValueError(msg)
-        B, h_used = lkr_coefficients(X, W, h=h, ridge=ridge)
-        mu = deg @ Xd / deg.sum()
-        num = np.zeros(d)
-        for start in range(0, d, _GENE_BLOCK):  # gene blocks: memory O(n * block), not several n x d copies
-            blk = slice(start, min(d, start + _GENE_BLOCK))
-            F = Xd[:, blk] - mu[blk] if center else Xd[:, blk]
-            R = F - B @ F
-            num[blk] = np.einsum("i,ij,ij->j", deg, R, R)
-    den = np.zeros(d)
-    for start in range(0, d, _GENE_BLOCK):
-        blk = slice(start, min(d, start + _GENE_BLOCK))
-        Xc = Xd[:, blk] - mu[blk]
-        den[blk] = np.einsum("i,ij,ij->j", deg, Xc, Xc)
+        num, deg, mu, h_used = _graph_residuals(X, Xd, W, h, ridge, n_neighbors, center)
+    den = _weighted_spread(Xd, deg, mu)
     with np.errstate(invalid="ignore", divide="ignore"):
         scores = num / den
     scores[const] = np.nan
@@ -385,6 +349,65 @@ def lkr_score(X, W=None, *, labels=None, h=None, ridge: float = 0.1, n_neighbors
         "lkr_score: %d samples, %d genes, h=%.4g, ridge=%g, supervised=%s", n, d, h_used, ridge, labels is not None
     )
     return scores
+
+
+def _supervised_residuals(Xd, labels, h, ridge, center):
+    """:func:`lkr_score` with labels: per gene, the squared leave-one-out kernel ridge residuals within
+    each class (label graph of Eq. 6 with its diagonal: D = I); (num, deg, mu, h_used, ridge)."""
+    n, d = Xd.shape
+    deg = np.ones(n)
+    groups = _class_groups(labels, n)
+    supervised_size_check([g.size for g in groups], d)
+    ridge = check_positive(ridge, "ridge")
+    sq = _row_sq_norms(Xd)
+    h_used = _within_class_h(Xd, sq, groups) if h is None else h
+    mu = Xd.mean(axis=0)
+    num = np.zeros(d)
+    for g in groups:
+        # leave-one-out kernel ridge residual of sample i within its class:
+        # f_i - beta_i' f_{-i} = (P f)_i / P_ii  (block inverse; = F - B F with B of lkr_coefficients)
+        P = _class_inverse(Xd, sq, g, h_used, ridge)
+        Fg = Xd[g] - mu if center else Xd[g]
+        R = P @ Fg
+        R /= np.diag(P)[:, None]
+        num += np.einsum("ij,ij->j", R, R)
+        del P, R
+    log.debug("lkr_score: supervised, %d classes (largest %d)", len(groups), max(g.size for g in groups))
+    return num, deg, mu, h_used, ridge
+
+
+def _graph_residuals(X, Xd, W, h, ridge, n_neighbors, center):
+    """:func:`lkr_score` on a graph (W, or the kNN Gaussian graph): per gene, the degree-weighted squared
+    residuals of the kernel ridge reconstruction from the neighbours; (num, deg, mu, h_used)."""
+    n, d = Xd.shape
+    if W is None:
+        n_neighbors = check_int(n_neighbors, "n_neighbors", 1)
+        W, h = _knn_gaussian_graph(X, n_neighbors, h)
+    W = check_graph(W, n, name="W")
+    deg = np.asarray(W.sum(axis=1)).ravel()
+    if np.any(deg <= 0):
+        msg = f"W must give every sample a positive degree; got {int(np.sum(deg <= 0))} isolated sample(s)"
+        raise ValueError(msg)
+    B, h_used = lkr_coefficients(X, W, h=h, ridge=ridge)
+    mu = deg @ Xd / deg.sum()
+    num = np.zeros(d)
+    for start in range(0, d, _GENE_BLOCK):  # gene blocks: memory O(n * block), not several n x d copies
+        blk = slice(start, min(d, start + _GENE_BLOCK))
+        F = Xd[:, blk] - mu[blk] if center else Xd[:, blk]
+        R = F - B @ F
+        num[blk] = np.einsum("i,ij,ij->j", deg, R, R)
+    return num, deg, mu, h_used
+
+
+def _weighted_spread(Xd, deg, mu):
+    """The denominator of :func:`lkr_score`: sum_i deg_i (x_ij - mu_j)^2 per gene, in gene blocks."""
+    d = Xd.shape[1]
+    den = np.zeros(d)
+    for start in range(0, d, _GENE_BLOCK):
+        blk = slice(start, min(d, start + _GENE_BLOCK))
+        Xc = Xd[:, blk] - mu[blk]
+        den[blk] = np.einsum("i,ij,ij->j", deg, Xc, Xc)
+    return den
 
 
 def select_lkr_score(X, W, *, n_features, labels=None, random_state=None, **params) -> Selection:
