@@ -351,9 +351,7 @@ def glfs_design(
     W = check_graph(W, n)
     k = check_n_features(n_features_to_select, d, name="n_features_to_select")
     tol = _check_positive(tol, "tol", allow_zero=True)
-    if order not in ORDERS:
-        msg = f"order must be one of {ORDERS}; got {order!r}"
-        raise ValueError(msg)
+    _check_order(order)
     const = constant_features(X)
     k = _cap_at_non_constant(k, const)
     if max_swaps is None:
@@ -371,36 +369,24 @@ def glfs_design(
         greedy_start_kept = start is None and n_swaps == 0
         first = ex.S if greedy_start_kept else _greedy_order(Xs, W, ex.S, lambda1=lambda1, lambda2=lambda2)
     sel, ranking, scores = _rank_genes(ex, D, const, first)
-    params = {
-        "n_features_to_select": int(k),
-        "graph_weight": float(graph_weight),
-        "ridge": float(ridge),
-        "center": bool(center),
-        "tol": float(tol),
-        "max_swaps": int(max_swaps),
-        "order": order,
-        "lambda1": float(lambda1),
-        "lambda2": float(lambda2),
-        "n_constant": int(const.sum()),
-    }
+    params = {"n_features_to_select": int(k), "graph_weight": float(graph_weight), "ridge": float(ridge),
+              "center": bool(center), "tol": float(tol), "max_swaps": int(max_swaps), "order": order,
+              "lambda1": float(lambda1), "lambda2": float(lambda2), "n_constant": int(const.sum())}
     log.info(
         "glfs: %s after %d swaps: Tr(H^-1) %.6g, greedy %.6g (%.3g%% lower)",
         "converged" if converged else "NOT converged", n_swaps, ex.trace, greedy_trace,
         100.0 * (greedy_trace - ex.trace) / greedy_trace,
     )
-    return GLFSDesignResult(
-        selected=sel,
-        ranking=ranking,
-        scores=scores,
-        criterion=ex.trace,
-        greedy_criterion=greedy_trace,
-        n_swaps=n_swaps,
-        converged=converged,
-        best_swap=best,
-        history=tuple(history),
-        params=MappingProxyType(params),
-    )
+    return GLFSDesignResult(selected=sel, ranking=ranking, scores=scores, criterion=ex.trace,
+                            greedy_criterion=greedy_trace, n_swaps=n_swaps, converged=converged, best_swap=best,
+                            history=tuple(history), params=MappingProxyType(params))
 
+
+
+def _check_order(order) -> None:
+    if order not in ORDERS:
+        msg = f"order must be one of {ORDERS}; got {order!r}"
+        raise ValueError(msg)
 
 def _cap_at_non_constant(k, const):
     """k, capped (with a warning) at the number of non-constant genes; refuses X without one."""
