@@ -253,3 +253,65 @@ def test_canonical_never_changes_its_input():
     assert Xc is not dup and Xc.has_canonical_format
     assert (Xc != X).nnz == 0
     assert canonical(X) is X  # already canonical: no copy
+
+
+# ---- unsorted indices without duplicates (scanpy's normalize_total + log1p, then a gene subset) ---------
+
+
+def test_scanpy_normalised_panel_set_with_unsorted_rows_is_used_without_copy_or_warning(caplog):
+    """The Kang panel set as scanpy users normalise it, its genes taken in another order (as
+    graph_moran's refinement and adata[:, ranked] do): rows unsorted, no duplicates.  No warning, no
+    copy, the caller's arrays untouched, and every consumer gives bitwise the scores of the sorted matrix."""
+    import logging
+    from pathlib import Path
+
+    import anndata as ad
+
+    sc = pytest.importorskip("scanpy")
+    from glfs.core._validation import check_X
+    from glfs.core.structure import canonical
+
+    path = Path(__file__).resolve().parents[1] / "resources/singlecell/kang2018_pbmc_5donors_2511g.h5ad"
+    counts = sp.csr_matrix(ad.read_h5ad(path).X, dtype=np.float32)
+    a = ad.AnnData(counts.copy())
+    sc.pp.normalize_total(a)
+    sc.pp.log1p(a)
+    genes = np.random.default_rng(0).permutation(counts.shape[1])
+    Xu, Cu = sp.csr_matrix(a.X)[:, genes], counts[:, genes]
+    assert not Xu.has_sorted_indices  # the case: scipy keeps the new column order within each row
+    Xs = Xu.sorted_indices()
+    assert Xs.has_canonical_format and Xs.nnz == Xu.nnz  # the same matrix: no duplicates
+    with caplog.at_level(logging.DEBUG, logger="glfs.core.structure"):
+        assert canonical(Xu) is Xu
+        assert check_X(Xu, read_only=True) is Xu  # no copy at the door
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    cells = slice(0, 1500)
+    Xu, Xs, Cu = Xu[cells], Xs[cells], Cu[cells]
+    before = Xu.indices.copy()
+    with caplog.at_level(logging.WARNING):
+        for method in ("variance", "laplacian_score", "graph_moran", "deviance"):
+            kw = {"counts": Cu} if method == "deviance" else {}
+            got = glfs.select(Xu, method=method, n_features=50, **kw)
+            want = glfs.select(Xs, method=method, n_features=50, **({"counts": Cu.sorted_indices()} if kw else {}))
+            np.testing.assert_array_equal(got.scores, want.scores)
+            assert np.array_equal(got.ranking, want.ranking)
+        G1, G0 = glfs.similarity_graph(Xu, n_neighbors=10), glfs.similarity_graph(Xs, n_neighbors=10)  # its PCA
+    assert (G1 != G0).nnz == 0
+    assert not [r for r in caplog.records if "canonical" in r.getMessage()]
+    assert not Xu.has_sorted_indices and np.array_equal(Xu.indices, before)  # the caller's X not sorted in place
+
+
+def test_unsorted_rows_with_a_duplicate_still_get_the_canonical_copy(caplog):
+    import logging
+
+    from glfs.core.structure import canonical
+
+    X = sp.csr_matrix((np.array([1.0, 2.0, 3.0, 4.0]), np.array([2, 0, 1, 2], np.int32), np.array([0, 4])), shape=(1, 3))
+    assert not X.has_sorted_indices  # column 2 stored twice, not side by side
+    with caplog.at_level(logging.WARNING, logger="glfs.core.structure"):
+        Xc = canonical(X)
+    assert Xc is not X and Xc.has_canonical_format
+    np.testing.assert_array_equal(Xc.toarray(), [[2.0, 3.0, 5.0]])
+    assert "1 duplicate entries" in caplog.text
+    Y = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([2, 0, 1], np.int32), np.array([0, 3])), shape=(1, 3))
+    assert canonical(Y) is Y  # unsorted, no duplicate

@@ -215,7 +215,20 @@ def _nb_split(indptr, indices, data, start, n_blocks):
     return lengths, values, local, offset
 
 
-_SEQUENTIAL = ("stats", "scan")
+def _nb_duplicate(indptr, indices, n_minor):
+    """(major, minor) of the first entry stored twice in a CSR/CSC matrix whose indices need not be
+    sorted, or (-1, -1): one pass over the indices with a mark per column (CSR) or row (CSC)."""
+    mark = np.full(n_minor, -1, np.int64)
+    for i in range(indptr.size - 1):
+        for t in range(indptr[i], indptr[i + 1]):
+            j = indices[t]
+            if mark[j] == i:
+                return i, j
+            mark[j] = i
+    return -1, -1
+
+
+_SEQUENTIAL = ("stats", "scan", "duplicate")
 _JIT: dict = {}
 
 
@@ -264,5 +277,5 @@ def _nb_deviance(indptr, indices, data, n_cell, pi, n_parts):
 _KERNELS = {
     "stats": _nb_stats, "sums": _nb_sums, "cross": _nb_cross, "stats_csc": _nb_stats_csc,
     "sums_csc": _nb_sums_csc, "cross_csc": _nb_cross_csc, "scan": _nb_scan, "split": _nb_split,
-    "deviance": _nb_deviance,
+    "deviance": _nb_deviance, "duplicate": _nb_duplicate,
 }

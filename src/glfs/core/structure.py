@@ -10,7 +10,10 @@ refuses such a matrix with a ``ValueError`` that names it and its first bad entr
 vectorised passes over ``indptr`` and ``indices`` (docs/methods.md, "Size limits": its cost at a
 million cells).  :func:`canonical` then sums duplicate entries and sorts the indices of a copy
 (never of the caller's matrix), so that a matrix stored with duplicates scores as the matrix it
-means.  :func:`check_stored_values` finds the first NaN/infinite stored value.
+means; a CSR matrix whose indices are unsorted within rows but hold no duplicate (a column subset
+``X[:, genes]``, some scanpy outputs) is taken as it is: every consumer sums over the stored
+entries, in any order (docs/methods.md, "Size limits").  :func:`check_stored_values` finds the
+first NaN/infinite stored value.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import logging
 
 import numpy as np
 import scipy.sparse as sp
+
+from glfs.core._sparse_kernels import _kernel
 
 log = logging.getLogger(__name__)
 
@@ -127,12 +132,22 @@ def check_stored_values(X, name: str = "X", *, row0: int = 0) -> None:
 
 def canonical(X, name: str = "X", *, warn: bool = True):
     """X itself when it is in canonical form (CSR/CSC: indices sorted within each row or column, no
-    duplicate entries), else a canonical copy: duplicate entries summed, indices sorted.
+    duplicate entries) or a CSR matrix without duplicates whose indices are unsorted, else a
+    canonical copy: duplicate entries summed, indices sorted.
+
+    Unsorted rows without duplicates change no result: the numba kernels, scipy's products and
+    conversions and scikit-learn's sparse PCA sum over the stored entries, and each gene's sum
+    over the rows runs in row order whatever the order within a row (the kernels' results are
+    bitwise the same; ``tests/test_structure.py``).  A CSC matrix keeps the copy: scipy's
+    reductions over its columns sort a CSC in place.
 
     The caller's matrix is never changed (scipy's ``sum_duplicates`` works in place, so it runs on a
     copy).  ``warn=False``: said at DEBUG level only (the second and later blocks of one matrix).  Call after :func:`check_sparse_structure`: scipy's test of the form reads the indices.
     """
     if X.format not in ("csr", "csc") or X.has_canonical_format:
+        return X
+    if X.format == "csr" and not X.has_sorted_indices and _first_duplicate(X) is None:
+        log.debug("%s: indices unsorted within rows, no duplicate entries: used as it is", name)
         return X
     Xc = X.copy()
     Xc.sum_duplicates()
@@ -143,3 +158,9 @@ def canonical(X, name: str = "X", *, warn: bool = True):
         f"{dup} duplicate entries" if dup else "indices unsorted within rows", Xc.nnz,
     )
     return Xc
+
+
+def _first_duplicate(X):
+    """(row, column) of the first entry stored twice in a CSR matrix (indices in any order), or None."""
+    i, j = _kernel("duplicate")(X.indptr, X.indices, X.shape[1])
+    return None if i < 0 else (int(i), int(j))

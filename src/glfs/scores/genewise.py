@@ -58,16 +58,16 @@ N_PARTS = 8
 
 
 def _csr(B):
-    """B as CSR with sorted indices, without a copy when it already is one."""
-    B = B if B.format == "csr" else B.tocsr()
-    return B if B.has_sorted_indices else B.sorted_indices()
+    """B as CSR, without a copy when it already is one (the kernels take a row's indices in any order)."""
+    return B if B.format == "csr" else B.tocsr()
 
 
 def _csr_or_csc(B):
-    """B as it is when it is CSR or CSC (the kernels take both), else as CSR; indices sorted."""
+    """B as it is when it is CSR or CSC (the kernels take both), else as CSR; a CSC's indices sorted
+    (each gene's sum then runs in row order, as for CSR), a CSR's taken in any order within a row."""
     if B.format not in ("csr", "csc"):
         B = B.tocsr()
-    return B if B.has_sorted_indices else B.sorted_indices()
+    return B if B.format == "csr" or B.has_sorted_indices else B.sorted_indices()
 
 
 def sparse_stats(B):
