@@ -98,14 +98,20 @@ def _log1p_dense(X, genes, method, used, samples):
     if method == "log1p":
         return np.log1p(X), used
     totals = X.sum(axis=1)
+    target = _target_sum(totals, used, method, sample_ids)
+    used = {**used, "target_sum": target}
+    return np.log1p(X * (target / totals)[:, None]), used
+
+
+def _target_sum(totals, used, method, sample_ids) -> float:
+    """The total every sample is scaled to (``normalize_log1p``): ``target_sum``, default the median of the
+    samples' ``totals``; a DataError names the first sample whose total is 0."""
     if (totals <= 0).any():
         i = int(np.flatnonzero(totals <= 0)[0])
         msg = f"preprocess {method!r}: sample {sample_ids[i]!r} has a total of 0 over all genes; remove it or use preprocess 'log1p'"
         raise DataError(msg)
     target = used.get("target_sum")
-    target = float(np.median(totals)) if target is None else float(target)
-    used = {**used, "target_sum": target}
-    return np.log1p(X * (target / totals)[:, None]), used
+    return float(np.median(totals)) if target is None else float(target)
 
 
 def _clipped_log(X, genes, method, used):
@@ -146,13 +152,7 @@ def _log1p_sparse(X, genes, method, used, samples):
         raise DataError(msg)
     if method == "normalize_log1p":
         totals = np.asarray(Y.sum(axis=1, dtype=np.float64)).ravel()
-        if (totals <= 0).any():
-            i = int(np.flatnonzero(totals <= 0)[0])
-            msg = f"preprocess {method!r}: sample {sample_ids[i]!r} has a total of 0 over all genes; remove it or use preprocess 'log1p'"
-            raise DataError(msg)
-        target = used.get("target_sum")
-        target = float(np.median(totals)) if target is None else float(target)
-        used["target_sum"] = target
+        target = used["target_sum"] = _target_sum(totals, used, method, sample_ids)
         Y.data *= np.repeat(target / totals, np.diff(Y.indptr)).astype(Y.dtype, copy=False)
     np.log1p(Y.data, out=Y.data)
     return Y
