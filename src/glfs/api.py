@@ -267,6 +267,7 @@ def select(
         ``weights``, ``params``.
     """
     info = method_info(method)
+    check_seed(random_state)
     if _is_anndata(X):
         if X.X is None:
             msg = "X is an AnnData whose .X is None; pass adata.layers[...], or use glfs.tl.select(adata, layer=...)"
@@ -312,6 +313,19 @@ def select(
         msg = f"internal error: {method} did not return a Selection over {d} features"
         raise RuntimeError(msg)
     return sel
+
+
+def check_seed(random_state) -> None:
+    """ValueError unless ``random_state`` is None or an integer seed numpy takes: checked before any work
+    (a bad seed failed deep inside a method, after the graph, or was never looked at)."""
+    if random_state is None:
+        return
+    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral) or not 0 <= random_state < 2**32:
+        msg = (
+            f"random_state must be None or an integer seed in [0, 2**32 - 1]; got {random_state!r} "
+            f"({type(random_state).__name__})"
+        )
+        raise ValueError(msg)
 
 
 def _select_batches(info, X, batches, W, n_features, graph_params, random_state, params):

@@ -39,7 +39,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from glfs.anndata_writers import COUNTS_LAYER, GRAPH_KEY, warn_replaced, write_graph, write_selection
-from glfs.api import check_streams, method_info, n_to_select
+from glfs.api import check_seed, check_streams, method_info, n_to_select
 from glfs.api import select as _select
 from glfs.core._validation import check_X
 from glfs.core.out_of_core import OutOfCore, out_of_core_kind
@@ -231,6 +231,7 @@ def _run(adata, method, n_features_to_select, *, layer, obsp, labels_key, graph_
     """(Selection, the graph given or built here or None, where the counts came from) of :func:`selection`."""
     _check_adata(adata)
     info = method_info(method)
+    check_seed(random_state)  # before the graph is built
     batches = _batches(adata, batch_key)
     X = _expression(adata, layer)
     graph = _given_graph(adata, obsp, info, method)
