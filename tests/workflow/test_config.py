@@ -258,3 +258,18 @@ def test_benchmark_configs_are_valid_over_the_default_config(path):
         merged[key] = {**merged[key], **value} if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
     assert list(jsonschema.Draft202012Validator(SCHEMA).iter_errors(merged)) == []
     assert set(merged["run"]) <= set(merged["datasets"])
+
+
+@pytest.mark.workflow
+def test_a_large_plain_config_is_refused_without_talk_of_aliases(tmp_path, mini_workflow, snakemake_run):
+    """Issue 30 (low): 50,001 plain datasets (100,002 values, no YAML alias) were refused 'YAML anchors
+    and aliases counted as often as they are used'; the message now says the config uses none."""
+    import re
+
+    cfg = {"run": ["d0"], "datasets": {f"d{i}": {"expression": "data/m.tsv"} for i in range(50_001)}}
+    proc = snakemake_run(mini_workflow(tmp_path), tmp_path, cfg, ["results/d0/prepared.h5ad"], "-n", timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert re.search(r"the config holds more than 100000 values \(dict and list entries; it uses no YAML alias: "
+                     r"split it over several configuration files\)", out), out[-2000:]
+    assert "anchors" not in out

@@ -68,18 +68,27 @@ def _check_config_size(cfg):
 
     YAML anchors and aliases share one object, so a small file can stand for 10**9
     values; jsonschema's messages quote the value they refuse, which then never ends.
+    The message says so only when the config shares objects (an alias); a plain config
+    that large (e.g. 100,000 datasets) is told its count and how to split it.
     """
-    count = 0
+    count, seen, shared = 0, set(), False
     stack = [(cfg, [])]
     while stack:
         node, path = stack.pop()
         count += 1
         if count > _CONFIG_MAX_VALUES:
+            if shared:
+                why = "YAML anchors and aliases counted as often as they are used"
+            else:
+                why = "dict and list entries; it uses no YAML alias: split it over several configuration files"
             msg = (
-                f"config key {_key_path(path)}: the config holds more than {_CONFIG_MAX_VALUES} values (YAML "
-                "anchors and aliases counted as often as they are used); refused before validation"
+                f"config key {_key_path(path)}: the config holds more than {_CONFIG_MAX_VALUES} values "
+                f"({why}); refused before validation"
             )
             raise ConfigError(msg)
+        if isinstance(node, (dict, list)):
+            shared = shared or id(node) in seen
+            seen.add(id(node))
         if isinstance(node, dict):
             stack.extend((v, [*path, k]) for k, v in node.items())
         elif isinstance(node, list):
