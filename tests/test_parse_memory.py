@@ -95,3 +95,50 @@ def test_a_gzip_matrix_is_streamed_only_up_to_the_memory_cap(tmp_path, monkeypat
     path.write_bytes(gzip.compress(body))
     with pytest.raises(readers.DataError, match=r"m\.tsv\.gz: reading this text matrix \(more than 80659 bytes of text \(stopped there\)\)"):
         readers.read_matrix(path, mem_mb=1, keys={"memory": "more memory"})
+
+
+def _huge_declared_h5ad(path, n=30_000, d=40_000):
+    """A valid small .h5ad, then its X replaced by a compressed dense n x d float32 dataset never written
+    (h5py stores no chunk of it: a file of kilobytes that loads as n * d * 4 bytes)."""
+    import anndata as ad
+    import h5py
+
+    ad.AnnData(np.zeros((3, 2), np.float32)).write_h5ad(path)
+    with h5py.File(path, "r+") as f:
+        attrs = dict(f["X"].attrs)
+        del f["X"]
+        X = f.create_dataset("X", shape=(n, d), dtype="float32", chunks=(1000, 1000), compression="gzip")
+        X.attrs.update(attrs)
+
+
+def test_a_dense_x_declared_huge_in_a_small_h5ad_is_refused_before_reading(tmp_path, monkeypatch):
+    import anndata as ad
+
+    path = tmp_path / "huge.h5ad"
+    _huge_declared_h5ad(path)
+    assert path.stat().st_size < 1_000_000
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("the file was read")
+
+    monkeypatch.setattr(ad, "read_h5ad", no_read)
+    monkeypatch.setattr(memory, "rss_bytes", lambda: 0)
+    need = 30_000 * 40_000 * (4 + 8) / 2**30  # float32 as stored + the float64 copy
+    with pytest.raises(readers.DataError, match=rf"huge\.h5ad: X is a dense 30000 x 40000 float32 matrix: reading it takes at least "
+                       rf"{need:.2f} GB of memory .* more than the 3\.91 GB of the job's memory \(mem_mb = 4000.*refused before reading. "
+                       r"Give the job more memory \(resources\.prepare\.mem_mb"):
+        datasets.prepare_dataset("d", {"format": "h5ad"}, {"expression": path}, mem_mb=4000)
+
+
+def test_h5ad_size_from_metadata_matches_what_it_loads(tmp_path):
+    import anndata as ad
+    import scipy.sparse as sp
+
+    X = sp.random(50, 40, density=0.1, format="csr", dtype=np.float32, random_state=0)
+    ad.AnnData(X).write_h5ad(tmp_path / "s.h5ad")
+    ad.AnnData(X.toarray()).write_h5ad(tmp_path / "d.h5ad")
+    assert memory.h5ad_matrix_bytes(tmp_path / "s.h5ad") == (X.nnz * (4 + 4 + 12), f"a sparse 50 x 40 matrix with {X.nnz} stored values")
+    assert memory.h5ad_matrix_bytes(tmp_path / "d.h5ad") == (50 * 40 * (4 + 8), "a dense 50 x 40 float32 matrix")
+    assert memory.h5ad_matrix_bytes(tmp_path / "d.h5ad", layer="none") is None  # the reader names a missing layer
+    m = readers.read_matrix(tmp_path / "d.h5ad", mem_mb=4000)
+    np.testing.assert_array_equal(m.X, X.toarray())

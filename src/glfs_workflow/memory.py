@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 #: Peak bytes of parsing a text matrix per byte of its (expanded) text, and per value (module docstring).
 PARSE_BYTES_PER_TEXT_BYTE = 13
 PARSE_BYTES_PER_VALUE = 22
@@ -106,6 +108,17 @@ class ParseBudget:
             "text: anndata.AnnData(X).write_h5ad)"
         )
 
+    def check_load(self, path, where: str, need: int, what: str) -> None:
+        """ValueError when reading a stored matrix (``where`` of ``path``, ``what`` it is) takes more than the memory there is."""
+        if self.memory_bytes is not None and need > self.memory_bytes:
+            msg = (
+                f"{path}: {where} is {what}: reading it takes at least {need / _GB:.2f} GB of memory (its values as "
+                f"stored and as float64), more than the {self.memory_bytes / _GB:.2f} GB of {self.memory_from}; refused "
+                f"before reading. Give the job more memory ({self.memory_key}), or store the matrix sparse "
+                "(scipy.sparse.csr_matrix) if it is mostly zeros"
+            )
+            raise ValueError(msg)
+
     def check(self, path, data: bytes) -> None:
         """ValueError when parsing ``data`` (a table's bytes) would take more than the memory there is."""
         if self.memory_bytes is None:
@@ -113,3 +126,25 @@ class ParseBudget:
         n_values = count_values(data, self.sep)
         if parse_estimate(len(data), n_values) > self.memory_bytes:
             raise ValueError(self.refusal(path, len(data), n_values))
+
+
+def h5ad_matrix_bytes(path, layer: str | None = None) -> tuple[int, str] | None:
+    """(bytes reading the file's X, or ``layers[layer]``, takes as float64 at least, what it is), from the
+    file's metadata without reading the values; None when the metadata cannot tell (the reader then
+    reports the file as it is).  A compressed file may declare far more than it holds on disk."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            node = f["X" if layer is None else f"layers/{layer}"]
+            if isinstance(node, h5py.Dataset):
+                n_cells = int(np.prod(node.shape, dtype=np.float64))
+                item = node.dtype.itemsize
+                shape = " x ".join(map(str, node.shape))
+                return n_cells * (item + (8 if node.dtype != np.float64 else 0)), f"a dense {shape} {node.dtype} matrix"
+            nnz = int(node["data"].shape[0])
+            shape = " x ".join(str(int(s)) for s in node.attrs["shape"])
+            stored = node["data"].dtype.itemsize + node["indices"].dtype.itemsize
+            return nnz * (stored + 12), f"a sparse {shape} matrix with {nnz} stored values"
+    except Exception:  # noqa: BLE001 - any h5py failure: the reader names the file
+        return None

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DataError
-from .memory import ParseBudget, job_memory_bytes
+from .memory import ParseBudget, h5ad_matrix_bytes, job_memory_bytes
 
 log = logging.getLogger(__name__)
 
@@ -373,7 +373,9 @@ def read_matrix(
     expand to (default :data:`MAX_EXPANDED_BYTES`, 10 GB).  A text matrix
     whose parsing would take more memory than ``mem_mb`` (MB; None: the
     machine's available memory) less what the process holds is refused
-    before pandas parses it (:mod:`glfs_workflow.memory`).  ``keys`` name in
+    before pandas parses it (:mod:`glfs_workflow.memory`), and so is an
+    ``.h5ad`` whose X declares more (its shape and dtype, read before its
+    values).  ``keys`` name in
     the messages how to raise either limit (``{"expanded": ..., "memory": ...}``,
     e.g. config keys; default the arguments' names).  A UTF-8
     byte-order mark is dropped; UTF-16 text and bz2/xz/zip files are refused
@@ -388,8 +390,10 @@ def read_matrix(
     """
     path = Path(path)
     fmt = infer_format(path, fmt)
+    keys = {"expanded": "max_expanded_bytes", "memory": "mem_mb", **(keys or {})}
+    budget = ParseBudget(*job_memory_bytes(mem_mb), keys["memory"], "," if fmt == "csv" else "\t")
     if fmt == "h5ad":
-        return _read_h5ad(path, layer)
+        return _read_h5ad(path, layer, budget)
     if layer is not None:
         msg = f"{path}: `layer` ({layer!r}) applies only to .h5ad files; this one is read as {fmt}"
         raise DataError(msg)
@@ -398,8 +402,6 @@ def read_matrix(
         raise DataError(msg)
     sep = "," if fmt == "csv" else "\t"
     skip = 2 if fmt == "gct" else 0
-    keys = {"expanded": "max_expanded_bytes", "memory": "mem_mb", **(keys or {})}
-    budget = ParseBudget(*job_memory_bytes(mem_mb), keys["memory"], sep)
     text = _read_text(path, max_expanded_bytes, budget, keys["expanded"])
     gct_dims = _gct_head(path, text) if fmt == "gct" and text.strip() else None
     df = _read_raw_table(path, sep, skiprows=skip, text=text)
@@ -439,10 +441,16 @@ def read_matrix(
     return Matrix(X, row_ids, col_ids, var)
 
 
-def _read_h5ad(path: Path, layer: str | None = None) -> Matrix:
+def _read_h5ad(path: Path, layer: str | None = None, budget: ParseBudget | None = None) -> Matrix:
     import anndata as ad
     import scipy.sparse as sp
 
+    size = h5ad_matrix_bytes(path, layer) if budget is not None else None
+    if size is not None:  # the size the file declares, before anything is read (a compressed X can be huge)
+        try:
+            budget.check_load(path, "X" if layer is None else f"layers[{layer!r}]", *size)
+        except ValueError as exc:
+            raise DataError(str(exc)) from None
     try:
         a = ad.read_h5ad(path)
     except Exception as exc:  # noqa: BLE001 - h5py raises many types
