@@ -363,6 +363,9 @@ def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state, groups=None)
     cosine = metric == "cosine" and method == "approx"
     streamed = isinstance(X, OutOfCore)
     client = cluster_client(X)  # a dask X and a dask.distributed client: projection and search as tasks
+    if streamed and n_pcs is None and requested == "auto" and not cosine and d > APPROX_N_PCS + 1:
+        n_pcs = APPROX_N_PCS  # streamed in two passes: components at every size (all genes below 8,192 in memory)
+        log.info("nearest_neighbors: an out-of-core X is searched on %d principal components at any size", n_pcs)
     if streamed and (n_pcs is None or cosine or metric != "euclidean"):
         msg = (
             f"an out-of-core X ({X.describe()}) gets its graph from principal components with the Euclidean "

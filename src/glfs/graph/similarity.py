@@ -89,8 +89,8 @@ def similarity_graph(
         array) is read in blocks: its principal components are fitted on a
         seeded subsample of at most ``glfs.graph.neighbors.PCA_FIT_SAMPLES`` samples
         and every sample is projected on them (two passes; the search then
-        needs ``n_pcs``, as ``method="auto"`` sets from 8,192 samples on, and
-        the Euclidean metric).  Above ``PCA_FIT_SAMPLES`` samples an
+        needs ``n_pcs``, which ``method="auto"`` sets to 50 at every size for
+        such an X (an in-memory X from 8,192 samples on), and the Euclidean metric).  Above ``PCA_FIT_SAMPLES`` samples an
         in-memory X is fitted on the same seeded subsample, so its graph is
         the backed one.
     n_neighbors : int, default 5
