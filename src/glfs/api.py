@@ -223,8 +223,8 @@ def select(
     ----------
     X : array-like or sparse of shape (n_samples, n_features), or AnnData
         Samples (patients, cells) in rows, genes in columns.  Not modified.
-        An AnnData is read through its ``.X`` (nothing is written into it;
-        :func:`glfs.tl.select` writes the result into ``.var``).  Real and
+        An AnnData is read through its ``.X``, its ``.raw`` through ``.raw.X``
+        (nothing is written into it; :func:`glfs.tl.select` writes the result into ``.var``).  Real and
         finite; its largest absolute value must lie in ``[1e-50, 1e50]``
         (:data:`glfs.core.value_checks.SCALE_RANGE`: beyond it squares and products
         leave float64), else a ValueError says so.
@@ -273,6 +273,9 @@ def select(
             msg = "X is an AnnData whose .X is None; pass adata.layers[...], or use glfs.tl.select(adata, layer=...)"
             raise ValueError(msg)
         log.info("select: X is an AnnData; using its .X (glfs.tl.select(adata, ...) writes the result into adata.var)")
+        X = X.X
+    elif _is_raw(X):  # adata.raw: its values are read as they are (was: "could not convert Raw")
+        log.info("select: X is an AnnData's .raw (%d x %d); using adata.raw.X", *X.shape)
         X = X.X
     _check_param_names(method, params)
     X = check_scale(_input(X))
@@ -527,6 +530,11 @@ def n_to_select(n_features_to_select, n_features):
 def _is_anndata(X) -> bool:
     """An AnnData (duck-typed: the core modules do not import anndata)."""
     return all(hasattr(X, a) for a in ("obs", "var", "obs_names", "var_names", "X"))
+
+
+def _is_raw(X) -> bool:
+    """An AnnData's ``.raw`` (duck-typed: X, var and to_adata, no obs)."""
+    return all(hasattr(X, a) for a in ("X", "var", "var_names", "to_adata")) and not hasattr(X, "obs")
 
 
 def plain_value(v):
