@@ -235,7 +235,8 @@ def write_summary(df: pd.DataFrame, params: dict, info: dict, path: Path) -> Non
         "# Simulator calibration (`benchmarks/sim_calibration.py`)", "",
         f"Run {info['date']}; wall time {info['wall_s'] / 60:.1f} min; load (1 min) {info['load_start']:.1f} at start, "
         f"{info['load_end']:.1f} at end, {info['cpus']} CPUs; at most {info['max_cells']} cells per set (stratified), "
-        f"{info['n_runs']} Leiden/k-means run per k, k in {list(FEATURE_GRID)}. Versions: {info['versions']}.", "",
+        f"{info['n_runs']} Leiden/k-means run per k, k in {list(FEATURE_GRID)}. Versions: {info['versions']}."
+        + "".join(f" Rows of {m} (merged: they replace this run's rows of those sets)." for m in info.get("merged", [])), "",
         "Score = mean of Leiden ARI (best resolution), Leiden ARI (labels' cluster count) and k-means ARI, averaged "
         "over k (random: also over draws). `real` = the set's subsample; `sim_splat` = its counterpart with Splat's "
         "BCV trend (`bcv_trend` 1, as splatter's `splatEstimate`); `sim_fitted` = the trend's weight fitted too.", "",
@@ -263,7 +264,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--summary-only", action="store_true")
     ap.add_argument("--merge", nargs="*", type=Path, default=[],
-                    help="with --summary-only: also read the .tsv/.json of these output folders (sets run apart)")
+                    help="with --summary-only: also read the .tsv/.json of these output folders (sets run apart or re-run; their rows replace this run's)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
     for noisy in ("glfs", "scanpy", "anndata", "numba"):
@@ -277,9 +278,15 @@ def main(argv=None) -> int:
             more = json.loads((other / pj.name).read_text())
             for name, by in more["params"].items():  # per set: this run's counterparts and the other's
                 meta["params"][name] = meta["params"].get(name, {}) | by
-            meta["info"]["wall_s"] = max(meta["info"]["wall_s"], more["info"]["wall_s"])
-            meta["info"]["load_end"] = more["info"]["load_end"]
-        df = pd.concat(frames, ignore_index=True).drop_duplicates(["set", "data", "method", "draw", "n_features", "run"])
+            mi = more["info"]
+            meta["info"].setdefault("merged", []).append(
+                f"{', '.join(sorted(more['params']))}: run {mi['date']}, wall time {mi['wall_s'] / 60:.1f} min, load "
+                f"{mi['load_start']:.1f} at start, {mi['load_end']:.1f} at end")
+        # a merged run's rows replace every row of this run for the same set and data (a set re-run)
+        for i in range(1, len(frames)):
+            redone = pd.MultiIndex.from_frame(frames[i][["set", "data"]])
+            frames[0] = frames[0][~pd.MultiIndex.from_frame(frames[0][["set", "data"]]).isin(redone)]
+        df = pd.concat(frames, ignore_index=True)
         df.to_csv(tsv, sep="\t", index=False, float_format="%.6g")
         pj.write_text(json.dumps(meta, indent=1, default=float))
         write_summary(df, meta["params"], meta["info"], md)
