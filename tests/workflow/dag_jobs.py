@@ -1,4 +1,4 @@
-"""Print every job of the workflow's DAG as one JSON line: rule, wildcards, params, threads, resources.
+"""Print every job of the workflow's DAG as one JSON line: rule, wildcards, params, threads, resources, log.
 
     python tests/workflow/dag_jobs.py WORKDIR [CONFIGFILE ...] [--forceall]
 
@@ -44,6 +44,7 @@ def dag_jobs(workdir: Path, configfiles=(), forceall=False) -> list[dict]:
                 "params": {k: _plain(v) for k, v in job.params.items()},
                 "threads": job.threads,
                 "resources": {k: v for k, v in job.resources.items() if k in ("mem_mb", "runtime")},
+                "log": [str(f) for f in job.log],
             }
             for job in jobs
         ]

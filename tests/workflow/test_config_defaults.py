@@ -398,3 +398,17 @@ def test_configuration_mappings_take_every_key():
     assert leiden_kwargs(le, 4) == {"n_runs": 2, "resolutions": [0.5, 1.0], "n_pcs": 20, "n_neighbors": 10, "max_samples": 300, "random_state": 4}
     with pytest.raises(KeyError, match="eigen_solver"):
         clustering_kwargs({k: v for k, v in cl.items() if k != "eigen_solver"})
+
+
+@pytest.mark.workflow
+def test_two_configurations_write_two_report_logs(tmp_path):
+    """Issue 30 (low): two configurations run side by side, each with its own report_dir, shared
+    logs/make_report/report.log; the report's log now follows report_dir."""
+    _copy_workflow(tmp_path)
+    logs = {}
+    for report_dir in ("results", "results/other_config"):
+        jobs = _jobs(tmp_path, {"report_dir": report_dir})
+        (report,) = [j for j in jobs if j["rule"] == "make_report"]
+        logs[report_dir] = report["log"]
+    assert logs == {"results": ["logs/make_report/results/report.log"],
+                    "results/other_config": ["logs/make_report/results/other_config/report.log"]}

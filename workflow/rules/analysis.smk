@@ -250,6 +250,8 @@ REPORT_DIR = config["report_dir"]
 REPORT_HTML = f"{REPORT_DIR}/report.html"
 REPORT_WHICH = f"{REPORT_DIR}/which_method.md"
 REPORT_RECORD = f"{REPORT_DIR}/report_config.json"
+# the report job's log, one per report_dir: two configurations run side by side no longer write one log
+REPORT_LOG = f"logs/make_report/{REPORT_DIR}/report.log"
 
 # The order of the targets: kind by kind (the provenance record is an intermediate, not a target).
 _TARGET_KINDS = [

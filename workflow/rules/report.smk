@@ -26,7 +26,7 @@ rule make_report:
         ),
         figures=[figure_report(p) for p in report_figures()],
     log:
-        "logs/make_report/report.log",
+        REPORT_LOG,
     localrule: True
     conda:
         "../../envs/report.yaml"
