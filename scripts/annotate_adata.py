@@ -14,7 +14,7 @@ import anndata
 import scipy.sparse as sp
 
 from glfs.anndata_writers import write_graph
-from glfs_workflow.files import DiskFullError, atomic_path, read_tsv
+from glfs_workflow.files import DiskFullError, read_tsv, write_h5ad_atomic
 from glfs_workflow.logs import log_to
 from glfs_workflow.tables import annotate_selection
 
@@ -28,8 +28,7 @@ try:
     for table, meta_path in zip(inp.tables, inp.metas):
         m = annotate_selection(adata, read_tsv(table), json.loads(Path(meta_path).read_text()), table=table, source=inp.adata)
         log.info("wrote var[%r], var[%r_score], var[%r_rank]", m, m, m)
-    with atomic_path(snakemake.output[0]) as tmp:  # noqa: F821
-        adata.write_h5ad(tmp)
+    write_h5ad_atomic(adata, snakemake.output[0])  # noqa: F821
 except DiskFullError as exc:  # one line, not h5py's error stack
     log.error("%s", exc)
     sys.stderr.write(f"annotate_adata: {exc}\n")

@@ -2,6 +2,7 @@
 than the job has, and fetch.max_expanded_gb reaches the reader (glfs_workflow.memory)."""
 
 import gzip
+import re
 
 import numpy as np
 import pandas as pd
@@ -142,3 +143,34 @@ def test_h5ad_size_from_metadata_matches_what_it_loads(tmp_path):
     assert memory.h5ad_matrix_bytes(tmp_path / "d.h5ad", layer="none") is None  # the reader names a missing layer
     m = readers.read_matrix(tmp_path / "d.h5ad", mem_mb=4000)
     np.testing.assert_array_equal(m.X, X.toarray())
+
+
+def test_an_h5ad_is_not_written_to_a_disk_without_room_for_it(tmp_path, monkeypatch):
+    """Issue 30 (low): h5py's failure on a full disk ends the process with SIGSEGV when the failed write's
+    objects are freed (h5py 3.16, HDF5 2.0; earlier builds printed ~700 lines of HDF5 errors); too little
+    space is now refused before the write, in one line."""
+    import collections
+
+    import anndata as ad
+    import scipy.sparse as sp
+
+    from glfs_workflow import files
+
+    X = sp.random(300, 200, density=0.1, format="csr", random_state=0)
+    a = ad.AnnData(X, layers={"counts": X.astype(np.float32)})
+    a.obs["batch"] = ["b0", "b1", "b2"] * 100
+    files.write_h5ad_atomic(a, tmp_path / "ok.h5ad")  # (anndata makes obs["batch"] categorical here)
+    need = int(1.05 * files.h5ad_bytes(a)) + 2**20
+    assert (tmp_path / "ok.h5ad").stat().st_size <= need  # the estimate covers what is written
+
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(files.shutil, "disk_usage", lambda p: usage(10**9, 10**9 - (need - 1), need - 1))
+
+    def no_write(*args, **kwargs):
+        raise AssertionError("written")
+
+    monkeypatch.setattr(ad.AnnData, "write_h5ad", no_write)
+    with pytest.raises(files.DiskFullError, match=rf"no space left on device while writing {re.escape(str(tmp_path / 'out' / 'x.h5ad'))} "
+                       rf"\(about {need} bytes needed, {need - 1} free; refused before writing\)"):
+        files.write_h5ad_atomic(a, tmp_path / "out" / "x.h5ad")
+    assert list((tmp_path / "out").iterdir()) == []

@@ -12,6 +12,7 @@ import errno
 import json
 import logging
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -25,8 +26,8 @@ log = logging.getLogger(__name__)
 class DiskFullError(OSError):
     """The device filled up while an output was written (errno ENOSPC); the message names the file."""
 
-    def __init__(self, dest):
-        super().__init__(f"no space left on device while writing {dest}")
+    def __init__(self, dest, detail: str = ""):
+        super().__init__(f"no space left on device while writing {dest}{f' ({detail})' if detail else ''}")
         self.errno = errno.ENOSPC  # (no strerror/filename: str() stays the one-line message)
         self.path = str(dest)
 
@@ -99,8 +100,42 @@ def write_json_atomic(obj, dest) -> None:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
+def h5ad_bytes(adata) -> int:
+    """About the bytes of ``adata`` written as an uncompressed .h5ad: its matrices' values and indices
+    (X, raw, layers, obsm, varm, obsp, varp) and its obs/var frames."""
+    import scipy.sparse as sp
+
+    def size(m):
+        if m is None:
+            return 0
+        if sp.issparse(m):
+            return m.data.nbytes + m.indices.nbytes + m.indptr.nbytes
+        return int(getattr(m, "nbytes", 0))
+
+    stores = (adata.layers, adata.obsm, adata.varm, adata.obsp, adata.varp)
+    total = size(adata.X) + (size(adata.raw.X) if adata.raw is not None else 0)
+    total += sum(size(v) for store in stores for v in store.values())
+    return total + int(adata.obs.memory_usage(deep=True).sum() + adata.var.memory_usage(deep=True).sum())
+
+
+def check_space(dest, need: int) -> None:
+    """:class:`DiskFullError` naming ``dest`` when its directory's device has less than ``need`` bytes free.
+
+    Checked before an .h5ad is written: h5py's failure on a disk that fills up
+    while it writes ends the process with SIGSEGV when the objects of the
+    failed write are freed (h5py 3.16, HDF5 2.0; earlier builds printed
+    hundreds of lines of HDF5 errors), so the common case, too little space to
+    begin with, is refused before the write.
+    """
+    free = shutil.disk_usage(Path(dest).parent).free
+    if need > free:
+        raise DiskFullError(dest, f"about {need} bytes needed, {free} free; refused before writing")
+
+
 def write_h5ad_atomic(adata, dest) -> None:
-    """Write an AnnData to ``dest`` atomically (temporary .h5ad, fsync, rename)."""
+    """Write an AnnData to ``dest`` atomically (temporary .h5ad, fsync, rename), after checking the space."""
+    Path(dest).parent.mkdir(parents=True, exist_ok=True)
+    check_space(dest, int(1.05 * h5ad_bytes(adata)) + 2**20)
     with _atomic_path(dest, suffix=".h5ad") as tmp:
         adata.write_h5ad(tmp)
 
