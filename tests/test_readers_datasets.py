@@ -762,3 +762,30 @@ def test_h5ad_with_more_cells_than_genes_gets_no_orientation_warning(tmp_path):
                  columns=[f"s{i}" for i in range(30)]).to_csv(tmp_path / "m.tsv", sep="\t")
     t = _prepare({"expression": "m.tsv"}, {"expression": tmp_path / "m.tsv"})
     assert "30 samples > 6 genes" in str(t.uns["dataset"]["warnings"])
+
+
+def test_a_preparation_error_names_the_file_and_is_logged_once(tmp_path, capsys, restore_logging):
+    """Issue 30 (low): "preprocess 'normalize_log1p': sample 'S2' has a total of 0" named the sample but
+    not the file; the script logs it once to its log and writes it once to stderr."""
+    import json
+    import runpy
+    from types import SimpleNamespace as NS
+
+    (tmp_path / "m.tsv").write_text("gene\tS0\tS1\tS2\tS3\nG0\t1\t2\t0\t4\nG1\t3\t1\t0\t2\nG2\t5\t0\t0\t1\n")
+    spec = {"expression": str(tmp_path / "m.tsv"), "preprocess": "normalize_log1p"}
+    with pytest.raises(readers.DataError, match=rf"^{re.escape(str(tmp_path / 'm.tsv'))}: preprocess 'normalize_log1p': "
+                       r"sample 'S2' has a total of 0 over all genes"):
+        datasets.prepare_dataset("d", spec, {"expression": tmp_path / "m.tsv"})
+    prov = fetch.fetch_dataset_files("d", {"expression": str(tmp_path / "m.tsv")})
+    (tmp_path / "prov.json").write_text(json.dumps(prov))
+    smk = NS(
+        wildcards=NS(dataset="d"), input=NS(provenance=str(tmp_path / "prov.json")),
+        output=NS(h5ad=str(tmp_path / "out/prepared.h5ad")), log=[str(tmp_path / "prep.log")],
+        params=NS(dataset=spec, max_expanded_gb=10), resources=NS(mem_mb=4000),
+    )
+    mod = runpy.run_path(str(RES.parent / "scripts" / "prepare_dataset.py"))
+    with pytest.raises(SystemExit):
+        mod["main"](smk)
+    errors = [x for x in (tmp_path / "prep.log").read_text().splitlines() if " ERROR: " in x]
+    assert len(errors) == 1 and f"{tmp_path / 'm.tsv'}: preprocess 'normalize_log1p': sample 'S2'" in errors[0]
+    assert capsys.readouterr().err.count("has a total of 0") == 1

@@ -261,7 +261,7 @@ def prepare_dataset(
     counts = _raw_counts(m)
     if method == "zscore":  # squares the raw values: check them first
         _check_scale(expr, m.X, m.var, m.samples, method)
-    X, var, used, keep = _preprocess_dataset(m, method, cfg)
+    X, var, used, keep = _preprocess_dataset(expr, m, method, cfg)
     _check_scale(expr, X, var, m.samples, method)
     const_names = _constant_genes(expr, X, var, n)
     obs = _obs_frame(name, m, cfg, labelled, n)
@@ -482,9 +482,15 @@ def _counts_notes(name: str, expr: Path, X, method: str) -> list:
     return [note]
 
 
-def _preprocess_dataset(m: Matrix, method: str, cfg: dict):
-    """Preprocess the matrix (glfs_workflow.preprocessing.preprocess); return (X, var of the kept genes, params used, kept mask)."""
-    X, keep, used = preprocess(m.X, m.genes, method, cfg.get("preprocess_params"), samples=m.samples)
+def _preprocess_dataset(expr: Path, m: Matrix, method: str, cfg: dict):
+    """Preprocess the matrix (glfs_workflow.preprocessing.preprocess); return (X, var of the kept genes, params used, kept mask).
+
+    An error names the file before the sample or gene it names (was: the sample alone)."""
+    try:
+        X, keep, used = preprocess(m.X, m.genes, method, cfg.get("preprocess_params"), samples=m.samples)
+    except DataError as exc:
+        msg = f"{expr}: {exc}"
+        raise DataError(msg) from None
     var = m.var.loc[np.asarray(m.genes)[keep]].copy() if not keep.all() else m.var.copy()
     if not keep.all():
         log.info("preprocess %s kept %d of %d genes", method, int(keep.sum()), m.X.shape[1])
