@@ -273,3 +273,23 @@ def test_a_large_plain_config_is_refused_without_talk_of_aliases(tmp_path, mini_
     assert re.search(r"the config holds more than 100000 values \(dict and list entries; it uses no YAML alias: "
                      r"split it over several configuration files\)", out), out[-2000:]
     assert "anchors" not in out
+
+
+@pytest.mark.workflow
+def test_e_notation_without_a_decimal_point_is_explained(tmp_path, mini_workflow):
+    """Issue 30 (low): `graph.t: 1e99` in YAML is text for PyYAML (YAML 1.1 needs 1.0e+99); the schema said
+    only "'1e99' is not of type 'number'"."""
+    import re
+    import subprocess
+    import sys
+
+    snakemake = str(Path(sys.executable).with_name("snakemake"))
+    (tmp_path / "c.yaml").write_text("run: [d]\ndatasets:\n  d:\n    expression: data/m.tsv\ngraph:\n  t: 1e99\n")
+    cmd = [snakemake, "-s", str(mini_workflow(tmp_path)), "-d", str(tmp_path), "--cores", "1", "-n",
+           "results/d/prepared.h5ad", "--configfile", str(tmp_path / "c.yaml")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert re.search(r"config key graph\.t: '1e99' is read as text, not a number: YAML reads a number in e-notation "
+                     r"without a decimal point as text; write 1\.0e\+99 \(a decimal point before the e\)", out), out[-2000:]
+    assert yaml.safe_load("t: 1.0e+99")["t"] == 1e99  # the form it suggests is a number

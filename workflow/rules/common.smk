@@ -41,6 +41,10 @@ def _capped(text):
     return f"{text[:_MESSAGE_MAX_CHARS]} ... (message cut: {len(text)} characters)"
 
 
+#: A number PyYAML leaves as text: e-notation without a decimal point (1e99, -2E-3, +5e+2).
+_YAML_TEXT_NUMBER = re.compile(r"[-+]?[0-9]+[eE][-+]?[0-9]+")
+
+
 def _schema_message(err):
     """One line naming the config key of a schema violation (the best sub-error of oneOf), at most _MESSAGE_MAX_CHARS."""
     from jsonschema.exceptions import best_match
@@ -54,6 +58,17 @@ def _schema_message(err):
         and err.schema.get("description")
     ):
         return _capped(f"config key {key}: {err.message} ({err.schema['description']})")
+    if (
+        err.validator == "type"
+        and isinstance(err.instance, str)
+        and _YAML_TEXT_NUMBER.fullmatch(err.instance.strip())
+    ):
+        # PyYAML (YAML 1.1) reads 1e99 or 1e-3, without a decimal point, as text
+        return _capped(
+            f"config key {key}: {err.instance!r} is read as text, not a number: YAML reads a number in e-notation "
+            f"without a decimal point as text; write {float(err.instance):.1e} (a decimal point before the e) "
+            f"({err.message})"
+        )
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = sorted(err.schema.get("properties", {}))
         unknown = sorted(k for k in err.instance if k not in allowed)
