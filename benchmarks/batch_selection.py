@@ -7,7 +7,8 @@ Data: the panel's Kang 2018 PBMC (8,684 cells, 2,511 genes, 4 cell types, obs "b
 simulated by glfs.simulation.scsim.simulate_counts with Splat batch effects (``--sim-batch-loc/--sim-batch-scale``,
 4 batches).  Each method runs as a scanpy user would: ``glfs.select`` on normalize_total + log1p, the counts for
 the count methods, once without and once with ``batches=`` (the batch labels: scanpy's batch_key); graph_moran
-also with the rule of scanpy's seurat_v3 (median rank first, ``--rules``).  Judged by the Leiden protocol
+also with the rule of scanpy's seurat_v3 (median rank first, ``--rules median_rank``) and with a PCA and graphs of
+each batch's own (``per_batch_pca``, the form before the shared embedding; ``--no-per-batch-pca`` leaves it out).  Judged by the Leiden protocol
 (``glfs.evaluate.evaluate_ranking_leiden`` at the selected genes, ``--runs`` runs): ARI at the best resolution and
 at the labels' cluster count, and ``batch_mixing`` (glfs.evaluate.mixing.knn_batch_mixing on the protocol's kNN
 graph: 1 = neighbourhoods within a cell type as mixed as its batches).  Cost: the selection's wall time with
@@ -62,6 +63,21 @@ def lognorm(counts):
     return L
 
 
+def per_batch_pca(X, batches, n):
+    """graph_moran as it was before the shared embedding: each batch alone, its own two PCAs and graphs
+    (refined on the batch's own top genes), the batches combined by the same rule."""
+    from glfs.scores.batches import graph_min_cells, select_by_batch
+    from glfs.scores.moran import CELL_GRAPH_NEIGHBORS, select_graph_moran
+
+    def one(rows):
+        sel = select_graph_moran(X[rows], None, n_features=n)
+        return sel, sel.extra["graph"], rows
+
+    k, why = graph_min_cells(CELL_GRAPH_NEIGHBORS)
+    return select_by_batch(one, batches, method="graph_moran", n_features=n, higher_is_better=True, min_cells=k,
+                           why_min=why)
+
+
 def run_one(X, counts, method, n, batches, rule):
     import glfs
     from glfs.api import method_info
@@ -71,23 +87,41 @@ def run_one(X, counts, method, n, batches, rule):
     t = time.perf_counter()
     if rule == "median_rank":  # the same per-batch scores, combined with scanpy's seurat_v3 rule
         sel = run_by_batch(method_info(method), X, batches, n_features=n, rule=rule)
+    elif rule == "per_batch_pca":
+        sel = per_batch_pca(X, batches, n)
     else:
         sel = glfs.select(X, method, n_features_to_select=n, batches=batches, **kw)
     return sel, time.perf_counter() - t
+
+
+def variance_shares(X, labels, batches, genes):
+    """(between-label, between-batch) variance of the genes, each summed over them, as shares of their total
+    variance (log-normalised X): how much of what the selected genes vary by is cell type, and how much batch."""
+    Z = X[:, np.sort(genes)].toarray()
+    total = Z.var(axis=0).sum()
+
+    def between(groups):
+        means = pd.DataFrame(Z).groupby(np.asarray(groups)).transform("mean").to_numpy()
+        return means.var(axis=0).sum() / total
+
+    return between(labels), between(batches)
 
 
 def evaluate(X, labels, sel, n, batches, runs):
     from glfs.evaluate import evaluate_ranking_leiden
 
     recs = evaluate_ranking_leiden(X, labels, sel.ranking, feature_grid=[n], n_runs=runs, batches=batches)
+    share_type, share_batch = variance_shares(X, labels, batches, np.flatnonzero(sel.selected))
     return {
         "ari": float(np.mean([r["ari"] for r in recs])),
         "ari_nlabels": float(np.mean([r["ari_nlabels"] for r in recs])),
         "batch_mixing": recs[0]["batch_mixing"],
+        "var_type": share_type,
+        "var_batch": share_batch,
     }
 
 
-def bench(name, counts, labels, batches, methods, ns, runs, rules):
+def bench(name, counts, labels, batches, methods, ns, runs, rules, per_batch=True):
     X = lognorm(counts)
     rows = []
     warm = np.arange(min(600, X.shape[0]))  # numba's first-call compilation kept out of the timings
@@ -99,6 +133,7 @@ def bench(name, counts, labels, batches, methods, ns, runs, rules):
             cases = [("none", None), ("nbatches", batches)]
             if method == "graph_moran":
                 cases += [(r, batches) for r in rules if r != "nbatches"]
+                cases += [("per_batch_pca", batches)] if per_batch else []
             seconds = {}
             for rule, b in cases:
                 load = os.getloadavg()[0]
@@ -141,7 +176,10 @@ def main():
     ap.add_argument("--methods", nargs="+", default=METHODS)
     ap.add_argument("--n", type=int, nargs="+", default=[500])
     ap.add_argument("--runs", type=int, default=2)
-    ap.add_argument("--rules", nargs="+", default=["nbatches", "median_rank"])
+    ap.add_argument("--rules", nargs="+", default=["nbatches"],
+                    help="graph_moran's combination rules; median_rank (scanpy's seurat_v3 rule) also runs it with that")
+    ap.add_argument("--no-per-batch-pca", action="store_true",
+                    help="leave out graph_moran with a PCA and graphs of each batch's own (the form before the shared embedding)")
     ap.add_argument("--sim-cells", type=int, default=6000)
     ap.add_argument("--sim-genes", type=int, default=3000)
     ap.add_argument("--sim-batches", type=int, default=4)
@@ -164,7 +202,7 @@ def main():
             if args.cost_only:
                 rows += cost(name, *data, args.methods, args.n[0], args.repeats)
             else:
-                rows += bench(name, *data, args.methods, args.n, args.runs, args.rules)
+                rows += bench(name, *data, args.methods, args.n, args.runs, args.rules, not args.no_per_batch_pca)
     load1 = os.getloadavg()
     df = pd.DataFrame(rows)
     OUT.mkdir(exist_ok=True)
@@ -180,7 +218,11 @@ def main():
             "ratio_best: best with / best without; ratio_median likewise." if args.cost_only else
             f"ARI: Leiden at the best resolution / at the labels' cluster count, mean of {args.runs} runs; "
             "batch_mixing: kNN batch entropy within cell types on the protocol's graph (higher = better mixed); "
-            "cost_ratio: the selection's time with batches over without, one call each (see the cost run)."),
+            "var_type / var_batch: the selected genes' between-type / between-batch variance as shares of their "
+            "total variance (log-normalised, summed over the genes); "
+            "cost_ratio: the selection's time with batches over without, one call each (see the cost run).  "
+            "graph_moran 'yes (per_batch_pca)': each batch alone with its own PCAs and graphs (the form before the "
+            "shared embedding), combined by the same rule."),
         "",
         df.to_markdown(index=False),
         "",
