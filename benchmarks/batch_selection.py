@@ -85,7 +85,7 @@ def run_one(X, counts, method, n, batches, rule):
 
     kw = {"counts": counts} if method in COUNT_METHODS else {}
     t = time.perf_counter()
-    if rule == "median_rank":  # the same per-batch scores, combined with scanpy's seurat_v3 rule
+    if rule in ("median_rank", "minus_batch_share"):  # the same per-batch scores, combined by another rule
         sel = run_by_batch(method_info(method), X, batches, n_features=n, rule=rule)
     elif rule == "per_batch_pca":
         sel = per_batch_pca(X, batches, n)
@@ -177,7 +177,8 @@ def main():
     ap.add_argument("--n", type=int, nargs="+", default=[500])
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--rules", nargs="+", default=["nbatches"],
-                    help="graph_moran's combination rules; median_rank (scanpy's seurat_v3 rule) also runs it with that")
+                    help="graph_moran's combination rules: median_rank (scanpy's seurat_v3 rule) or minus_batch_share "
+                         "(mean within-batch Moran's I less the between-batch share of variance) also run it with that")
     ap.add_argument("--no-per-batch-pca", action="store_true",
                     help="leave out graph_moran with a PCA and graphs of each batch's own (the form before the shared embedding)")
     ap.add_argument("--sim-cells", type=int, default=6000)

@@ -256,6 +256,61 @@ def test_graph_moran_refines_its_graph_on_the_genes_the_batches_select_together(
     assert (sel.extra["graph"] != W).nnz == 0
 
 
+def test_between_batch_share_is_the_one_way_anova_r2_written_out():
+    from glfs.scores.batches import between_batch_share
+
+    X, b = _data(per_batch=(20, 35, 25))
+    X[:, 3] = 2.0  # constant: NaN
+    codes = np.unique(b, return_inverse=True)[1]
+    expected = np.empty(X.shape[1])
+    for j in range(X.shape[1]):
+        x = X[:, j]
+        between = sum((codes == k).sum() * (x[codes == k].mean() - x.mean()) ** 2 for k in range(3))
+        expected[j] = between / ((x - x.mean()) ** 2).sum() if j != 3 else np.nan
+    np.testing.assert_allclose(between_batch_share(X, codes), expected, rtol=1e-10)
+    np.testing.assert_allclose(between_batch_share(sp.csr_matrix(X), codes), expected, rtol=1e-10)
+    left = np.where(codes == 1, -1, codes)  # a batch left out: the share over the other cells
+    keep = codes != 1
+    np.testing.assert_allclose(between_batch_share(X, left), between_batch_share(X[keep], codes[keep]), rtol=1e-12)
+    one = between_batch_share(X, np.zeros(X.shape[0], int))
+    assert np.isnan(one[3]) and np.all(np.delete(one, 3) == 0)
+    assert expected[SHIFT] > 0.9  # the planted batch gene
+
+
+def _run(X, b, rule, n=9):
+    from glfs.api import method_info
+    from glfs.scores.batches import run_by_batch
+
+    return _quiet(run_by_batch, method_info("graph_moran"), X, b, n_features=n, rule=rule)
+
+
+def test_minus_batch_share_with_one_batch_is_the_plain_result_exactly():
+    X, _ = _data()
+    plain = _quiet(glfs.select, X, "graph_moran", n_features_to_select=5)
+    one = _run(X, np.zeros(X.shape[0], int), "minus_batch_share", n=5)
+    _same(one, plain)
+    assert one.params["batch_rule"] == "minus_batch_share"
+
+
+def test_minus_batch_share_keeps_out_a_type_marker_that_shifts_more_with_the_batch():
+    # gene 0 marks a type within every batch (as genes 1-8) and also moves with the batch, more than it varies by type
+    X, b = _data()
+    codes = np.unique(b, return_inverse=True)[1]
+    X[:, 0] += 12.0 * codes
+    ranks = _run(X, b, "nbatches")
+    share = _run(X, b, "minus_batch_share")
+    assert ranks.selected[0] and ranks.extra["nbatches"][0] == 3  # within each batch it is a marker
+    assert not share.selected[0] and share.extra["between_batch_share"][0] > 0.5
+    assert set(share.indices) == set(range(1, 9)) | {int(share.ranking[8])} and share.ranking[8] != 0
+    np.testing.assert_allclose(share.scores, share.extra["mean_moran_i"] - share.extra["between_batch_share"])
+
+
+def test_an_unknown_moran_batch_rule_is_refused():
+    X, b = _data()
+    with pytest.raises(ValueError, match="batch_rule must be one of"):
+        _run(X, b, "mean")
+
+
 def test_a_given_graph_is_cut_to_each_batch():
     X, b = _data()
     W = glfs.similarity_graph(X, n_neighbors=8)

@@ -48,12 +48,14 @@ import scipy.sparse as sp
 
 from glfs.core._validation import check_labels
 from glfs.core.result import Selection, make_selection
+from glfs.scores.genewise import variance_score
 from glfs.graph.similarity import similarity_graph
 
 log = logging.getLogger(__name__)
 
 __all__ = ["BatchRanks", "BatchPlan", "batch_codes", "batch_columns", "combine_batch_ranks", "select_by_batch",
-           "run_by_batch", "plan_batches", "within_batches", "min_batch_cells", "graph_min_cells", "BATCH_RULES"]
+           "run_by_batch", "plan_batches", "within_batches", "min_batch_cells", "graph_min_cells", "BATCH_RULES",
+           "between_batch_share"]
 
 #: Ways of combining the per-batch rankings (module docstring, step 3).
 BATCH_RULES = ("nbatches", "median_rank")
@@ -260,6 +262,30 @@ def within_batches(plan: BatchPlan, build) -> sp.csr_matrix:
     if keep.size == n:
         return sp.csr_matrix(build(None, plan.codes))
     return _block_graph([keep], [build(keep, plan.codes[keep])], n)
+
+
+def between_batch_share(X, codes) -> np.ndarray:
+    """Per gene: the variance of its batch means over its total variance (both ddof 0, cells weighted), in [0, 1].
+
+    X : (n_samples, n_features) dense or sparse; ``codes`` one batch code 0 .. K-1 per cell (-1: a cell
+    left out).  The share of the gene's variance that separates the batches (the R^2 of a one-way
+    analysis of variance by batch); 0 with one batch, NaN for a gene constant over the cells counted.
+    Cost O(nnz(X)): the batch sums by one sparse product, the variance by
+    :func:`glfs.scores.genewise.variance_score`.
+    """
+    codes = np.asarray(codes)
+    keep = codes >= 0
+    Xk, c = (X, codes) if keep.all() else (X[keep], codes[keep])
+    n, K = c.size, int(c.max()) + 1
+    G = sp.csr_matrix((np.ones(n), (c, np.arange(n))), shape=(K, n))
+    size = np.bincount(c, minlength=K).astype(np.float64)[:, None]
+    sums = G @ Xk
+    sums = sums.toarray() if sp.issparse(sums) else np.asarray(sums, dtype=np.float64)
+    mean = sums.sum(axis=0) / n
+    between = (size * (sums / np.maximum(size, 1) - mean) ** 2).sum(axis=0) / n
+    total = variance_score(Xk)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, np.minimum(between / total, 1.0), np.nan)
 
 
 def batch_columns(nbatches, intersection, median_rank) -> dict:

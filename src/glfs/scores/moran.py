@@ -40,7 +40,9 @@ from glfs.core.result import Selection, make_selection, ranking_from_scores
 from glfs.core._validation import ConstantFeatureWarning, check_graph, check_int, check_X, warn_constant
 from glfs.core.cluster import as_current
 from glfs.graph.similarity import similarity_graph
-from glfs.scores.batches import combine_batch_ranks, graph_min_cells, plan_batches, select_by_batch, within_batches
+from glfs.scores.batches import (
+    between_batch_share, combine_batch_ranks, graph_min_cells, plan_batches, select_by_batch, within_batches,
+)
 from glfs.scores.genewise import DENSE_SHARE, _dense_parts, centred_sums, cross_sums, gene_block_results, sparse_stats
 
 log = logging.getLogger(__name__)
@@ -284,7 +286,10 @@ def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, co
         gene is scored within each batch on its part of the graph, the batches combined by
         rank (``batch_rule``, :func:`glfs.scores.batches.select_by_batch`), and the refined
         graph is built on the combined top ``graph_genes`` (docs/methods.md, "Batch-aware
-        selection").  ``glfs.select(..., batches=)`` calls this.
+        selection").  ``glfs.select(..., batches=)`` calls this.  ``batch_rule="minus_batch_share"``
+        (opt-in): genes ranked by their mean within-batch Moran's I less their between-batch share
+        of variance (:func:`glfs.scores.batches.between_batch_share`), which keeps out genes whose
+        batch shift outweighs their structure within the batches (docs/methods.md).
     Scores: Moran's I (higher = more structure); ``extra`` holds the z-scores of the
     randomisation null.  docs/methods.md, "The graph-based single-cell selection", gives the
     simulation evidence for each choice.  Cost: two PCA + kNN graphs and two sparse products
@@ -346,9 +351,18 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
     The batches too small for the graph are left out first (:func:`glfs.scores.batches.graph_min_cells`),
     so their cells take no part in the PCA either; with one batch the result is the plain one exactly.
     """
+    if rule not in MORAN_BATCH_RULES:
+        msg = f"batch_rule must be one of {MORAN_BATCH_RULES}; got {rule!r}"
+        raise ValueError(msg)
     min_cells, why = graph_min_cells(n_neighbors)
     plan = plan_batches(batches, X.shape[0], method="graph_moran", min_cells=min_cells, why_min=why)
     d = X.shape[1]
+    share = None
+    if rule == "minus_batch_share":
+        codes = np.full(X.shape[0], -1)
+        for k, (_, rows) in enumerate(plan.scored):
+            codes[rows] = k
+        share = between_batch_share(X, codes)
 
     def graph(genes):
         return within_batches(plan, lambda keep, codes: cell_graph(
@@ -368,9 +382,12 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
         with warnings.catch_warnings():  # the constant genes are reported once, by the final pass
             warnings.simplefilter("ignore", ConstantFeatureWarning)
             first = [score(W, rows)[0].moran_i for _, rows in plan.scored]
-        rankings = [ranking_from_scores(f, higher_is_better=True) for f in first]
-        tops = [np.isin(np.arange(d), r[:graph_genes]) & ~np.isnan(f) for r, f in zip(rankings, first)]
-        top = combine_batch_ranks(rankings, tops, rule=rule).ranking[:graph_genes]
+        if share is not None:
+            top = _minus_share(np.stack(first), share)[1][:graph_genes]
+        else:
+            rankings = [ranking_from_scores(f, higher_is_better=True) for f in first]
+            tops = [np.isin(np.arange(d), r[:graph_genes]) & ~np.isnan(f) for r, f in zip(rankings, first)]
+            top = combine_batch_ranks(rankings, tops, rule=rule).ranking[:graph_genes]
         log.info("graph_moran: refining the graph on the top %d genes of the first pass, combined over the batches",
                  graph_genes)
         W, built = graph(top), "self"
@@ -381,6 +398,25 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
                              params=_graph_params(built, residuals, n_neighbors, n_pcs, graph_genes), extra={"z": res.z})
         return sel, Wb, rows
 
-    return select_by_batch(one, batches, plan=plan, method="graph_moran", n_features=n_features, higher_is_better=True,
-                           rule=rule, params={"graph": "built within each batch",
-                                              "batch_graph": "one PCA of all cells, kNN within each batch"})
+    sel = select_by_batch(one, batches, plan=plan, method="graph_moran", n_features=n_features, higher_is_better=True,
+                          rule="nbatches" if share is not None else rule,
+                          params={"graph": "built within each batch", "batch_graph": "one PCA of all cells, kNN within each batch"})
+    if share is None:
+        return sel
+    scores, ranking = _minus_share(sel.extra["batch_scores"], share)
+    return make_selection("graph_moran", scores, higher_is_better=True, n_features=n_features, ranking=ranking,
+                          params={**sel.params, "batch_rule": rule},
+                          extra={**sel.extra, "between_batch_share": share, "mean_moran_i": sel.scores})
+
+
+#: graph_moran's ways of combining the batches: the rank rules of glfs.scores.batches, and "minus_batch_share"
+#: (the mean within-batch Moran's I less the gene's between-batch share of variance; docs/methods.md).
+MORAN_BATCH_RULES = ("nbatches", "median_rank", "minus_batch_share")
+
+
+def _minus_share(per_batch, share):
+    """(score, ranking): the mean over the batches of Moran's I (NaN skipped) less the between-batch share of variance."""
+    with warnings.catch_warnings():  # a gene constant in every batch stays NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        score = np.nanmean(per_batch, axis=0) - np.nan_to_num(share, nan=0.0)
+    return score, ranking_from_scores(score, higher_is_better=True)
