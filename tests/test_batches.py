@@ -305,10 +305,17 @@ def test_minus_batch_share_keeps_out_a_type_marker_that_shifts_more_with_the_bat
     np.testing.assert_allclose(share.scores, share.extra["mean_moran_i"] - share.extra["between_batch_share"])
 
 
-def test_an_unknown_moran_batch_rule_is_refused():
+def test_minus_batch_share_through_select_and_its_refusals():
     X, b = _data()
+    via_select = _quiet(glfs.select, X, "graph_moran", n_features_to_select=9, batches=b, batch_rule="minus_batch_share")
+    _same(via_select, _run(X, b, "minus_batch_share"))
     with pytest.raises(ValueError, match="batch_rule must be one of"):
         _run(X, b, "mean")
+    with pytest.raises(ValueError, match="combines batches: pass batches"):
+        glfs.select(X, "graph_moran", n_features_to_select=9, batch_rule="minus_batch_share")
+    with pytest.raises(ValueError, match="with a given graph"):
+        glfs.select(X, "graph_moran", graph=glfs.similarity_graph(X), n_features_to_select=9, batches=b,
+                    batch_rule="minus_batch_share")
 
 
 def test_a_given_graph_is_cut_to_each_batch():

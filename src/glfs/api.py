@@ -156,7 +156,7 @@ def _registry() -> dict[str, MethodInfo]:
           batch="ranks", description="binomial deviance (Townes et al. 2019), raw counts"),
         # the graph-based single-cell selection (glfs.scores.moran; docs/methods.md)
         M(name="graph_moran", fn=moran.select_graph_moran, family="score", needs_graph=True, own_graph=True,
-          optional_counts=True, streams=True, fixed_params=("batches", "batch_rule"),
+          optional_counts=True, streams=True, fixed_params=("batches",),
           batch="ranks", description="Moran's I on a kNN graph of the cells refined on its own top genes (single-cell)"),
     ]
     return {m.name: m for m in entries}

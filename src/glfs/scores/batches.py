@@ -372,8 +372,12 @@ def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None,
     given = None if graph is None else sp.csr_matrix(graph)
     if info.own_graph and given is None and "batches" in inspect.signature(info.fn).parameters:
         kw = dict(params) if counts is None else {**params, "counts": counts}
-        return info.fn(X, None, n_features=n_features, labels=None, random_state=random_state, batches=batches,
-                       batch_rule=rule, **kw)
+        kw["batch_rule"] = kw.get("batch_rule", rule)  # the method's own rules (graph_moran: "minus_batch_share")
+        return info.fn(X, None, n_features=n_features, labels=None, random_state=random_state, batches=batches, **kw)
+    if "batch_rule" in params:  # an own-graph method's rule over its own graphs (graph_moran's)
+        msg = (f"batch_rule is {info.name}'s rule over the graphs it builds within the batches; with a given graph "
+               f"(graph=, obsp=) the batches are combined by rank: leave batch_rule out")
+        raise ValueError(msg)
     min_cells, why = min_batch_cells(info, graph_params, params)
     plan = plan_batches(batches, X.shape[0], method=info.name, min_cells=min_cells, why_min=why)
     if info.needs_graph and given is None and not info.own_graph:

@@ -303,6 +303,9 @@ def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, co
         msg = "residuals=True scores the Pearson residuals of raw counts: pass counts=... (glfs.tl.select reads them from adata.layers[counts_layer])"
         raise ValueError(msg)
     n, d = X.shape
+    if batch_rule != "nbatches" and batches is None:
+        msg = f"batch_rule={batch_rule!r} combines batches: pass batches=... (glfs.tl.select: batch_key=...)"
+        raise ValueError(msg)
     if batches is not None and W is None:
         return _graph_moran_batches(X, counts, batches, n_features=n_features, rule=batch_rule, graph_from=graph_from,
                                     graph_genes=graph_genes, n_neighbors=n_neighbors, n_pcs=n_pcs,
