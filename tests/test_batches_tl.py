@@ -62,6 +62,16 @@ def test_batch_key_writes_the_selection_within_batches(method):
     assert params["batch_key"] == "donor" and list(params["batches"]) == ["d0", "d1", "d2"]
 
 
+def test_graph_morans_batch_rule_is_passed_and_recorded():
+    a = _adata()
+    a.X[:, 0] += 12.0 * np.unique(a.obs["donor"], return_inverse=True)[1]  # a type marker shifted by the donor
+    _quiet(glfs.tl.select, a, "graph_moran", 9, batch_key="donor", batch_rule="minus_batch_share")
+    expected = _quiet(glfs.select, a.X, "graph_moran", n_features_to_select=9, batches=a.obs["donor"].to_numpy(),
+                      batch_rule="minus_batch_share")
+    np.testing.assert_array_equal(a.var["graph_moran"].to_numpy(), expected.selected)
+    assert a.uns["graph_moran"]["params"]["batch_rule"] == "minus_batch_share" and not a.var["graph_moran"].iloc[0]
+
+
 def test_layer_is_used_in_the_per_batch_path():
     # scanpy #2396, #2302: layer= was ignored when batch_key was given
     a = _adata()
