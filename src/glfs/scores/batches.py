@@ -2,8 +2,8 @@
 
 X is (n_samples, n_features) = (cells, genes); ``batches`` gives one label per cell (donor,
 sample, plate, technology: scanpy's ``batch_key``).  A gene-wise method is run on the cells of
-each batch alone (its graph, when it uses one, built or cut within the batch), each batch ranks
-the genes, and the rankings are combined the way Seurat's ``SelectIntegrationFeatures`` (Stuart
+each batch (a graph method on its batch's block of one graph whose edges stay within batches,
+below), each batch ranks the genes, and the rankings are combined the way Seurat's ``SelectIntegrationFeatures`` (Stuart
 et al., Cell 2019) and scanpy's ``highly_variable_genes(batch_key=...)`` combine theirs
 (docs/methods.md, "Batch-aware selection"):
 
