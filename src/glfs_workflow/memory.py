@@ -22,6 +22,11 @@ import numpy as np
 PARSE_BYTES_PER_TEXT_BYTE = 13
 PARSE_BYTES_PER_VALUE = 22
 
+#: Memory (MB per million values) a prepare job asks for a text matrix of its size_hint: the estimate
+#: at 10 bytes of text per value (a value with 6 significant digits and its separator; 4-decimal
+#: log-expression takes 7, single-cell counts 2), 13 * 10 + 22 bytes per value (workflow/rules/common.smk).
+TEXT_MB_PER_MCELL = PARSE_BYTES_PER_TEXT_BYTE * 10 + PARSE_BYTES_PER_VALUE
+
 _GB = 2**30
 
 

@@ -412,3 +412,15 @@ def test_two_configurations_write_two_report_logs(tmp_path):
         logs[report_dir] = report["log"]
     assert logs == {"results": ["logs/make_report/results/report.log"],
                     "results/other_config": ["logs/make_report/results/other_config/report.log"]}
+
+
+@pytest.mark.workflow
+def test_a_text_matrix_gets_the_memory_its_parsing_needs(tmp_path):
+    """Issue 30 item 8: the reader refuses a text matrix whose parsing would take more than the job's
+    mem_mb, so the prepare job asks for it: 1000 + 152 MB per million values of the size_hint (13 bytes
+    per byte of text at 10 bytes a value + 22 per value), written out for the U133A set's 540 x 12,042;
+    the resources family's 1000 + 40 per million stays for an .h5ad and is the floor."""
+    _copy_workflow(tmp_path)
+    jobs = _jobs(tmp_path, {"datasets": {"tiny": {"size_hint": {"n_samples": 540, "n_genes": 12042}}}})
+    (prep,) = [j for j in jobs if j["rule"] == "prepare_dataset" and j["wildcards"]["dataset"] == "tiny"]
+    assert prep["resources"]["mem_mb"] == int(1000 + (13 * 10 + 22) * 540 * 12042 / 1e6)  # 1988

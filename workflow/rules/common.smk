@@ -10,6 +10,7 @@ from snakemake.utils import validate
 
 from glfs_workflow.datasets import expression_format
 from glfs_workflow.fetch import dataset_file_specs, is_url, plain_filename_problem
+from glfs_workflow.memory import TEXT_MB_PER_MCELL
 
 # under a private name, so that no function of a later .smk file can shadow it
 from glfs_workflow.datasets import dataset_has_labels as _io_has_labels
@@ -415,14 +416,29 @@ def _dataset_mcells(wildcards, family=None):
     return cells / 1e6
 
 
+def _text_parse_mb(wildcards, r):
+    """The memory a prepare job needs to parse a text matrix (tsv, csv, gct) of the dataset's size_hint
+    (glfs_workflow.memory.TEXT_MB_PER_MCELL); 0 for any other input.  Its reader refuses a matrix
+    whose parsing would take more than the job's mem_mb."""
+    ds = getattr(wildcards, "dataset", None)
+    if ds is None or ds not in config["datasets"]:
+        return 0.0
+    cfg = config["datasets"][ds]
+    if expression_format(cfg) not in ("tsv", "csv", "gct"):
+        return 0.0
+    size = cfg["size_hint"]
+    cells = float(size["n_samples"]) * float(size["n_genes"])
+    return r["mem_mb"] + TEXT_MB_PER_MCELL * cells / 1e6
+
+
 def get_mem_mb(family):
     r = _res(family)
 
     def _f(wildcards, attempt=1):
-        return int(
-            (r["mem_mb"] + r["mem_mb_per_mcell"] * _dataset_mcells(wildcards, family))
-            * attempt
-        )
+        mem = r["mem_mb"] + r["mem_mb_per_mcell"] * _dataset_mcells(wildcards, family)
+        if family == "prepare":
+            mem = max(mem, _text_parse_mb(wildcards, r))
+        return int(mem * attempt)
 
     return _f
 
