@@ -142,7 +142,7 @@ def test_resolution_choice_and_ties(monkeypatch):
     many = y * 2 + np.arange(100) % 2  # 8 clusters: every group split
     partitions = {0.5: merge, 1.0: split, 1.5: many, 2.0: split}
 
-    def fake_leiden_runs(sc, adata, seed, resolutions):
+    def fake_leiden_runs(sc, adata, seed, resolutions, graph=None):
         return [partitions[r] for r in resolutions]
 
     monkeypatch.setattr(glfs.evaluate.leiden, "_leiden_runs", fake_leiden_runs)
@@ -171,8 +171,10 @@ def test_leiden_runs_are_scanpys_leiden(planted, monkeypatch, private_api):
         monkeypatch.setitem(sys.modules, "scanpy._utils.random", None)
     resolutions = (0.3, 1.0, 2.0)
     n_distinct = set()
+    graph = glfs.evaluate.leiden._leiden_graph(adata)  # built once, used for both seeds
+    assert (graph is None) == (not private_api)
     for seed in (0, 7):
-        got = glfs.evaluate.leiden._leiden_runs(sc, adata, seed, resolutions)
+        got = glfs.evaluate.leiden._leiden_runs(sc, adata, seed, resolutions, graph=graph)
         assert len(got) == len(resolutions)
         for resolution, membership in zip(resolutions, got):
             ref = sc.tl.leiden(
@@ -184,6 +186,39 @@ def test_leiden_runs_are_scanpys_leiden(planted, monkeypatch, private_api):
             assert len(pairs) == len(set(membership.tolist())) == ref.nunique()
             n_distinct.add(ref.nunique())
     assert len(n_distinct) > 1  # the resolutions gave different partitions: a real comparison
+
+
+def test_block_random_numbers_are_scanpys():
+    """The igraph random numbers drawn in blocks are those of scanpy's wrapper of RandomState(seed), in any
+    interleaving of getrandbits and random, across a block boundary."""
+    from scanpy._utils.random import _RNGIgraph
+
+    pattern = np.random.default_rng(1).random(3 * glfs.evaluate.leiden._IgraphRandom.BLOCK) < 0.3
+    for seed in (0, 42):
+        ref, mine = _RNGIgraph(seed), glfs.evaluate.leiden._IgraphRandom(seed)
+        got = [mine.random() if p else mine.getrandbits(32) for p in pattern]
+        want = [ref.random() if p else ref.getrandbits(32) for p in pattern]
+        assert got == want
+        assert not mine.other_draws
+    assert glfs.evaluate.leiden._IgraphRandom.matches_numpy()
+
+
+@pytest.mark.parametrize("route", ["per_resolution", "scanpy_random"])
+def test_shared_graph_and_block_random_keep_the_records(planted, monkeypatch, route):
+    """evaluate_ranking_leiden with the graph built once per k and the block random numbers gives the
+    records, floats and all, of sc.tl.leiden called at every resolution (per_resolution: a graph per
+    call) and of the shared graph under scanpy's own random-state wrapper (scanpy_random)."""
+    X, y = planted
+    kw = {"feature_grid": (5, 30), "n_runs": 2, "random_state": 3}
+    ranking = np.arange(X.shape[1])
+    got = evaluate_ranking_leiden(X, y, ranking, **kw)
+    if route == "per_resolution":
+        monkeypatch.setattr(glfs.evaluate.leiden, "_leiden_graph", lambda adata: None)
+    else:
+        monkeypatch.setattr(glfs.evaluate.leiden._IgraphRandom, "_matches", False)
+    want = evaluate_ranking_leiden(X, y, ranking, **kw)
+    assert got == want
+    assert len({r["n_clusters"] for r in got}) > 1 or len({r["resolution"] for r in got}) > 1
 
 
 def test_missing_scanpy_is_a_clear_import_error(monkeypatch):

@@ -49,26 +49,58 @@ def _import_singlecell():
     except ImportError as exc:
         msg = f"{_SINGLECELL_HINT} (missing: {exc.name or exc})"
         raise ImportError(msg) from exc
+    _cache_umap_kernels()
     return scanpy, anndata
 
 
-def _leiden_runs(sc, adata, seed: int, resolutions) -> list[np.ndarray]:
+# The two numba kernels of umap that scanpy's neighbors calls for its connectivities.  numba
+# compiles them at their first call in every process (5 s on a quiet core, 10 s at load 2: a
+# tenth of a workflow job's time); with numba's on-disk cache (``enable_caching``: the machine
+# code of that same compilation, stored beside umap's source or in numba's user cache) later
+# processes load them instead.
+_UMAP_KERNELS = ("smooth_knn_dist", "compute_membership_strengths")
+
+
+def _cache_umap_kernels() -> None:
+    """Turn on numba's on-disk cache for :data:`_UMAP_KERNELS` (nothing when umap or a kernel is missing)."""
+    try:
+        import umap.umap_ as umap_module
+    except ImportError:
+        return
+    for name in _UMAP_KERNELS:
+        kernel = getattr(umap_module, name, None)
+        try:
+            kernel.enable_caching()
+        except (AttributeError, RuntimeError) as exc:  # not a numba dispatcher, or no writable cache place
+            log.debug("umap's %s is compiled in each process: %s", name, exc)
+
+
+def _leiden_graph(adata):
+    """scanpy's igraph graph of ``adata.obsp["connectivities"]`` (``get_igraph_from_adjacency``), or None
+    when that private helper or ``set_igraph_random_state`` is missing (another scanpy version)."""
+    try:
+        from scanpy._utils import get_igraph_from_adjacency
+        from scanpy._utils.random import set_igraph_random_state  # noqa: F401  (used by _leiden_runs)
+    except ImportError:
+        return None
+    return get_igraph_from_adjacency(adata.obsp["connectivities"], directed=False)
+
+
+def _leiden_runs(sc, adata, seed: int, resolutions, graph=None) -> list[np.ndarray]:
     """scanpy's Leiden on ``adata.obsp["connectivities"]`` at each resolution: the memberships.
 
     Exactly ``sc.tl.leiden(adata, resolution=r, flavor="igraph", n_iterations=2,
     directed=False, random_state=seed)`` for each r, with the igraph graph built once
-    instead of once per call: scanpy's own ``get_igraph_from_adjacency`` and
-    ``set_igraph_random_state``, then igraph's ``community_leiden`` with the arguments
-    ``sc.tl.leiden`` passes it (modularity, edge weights, 2 iterations).  Building the
-    graph was 40 % of a call's time at 2,100 cells.  Those two helpers are scanpy's
-    private API: when they are missing (another scanpy version), each resolution goes
-    through ``sc.tl.leiden`` itself.  tests/test_evaluate_leiden.py checks that both
-    routes give the same partitions.
+    (``graph``, :func:`_leiden_graph`: built here when None) instead of once per call, and
+    igraph's ``community_leiden`` called with the arguments ``sc.tl.leiden`` passes it
+    (modularity, edge weights, 2 iterations) and the random numbers of scanpy's
+    ``set_igraph_random_state(seed)`` (:class:`_IgraphRandom`, drawn in blocks).  Building
+    the graph was 40 % of a call's time at 2,100 cells.  When scanpy's private helpers are
+    missing (another scanpy version), each resolution goes through ``sc.tl.leiden`` itself.
+    tests/test_evaluate_leiden.py checks that both routes give the same partitions.
     """
-    try:
-        from scanpy._utils import get_igraph_from_adjacency
-        from scanpy._utils.random import set_igraph_random_state
-    except ImportError:
+    graph = _leiden_graph(adata) if graph is None else graph
+    if graph is None:
         out = []
         for resolution in resolutions:
             sc.tl.leiden(
@@ -77,15 +109,104 @@ def _leiden_runs(sc, adata, seed: int, resolutions) -> list[np.ndarray]:
             )
             out.append(np.asarray(adata.obs["_glfs_leiden"].cat.codes, dtype=np.int64))
         return out
-    graph = get_igraph_from_adjacency(adata.obsp["connectivities"], directed=False)
+    from scanpy._utils.random import set_igraph_random_state
+
+    def leiden(resolution):
+        return graph.community_leiden(
+            objective_function="modularity", weights="weight", resolution=resolution, n_iterations=2
+        ).membership
+
     out = []
     for resolution in resolutions:
-        with set_igraph_random_state(seed):
-            part = graph.community_leiden(
-                objective_function="modularity", weights="weight", resolution=resolution, n_iterations=2
-            )
-        out.append(np.asarray(part.membership, dtype=np.int64))
+        rng = _IgraphRandom(seed) if _IgraphRandom.matches_numpy() else None
+        with set_igraph_random_state(seed) if rng is None else _igraph_random(rng):
+            membership = leiden(resolution)
+        if rng is not None and rng.other_draws:  # a draw the blocks do not cover: scanpy's route
+            with set_igraph_random_state(seed):
+                membership = leiden(resolution)
+        out.append(np.asarray(membership, dtype=np.int64))
     return out
+
+
+class _IgraphRandom:
+    """The random numbers igraph's Leiden draws from scanpy's ``set_igraph_random_state(seed)``, drawn in blocks.
+
+    scanpy hands igraph a wrapper of ``numpy.random.RandomState(seed)`` whose ``getrandbits(k)``
+    is ``tomaxint() & (2**k - 1)`` and ``random()`` is ``random_sample()``: one Python call into
+    numpy per number, about 15,000 per Leiden run at 2,100 cells (a quarter of its time).  Both
+    take two 32-bit words of the Mersenne Twister: ``tomaxint`` is ``(w0 << 32 | w1) >> 1``,
+    ``random_sample`` is ``((w0 >> 5) 2**26 + (w1 >> 6)) / 2**53`` (exact in float64).  This
+    class draws the words ``BLOCK`` pairs at a time and hands out the same numbers in the same
+    order.  :meth:`matches_numpy` checks the two formulas against numpy once per process; the
+    other draws (``randint``, ``gauss``; Leiden uses neither) are flagged in ``other_draws``.
+    """
+
+    BLOCK = 8192
+    _matches = None
+
+    def __init__(self, seed: int):
+        _, key, pos, _, _ = np.random.RandomState(seed).get_state(legacy=True)  # scanpy's RandomState(seed)
+        self._bitgen = np.random.MT19937()
+        self._bitgen.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
+        self._ints, self._reals, self._i = [], [], 0
+        self.other_draws = False
+
+    def _refill(self) -> None:
+        words = self._bitgen.random_raw(2 * self.BLOCK)
+        hi, lo = words[0::2], words[1::2]
+        self._ints = ((hi << np.uint64(32) | lo) >> np.uint64(1)).tolist()
+        self._reals = (((hi >> np.uint64(5)) * 67108864.0 + (lo >> np.uint64(6))) / 9007199254740992.0).tolist()
+        self._i = 0
+
+    def getrandbits(self, k: int) -> int:
+        i = self._i
+        if i == len(self._ints):
+            self._refill()
+            i = 0
+        self._i = i + 1
+        return self._ints[i] & ((1 << k) - 1)
+
+    def random(self) -> float:
+        i = self._i
+        if i == len(self._reals):
+            self._refill()
+            i = 0
+        self._i = i + 1
+        return self._reals[i]
+
+    def randint(self, a: int, b: int) -> int:
+        self.other_draws = True
+        return int(a)
+
+    def gauss(self, mu: float, sigma: float) -> float:
+        self.other_draws = True
+        return float(mu)
+
+    @classmethod
+    def matches_numpy(cls) -> bool:
+        """Whether the blocks give numpy's numbers (checked once: 64 interleaved draws of seed 12345)."""
+        if cls._matches is None:
+            ref, mine = np.random.RandomState(12345), cls(12345)
+            pairs = [(ref.tomaxint() & 0xFFFFFFFF, mine.getrandbits(32)) if i % 3 else (ref.random_sample(), mine.random())
+                     for i in range(64)]
+            cls._matches = all(a == b for a, b in pairs)
+            if not cls._matches:
+                log.warning("igraph's random numbers: the block draws differ from numpy's; scanpy's route is used")
+        return cls._matches
+
+
+@contextlib.contextmanager
+def _igraph_random(rng):
+    """igraph's random numbers from ``rng`` inside the block, Python's ``random`` after (as scanpy)."""
+    import random
+
+    import igraph
+
+    igraph.set_random_number_generator(rng)
+    try:
+        yield
+    finally:
+        igraph.set_random_number_generator(random)
 
 
 def _check_resolutions(resolutions) -> tuple[float, ...]:
@@ -100,12 +221,13 @@ def _check_resolutions(resolutions) -> tuple[float, ...]:
     return tuple(check_positive(r, f"resolutions[{i}]") for i, r in enumerate(values))
 
 
-def _leiden_record(sc, adata, embedding, y, k: int, run: int, seed: int, res, n_labels: int) -> dict:
-    """One run of :func:`evaluate_ranking_leiden` at k genes: Leiden at every resolution (best and
-    label-count resolutions) and k-means on the embedding, with seed ``seed``."""
+def _leiden_record(sc, adata, graph, embedding, y, k: int, run: int, seed: int, res, n_labels: int) -> dict:
+    """One run of :func:`evaluate_ranking_leiden` at k genes: Leiden at every resolution on ``graph``
+    (:func:`_leiden_graph`, built once per k; best and label-count resolutions) and k-means on the
+    embedding, with seed ``seed``."""
     runs = [  # (ari, nmi, n_clusters) per resolution
         (float(adjusted_rand_score(y, pred)), nmi(y, pred), int(np.unique(pred).size))
-        for pred in _leiden_runs(sc, adata, seed, res)
+        for pred in _leiden_runs(sc, adata, seed, res, graph=graph)
     ]
     ari = np.array([a for a, _, _ in runs])
     n_cl = np.array([c for _, _, c in runs])
@@ -325,7 +447,8 @@ def evaluate_ranking_leiden(
             adata, embedding = _graph_at_k(sc, anndata, X, ranking[:k], n_pcs, n_neighbors, int(seeds[0]))
             mixing = {} if batches is None else {
                 "batch_mixing": knn_batch_mixing(adata.obsp["distances"], y, batches)["batch_mixing"]}
-            records += [{**_leiden_record(sc, adata, embedding, y, k, r, int(s), res, n_labels), **mixing}
+            graph = _leiden_graph(adata)  # one igraph graph for every run and resolution at k
+            records += [{**_leiden_record(sc, adata, graph, embedding, y, k, r, int(s), res, n_labels), **mixing}
                         for r, s in enumerate(seeds)]
             _log_progress(records[-len(seeds) :], k, i_k, len(grid), n_labels, time.perf_counter() - t_start)
     return records
