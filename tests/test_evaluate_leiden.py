@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from sklearn.metrics import adjusted_rand_score
 
 import glfs.evaluate.leiden
 from glfs.evaluate import (
@@ -16,6 +17,7 @@ from glfs.evaluate import (
     random_gene_orders,
     stratified_subsample,
 )
+from glfs.evaluate.clustering import nmi
 
 pytest.importorskip("scanpy")
 pytest.importorskip("igraph")
@@ -153,6 +155,9 @@ def test_resolution_choice_and_ties(monkeypatch):
     # |n_clusters - 4| = 1, 1, 4, 1 -> the first, 0.5
     assert (r["resolution_nlabels"], r["n_clusters_nlabels"]) == (0.5, 3)
     assert r["ari"] > r["ari_nlabels"]
+    # each figure is that of its own resolution's partition
+    assert (r["ari"], r["nmi"]) == (adjusted_rand_score(y, split), nmi(y, split))
+    assert (r["ari_nlabels"], r["nmi_nlabels"]) == (adjusted_rand_score(y, merge), nmi(y, merge))
 
 
 @pytest.mark.parametrize("private_api", [True, False])
