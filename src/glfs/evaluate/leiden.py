@@ -409,10 +409,12 @@ def evaluate_ranking_leiden(
     is dense (n k floats) and the (n_samples, n_pcs) PCs; nothing n x n.
     Measured on 2,100 cells (mouse bladder, 16 cell types), 3 runs, 2 quiet cores
     (load about 1): 5.2 s for the 4 gene counts 200-2,000 of one ranking
-    (6.9 s before the igraph graph was built once per k), about half of it the
+    (6.9 s before the igraph graph was shared across resolutions), about half of it the
     30 Leiden runs and a fifth the 30 k-means restarts; 9 s for all 20,670 genes
-    (sparse); the first call in a process adds about 10 s (numba compiles umap's
-    connectivities for scanpy).
+    (sparse); the first call in a process adds about 10 s (umap's import; numba's
+    compilation of umap's connectivities only in the first process, then its disk cache).
+    Sharing the graph across runs, igraph's random numbers in blocks and NMI at the two
+    reported resolutions only: old/new 1.19-1.31 (benchmarks/leiden_cost.py, load 2-3).
 
     References
     ----------
