@@ -193,34 +193,14 @@ def test_leiden_runs_are_scanpys_leiden(planted, monkeypatch, private_api):
     assert len(n_distinct) > 1  # the resolutions gave different partitions: a real comparison
 
 
-def test_block_random_numbers_are_scanpys():
-    """The igraph random numbers drawn in blocks are those of scanpy's wrapper of RandomState(seed), in any
-    interleaving of getrandbits and random, across a block boundary."""
-    from scanpy._utils.random import _RNGIgraph
-
-    pattern = np.random.default_rng(1).random(3 * glfs.evaluate.leiden._IgraphRandom.BLOCK) < 0.3
-    for seed in (0, 42):
-        ref, mine = _RNGIgraph(seed), glfs.evaluate.leiden._IgraphRandom(seed)
-        got = [mine.random() if p else mine.getrandbits(32) for p in pattern]
-        want = [ref.random() if p else ref.getrandbits(32) for p in pattern]
-        assert got == want
-        assert not mine.other_draws
-    assert glfs.evaluate.leiden._IgraphRandom.matches_numpy()
-
-
-@pytest.mark.parametrize("route", ["per_resolution", "scanpy_random"])
-def test_shared_graph_and_block_random_keep_the_records(planted, monkeypatch, route):
-    """evaluate_ranking_leiden with the graph built once per k and the block random numbers gives the
-    records, floats and all, of sc.tl.leiden called at every resolution (per_resolution: a graph per
-    call) and of the shared graph under scanpy's own random-state wrapper (scanpy_random)."""
+def test_shared_graph_keeps_the_records(planted, monkeypatch):
+    """evaluate_ranking_leiden with the graph built once per k gives the records, floats and all, of
+    sc.tl.leiden called at every resolution (a graph per call)."""
     X, y = planted
     kw = {"feature_grid": (5, 30), "n_runs": 2, "random_state": 3}
     ranking = np.arange(X.shape[1])
     got = evaluate_ranking_leiden(X, y, ranking, **kw)
-    if route == "per_resolution":
-        monkeypatch.setattr(glfs.evaluate.leiden, "_leiden_graph", lambda adata: None)
-    else:
-        monkeypatch.setattr(glfs.evaluate.leiden._IgraphRandom, "_matches", False)
+    monkeypatch.setattr(glfs.evaluate.leiden, "_leiden_graph", lambda adata: None)
     want = evaluate_ranking_leiden(X, y, ranking, **kw)
     assert got == want
     assert len({r["n_clusters"] for r in got}) > 1 or len({r["resolution"] for r in got}) > 1

@@ -93,8 +93,7 @@ def _leiden_runs(sc, adata, seed: int, resolutions, graph=None) -> list[np.ndarr
     directed=False, random_state=seed)`` for each r, with the igraph graph built once
     (``graph``, :func:`_leiden_graph`: built here when None) instead of once per call, and
     igraph's ``community_leiden`` called with the arguments ``sc.tl.leiden`` passes it
-    (modularity, edge weights, 2 iterations) and the random numbers of scanpy's
-    ``set_igraph_random_state(seed)`` (:class:`_IgraphRandom`, drawn in blocks).  Building
+    (modularity, edge weights, 2 iterations) under scanpy's ``set_igraph_random_state(seed)``.  Building
     the graph was 40 % of a call's time at 2,100 cells.  When scanpy's private helpers are
     missing (another scanpy version), each resolution goes through ``sc.tl.leiden`` itself.
     tests/test_evaluate_leiden.py checks that both routes give the same partitions.
@@ -118,95 +117,10 @@ def _leiden_runs(sc, adata, seed: int, resolutions, graph=None) -> list[np.ndarr
 
     out = []
     for resolution in resolutions:
-        rng = _IgraphRandom(seed) if _IgraphRandom.matches_numpy() else None
-        with set_igraph_random_state(seed) if rng is None else _igraph_random(rng):
+        with set_igraph_random_state(seed):
             membership = leiden(resolution)
-        if rng is not None and rng.other_draws:  # a draw the blocks do not cover: scanpy's route
-            with set_igraph_random_state(seed):
-                membership = leiden(resolution)
         out.append(np.asarray(membership, dtype=np.int64))
     return out
-
-
-class _IgraphRandom:
-    """The random numbers igraph's Leiden draws from scanpy's ``set_igraph_random_state(seed)``, drawn in blocks.
-
-    scanpy hands igraph a wrapper of ``numpy.random.RandomState(seed)`` whose ``getrandbits(k)``
-    is ``tomaxint() & (2**k - 1)`` and ``random()`` is ``random_sample()``: one Python call into
-    numpy per number, about 15,000 per Leiden run at 2,100 cells (a quarter of its time).  Both
-    take two 32-bit words of the Mersenne Twister: ``tomaxint`` is ``(w0 << 32 | w1) >> 1``,
-    ``random_sample`` is ``((w0 >> 5) 2**26 + (w1 >> 6)) / 2**53`` (exact in float64).  This
-    class draws the words ``BLOCK`` pairs at a time and hands out the same numbers in the same
-    order.  :meth:`matches_numpy` checks the two formulas against numpy once per process; the
-    other draws (``randint``, ``gauss``; Leiden uses neither) are flagged in ``other_draws``.
-    """
-
-    BLOCK = 8192
-    _matches = None
-
-    def __init__(self, seed: int):
-        _, key, pos, _, _ = np.random.RandomState(seed).get_state(legacy=True)  # scanpy's RandomState(seed)
-        self._bitgen = np.random.MT19937()
-        self._bitgen.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
-        self._ints, self._reals, self._i = [], [], 0
-        self.other_draws = False
-
-    def _refill(self) -> None:
-        words = self._bitgen.random_raw(2 * self.BLOCK)
-        hi, lo = words[0::2], words[1::2]
-        self._ints = ((hi << np.uint64(32) | lo) >> np.uint64(1)).tolist()
-        self._reals = (((hi >> np.uint64(5)) * 67108864.0 + (lo >> np.uint64(6))) / 9007199254740992.0).tolist()
-        self._i = 0
-
-    def getrandbits(self, k: int) -> int:
-        i = self._i
-        if i == len(self._ints):
-            self._refill()
-            i = 0
-        self._i = i + 1
-        return self._ints[i] & ((1 << k) - 1)
-
-    def random(self) -> float:
-        i = self._i
-        if i == len(self._reals):
-            self._refill()
-            i = 0
-        self._i = i + 1
-        return self._reals[i]
-
-    def randint(self, a: int, b: int) -> int:
-        self.other_draws = True
-        return int(a)
-
-    def gauss(self, mu: float, sigma: float) -> float:
-        self.other_draws = True
-        return float(mu)
-
-    @classmethod
-    def matches_numpy(cls) -> bool:
-        """Whether the blocks give numpy's numbers (checked once: 64 interleaved draws of seed 12345)."""
-        if cls._matches is None:
-            ref, mine = np.random.RandomState(12345), cls(12345)
-            pairs = [(ref.tomaxint() & 0xFFFFFFFF, mine.getrandbits(32)) if i % 3 else (ref.random_sample(), mine.random())
-                     for i in range(64)]
-            cls._matches = all(a == b for a, b in pairs)
-            if not cls._matches:
-                log.warning("igraph's random numbers: the block draws differ from numpy's; scanpy's route is used")
-        return cls._matches
-
-
-@contextlib.contextmanager
-def _igraph_random(rng):
-    """igraph's random numbers from ``rng`` inside the block, Python's ``random`` after (as scanpy)."""
-    import random
-
-    import igraph
-
-    igraph.set_random_number_generator(rng)
-    try:
-        yield
-    finally:
-        igraph.set_random_number_generator(random)
 
 
 def _check_resolutions(resolutions) -> tuple[float, ...]:
@@ -413,8 +327,8 @@ def evaluate_ranking_leiden(
     30 Leiden runs and a fifth the 30 k-means restarts; 9 s for all 20,670 genes
     (sparse); the first call in a process adds about 10 s (umap's import; numba's
     compilation of umap's connectivities only in the first process, then its disk cache).
-    Sharing the graph across runs, igraph's random numbers in blocks and NMI at the two
-    reported resolutions only: old/new 1.19-1.31 (benchmarks/leiden_cost.py, load 2-3).
+    Sharing the graph across runs and NMI at the two reported resolutions only: old/new in
+    benchmarks/results/leiden_cost.md (benchmarks/leiden_cost.py).
 
     References
     ----------
