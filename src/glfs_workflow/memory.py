@@ -30,15 +30,23 @@ TEXT_MB_PER_MCELL = PARSE_BYTES_PER_TEXT_BYTE * 10 + PARSE_BYTES_PER_VALUE
 _GB = 2**30
 
 
-def available_memory_bytes() -> int | None:
-    """The machine's available memory (``MemAvailable`` of /proc/meminfo), or None where it is not known."""
+def _proc_kib(path: str, field: str) -> int | None:
+    """The value in bytes of a ``field:  N kB`` line of a /proc file, or None where it cannot be read."""
     try:
-        with open("/proc/meminfo") as fh:
+        with open(path) as fh:
             for line in fh:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
+    return None
+
+
+def available_memory_bytes() -> int | None:
+    """The machine's available memory (``MemAvailable`` of /proc/meminfo), or None where it is not known."""
+    avail = _proc_kib("/proc/meminfo", "MemAvailable")
+    if avail is not None:
+        return avail
     try:
         return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):
@@ -47,14 +55,7 @@ def available_memory_bytes() -> int | None:
 
 def rss_bytes() -> int:
     """This process's resident memory (``VmRSS``), 0 where it is not known."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    return _proc_kib("/proc/self/status", "VmRSS") or 0
 
 
 def job_memory_bytes(mem_mb=None) -> tuple[int | None, str]:
