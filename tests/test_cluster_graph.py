@@ -64,3 +64,19 @@ def test_select_without_a_graph_on_the_cluster(dask_client):
     sel = glfs.select(da.from_array(X, chunks=(300, 60), asarray=False), "laplacian_score", n_features_to_select=18,
                       graph_params={"n_pcs": 10, "method": "approx", "n_neighbors": 8})
     assert set(np.flatnonzero(sel.selected)) == set(range(18))
+
+
+def test_projection_of_tiles_is_summed_per_row_of_chunks_on_the_workers(dask_client, monkeypatch):
+    """A dask X chunked by cells and genes (3 x 4 tiles): X V as in memory, and the client receives one
+    (rows, p) result per row of tiles, not one per tile (an (n, p) array per gene chunk at scale)."""
+    import glfs.core.cluster as cluster
+    from glfs.core.out_of_core import OutOfCore
+
+    X = sp.random(900, 80, density=0.1, format="csr", random_state=4, dtype=np.float32)
+    V = np.random.default_rng(5).normal(size=(80, 6))
+    received = []
+    gather = cluster._gather
+    monkeypatch.setattr(cluster, "_gather", lambda c, futs, *a: received.append(len(futs)) or gather(c, futs, *a))
+    got = sharded.project(OutOfCore(da.from_array(X, chunks=(300, 25), asarray=False)), V, dask_client)
+    np.testing.assert_allclose(got, X.toarray().astype(np.float64) @ V, rtol=1e-4, atol=1e-4)
+    assert received == [3]

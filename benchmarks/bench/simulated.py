@@ -3,7 +3,8 @@
 - :func:`simulate_lognorm`: dense single-cell-like log-normalised counts with planted clusters
   (scaling.py, graph_at_scale.py, spectral_solvers.py, workflow_50k.py);
 - :func:`simulate_atlas`: sparse counts written in cell blocks to two .h5ad files, never the whole
-  matrix in memory (atlas_scale.py, dask_cluster.py, pca_sketch.py; knn_* read its files).
+  matrix in memory (atlas_scale.py, pca_sketch.py; knn_* read its files); :func:`atlas_model` and
+  :func:`atlas_block` its gene programme and cells (also bench.atlas_store's shards, dask_cluster.py).
 """
 
 from __future__ import annotations
@@ -66,19 +67,8 @@ def atlas_files(work: Path, n: int, lib_loc: float):
     return work / f"counts_{tag}.h5ad", work / f"lognorm_{tag}.h5ad", tag
 
 
-def simulate_atlas(n_cells: int, n_genes: int, work: Path, lib_loc: float, seed: int = 0) -> dict:
-    """Write the counts and log-normalised .h5ad files in blocks of ATLAS_BLOCK cells; return the facts."""
-    import anndata as ad
-    import h5py
-    import pandas as pd
-    import scipy.sparse as sp
-
-    counts_f, log_f, _ = atlas_files(work, n_cells, lib_loc)
-    if counts_f.exists() and log_f.exists():
-        with h5py.File(counts_f) as f:
-            nnz = int(f["X"]["data"].shape[0])
-        return {"n_cells": n_cells, "n_genes": n_genes, "nnz": nnz, "seconds": None}
-    t0 = time.perf_counter()
+def atlas_model(n_genes: int, seed: int = 0):
+    """The seeded stream after the atlas' gene programme, and each group's cumulative gene proportions."""
     rng = np.random.default_rng(seed)
     base = rng.gamma(0.35, 1.0, n_genes) + 1e-4
     cdfs = []
@@ -87,6 +77,45 @@ def simulate_atlas(n_cells: int, n_genes: int, work: Path, lib_loc: float, seed:
         de = rng.choice(n_genes, int(0.03 * n_genes), replace=False)
         p[de] *= np.exp(rng.normal(1.0, 0.4, de.size))
         cdfs.append(np.cumsum(p / p.sum()))
+    return rng, cdfs
+
+
+def atlas_block(rng, groups, lib, cdfs, n_genes: int):
+    """The counts and log-normalised counts (CSR float32) of cells of ``groups`` with ``lib`` reads each."""
+    import scipy.sparse as sp
+
+    rows, cols = [], []
+    for g in range(ATLAS_GROUPS):
+        idx = np.flatnonzero(groups == g)
+        if not idx.size:
+            continue
+        reads = lib[idx]
+        u = rng.random(int(reads.sum()))
+        cols.append(np.minimum(np.searchsorted(cdfs[g], u), n_genes - 1).astype(np.int32))
+        rows.append(np.repeat(idx, reads).astype(np.int32))
+    r, c = np.concatenate(rows), np.concatenate(cols)
+    C = sp.csr_matrix((np.ones(r.size, np.float32), (r, c)), shape=(groups.size, n_genes))
+    C.sum_duplicates()
+    L = C.copy()
+    tot = np.asarray(L.sum(axis=1)).ravel()
+    L.data *= np.repeat((1e4 / tot).astype(np.float32), np.diff(L.indptr))
+    np.log1p(L.data, out=L.data)
+    return C, L
+
+
+def simulate_atlas(n_cells: int, n_genes: int, work: Path, lib_loc: float, seed: int = 0) -> dict:
+    """Write the counts and log-normalised .h5ad files in blocks of ATLAS_BLOCK cells; return the facts."""
+    import anndata as ad
+    import h5py
+    import pandas as pd
+
+    counts_f, log_f, _ = atlas_files(work, n_cells, lib_loc)
+    if counts_f.exists() and log_f.exists():
+        with h5py.File(counts_f) as f:
+            nnz = int(f["X"]["data"].shape[0])
+        return {"n_cells": n_cells, "n_genes": n_genes, "nnz": nnz, "seconds": None}
+    t0 = time.perf_counter()
+    rng, cdfs = atlas_model(n_genes, seed)
     groups = rng.integers(0, ATLAS_GROUPS, n_cells)
     lib = np.maximum(1, np.round(np.exp(rng.normal(lib_loc, 0.4, n_cells)))).astype(np.int64)
     obs = pd.DataFrame({"group": pd.Categorical(groups.astype(str))}, index=[f"c{i}" for i in range(n_cells)])
@@ -99,22 +128,7 @@ def simulate_atlas(n_cells: int, n_genes: int, work: Path, lib_loc: float, seed:
         xc = xl = None
         for b0 in range(0, n_cells, ATLAS_BLOCK):
             cells = np.arange(b0, min(n_cells, b0 + ATLAS_BLOCK))
-            rows, cols = [], []
-            for g in range(ATLAS_GROUPS):
-                idx = np.flatnonzero(groups[cells] == g)
-                if not idx.size:
-                    continue
-                reads = lib[cells[idx]]
-                u = rng.random(int(reads.sum()))
-                cols.append(np.minimum(np.searchsorted(cdfs[g], u), n_genes - 1).astype(np.int32))
-                rows.append(np.repeat(idx, reads).astype(np.int32))
-            r, c = np.concatenate(rows), np.concatenate(cols)
-            C = sp.csr_matrix((np.ones(r.size, np.float32), (r, c)), shape=(cells.size, n_genes))
-            C.sum_duplicates()
-            L = C.copy()
-            tot = np.asarray(L.sum(axis=1)).ravel()
-            L.data *= np.repeat((1e4 / tot).astype(np.float32), np.diff(L.indptr))
-            np.log1p(L.data, out=L.data)
+            C, L = atlas_block(rng, groups[cells], lib[cells], cdfs, n_genes)
             nnz += C.nnz
             if xc is None:
                 for f, M in ((fc, C), (fl, L)):

@@ -127,11 +127,22 @@ def _call_at(fn, block, rows, cols, shared):
     return fn(block, rows, cols, **shared)
 
 
-def map_chunks(X, fn, shared, client, what: str):
+def _sum_parts(parts):
+    """The sum of a row chunk's per-chunk results (a task on the worker that holds them)."""
+    total = parts[0]
+    for p in parts[1:]:
+        total = total + p
+    return total
+
+
+def map_chunks(X, fn, shared, client, what: str, sum_rows: bool = False):
     """``fn(chunk, rows, cols, **shared)`` on every chunk of the dask X as a task; (rows, cols, result) each.
 
     For reductions over cells (validation scan, row sums, projections): each task holds one chunk
-    of X as dask stores it and returns what ``fn`` makes of it, which should be small.
+    of X as dask stores it and returns what ``fn`` makes of it, which should be small.  With
+    ``sum_rows`` the results of the chunks of a row of chunks (X chunked by genes too) are summed by
+    a task on the workers, so the client receives one result per row of chunks (cols: all genes)
+    instead of one per chunk (an (n, p) projection would come back once per gene chunk).
     """
     import dask
 
@@ -147,6 +158,11 @@ def map_chunks(X, fn, shared, client, what: str):
             tasks.append(dask.delayed(_call_at)(fn, grid[i, j], rows, cols, shared_f,
                                                 dask_key_name=_key(what, len(tasks))))
             where.append((rows, cols))
+    if sum_rows and grid.shape[1] > 1:
+        m = grid.shape[1]
+        tasks = [dask.delayed(_sum_parts)(tasks[i * m : (i + 1) * m], dask_key_name=_key(f"{what} sum", i))
+                 for i in range(grid.shape[0])]
+        where = [(where[i * m][0], slice(0, X.shape[1])) for i in range(grid.shape[0])]
     labels = [f"cells {r.start}-{r.stop - 1}, genes {c.start}-{c.stop - 1}" for r, c in where]
     results = _gather(client, client.compute(tasks), what, labels)
     return [(r, c, res) for (r, c), res in zip(where, results)]

@@ -61,9 +61,10 @@ def _project_chunk(blk, rows, cols, *, V):
 
 
 def project(X, V, client):
-    """X V for the out-of-core dask X (n_samples, n_features) and V (n_features, p): one task per chunk."""
+    """X V for the out-of-core dask X (n_samples, n_features) and V (n_features, p): one task per chunk, the
+    chunks of a row of chunks summed on the workers (the client receives the (n, p) result once)."""
     Z = np.zeros((X.shape[0], V.shape[1]), np.float32)
-    for rows, _, part in map_chunks(X, _project_chunk, {"V": V}, client, "PCA projection"):
+    for rows, _, part in map_chunks(X, _project_chunk, {"V": V}, client, "PCA projection", sum_rows=True):
         Z[rows] += part
     return Z
 
