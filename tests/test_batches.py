@@ -434,3 +434,44 @@ def test_feature_selector_takes_batches_in_fit_and_in_a_pipeline():
     pipe = Pipeline([("select", FeatureSelector(method="variance", n_features_to_select=9)), ("clf", LogisticRegression())])
     pipe.fit(X, y, select__batches=b)
     np.testing.assert_array_equal(pipe.named_steps["select"].get_support(), expected)
+
+
+@pytest.mark.parametrize("launch_values", [None, 1])
+def test_deviance_scores_every_batch_in_one_pass_as_each_batch_alone(monkeypatch, launch_values):
+    # interleaved batches of unequal size (one of 3 cells, one of 1 cell left out), sparse counts with a stored zero
+    from glfs.scores import genewise
+
+    if launch_values:  # one batch per kernel launch
+        monkeypatch.setattr(genewise, "BATCH_PART_VALUES", launch_values)
+    rng = np.random.default_rng(3)
+    n, d = 140, 25
+    C = sp.csr_matrix(rng.poisson(rng.gamma(0.5, 2.0, d), size=(n, d)).astype(np.float32))
+    C.data[0] = 0.0  # an explicitly stored zero
+    codes = rng.choice([0, 1, 2], n, p=[0.5, 0.3, 0.2])
+    codes[rng.choice(n, 3, replace=False)] = 3
+    codes[np.flatnonzero(codes == 2)[0]] = -1  # left out
+    got = genewise.deviance_by_batch(C, codes, 4)
+    for k in range(4):
+        np.testing.assert_array_equal(got[k], genewise.deviance_score(C[codes == k]))
+    np.testing.assert_array_equal(genewise.deviance_by_batch(C.toarray(), codes, 4), got)  # dense = sparse
+
+
+def test_deviance_with_batches_never_scores_a_batch_alone(monkeypatch):
+    # glfs.select(..., batches=) scores the batches in one pass: the Selection of the batches scored one by one
+    from dataclasses import replace
+
+    from glfs.api import method_info
+    from glfs.scores.batches import run_by_batch
+
+    X, b = _data(counts=True)
+    one_by_one = _quiet(run_by_batch, replace(method_info("deviance"), batch_fn=None), X, b, n_features=5, counts=X)
+
+    def alone(*a, **kw):
+        raise AssertionError("a batch scored alone")
+
+    monkeypatch.setattr(glfs.api, "deviance_score", alone)
+    one_pass = _quiet(glfs.select, X, "deviance", n_features_to_select=5, batches=b)
+    _same(one_pass, one_by_one)
+    for key in ("batch_scores", "batch_ranks", "nbatches", "median_rank"):
+        np.testing.assert_array_equal(one_pass.extra[key], one_by_one.extra[key])
+    assert one_pass.params == one_by_one.params

@@ -26,7 +26,7 @@ from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
 from glfs.core.limits import DENSE_ALTERNATIVE, check_dense_size
 from glfs.core.out_of_core import OutOfCore, out_of_core_kind
 from glfs.core.result import Selection, make_selection
-from glfs.scores.genewise import deviance_score, fisher_score, laplacian_score, variance_score
+from glfs.scores.genewise import deviance_by_batch, deviance_score, fisher_score, laplacian_score, variance_score
 from glfs.core.value_checks import check_counts, check_scale
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,9 @@ class MethodInfo:
     own_graph: bool = False  # builds its own graph when none is given (instead of DEFAULT_GRAPH_PARAMS')
     optional_counts: bool = False  # scores X, and takes raw counts too when given (fn's counts=)
     batch: str | None = None  # batches=: "ranks" scored within each batch, combined by rank (glfs.scores.batches); "own" fn takes batches= (scanpy's flavours)
+    # batch="ranks": every batch in one pass instead of fn once per batch, the same Selections (glfs.scores.batches.run_by_batch):
+    # batch_fn(X, codes, n_batches, *, n_features, counts) -> [Selection of batch k for k in range(n_batches)]
+    batch_fn: Callable | None = None
     objective: str | None = None  # GLFS methods: GLFSClassifier's objective ("design", "exact", "paper", "printed")
     dense_x: bool = False  # makes X dense: a large sparse X is refused (glfs.core.limits) before the graph is built
     streams: bool = False  # reads an out-of-core X block by block (an own_graph method only on a given graph)
@@ -100,6 +103,11 @@ def _select_variance(X, W, *, n_features, labels=None, random_state=None):
 
 def _select_deviance(X, W, *, n_features, counts, labels=None, random_state=None):
     return make_selection("deviance", deviance_score(counts), higher_is_better=True, n_features=n_features)
+
+
+def _select_deviance_batches(X, codes, n_batches, *, n_features, counts):
+    return [make_selection("deviance", s, higher_is_better=True, n_features=n_features)
+            for s in deviance_by_batch(counts, codes, n_batches)]
 
 
 def _registry() -> dict[str, MethodInfo]:
@@ -153,7 +161,7 @@ def _registry() -> dict[str, MethodInfo]:
         M(name="hvg_pearson_residuals", fn=hvg.select_hvg_pearson_residuals, family="hvg", needs_counts=True,
           params_from=("theta", "clip", "chunksize"), batch="own", description="scanpy HVG, Pearson residuals (raw counts)"),
         M(name="deviance", fn=_select_deviance, family="baseline", needs_counts=True, streams=True,
-          batch="ranks", description="binomial deviance (Townes et al. 2019), raw counts"),
+          batch="ranks", batch_fn=_select_deviance_batches, description="binomial deviance (Townes et al. 2019), raw counts"),
         # the graph-based single-cell selection (glfs.scores.moran; docs/methods.md)
         M(name="graph_moran", fn=moran.select_graph_moran, family="score", needs_graph=True, own_graph=True,
           optional_counts=True, streams=True, fixed_params=("batches",),

@@ -244,33 +244,41 @@ def _kernel(name):
     return fn
 
 
-def _nb_deviance(indptr, indices, data, n_cell, pi, n_parts):
-    """Per gene: sum over the non-zero counts y of y log(y / mu) + (n - y) log((n - y) / (n - mu)), mu = n pi
-    (0 log 0 = 0), and the sum of the totals n of those cells."""
-    n = indptr.size - 1
-    b = pi.size
-    part = np.zeros((n_parts, 2, b))
-    step = (n + n_parts - 1) // n_parts
-    for q in numba.prange(n_parts):
-        acc = part[q]
-        for i in range(q * step, min(n, (q + 1) * step)):
+def _nb_deviance(indptr, indices, data, n_cell, pi, rows, starts, n_parts):
+    """Per batch k and gene: sum over the non-zero counts y of y log(y / mu) + (n - y) log((n - y) / (n - mu)),
+    mu = n pi[k] (0 log 0 = 0), and the sum of the totals n of those cells.
+
+    The cells of batch k are ``rows[starts[k]:starts[k + 1]]`` (one batch of all rows: the whole matrix); each
+    batch is cut into ``n_parts`` parts of its own rows, so a batch's sums are those of its rows scored alone."""
+    K, b = pi.shape
+    part = np.zeros((K * n_parts, 2, b))
+    for task in numba.prange(K * n_parts):
+        k = task // n_parts
+        q = task - k * n_parts
+        lo = starts[k]
+        nk = starts[k + 1] - lo
+        step = (nk + n_parts - 1) // n_parts
+        acc = part[task]
+        for r in range(q * step, min(nk, (q + 1) * step)):
+            i = rows[lo + r]
             ni = n_cell[i]
             for t in range(indptr[i], indptr[i + 1]):
                 y = float(data[t])
                 if y == 0:  # an explicitly stored zero is a zero count: its term, -n log(1 - pi), comes from the caller
                     continue
                 g = indices[t]
-                mu = ni * pi[g]
+                mu = ni * pi[k, g]
                 term = y * np.log(y / mu)
                 rest = ni - y
                 if rest > 0:
                     term += rest * np.log(rest / (ni - mu))
                 acc[0, g] += term
                 acc[1, g] += ni
-    out = np.zeros((2, b))
-    for q in range(n_parts):
-        out += part[q]
-    return out[0], out[1]
+    out = np.zeros((K, 2, b))
+    for k in range(K):
+        for q in range(n_parts):
+            out[k] += part[k * n_parts + q]
+    return out[:, 0], out[:, 1]
 
 
 #: The kernels by the name :func:`_kernel` is called with (the Python functions numba compiles).

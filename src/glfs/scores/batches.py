@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["BatchRanks", "BatchPlan", "batch_codes", "batch_columns", "combine_batch_ranks", "select_by_batch",
            "run_by_batch", "plan_batches", "within_batches", "min_batch_cells", "graph_min_cells", "BATCH_RULES",
-           "between_batch_share"]
+           "between_batch_share", "scored_codes"]
 
 #: Ways of combining the per-batch rankings (module docstring, step 3).
 BATCH_RULES = ("nbatches", "median_rank")
@@ -264,6 +264,19 @@ def within_batches(plan: BatchPlan, build) -> sp.csr_matrix:
     return _block_graph([keep], [build(keep, plan.codes[keep])], n)
 
 
+def scored_codes(plan: BatchPlan) -> np.ndarray:
+    """One code per cell: k for the cells of the k-th scored batch (``plan.scored``' order), -1 for those left out."""
+    codes = np.full(plan.codes.shape[0], -1, dtype=np.int64)
+    for k, (_, rows) in enumerate(plan.scored):
+        codes[rows] = k
+    return codes
+
+
+def _in_memory(A) -> bool:
+    """A numpy array or a scipy sparse matrix (not an out-of-core or dask X, and not None)."""
+    return isinstance(A, np.ndarray) or sp.issparse(A)
+
+
 def between_batch_share(X, codes) -> np.ndarray:
     """Per gene: the variance of its batch means over its total variance (both ddof 0, cells weighted), in [0, 1].
 
@@ -380,6 +393,12 @@ def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None,
         raise ValueError(msg)
     min_cells, why = min_batch_cells(info, graph_params, params)
     plan = plan_batches(batches, X.shape[0], method=info.name, min_cells=min_cells, why_min=why)
+    if info.batch_fn is not None and not params and not info.needs_graph and _in_memory(counts):
+        codes = scored_codes(plan)  # every batch in one pass: the Selections of the batches scored one by one
+        sels = info.batch_fn(X, codes, len(plan.scored), n_features=n_features, counts=counts)
+        return select_by_batch(lambda rows: (sels[codes[rows[0]]], None, rows), batches, method=info.name,
+                               n_features=n_features, higher_is_better=info.higher_is_better, rule=rule,
+                               params={"graph": "none"}, plan=plan)
     if info.needs_graph and given is None and not info.own_graph:
         shared = within_batches(plan, lambda keep, codes: similarity_graph(X if keep is None else X[keep],
                                                                            batches=codes, **graph_params))

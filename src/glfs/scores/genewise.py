@@ -45,7 +45,7 @@ from glfs.core.out_of_core import OutOfCore, cluster_client, gene_parts
 
 log = logging.getLogger(__name__)
 
-__all__ = ["laplacian_score", "fisher_score", "variance_score", "deviance_score"]
+__all__ = ["laplacian_score", "fisher_score", "variance_score", "deviance_score", "deviance_by_batch"]
 
 
 #: Laplacian score: float64 values per column block (``laplacian_score``'s default ``block_size`` is
@@ -55,6 +55,10 @@ LS_BLOCK_VALUES = 2**23
 #: Row (CSR) partitions of the sparse kernels: each has its own accumulators, and the partition does
 #: not depend on the number of threads, so the sums (and the scores) do not either.
 N_PARTS = 8
+
+#: :func:`deviance_by_batch`: float64 accumulators of one kernel launch (N_PARTS x 2 per batch and gene): at most
+#: 2**23 values = 64 MB; more batches than fit are scored in several launches.
+BATCH_PART_VALUES = 2**23
 
 
 def _csr(B):
@@ -484,14 +488,54 @@ def _deviance_block(C, *, n_cell, total):
     """(deviance,) of the genes of one block C (n, b) of counts, given every cell's total."""
     C = _csr(sp.csr_matrix(C)) if not sp.issparse(C) else _csr(C)
     gene_total = np.asarray(C.sum(axis=0, dtype=np.float64)).ravel()
-    pi = gene_total / total
+    n = C.shape[0]
+    rows, starts = np.arange(n, dtype=np.int64), np.array([0, n], dtype=np.int64)
+    return (_deviance_terms(C, n_cell, (gene_total / total)[None, :], np.array([total]), rows, starts)[0],)
+
+
+def _deviance_terms(C, n_cell, pi, totals, rows, starts):
+    """(K, b) deviances of the K batches of cells ``rows[starts[k]:starts[k + 1]]`` of the CSR counts C, given
+    each batch's gene proportions ``pi`` (K, b) and total count ``totals`` (K,)."""
     # one pass over the non-zeros (numba): sum of the non-zero terms, and of the totals of the cells where the gene is stored
-    nonzero_part, n_at_nonzero = _kernel("deviance")(C.indptr, C.indices, C.data, n_cell, pi, N_PARTS)
+    nonzero_part, n_at_nonzero = _kernel("deviance")(C.indptr, C.indices, C.data, n_cell, pi, rows, starts, N_PARTS)
     # zero counts: n_i log(n_i / (n_i - mu_ij)) = -n_i log(1 - pi_j), over the cells where gene j is 0
     with np.errstate(divide="ignore"):
-        zero_part = -np.log1p(-pi) * (total - n_at_nonzero)
+        zero_part = -np.log1p(-pi) * (totals[:, None] - n_at_nonzero)
     zero_part[pi >= 1] = 0.0  # a gene holding every count: no zero cell has a total, so nothing to add
-    return (2.0 * (nonzero_part + zero_part),)
+    return 2.0 * (nonzero_part + zero_part)
+
+
+def deviance_by_batch(counts, codes, n_batches: int) -> np.ndarray:
+    """:func:`deviance_score` of each batch, all batches in one pass over the counts (batch-aware selection).
+
+    counts : (n_samples, n_features) raw counts in memory (dense or sparse); ``codes`` one batch code
+    0 .. n_batches - 1 per cell, -1 for a cell left out.  Row k of the (n_batches, n_features) answer
+    equals ``deviance_score(counts[codes == k])`` exactly (the same sums in the same order: each batch's
+    rows are cut into the same :data:`N_PARTS` parts as when it is scored alone); one kernel launch
+    instead of one per batch.  A ValueError as :func:`deviance_score` (not counts, or a batch without a count).
+    """
+    C = check_X(counts, name="counts", read_only=True)
+    C = _csr(C) if sp.issparse(C) else sp.csr_matrix(C)
+    if C.nnz and not _whole_nonnegative(C.data):
+        msg = "counts must be raw counts (non-negative integers); got negative or non-integer values"
+        raise ValueError(msg)
+    codes = np.asarray(codes, dtype=np.int64)
+    rows = np.argsort(codes, kind="stable")  # each batch's cells in their order in X
+    rows = rows[codes[rows] >= 0]
+    starts = np.searchsorted(codes[rows], np.arange(n_batches + 1)).astype(np.int64)
+    n_cell = np.asarray(C.sum(axis=1, dtype=np.float64)).ravel()
+    # integer counts: every sum below is exact in float64 whatever its order, as in each batch alone
+    G = sp.csr_matrix((np.ones(rows.size), (codes[rows], rows)), shape=(n_batches, C.shape[0]))
+    gene_total = np.asarray((G @ C).toarray(), dtype=np.float64)
+    totals = np.array([_total_counts(n_cell[rows[starts[k]:starts[k + 1]]]) for k in range(n_batches)])
+    out = np.empty((n_batches, C.shape[1]))
+    group = max(1, BATCH_PART_VALUES // (N_PARTS * 2 * max(C.shape[1], 1)))  # batches per launch
+    for k0 in range(0, n_batches, group):
+        k1 = min(n_batches, k0 + group)
+        sub = starts[k0:k1 + 1]
+        out[k0:k1] = _deviance_terms(C, n_cell, gene_total[k0:k1] / totals[k0:k1, None], totals[k0:k1],
+                                     rows[sub[0]:sub[-1]], sub - sub[0])
+    return out
 
 
 def _whole_nonnegative(v) -> bool:

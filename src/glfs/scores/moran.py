@@ -41,7 +41,8 @@ from glfs.core._validation import ConstantFeatureWarning, check_graph, check_int
 from glfs.core.cluster import as_current
 from glfs.graph.similarity import similarity_graph
 from glfs.scores.batches import (
-    between_batch_share, combine_batch_ranks, graph_min_cells, plan_batches, select_by_batch, within_batches,
+    between_batch_share, combine_batch_ranks, graph_min_cells, plan_batches, scored_codes, select_by_batch,
+    within_batches,
 )
 from glfs.scores.genewise import DENSE_SHARE, _dense_parts, centred_sums, cross_sums, gene_block_results, sparse_stats
 
@@ -362,10 +363,7 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
     d = X.shape[1]
     share = None
     if rule == "minus_batch_share":
-        codes = np.full(X.shape[0], -1)
-        for k, (_, rows) in enumerate(plan.scored):
-            codes[rows] = k
-        share = between_batch_share(X, codes)
+        share = between_batch_share(X, scored_codes(plan))
 
     def graph(genes):
         return within_batches(plan, lambda keep, codes: cell_graph(
