@@ -217,3 +217,66 @@ def test_no_task_holds_more_than_its_block(monkeypatch):
     assert max(p for p, _ in task_peaks) < 4 * max(b for _, b in task_peaks) <= whole / 8
     monkeypatch.setattr(genewise, "_laplacian_block", inner)
     np.testing.assert_allclose(got[:500], laplacian_score(X[:, :500].compute(), W), rtol=1e-6)
+
+
+def _sparse_tile(block_info=None):
+    """A sparse CSR tile of X, the same for its location whenever it is computed (never the whole X at once)."""
+    (r0, r1), (c0, c1) = block_info[None]["array-location"]
+    rng = np.random.default_rng(1000 * r0 + c0)
+    T = sp.random(r1 - r0, c1 - c0, density=0.2, random_state=rng, format="csr", dtype=np.float64)
+    T.data = np.round(T.data * 5) + 1
+    return T
+
+
+def test_tiles_the_workers_never_hold_the_matrix(monkeypatch, caplog):
+    """X stored in 2-D tiles (2,000 cells x 250 genes, sparse), made tile by tile: its own graph and
+    Laplacian score on a one-worker in-process cluster, traced.  The gene blocks are columns of tiles,
+    and each call's traced peak (client and worker together) stays under half of X's size as CSR;
+    the scores equal the in-memory ones on the same graph."""
+    import glfs.core.out_of_core as ooc
+    import glfs.graph.neighbors as nb
+
+    n, d = 8000, 4000
+    X = da.map_blocks(_sparse_tile, chunks=((2000,) * 4, (250,) * 16), dtype=np.float64,
+                      meta=sp.csr_matrix((0, 0)))
+    whole = int(0.2 * n * d) * 12  # CSR: 8-byte values, 4-byte indices
+    monkeypatch.setattr(ooc, "STREAM_VALUES", int(0.2 * n * d) // 16)  # blocks of 1 column of tiles
+    monkeypatch.setattr(nb, "PCA_FIT_SAMPLES", 800)
+    graph = dict(n_neighbors=8, n_pcs=10, method="approx", kernel="heat")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cl:
+        with distributed.Client(cl), caplog.at_level(logging.INFO, logger="glfs.core.cluster"):
+            small = X[:600, :500]  # the imports and numba compilations first: they are traced too
+            laplacian_score(small, glfs.similarity_graph(small, **graph))
+            caplog.clear()
+            tracemalloc.start()
+            try:
+                base = tracemalloc.get_traced_memory()[0]
+                tracemalloc.reset_peak()
+                W = glfs.similarity_graph(X, **graph)
+                peaks = [tracemalloc.get_traced_memory()[1] - base]
+                tracemalloc.reset_peak()
+                got = laplacian_score(X, W)
+                peaks.append(tracemalloc.get_traced_memory()[1] - base)
+            finally:
+                tracemalloc.stop()
+    blocks = [r.getMessage() for r in caplog.records if r.getMessage().startswith("laplacian_score: genes")]
+    assert sorted(m.split(" done")[0] for m in blocks) == sorted(f"laplacian_score: genes {a}-{a + 249}"
+                                                                  for a in range(0, d, 250))
+    assert max(peaks) < whole / 2, (peaks, whole)
+    np.testing.assert_allclose(got, laplacian_score(X.compute(), W), rtol=1e-6)
+
+
+def test_worker_processes_score_as_in_memory():
+    """Two worker processes (the graph, the dask chunks and the block functions pickled to them): the
+    Laplacian score and the deviance equal the in-memory ones."""
+    X, groups = _planted(n=400, d=60)
+    W = _graph(X, groups)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cl:
+        with distributed.Client(cl):
+            dx = da.from_array(X, chunks=(100, 20), asarray=False)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConstantFeatureWarning)
+                got, dev = laplacian_score(dx, W), deviance_score(dx)
+                want = laplacian_score(X, W)
+    np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(dev, deviance_score(X), rtol=1e-6)

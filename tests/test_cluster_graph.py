@@ -3,6 +3,7 @@ and the projection as tasks give the components of the single-process route, and
 sharded into query blocks against the index on every worker equals the single search given the same index."""
 
 import logging
+import threading
 
 import numpy as np
 import pytest
@@ -36,6 +37,19 @@ def test_sharded_search_equals_the_single_search(dask_client, monkeypatch, ivf):
     assert recall == 1.0 if not ivf else recall > 0.9  # flat: exact; IVF at nprobe 32 of nlist 55 here
 
 
+_WHERE, _REAL = [], {}
+
+
+def _spy_fit_components(*a, **k):  # module functions: the in-process workers run these, not copies
+    _WHERE.append(threading.current_thread().name)
+    return _REAL["_fit_components"](*a, **k)
+
+
+def _spy_ivf_index(*a, **k):
+    _WHERE.append(threading.current_thread().name)
+    return _REAL["_ivf_index"](*a, **k)
+
+
 def test_graph_on_the_cluster_equals_the_streamed_graph(dask_client, caplog, monkeypatch):
     """The dask X's graph with a client (tasks) and without one (streamed here): the same graph, on a
     subsample PCA (the fit on 500 of 1,500 cells) and the IVF search."""
@@ -46,10 +60,16 @@ def test_graph_on_the_cluster_equals_the_streamed_graph(dask_client, caplog, mon
     with pytest.MonkeyPatch.context() as m:  # no client: the single-process streamed route
         m.setattr(nb, "cluster_client", lambda X, client=None: None)
         want = glfs.similarity_graph(da.from_array(X, chunks=(300, 120), asarray=False), **kw)
+    _WHERE.clear()  # in which thread the fit and the index build run: the calling one (the client's) or a worker's
+    for name in ("_fit_components", "_ivf_index"):
+        _REAL[name] = getattr(nb, name)
+        monkeypatch.setattr(nb, name, globals()[f"_spy{name}"])
     with caplog.at_level(logging.INFO, logger="glfs"):
         got = glfs.similarity_graph(da.from_array(X, chunks=(300, 120), asarray=False), **kw)
     said = " ".join(r.getMessage() for r in caplog.records)
-    assert "PCA subsample: cells" in said and "PCA projection: cells" in said and "query shards" in said
+    assert "PCA fit: 500 cells done" in said and "PCA projection: cells from" in said and "query shards" in said
+    assert "index built by a task" in said
+    assert len(_WHERE) == 2 and threading.current_thread().name not in _WHERE, _WHERE  # neither on the client
     assert (got != want).nnz == 0
     np.testing.assert_allclose(got.data, want.data, rtol=1e-6)
     # the planted groups are the graph's communities
@@ -66,17 +86,16 @@ def test_select_without_a_graph_on_the_cluster(dask_client):
     assert set(np.flatnonzero(sel.selected)) == set(range(18))
 
 
-def test_projection_of_tiles_is_summed_per_row_of_chunks_on_the_workers(dask_client, monkeypatch):
-    """A dask X chunked by cells and genes (3 x 4 tiles): X V as in memory, and the client receives one
-    (rows, p) result per row of tiles, not one per tile (an (n, p) array per gene chunk at scale)."""
-    import glfs.core.cluster as cluster
+def test_projection_of_tiles_is_summed_per_row_of_chunks_on_the_workers(dask_client, caplog):
+    """A dask X chunked by cells and genes (3 x 4 tiles): X V - shift as in memory, the tiles of a row of
+    chunks summed on the workers (3 sums waited for, nothing fetched) and the scores left on the cluster."""
     from glfs.core.out_of_core import OutOfCore
 
     X = sp.random(900, 80, density=0.1, format="csr", random_state=4, dtype=np.float32)
-    V = np.random.default_rng(5).normal(size=(80, 6))
-    received = []
-    gather = cluster._gather
-    monkeypatch.setattr(cluster, "_gather", lambda c, futs, *a: received.append(len(futs)) or gather(c, futs, *a))
-    got = sharded.project(OutOfCore(da.from_array(X, chunks=(300, 25), asarray=False)), V, dask_client)
-    np.testing.assert_allclose(got, X.toarray().astype(np.float64) @ V, rtol=1e-4, atol=1e-4)
-    assert received == [3]
+    V = np.random.default_rng(5).normal(size=(80, 6)).astype(np.float32)
+    shift = np.arange(6, dtype=np.float32)
+    with caplog.at_level(logging.INFO, logger="glfs.core.cluster"):
+        Z = sharded.project(OutOfCore(da.from_array(X, chunks=(300, 25), asarray=False)), V, shift, dask_client)
+    assert isinstance(Z, sharded.ClusterZ) and Z.shape == (900, 6)
+    assert sum(r.getMessage().startswith("PCA projection: cells from") for r in caplog.records) == 3
+    np.testing.assert_allclose(Z.gather(), X.toarray().astype(np.float64) @ V - shift, rtol=1e-4, atol=1e-4)

@@ -345,9 +345,11 @@ def _select_batches(info, X, batches, W, n_features, graph_params, random_state,
         aware = [m for m, i in METHODS.items() if i.batch is not None]
         msg = f"method {info.name!r} does not take batches (batch_key); the batch-aware methods are {aware}"
         raise ValueError(msg)
-    if isinstance(X, OutOfCore) or n_features is None:
-        msg = (f"batches (batch_key) need X in memory and n_features_to_select (each batch's number of top genes); "
-               f"got {'an out-of-core X' if isinstance(X, OutOfCore) else 'n_features_to_select=None'}")
+    backed = isinstance(X, OutOfCore) and X.kind != "dask"  # a dask X is cut to each batch's cells lazily
+    if backed or n_features is None or (isinstance(X, OutOfCore) and info.batch != "ranks"):
+        msg = (f"batches (batch_key) need X in memory or as a dask array (a method of glfs' own for the latter), and "
+               f"n_features_to_select (each batch's number of top genes); got "
+               f"{f'an out-of-core X ({X.describe()})' if isinstance(X, OutOfCore) else 'n_features_to_select=None'}")
         raise ValueError(msg)
     by_batch.batch_codes(batches, X.shape[0])  # checked before any batch runs
     if info.batch == "own":

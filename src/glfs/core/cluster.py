@@ -30,8 +30,8 @@ from glfs.core.structure import canonical, check_sparse_structure
 
 log = logging.getLogger(__name__)
 
-__all__ = ["active_client", "as_current", "map_chunks", "map_gene_blocks", "map_pieces", "n_workers",
-           "BLOCKS_PER_WORKER"]
+__all__ = ["active_client", "as_current", "chunk_tasks", "gather_blocks", "map_chunks", "map_gene_blocks", "map_pieces", "n_workers",
+           "task_key", "wait_for", "BLOCKS_PER_WORKER"]
 
 #: Gene blocks per worker at least (smaller blocks than ``STREAM_VALUES`` when X is small), so that
 #: every worker has work and a slow block does not leave the others idle.
@@ -70,9 +70,10 @@ def n_workers(client) -> int:
     return max(1, len(client.scheduler_info().get("workers", {})))
 
 
-def _gather(client, futures, what: str, labels):
+def gather_blocks(client, futures, what: str, labels, fetch: bool = True):
     """The results of ``futures`` in their order, logging each finished block; on any failure the
-    others are cancelled and a RuntimeError names the first failed block (no partial results)."""
+    others are cancelled and a RuntimeError names the first failed block (no partial results).
+    ``fetch=False``: only wait (the results stay on the workers; None each)."""
     from distributed import as_completed
 
     index = {f.key: i for i, f in enumerate(futures)}
@@ -82,7 +83,9 @@ def _gather(client, futures, what: str, labels):
         for fut in as_completed(futures):
             i = index[fut.key]
             try:
-                out[i] = fut.result()
+                if fetch or fut.status != "finished":
+                    res = fut.result()  # raises the task's error
+                    out[i] = res if fetch else None
             except Exception as e:
                 lost = type(e).__name__ in ("KilledWorker", "FutureCancelledError", "CancelledError")
                 hint = ("; a worker was lost (above its memory limit, or killed): raise the workers' memory_limit "
@@ -99,7 +102,14 @@ def _gather(client, futures, what: str, labels):
     return out
 
 
-def _key(what: str, i: int) -> str:
+def wait_for(client, futures, what: str, labels=None) -> None:
+    """Wait until every future is done, logging each; a failure raises as in :func:`map_chunks` (the
+    others cancelled).  The results stay on the workers, for tasks that depend on them."""
+    labels = labels or [f"block {i}" for i in range(len(futures))]
+    gather_blocks(client, futures, what, labels, fetch=False)
+
+
+def task_key(what: str, i: int) -> str:
     """A task's key: what it computes (its kind in the dashboard and task stream), its block, a unique token."""
     import uuid
 
@@ -127,22 +137,11 @@ def _call_at(fn, block, rows, cols, shared):
     return fn(block, rows, cols, **shared)
 
 
-def _sum_parts(parts):
-    """The sum of a row chunk's per-chunk results (a task on the worker that holds them)."""
-    total = parts[0]
-    for p in parts[1:]:
-        total = total + p
-    return total
+def chunk_tasks(X, fn, shared, client, what: str):
+    """(rows, cols, delayed ``fn(chunk, rows, cols, **shared)``) for every chunk of the dask X, in grid
+    order (the column chunks of a row chunk in turn), ``shared`` scattered to every worker once.
 
-
-def map_chunks(X, fn, shared, client, what: str, sum_rows: bool = False):
-    """``fn(chunk, rows, cols, **shared)`` on every chunk of the dask X as a task; (rows, cols, result) each.
-
-    For reductions over cells (validation scan, row sums, projections): each task holds one chunk
-    of X as dask stores it and returns what ``fn`` makes of it, which should be small.  With
-    ``sum_rows`` the results of the chunks of a row of chunks (X chunked by genes too) are summed by
-    a task on the workers, so the client receives one result per row of chunks (cols: all genes)
-    instead of one per chunk (an (n, p) projection would come back once per gene chunk).
+    Nothing is computed: the tasks are for :func:`map_chunks` or for tasks that depend on them.
     """
     import dask
 
@@ -150,21 +149,27 @@ def map_chunks(X, fn, shared, client, what: str, sum_rows: bool = False):
     starts = [np.r_[0, np.cumsum(c)] for c in src.chunks]
     grid = src.to_delayed()
     shared_f = _scatter(client, shared)
-    tasks, where = [], []
+    out = []
     for i in range(grid.shape[0]):
         for j in range(grid.shape[1]):
             rows = slice(int(starts[0][i]), int(starts[0][i + 1]))
             cols = slice(int(starts[1][j]), int(starts[1][j + 1]))
-            tasks.append(dask.delayed(_call_at)(fn, grid[i, j], rows, cols, shared_f,
-                                                dask_key_name=_key(what, len(tasks))))
-            where.append((rows, cols))
-    if sum_rows and grid.shape[1] > 1:
-        m = grid.shape[1]
-        tasks = [dask.delayed(_sum_parts)(tasks[i * m : (i + 1) * m], dask_key_name=_key(f"{what} sum", i))
-                 for i in range(grid.shape[0])]
-        where = [(where[i * m][0], slice(0, X.shape[1])) for i in range(grid.shape[0])]
+            out.append((rows, cols, dask.delayed(_call_at)(fn, grid[i, j], rows, cols, shared_f,
+                                                           dask_key_name=task_key(what, len(out)))))
+    return out
+
+
+def map_chunks(X, fn, shared, client, what: str):
+    """``fn(chunk, rows, cols, **shared)`` on every chunk of the dask X as a task; (rows, cols, result) each.
+
+    For reductions over cells (validation scan, row sums): each task holds one chunk of X as dask
+    stores it and returns what ``fn`` makes of it, which should be small.
+    """
+    found = chunk_tasks(X, fn, shared, client, what)
+    where = [(r, c) for r, c, _ in found]
+    tasks = [t for _, _, t in found]
     labels = [f"cells {r.start}-{r.stop - 1}, genes {c.start}-{c.stop - 1}" for r, c in where]
-    results = _gather(client, client.compute(tasks), what, labels)
+    results = gather_blocks(client, client.compute(tasks), what, labels)
     return [(r, c, res) for (r, c), res in zip(where, results)]
 
 
@@ -181,10 +186,10 @@ def map_gene_blocks(X, parts, fn, shared, client, what: str):
     widths = tuple(sl.stop - sl.start for sl in parts)
     blocks = X.source.rechunk(((n,), widths)).to_delayed().ravel()
     shared_f = _scatter(client, shared)
-    tasks = [dask.delayed(_call_block)(fn, b, shared_f, dask_key_name=_key(what, i)) for i, b in enumerate(blocks)]
+    tasks = [dask.delayed(_call_block)(fn, b, shared_f, dask_key_name=task_key(what, i)) for i, b in enumerate(blocks)]
     log.info("%s: %d gene blocks of all %d cells as dask tasks on %d workers", what, len(tasks), n, n_workers(client))
     labels = [f"genes {sl.start}-{sl.stop - 1}" for sl in parts]
-    return _gather(client, client.compute(tasks), what, labels)
+    return gather_blocks(client, client.compute(tasks), what, labels)
 
 
 def map_pieces(client, fn, pieces, shared, what: str, labels=None):
@@ -196,6 +201,6 @@ def map_pieces(client, fn, pieces, shared, what: str, labels=None):
     shared_f = _scatter(client, shared)
     piece_f = client.scatter(list(pieces), hash=False)
     futures = client.map(_call, [fn] * len(piece_f), piece_f, [shared_f] * len(piece_f),
-                         key=[_key(what, i) for i in range(len(piece_f))])
+                         key=[task_key(what, i) for i in range(len(piece_f))])
     labels = labels or [f"block {i}" for i in range(len(futures))]
-    return _gather(client, futures, what, labels)
+    return gather_blocks(client, futures, what, labels)

@@ -107,6 +107,29 @@ class OutOfCore:
         self._warned = False  # said once that the blocks are not canonical
         self.counts = None
 
+    def __getitem__(self, rows):
+        """The cells ``rows`` (sorted int indices) of a dask X, as an :class:`OutOfCore` still to validate.
+
+        One row chunk per chunk of X that holds some of them, the column chunks kept (a batch's
+        cells for the batch-aware scores, ``glfs.scores.batches``): nothing is read here.  Only rows
+        of a dask X: an AnnData backed X would be read into memory by its own slicing.
+        """
+        idx = np.asarray(rows) if not isinstance(rows, tuple) else None
+        if self.kind != "dask" or idx is None or idx.ndim != 1 or idx.dtype.kind not in "iu":
+            msg = (f"an out-of-core X ({self.describe()}) can only be cut to a set of its cells (sorted int indices) "
+                   f"when it is a dask array; got {type(rows).__name__} on {self.kind} storage: load it first "
+                   f"(adata.to_memory(); {self.memory_hint()}) or pass a dask array")
+            raise ValueError(msg)
+        import dask.array as da
+
+        starts = np.r_[0, np.cumsum(self.source.chunks[0])]
+        parts = []
+        for i in range(len(starts) - 1):
+            local = idx[(idx >= starts[i]) & (idx < starts[i + 1])] - starts[i]
+            if local.size:
+                parts.append(self.source.blocks[i][local])
+        return OutOfCore(da.concatenate(parts, axis=0))
+
     def describe(self) -> str:
         what = {"backed": "an AnnData backed", "dask": "a dask"}[self.kind]
         fmt = {"csr": "CSR", "csc": "CSC", "sparse": "sparse", "dense": "dense"}[self.format]
@@ -455,12 +478,39 @@ def cluster_client(X, client=None):
 
 def gene_parts(X, max_values: int, client):
     """Consecutive gene slices of the out-of-core X for :func:`glfs.core.cluster.map_gene_blocks`: at most ``max_values``
-    stored values each, and at least :data:`glfs.core.cluster.BLOCKS_PER_WORKER` blocks per worker where X has the genes."""
+    stored values each, and at least :data:`glfs.core.cluster.BLOCKS_PER_WORKER` blocks per worker where X has the genes.
+
+    A dask X chunked by genes (CSC chunks of all cells, or 2-D tiles) gets blocks of whole column chunks
+    (consecutive ones merged up to ``max_values``; a larger one cut within itself): each block is then
+    the concatenation of (part of) one column of tiles, never of pieces of every row chunk (docs/cluster.md)."""
     n, d = X.shape
     nnz = X.nnz if X.nnz is not None else n * d
     want = min(d, BLOCKS_PER_WORKER * n_workers(client))
     max_values = max(1, min(int(max_values), -(-int(nnz) // want)))
+    per_gene = X.gene_nnz if X.gene_nnz is not None else np.full(d, n, np.int64)
+    widths = X.source.chunks[1] if X.kind == "dask" else (d,)
+    if len(widths) > 1:  # whole column chunks, merged
+        return list(_merged(np.r_[0, np.cumsum(widths)], per_gene, max_values))
     if X.gene_nnz is not None:
         return list(_gene_partition(X.gene_nnz, max_values))
     step = max(1, max_values // n)
     return [slice(j, min(d, j + step)) for j in range(0, d, step)]
+
+
+def _merged(edges, per_gene, max_values):
+    """Slices of consecutive column chunks (``edges`` their gene boundaries) with at most ``max_values``
+    stored values each (``per_gene``: stored values per gene); a larger chunk cut within itself."""
+    csum = np.r_[0, np.cumsum(per_gene)]
+    j0 = int(edges[0])
+    for a, b in zip(edges[:-1], edges[1:]):
+        a, b = int(a), int(b)
+        if csum[b] - csum[a] > max_values:  # one chunk above the limit: its own blocks
+            if j0 < a:
+                yield slice(j0, a)
+            yield from (slice(a + sl.start, a + sl.stop) for sl in _gene_partition(per_gene[a:b], max_values))
+            j0 = b
+        elif csum[b] - csum[j0] > max_values:
+            yield slice(j0, a)
+            j0 = a
+    if j0 < int(edges[-1]):
+        yield slice(j0, int(edges[-1]))

@@ -9,6 +9,7 @@ holds O(n * n_neighbors) pairs, never an n x n dense array.
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import numpy as np
@@ -16,7 +17,7 @@ import scipy.sparse as sp
 
 from glfs.core._validation import check_int, check_X
 from glfs.core.out_of_core import OutOfCore, cluster_client
-from glfs.graph.sharded import fit_rows, ivf_search, project, search_shards
+from glfs.graph.sharded import ClusterZ, fit_components, flat_index, ivf_search, project, search_on_cluster
 
 log = logging.getLogger(__name__)
 
@@ -159,23 +160,18 @@ def _knn_brute32(Z, n_neighbors: int, backend: str | None = None, client=None):
     recomputes their distances in float64 and keeps the nearest
     ``n_neighbors`` other samples, so float32 rounding cannot reorder them.
     Cost O(n^2 p) for p columns, memory O(n k) besides Z.  With a dask ``client`` (faiss only), the
-    queries are searched in shards as tasks against the index on every worker (glfs.graph.sharded).
+    index is built and the queries searched in shards as tasks (glfs.graph.sharded).
     """
     n = Z.shape[0]
     _check_n_neighbors(n_neighbors, n)
     k_search = int(min(n, n_neighbors + 5))  # self + n_neighbors + 4 spare
-    Z32 = np.ascontiguousarray(Z, dtype=np.float32)
     backend = backend or exact_backend()
     log.info("exact search on %d x %d components with %s (brute force, float32)", n, Z.shape[1], backend)
+    if backend == "faiss" and client is not None:
+        return search_on_cluster(Z, n_neighbors, k_search, client, build=flat_index, refine=_from_candidates)
+    Z32 = np.ascontiguousarray(Z, dtype=np.float32)
     if backend == "faiss":
-        import faiss
-
-        index = faiss.IndexFlatL2(Z32.shape[1])
-        index.add(Z32)
-        if client is not None:
-            ind = search_shards(index, Z32, k_search, client)
-        else:
-            _, ind = index.search(Z32, k_search)
+        _, ind = flat_index(Z32).search(Z32, k_search)
     elif backend == "sklearn":
         from sklearn.neighbors import NearestNeighbors
 
@@ -187,25 +183,25 @@ def _knn_brute32(Z, n_neighbors: int, backend: str | None = None, client=None):
     return _from_candidates(Z, ind, n_neighbors)
 
 
-def _from_candidates(Z, ind, n_neighbors):
+def _from_candidates(Z, ind, n_neighbors, row0=0):
     """(rows, cols, distances) of the nearest ``n_neighbors`` other samples among candidate indices.
 
-    ``ind`` (n, k_search) holds each sample's candidates (-1 = none); their
-    distances are recomputed in float64 on Z, so float32 rounding cannot
+    ``ind`` (m, k_search) holds the candidates (-1 = none) of the samples row0 .. row0 + m - 1 of Z;
+    their distances are recomputed in float64 on Z, so float32 rounding cannot
     reorder the kept pairs.
     """
-    n, k_search = ind.shape
-    rows = np.repeat(np.arange(n), k_search)
+    m, k_search = ind.shape
+    rows = np.repeat(np.arange(row0, row0 + m), k_search)
     cols = ind.ravel().astype(np.int64)
     ok = cols >= 0
     rows, cols = rows[ok], cols[ok]
-    Zd = np.asarray(Z, dtype=np.float64)
     d = np.empty(rows.size)
-    # in blocks of pairs: two (pairs x p) float64 temporaries of 32 MB each instead of 2 x 8 GB at a
-    # million cells x 20 candidates x 50 components; every pair's distance is computed as before
-    step = max(1, 2**22 // max(1, Zd.shape[1]))
+    # in blocks of pairs, each row converted to float64 there (no float64 copy of Z): two (pairs x p)
+    # float64 temporaries of 32 MB each instead of 2 x 8 GB at a million cells x 20 candidates x 50
+    # components; every pair's distance is computed as before
+    step = max(1, 2**22 // max(1, Z.shape[1]))
     for a in range(0, rows.size, step):
-        diff = Zd[rows[a : a + step]] - Zd[cols[a : a + step]]
+        diff = Z[rows[a : a + step]].astype(np.float64) - Z[cols[a : a + step]]
         d[a : a + step] = np.sqrt(np.maximum(np.einsum("ij,ij->i", diff, diff), 0.0))
     return _keep_k(rows, cols, d, n_neighbors)
 
@@ -272,30 +268,27 @@ def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, npro
     misses).  Deterministic given ``random_state`` (faiss' k-means sums each centroid
     over the samples in a fixed order, so the thread count does not matter).
     Searches ``n_neighbors + 5`` candidates; samples whose probed cells hold
-    too few others are searched exactly.  Distances recomputed in float64.  With a dask ``client``,
-    the index is built here and the queries are searched in shards as tasks against its copy on every
-    worker (:func:`glfs.graph.sharded.search_shards`): the same candidates.
+    too few others are searched exactly.  Distances recomputed in float64.  With a dask ``client``
+    (Z in memory, or a :class:`glfs.graph.sharded.ClusterZ` on the cluster), the index is built by a
+    task and the queries are searched and refined in shards as tasks
+    (:func:`glfs.graph.sharded.search_on_cluster`): the same pairs.
     """
-    import faiss
-
     n, p = Z.shape
     _check_n_neighbors(n_neighbors, n)
     k_search = int(min(n, n_neighbors + 5))
     nlist = int(nlist or max(1, round(IVF_NLIST_PER_SQRT_N * np.sqrt(n))))
     nprobe = int(min(nlist, nprobe or ivf_nprobe(nlist)))
-    Z32 = np.ascontiguousarray(Z, dtype=np.float32)
     log.info("approximate search on %d x %d components with faiss IVFFlat (nlist %d, nprobe %d)", n, p, nlist, nprobe)
-    index = _ivf_index(Z32, nlist, random_state)
     if client is not None:
-        ind = search_shards(index, Z32, k_search, client, nprobe=nprobe)
-    else:
-        ind = ivf_search(index, Z32, k_search, nprobe)
+        build = functools.partial(_ivf_index, nlist=nlist, random_state=random_state)
+        return search_on_cluster(Z, n_neighbors, k_search, client, build=build, refine=_from_candidates, nprobe=nprobe)
+    Z32 = np.ascontiguousarray(Z, dtype=np.float32)
+    index = _ivf_index(Z32, nlist, random_state)
+    ind = ivf_search(index, Z32, k_search, nprobe)
     short = np.flatnonzero((ind >= 0).sum(axis=1) < min(n, n_neighbors + 1))
     if short.size:  # probed cells with too few samples: exact search for those samples
         log.info("approximate search: %d samples searched exactly (too few candidates in their cells)", short.size)
-        flat = faiss.IndexFlatL2(p)
-        flat.add(Z32)
-        _, ind[short] = flat.search(Z32[short], k_search)
+        _, ind[short] = flat_index(Z32).search(Z32[short], k_search)
     return _from_candidates(Z, ind, n_neighbors)
 
 
@@ -398,6 +391,8 @@ def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state, groups=None)
 
 def _search(Z, n_neighbors, *, method, on_pcs, metric, cosine, random_state, client):
     """The search of :func:`_neighbors` on its representation Z (the principal components, or the genes)."""
+    if isinstance(Z, ClusterZ) and approx_backend() != "faiss":  # scores on the cluster; no faiss there
+        Z = Z.gather()
     if method == "exact":
         if on_pcs and metric == "euclidean":
             backend = exact_backend()
@@ -563,11 +558,9 @@ def _pca_out_of_core(X: OutOfCore, n_pcs, random_state, max_fit_samples: int | N
     log.info("nearest_neighbors: PCA fitted on %d of %d samples of %s (one pass), then every sample projected",
              rows.size, n, X.describe())
     client = cluster_client(X)
-    if client is not None:  # a dask X on a cluster: the subsample taken and every chunk projected by tasks
-        V, shift = _fit_components(fit_rows(X, rows, client), n_pcs, random_state)
-        Z = project(X, V, client)
-        Z -= shift
-        return Z
+    if client is not None:  # a dask X on a cluster: subsample, fit and projection as tasks; Z stays there
+        fit = functools.partial(_fit_components, n_pcs=n_pcs, random_state=random_state)
+        return project(X, *fit_components(X, rows, fit, client), client)
     V, shift = _fit_components(_fit_rows(X, rows), n_pcs, random_state)  # V: (d, n_pcs)
     Z = np.zeros((n, V.shape[1]), np.float32)
     for axis, sl, blk in X._natural_blocks():
