@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import time
 from pathlib import Path
@@ -152,6 +153,8 @@ def main(argv=None):
     ap.add_argument("--out-dir", default=os.environ.get("TMPDIR", "/tmp"))
     ap.add_argument("--no-write", action="store_true")
     a = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("glfs").setLevel(logging.INFO)  # the steps' progress on stderr
     row = run(a)
     print(json.dumps(row), flush=True)
     if not a.no_write:

@@ -100,3 +100,25 @@ def test_batches_with_a_backed_x_are_refused(tmp_path):
     backed = ad.read_h5ad(tmp_path / "x.h5ad", backed="r")
     with pytest.raises(ValueError, match=r"batches \(batch_key\) need X in memory or as a dask array.*backed"):
         glfs.select(backed.X, "variance", batches=np.arange(60) % 2, n_features_to_select=3)
+
+
+def test_tl_select_with_batch_key_on_the_cluster(dask_client):
+    """glfs.tl.select(adata, ..., batch_key=) with adata.X a dask array: the same .var columns as in memory."""
+    ad = pytest.importorskip("anndata")
+    pd = pytest.importorskip("pandas")
+    X, groups = _planted(seed=4)
+    W = _graph(X, groups)
+    obs = pd.DataFrame({"donor": np.random.default_rng(6).choice(["x", "y"], X.shape[0])},
+                       index=[f"c{i}" for i in range(X.shape[0])])
+    out = []
+    for x in (_chunked(X, "sparse-rows"), X):
+        a = ad.AnnData(X=x, obs=obs.copy())
+        a.obsp["connectivities"] = W
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConstantFeatureWarning)
+            glfs.tl.select(a, "laplacian_score", 8, obsp="connectivities", batch_key="donor")
+        out.append(a.var)
+    assert "laplacian_score_nbatches" in out[1].columns and list(out[0].columns) == list(out[1].columns)
+    for col in out[1].columns:
+        np.testing.assert_allclose(out[0][col].to_numpy(float), out[1][col].to_numpy(float), rtol=1e-6,
+                                   equal_nan=True, err_msg=col)
