@@ -3,10 +3,11 @@ the Laplacian score of a dask X run on the cluster: its peak resident memory (Vm
 beside each worker's, in one fresh process per run.
 
 X: an .h5ad of ``atlas_scale.py``'s log-normalised simulated counts (CSR float32), read as a scanpy
-user would (``anndata.experimental.read_elem_lazy``, row chunks of ``--chunk`` cells), or ``--zarr``: a
-zarr store of the same matrix in 2-D tiles (``--chunk`` cells x ``--gene-chunk`` genes, dense float32
-tiles on disk compressed; see docs/cluster.md), read by ``dask.array.from_zarr`` with each tile made
-CSR.  The cluster: ``--workers`` worker processes of 1 thread and ``--worker-mem-gb`` each.  The
+user would (``anndata.experimental.read_elem_lazy``, row chunks of ``--chunk`` cells), or ``--shards``:
+the same cells as shards stored by genes (CSC, written from the .h5ad by ``--make-shards``), read as
+2-D tiles of a shard x ``--gene-chunk`` genes (docs/cluster.md, "How to store X").  ``--nprobe 1``
+probes one IVF cell per query instead of sqrt(nlist): the same objects on the client (one neighbour
+list per cell), a lower recall, for a search that fits a loaded machine.  The cluster: ``--workers`` worker processes of 1 thread and ``--worker-mem-gb`` each.  The
 library is whatever ``glfs`` imports (PYTHONPATH), so one script measures the tree before and after
 a change.
 
@@ -44,13 +45,28 @@ def _lazy_x(a):
     import anndata as ad
     import h5py
 
-    if a.zarr:
-        import dask.array as da
-        import scipy.sparse as sp
+    if a.shards:  # 2-D tiles: shards of cells stored by genes (bench.atlas_store's layout)
+        from bench.atlas_store import open_store
 
-        tiles = da.from_zarr(a.zarr)
-        return tiles.map_blocks(sp.csr_matrix, dtype=tiles.dtype, meta=sp.csr_matrix((0, 0), dtype=tiles.dtype))
+        return open_store(a.shards, a.gene_chunk)
     return ad.experimental.read_elem_lazy(h5py.File(a.h5ad, "r")["X"], chunks=(a.chunk, -1))
+
+
+def make_shards(h5ad: Path, out: Path, shard: int) -> None:
+    """The CSR .h5ad's cells as shards of ``shard`` cells, each stored by genes (CSC), for ``--shards``."""
+    import anndata as ad
+    import h5py
+    import scipy.sparse as sp
+
+    out.mkdir(parents=True, exist_ok=True)
+    with h5py.File(h5ad, "r") as f:
+        X = ad.io.sparse_dataset(f["X"])
+        for s, a in enumerate(range(0, X.shape[0], shard)):
+            path = out / f"shard_{s:04d}.h5ad"
+            if not path.exists():
+                part = sp.csc_matrix(X[a : a + shard])
+                ad.AnnData(X=part).write_h5ad(path.with_suffix(".part"))
+                path.with_suffix(".part").rename(path)
 
 
 def _capture(store):
@@ -91,9 +107,17 @@ def run(a) -> dict:
 
     import glfs
 
+    import glfs.graph.neighbors as nb
+
+    if a.nprobe:
+        nb.IVF_NPROBE, nb.IVF_NPROBE_PER_SQRT_NLIST = a.nprobe, 0.0
+    if a.stream_values:  # smaller gene blocks for workers with little memory
+        import glfs.core.out_of_core as ooc
+
+        ooc.STREAM_VALUES = a.stream_values
     out = {"label": a.label, "workers": a.workers, "worker_mem_gb": a.worker_mem_gb, "chunk": a.chunk,
-           "gene_chunk": a.gene_chunk if a.zarr else None, "store": "zarr tiles" if a.zarr else "h5ad rows",
-           "load_before": round(os.getloadavg()[0], 1)}
+           "gene_chunk": a.gene_chunk if a.shards else None, "store": "CSC shards" if a.shards else "h5ad rows",
+           "nprobe": a.nprobe, "stream_values": a.stream_values, "load_before": round(os.getloadavg()[0], 1)}
     cluster = LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True,
                            memory_limit=f"{a.worker_mem_gb}GiB", dashboard_address=":0")
     client = Client(cluster)
@@ -144,15 +168,21 @@ def write(row):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--h5ad", type=Path)
-    ap.add_argument("--zarr", type=Path, help="a zarr array of X in 2-D tiles (see --gene-chunk)")
+    ap.add_argument("--shards", type=Path, help="a directory of CSC .h5ad shards (2-D tiles, see --gene-chunk)")
+    ap.add_argument("--make-shards", type=Path, help="write --h5ad's cells as CSC shards of --chunk cells here, then stop")
+    ap.add_argument("--nprobe", type=int, default=None, help="IVF cells probed per query (default: the library's)")
     ap.add_argument("--chunk", type=int, default=50_000)
-    ap.add_argument("--gene-chunk", type=int, default=None)
+    ap.add_argument("--gene-chunk", type=int, default=1000)
+    ap.add_argument("--stream-values", type=int, default=None, help="glfs.core.out_of_core.STREAM_VALUES")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--worker-mem-gb", type=float, default=2.5)
     ap.add_argument("--label", default="after")
     ap.add_argument("--out-dir", default=os.environ.get("TMPDIR", "/tmp"))
     ap.add_argument("--no-write", action="store_true")
     a = ap.parse_args(argv)
+    if a.make_shards:
+        make_shards(a.h5ad, a.make_shards, a.chunk)
+        return
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("glfs").setLevel(logging.INFO)  # the steps' progress on stderr
     row = run(a)

@@ -266,17 +266,31 @@ def test_tiles_the_workers_never_hold_the_matrix(monkeypatch, caplog):
     np.testing.assert_allclose(got, laplacian_score(X.compute(), W), rtol=1e-6)
 
 
-def test_worker_processes_score_as_in_memory():
-    """Two worker processes (the graph, the dask chunks and the block functions pickled to them): the
-    Laplacian score and the deviance equal the in-memory ones."""
+def test_worker_processes_score_as_in_memory(monkeypatch):
+    """Two worker processes (the graph, the dask chunks, the block functions, the PCA's fit and the
+    faiss index pickled between them): the Laplacian score and the deviance equal the in-memory ones,
+    and the graph built there has the edges of the graph streamed through this process."""
+    pytest.importorskip("faiss")
+    import glfs.graph.neighbors as nb
+    import glfs.graph.sharded as sharded
+
     X, groups = _planted(n=400, d=60)
     W = _graph(X, groups)
+    dx = da.from_array(X, chunks=(100, 20), asarray=False)
+    kw = dict(n_neighbors=6, n_pcs=8, method="approx", kernel="heat")
+    monkeypatch.setattr(sharded, "QUERY_BLOCK", 150)  # 3 shards
+    with pytest.MonkeyPatch.context() as m:  # no client: streamed through this process
+        m.setattr(nb, "cluster_client", lambda X, client=None: None)
+        streamed = glfs.similarity_graph(dx, **kw)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cl:
         with distributed.Client(cl):
-            dx = da.from_array(X, chunks=(100, 20), asarray=False)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConstantFeatureWarning)
                 got, dev = laplacian_score(dx, W), deviance_score(dx)
                 want = laplacian_score(X, W)
+            G = glfs.similarity_graph(dx, **kw)
     np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
     np.testing.assert_allclose(dev, deviance_score(X), rtol=1e-6)
+    # the same edges; the weights to float32 rounding (the tiles of a row are projected one by one there)
+    assert ((G > 0) != (streamed > 0)).nnz == 0
+    np.testing.assert_allclose(G.data, streamed.data, rtol=1e-4)

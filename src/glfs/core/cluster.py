@@ -3,8 +3,9 @@
 When X is a dask array and a ``dask.distributed`` client is active (``distributed.Client(...)``,
 ``with client.as_current():``, or ``client=`` given to a score), the streaming scores
 (:mod:`glfs.scores.genewise`, :func:`glfs.scores.moran.graph_autocorrelation`) and the graph's
-projection and neighbour search (:mod:`glfs.graph.neighbors`) run as dask tasks: X is rechunked
-into gene blocks of all cells (``dask.array.rechunk``), the graph and the other shared inputs are
+PCA, index and neighbour search (:mod:`glfs.graph.sharded`) run as dask tasks: X is rechunked
+into gene blocks of all cells (``dask.array.rechunk``; an X chunked by genes is cut at its chunks'
+edges, so a block is one column of tiles and no worker needs more than it), the graph and the other shared inputs are
 scattered to every worker once (``client.scatter(..., broadcast=True)``), each task applies the
 score's own block function (the numba kernels of the single-process route) to its block, and the
 client combines the small per-gene results.  The client never holds a block of X; a task holds its

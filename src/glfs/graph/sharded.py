@@ -169,9 +169,6 @@ def ivf_search(index, Q, k_search: int, nprobe: int):
     return ind
 
 
-_INDEX = {}  # the deserialised index of the current search on this worker: key -> faiss index
-
-
 def flat_index(Z32):
     """faiss' exact (flat) L2 index over the float32 rows Z32."""
     import faiss
@@ -182,45 +179,25 @@ def flat_index(Z32):
 
 
 def _build_index(Z, build):
-    """The faiss index ``build(Z)`` serialised (a task: the client never holds it)."""
-    import faiss
-
-    return faiss.serialize_index(build(np.ascontiguousarray(Z, dtype=np.float32)))
-
-
-def _faiss_index(index_bytes, token):
-    """The index built on the cluster, deserialised once per worker and search (the last one kept)."""
-    if token not in _INDEX:
-        import faiss
-
-        _INDEX.clear()
-        _INDEX[token] = faiss.deserialize_index(index_bytes)
-    return _INDEX[token]
+    """The faiss index ``build(Z)`` (a task: the index stays on the cluster; faiss indexes pickle, so
+    dask moves it to each worker that searches it, once)."""
+    return build(np.ascontiguousarray(Z, dtype=np.float32))
 
 
-def _forget_index():
-    _INDEX.clear()
-
-
-def _search_shard(Z, index_bytes, a, b, *, token, k_search, nprobe, n_neighbors, refine):
+def _search_shard(Z, index, a, b, *, k_search, nprobe, n_neighbors, refine):
     """(rows, cols, distances) of the queries a..b-1 of Z: candidates in the index, refined (a task).
 
     As the single process: ``nprobe`` None is a flat (exact) index; with an IVF index, a query whose
     probed cells hold too few candidates is searched exactly; ``refine(Z, ind, n_neighbors, row0)``
     keeps the nearest others by their float64 distances.
     """
-    import faiss
-
-    index = _faiss_index(index_bytes, token)
     Q = np.ascontiguousarray(Z[a:b], np.float32)
     if nprobe is None:
         return refine(Z, index.search(Q, k_search)[1], n_neighbors, row0=a), 0
     ind = ivf_search(index, Q, k_search, nprobe)
     short = np.flatnonzero((ind >= 0).sum(axis=1) < min(Z.shape[0], n_neighbors + 1))
     if short.size:
-        flat = faiss.IndexFlatL2(Z.shape[1])
-        flat.add(np.ascontiguousarray(Z, np.float32))
-        _, ind[short] = flat.search(Q[short], k_search)
+        _, ind[short] = flat_index(np.ascontiguousarray(Z, np.float32)).search(Q[short], k_search)
     return refine(Z, ind, n_neighbors, row0=a), int(short.size)
 
 
@@ -242,15 +219,12 @@ def search_on_cluster(Z, n_neighbors: int, k_search: int, client, *, build, refi
     log.info("%s: index built by a task on the cluster in %.1f s", what, time.perf_counter() - t0)
     bounds = [(a, min(n, a + QUERY_BLOCK)) for a in range(0, n, QUERY_BLOCK)]
     log.info("%s: %d query shards of at most %d cells as dask tasks", what, len(bounds), QUERY_BLOCK)
-    kw = {"token": index_f.key, "k_search": int(k_search), "nprobe": nprobe, "n_neighbors": int(n_neighbors),
+    kw = {"k_search": int(k_search), "nprobe": nprobe, "n_neighbors": int(n_neighbors),
           "refine": refine}
     futures = [client.submit(_search_shard, Z.future, index_f, a, b, **kw, key=task_key(what, i))
                for i, (a, b) in enumerate(bounds)]
-    try:
-        parts = gather_blocks(client, futures, what, [f"cells {a}-{b - 1}" for a, b in bounds])
-    finally:
-        client.run(_forget_index)
-        del index_f
+    parts = gather_blocks(client, futures, what, [f"cells {a}-{b - 1}" for a, b in bounds])
+    del index_f, futures
     short = sum(s for _, s in parts)
     if short:
         log.info("%s: %d samples searched exactly (too few candidates in their cells)", what, short)
