@@ -73,6 +73,19 @@ def test_cluster_scores_equal_in_memory(dask_client, caplog, data, kind):
         assert set(np.argsort(-np.nan_to_num(got["moran_z"], nan=-np.inf))[:8]) == set(range(8))
 
 
+def test_sparse_chunks_are_rechunked_by_tasks_not_p2p(dask_client):
+    """dask chooses its P2P rechunk for large graphs on a distributed client, and P2P cannot move scipy.sparse
+    chunks (it failed at 10^6 cells in row chunks of 50,000): the gene blocks are made by the task rechunk."""
+    import dask
+
+    X, groups = _planted(n=300, d=40)
+    W = _graph(X, groups)
+    with dask.config.set({"array.rechunk.method": "p2p"}), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstantFeatureWarning)
+        got = laplacian_score(da.from_array(X, chunks=(50, 40), asarray=False), W)
+        np.testing.assert_allclose(got, laplacian_score(X, W), rtol=1e-6, equal_nan=True)
+
+
 def test_a_passed_client_is_used_without_a_default(dask_client):
     X, groups = _planted(n=300, d=40)
     W = _graph(X, groups)

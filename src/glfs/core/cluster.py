@@ -185,7 +185,9 @@ def map_gene_blocks(X, parts, fn, shared, client, what: str):
 
     n = X.shape[0]
     widths = tuple(sl.stop - sl.start for sl in parts)
-    blocks = X.source.rechunk(((n,), widths)).to_delayed().ravel()
+    # dask's task-based rechunk: its P2P rechunk (chosen for large graphs on a distributed client) cannot
+    # move scipy.sparse chunks ("'csr_matrix' object has no attribute 'base'", at 10^6 cells in row chunks)
+    blocks = X.source.rechunk(((n,), widths), method="tasks").to_delayed().ravel()
     shared_f = _scatter(client, shared)
     tasks = [dask.delayed(_call_block)(fn, b, shared_f, dask_key_name=task_key(what, i)) for i, b in enumerate(blocks)]
     log.info("%s: %d gene blocks of all %d cells as dask tasks on %d workers", what, len(tasks), n, n_workers(client))
