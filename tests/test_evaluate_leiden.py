@@ -305,3 +305,25 @@ def test_a_label_count_never_reached_is_marked_and_warned(planted, caplog):
 def test_the_label_count_reached_is_marked(planted_records):
     for r in planted_records:
         assert r["nlabels_reached"] == (abs(r["n_clusters_nlabels"] - N_GROUPS) <= 1)
+
+
+def test_pynndescent_kernels_get_numba_disk_cache():
+    """pynndescent imported through the Leiden protocol's import: the kernels its modules compile at import
+    get numba's disk cache (numba's FunctionCache, not its NullCache), numba.njit is numba's own again
+    afterwards, and a function decorated outside pynndescent keeps no cache (fails without the import helper:
+    pynndescent declares no cache on them)."""
+    import os
+    import subprocess
+
+    pytest.importorskip("pynndescent")
+    code = (
+        "import numba, numba.core.decorators as dec\n"
+        "from glfs.evaluate.leiden import _import_pynndescent_cached\n"
+        "_import_pynndescent_cached()\n"
+        "import pynndescent.distances as d, pynndescent.sparse as s\n"
+        "f = numba.njit(lambda x: x + 1)\n"
+        "print(type(d.euclidean._cache).__name__, type(s.sparse_euclidean._cache).__name__,"
+        " type(d.squared_euclidean._cache).__name__, numba.njit is dec.njit, type(f._cache).__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, check=True).stdout
+    assert out.split() == ["FunctionCache", "FunctionCache", "FunctionCache", "True", "NullCache"]

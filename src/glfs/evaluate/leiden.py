@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 import time
 import warnings
 
@@ -63,6 +64,7 @@ _UMAP_KERNELS = ("smooth_knn_dist", "compute_membership_strengths")
 
 def _cache_umap_kernels() -> None:
     """Turn on numba's on-disk cache for :data:`_UMAP_KERNELS` (nothing when umap or a kernel is missing)."""
+    _import_pynndescent_cached()
     try:
         import umap.umap_ as umap_module
     except ImportError:
@@ -73,6 +75,55 @@ def _cache_umap_kernels() -> None:
             kernel.enable_caching()
         except (AttributeError, RuntimeError) as exc:  # not a numba dispatcher, or no writable cache place
             log.debug("umap's %s is compiled in each process: %s", name, exc)
+
+
+# umap imports pynndescent, whose module bodies compile about 80 numba kernels for their given signatures
+# (``@numba.njit([...])``, without numba's disk cache): 10-13 CPU s in every process that imports umap,
+# though scanpy's neighbors use none of them below 8,192 cells.  Imported with ``cache=True`` added to
+# those decorators, later processes load the same machine code from numba's cache (1.9 CPU s).
+_CACHED_PACKAGE = "pynndescent"
+
+
+def _import_pynndescent_cached() -> None:
+    """Import pynndescent with numba's disk cache on for the kernels its modules compile at import.
+
+    While pynndescent's modules run, ``numba.njit`` called from them gets ``cache=True`` (the
+    compilation is numba's own, stored and loaded by numba; nothing else changes).  A kernel numba
+    cannot cache (no writable cache place) is compiled as before.  Nothing when pynndescent is
+    already imported or missing.
+    """
+    if _CACHED_PACKAGE in sys.modules:
+        return
+    try:
+        import numba
+    except ImportError:
+        return
+    plain = numba.njit
+
+    def njit(*args, **kwargs):
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if caller.partition(".")[0] != _CACHED_PACKAGE or "cache" in kwargs:
+            return plain(*args, **kwargs)
+        if len(args) == 1 and callable(args[0]):  # the bare @numba.njit
+            return _cached_or_plain(plain, args[0], (), kwargs)
+        return lambda func: _cached_or_plain(plain, func, args, kwargs)
+
+    numba.njit = njit
+    try:
+        import pynndescent  # noqa: F401
+    except ImportError:
+        pass
+    finally:
+        numba.njit = plain
+
+
+def _cached_or_plain(njit, func, args, kwargs):
+    """``njit(*args, cache=True, **kwargs)(func)``, or without the cache when numba has no place for it."""
+    try:
+        return njit(*args, cache=True, **kwargs)(func)
+    except RuntimeError as exc:  # numba: "cannot cache function ...: no locator available"
+        log.debug("pynndescent's %s is compiled in each process: %s", getattr(func, "__name__", func), exc)
+        return njit(*args, **kwargs)(func)
 
 
 def _leiden_graph(adata):
@@ -325,8 +376,9 @@ def evaluate_ranking_leiden(
     (load about 1): 5.2 s for the 4 gene counts 200-2,000 of one ranking
     (6.9 s before the igraph graph was shared across resolutions), about half of it the
     30 Leiden runs and a fifth the 30 k-means restarts; 9 s for all 20,670 genes
-    (sparse); the first call in a process adds about 10 s (umap's import; numba's
-    compilation of umap's connectivities only in the first process, then its disk cache).
+    (sparse); the first call in a process adds the import of scanpy and umap: about 10-20 s
+    where numba compiles pynndescent's and umap's kernels (the first process after an install),
+    a few seconds where it loads them from its disk cache (:func:`_import_pynndescent_cached`).
     Sharing the graph across runs and NMI at the two reported resolutions only: old/new in
     benchmarks/results/leiden_cost.md (benchmarks/leiden_cost.py).
 
