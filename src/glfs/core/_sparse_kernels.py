@@ -56,8 +56,10 @@ def _nb_sums(indptr, indices, data, inv, w, codes, m, n_parts, fourth):
                     acc[k, 3, g] += wi * z2 * z
                     acc[k, 4, g] += wi * z2 * z2
     out = np.zeros((K, 5, b))
-    for q in range(n_parts):
-        out += part[q]
+    flat, parts = out.reshape(K * 5 * b), part.reshape(n_parts, K * 5 * b)
+    for q in range(n_parts):  # scalar loops (_nb_deviance)
+        for e in range(K * 5 * b):
+            flat[e] += parts[q, e]
     return out
 
 
@@ -89,8 +91,9 @@ def _nb_cross(x_ptr, x_idx, x_val, inv, u_ptr, u_idx, u_val, n_parts):
             for t in range(x_ptr[i], x_ptr[i + 1]):
                 row[x_idx[t]] = 0.0
     out = np.zeros(b)
-    for q in range(n_parts):
-        out += part[q]
+    for q in range(n_parts):  # scalar loops (_nb_deviance)
+        for g in range(b):
+            out[g] += part[q, g]
     return out
 
 
@@ -275,9 +278,13 @@ def _nb_deviance(indptr, indices, data, n_cell, pi, rows, starts, n_parts):
                 acc[0, g] += term
                 acc[1, g] += ni
     out = np.zeros((K, 2, b))
+    # scalar loops: in a parallel kernel an array expression (out[k] += part[q]) is a parallel launch of its own,
+    # one per part, and each launch waits for every thread (on a loaded machine, for a descheduled one)
     for k in range(K):
         for q in range(n_parts):
-            out[k] += part[k * n_parts + q]
+            for j in range(2):
+                for g in range(b):
+                    out[k, j, g] += part[k * n_parts + q, j, g]
     return out[:, 0], out[:, 1]
 
 
