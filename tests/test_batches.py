@@ -98,8 +98,13 @@ def test_per_batch_scores_are_each_batch_scored_alone(method):
         alone = _quiet(glfs.select, X[rows], method, n_features_to_select=5, **given)
         np.testing.assert_array_equal(sel.extra["batch_scores"][k], alone.scores)
         np.testing.assert_array_equal(sel.extra["batch_ranks"][k], alone.rank)
-    # the combined score is the mean over the batches (not the last batch's: scanpy #1725)
-    np.testing.assert_allclose(sel.scores, np.nanmean(sel.extra["batch_scores"], axis=0), rtol=0, atol=0)
+    # the combined score is the mean over the batches (not the last batch's: scanpy #1725); graph_moran's default
+    # rule (minus_batch_share) takes the gene's between-batch share of variance off that mean
+    mean = np.nanmean(sel.extra["batch_scores"], axis=0)
+    if method == "graph_moran":
+        np.testing.assert_array_equal(sel.extra["mean_moran_i"], mean)
+        mean = mean - np.nan_to_num(sel.extra["between_batch_share"], nan=0.0)
+    np.testing.assert_allclose(sel.scores, mean, rtol=0, atol=0)
     assert not np.allclose(sel.scores, sel.extra["batch_scores"][-1], equal_nan=True)
 
 
@@ -309,10 +314,18 @@ def test_minus_batch_share_through_select_and_its_refusals():
     X, b = _data()
     via_select = _quiet(glfs.select, X, "graph_moran", n_features_to_select=9, batches=b, batch_rule="minus_batch_share")
     _same(via_select, _run(X, b, "minus_batch_share"))
+    # graph_moran's default with batches (glfs.scores.moran.BATCH_RULE); the rank rule on request
+    default = _quiet(glfs.select, X, "graph_moran", n_features_to_select=9, batches=b)
+    _same(default, via_select)
+    assert default.params["batch_rule"] == "minus_batch_share"
+    ranks = _quiet(glfs.select, X, "graph_moran", n_features_to_select=9, batches=b, batch_rule="nbatches")
+    _same(ranks, _run(X, b, "nbatches"))
+    assert ranks.params["batch_rule"] == "nbatches" and "between_batch_share" not in ranks.extra
     with pytest.raises(ValueError, match="batch_rule must be one of"):
         _run(X, b, "mean")
-    with pytest.raises(ValueError, match="combines batches: pass batches"):
-        glfs.select(X, "graph_moran", n_features_to_select=9, batch_rule="minus_batch_share")
+    for rule in ("minus_batch_share", "nbatches"):
+        with pytest.raises(ValueError, match="combines batches: pass batches"):
+            glfs.select(X, "graph_moran", n_features_to_select=9, batch_rule=rule)
     with pytest.raises(ValueError, match="with a given graph"):
         glfs.select(X, "graph_moran", graph=glfs.similarity_graph(X), n_features_to_select=9, batches=b,
                     batch_rule="minus_batch_share")

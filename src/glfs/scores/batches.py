@@ -363,7 +363,7 @@ def graph_min_cells(n_neighbors) -> tuple[int, str]:
 
 
 def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None, counts=None,
-                 random_state=0, rule: str = "nbatches", **params) -> Selection:
+                 random_state=0, rule: str | None = None, **params) -> Selection:
     """A registered gene-wise method (``info``: a :class:`glfs.api.MethodInfo`) within each batch, combined by rank.
 
     X : (n_samples, n_features), in memory (dense or sparse), already checked by :func:`glfs.select`.
@@ -375,6 +375,8 @@ def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None,
     (one PCA of the scored batches' cells when it searches components, the kNN search within
     each batch), cut to each batch.  An own-graph method without ``batches`` builds its graph on
     each batch's cells.  ``counts`` (raw counts beside X, same shape) are cut to the batch too.
+    ``rule``: :func:`combine_batch_ranks`' rule (default ``"nbatches"``), or for a method that combines its
+    own batches (``graph_moran``) its ``batch_rule`` (default: the method's own).
     Returns :func:`select_by_batch`'s Selection; ``params["graph"]`` says which graph was used.
     """
     import inspect
@@ -385,8 +387,10 @@ def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None,
     given = None if graph is None else sp.csr_matrix(graph)
     if info.own_graph and given is None and "batches" in inspect.signature(info.fn).parameters:
         kw = dict(params) if counts is None else {**params, "counts": counts}
-        kw["batch_rule"] = kw.get("batch_rule", rule)  # the method's own rules (graph_moran: "minus_batch_share")
+        if rule is not None:  # the method's own rules and default (graph_moran's: glfs.scores.moran.BATCH_RULE)
+            kw["batch_rule"] = kw.get("batch_rule", rule)
         return info.fn(X, None, n_features=n_features, labels=None, random_state=random_state, batches=batches, **kw)
+    rule = "nbatches" if rule is None else rule
     if "batch_rule" in params:  # an own-graph method's rule over its own graphs (graph_moran's)
         msg = (f"batch_rule is {info.name}'s rule over the graphs it builds within the batches; with a given graph "
                f"(graph=, obsp=) the batches are combined by rank: leave batch_rule out")

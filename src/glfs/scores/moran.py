@@ -270,7 +270,7 @@ GRAPH_FROM = ("self", "all_genes")
 def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, counts=None,
                        graph_from: str = "self", graph_genes: int = GRAPH_GENES,
                        n_neighbors: int = CELL_GRAPH_NEIGHBORS, n_pcs: int = CELL_GRAPH_PCS,
-                       residuals: bool = False, batches=None, batch_rule: str = "nbatches") -> Selection:
+                       residuals: bool = False, batches=None, batch_rule: str | None = None) -> Selection:
     """Graph-based single-cell selection: Moran's I of every gene on a kNN graph of the cells.
 
     X : (n_samples, n_features) log-normalised expression (cells x genes), dense or sparse.
@@ -284,13 +284,15 @@ def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, co
         (:func:`pearson_residual_autocorrelation`; needs ``counts``).
     batches : one batch label per cell (scanpy's ``batch_key``), with W None: each graph is
         one PCA of all cells and the kNN search within each batch (:func:`cell_graph`); every
-        gene is scored within each batch on its part of the graph, the batches combined by
-        rank (``batch_rule``, :func:`glfs.scores.batches.select_by_batch`), and the refined
-        graph is built on the combined top ``graph_genes`` (docs/methods.md, "Batch-aware
-        selection").  ``glfs.select(..., batches=)`` calls this.  ``batch_rule="minus_batch_share"``
-        (opt-in): genes ranked by their mean within-batch Moran's I less their between-batch share
-        of variance (:func:`glfs.scores.batches.between_batch_share`), which keeps out genes whose
-        batch shift outweighs their structure within the batches (docs/methods.md).
+        gene is scored within each batch on its part of the graph and the batches are combined
+        by ``batch_rule`` (docs/methods.md, "Batch-aware selection"); the refined graph is built on
+        the combined top ``graph_genes``.  ``glfs.select(..., batches=)`` calls this.
+    batch_rule : {"minus_batch_share", "nbatches", "median_rank"}, optional
+        With ``batches`` only; default :data:`BATCH_RULE` (``"minus_batch_share"``): the genes ranked
+        by their mean within-batch Moran's I less their between-batch share of variance
+        (:func:`glfs.scores.batches.between_batch_share`), which keeps out genes whose batch shift
+        outweighs their structure within the batches.  ``"nbatches"`` / ``"median_rank"``: the
+        rank rules of :func:`glfs.scores.batches.combine_batch_ranks` (Seurat's / scanpy's seurat_v3).
     Scores: Moran's I (higher = more structure); ``extra`` holds the z-scores of the
     randomisation null.  docs/methods.md, "The graph-based single-cell selection", gives the
     simulation evidence for each choice.  Cost: two PCA + kNN graphs and two sparse products
@@ -304,11 +306,12 @@ def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, co
         msg = "residuals=True scores the Pearson residuals of raw counts: pass counts=... (glfs.tl.select reads them from adata.layers[counts_layer])"
         raise ValueError(msg)
     n, d = X.shape
-    if batch_rule != "nbatches" and batches is None:
+    if batch_rule is not None and batches is None:
         msg = f"batch_rule={batch_rule!r} combines batches: pass batches=... (glfs.tl.select: batch_key=...)"
         raise ValueError(msg)
     if batches is not None and W is None:
-        return _graph_moran_batches(X, counts, batches, n_features=n_features, rule=batch_rule, graph_from=graph_from,
+        rule = BATCH_RULE if batch_rule is None else batch_rule
+        return _graph_moran_batches(X, counts, batches, n_features=n_features, rule=rule, graph_from=graph_from,
                                     graph_genes=graph_genes, n_neighbors=n_neighbors, n_pcs=n_pcs,
                                     residuals=residuals, random_state=random_state)
 
@@ -413,6 +416,10 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
 #: graph_moran's ways of combining the batches: the rank rules of glfs.scores.batches, and "minus_batch_share"
 #: (the mean within-batch Moran's I less the gene's between-batch share of variance; docs/methods.md).
 MORAN_BATCH_RULES = ("nbatches", "median_rank", "minus_batch_share")
+
+#: graph_moran's default way of combining the batches (docs/methods.md, "Batch-aware selection": chosen on the
+#: simulated batches, not lost on the Kang donors).
+BATCH_RULE = "minus_batch_share"
 
 
 def _minus_share(per_batch, share):
