@@ -276,15 +276,7 @@ def select(
     """
     info = method_info(method)
     check_seed(random_state)
-    if _is_anndata(X):
-        if X.X is None:
-            msg = "X is an AnnData whose .X is None; pass adata.layers[...], or use glfs.tl.select(adata, layer=...)"
-            raise ValueError(msg)
-        log.info("select: X is an AnnData; using its .X (glfs.tl.select(adata, ...) writes the result into adata.var)")
-        X = X.X
-    elif _is_raw(X):  # adata.raw: its values are read as they are (was: "could not convert Raw")
-        log.info("select: X is an AnnData's .raw (%d x %d); using adata.raw.X", *X.shape)
-        X = X.X
+    X = _matrix_of(X)
     _check_param_names(method, params)
     X = check_scale(_input(X))
     if isinstance(X, OutOfCore):
@@ -295,23 +287,10 @@ def select(
     if graph is not None and not info.needs_graph:
         msg = f"method {method!r} uses no graph; the graph passed is ignored"
         warnings.warn(msg, UserWarning, stacklevel=2)
-    name = "n_features_to_select" if n_features is None else "n_features"  # the name the caller used
-    n_features = check_n_features(n_to_select(n_features_to_select, n_features), d, name=name, allow_none=True)
-    if n_features is None and not info.own_support:
-        msg = (
-            f"{name} must be an integer in [1, {d}] for method {method!r} (only the published GLFS readings "
-            "choose their own support); got None"
-        )
-        raise ValueError(msg)
+    n_features = _n_features_of(info, method, n_features_to_select, n_features, d)
     if info.needs_labels:
         check_labels(labels, n)
-    W = None
-    if info.needs_graph:
-        if graph is not None:
-            W = check_graph(graph, n)
-        elif not info.own_graph and batches is None:  # own_graph: built by the method; batches: within each batch
-            gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
-            W = similarity_graph(X, **gp)
+    W = _graph_of(info, X, graph, graph_params, batches)
     if info.needs_counts or info.optional_counts:  # the one road of raw counts to a method: its counts=
         given = counts is not None or info.needs_counts
         params = {**params, "counts": _counts_for(method, X, counts) if given else None}
@@ -324,6 +303,45 @@ def select(
         msg = f"internal error: {method} did not return a Selection over {d} features"
         raise RuntimeError(msg)
     return sel
+
+
+def _matrix_of(X):
+    """X itself, or the matrix of an AnnData (its ``.X``) or of an AnnData's ``.raw`` (its ``.raw.X``)."""
+    if _is_anndata(X):
+        if X.X is None:
+            msg = "X is an AnnData whose .X is None; pass adata.layers[...], or use glfs.tl.select(adata, layer=...)"
+            raise ValueError(msg)
+        log.info("select: X is an AnnData; using its .X (glfs.tl.select(adata, ...) writes the result into adata.var)")
+        return X.X
+    if _is_raw(X):  # adata.raw: its values are read as they are (was: "could not convert Raw")
+        log.info("select: X is an AnnData's .raw (%d x %d); using adata.raw.X", *X.shape)
+        return X.X
+    return X
+
+
+def _n_features_of(info, method: str, n_features_to_select, n_features, d: int):
+    """The checked number of genes to select (None only for a method that chooses its own support)."""
+    name = "n_features_to_select" if n_features is None else "n_features"  # the name the caller used
+    k = check_n_features(n_to_select(n_features_to_select, n_features), d, name=name, allow_none=True)
+    if k is None and not info.own_support:
+        msg = (
+            f"{name} must be an integer in [1, {d}] for method {method!r} (only the published GLFS readings "
+            "choose their own support); got None"
+        )
+        raise ValueError(msg)
+    return k
+
+
+def _graph_of(info, X, graph, graph_params, batches):
+    """The graph a method gets: the given one (checked), one built with ``graph_params``, or None (no graph
+    method; a method that builds its own; with batches, built within each batch by :func:`_select_batches`)."""
+    if not info.needs_graph:
+        return None
+    if graph is not None:
+        return check_graph(graph, X.shape[0])
+    if info.own_graph or batches is not None:
+        return None
+    return similarity_graph(X, **{**DEFAULT_GRAPH_PARAMS, **(graph_params or {})})
 
 
 def check_seed(random_state) -> None:

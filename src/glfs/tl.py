@@ -159,19 +159,27 @@ def select(
         "highly_variable": bool(mark_highly_variable),
         "batch_key": batch_key,
     }
-    write_selection(adata, sel, key=key, uns_params=uns_params)
-    if mark_highly_variable:
-        _mark_highly_variable(adata, sel, key)
-    if info.needs_graph and obsp is None:
-        # the graph the method used: built here, or by the method itself (own_graph: Selection.extra["graph"])
-        write_graph(adata, sel.extra["graph"] if graph is None else graph, key=graph_key)
-    if subset:  # the selected genes, best first (scanpy keeps var order; the rank order is the selection's)
-        adata._inplace_subset_var(sel.indices)
+    _write_into(adata, sel, key, uns_params, mark_highly_variable=mark_highly_variable, subset=subset,
+                graph=graph, graph_key=graph_key, write_graph_too=info.needs_graph and obsp is None)
     log.info(
         "tl.select: %s done in %.1f s; wrote var[%r], var['%s_score'], var['%s_rank']",
         method, time.perf_counter() - t0, key, key, key,
     )
     return None
+
+
+def _write_into(adata, sel, key, uns_params, *, mark_highly_variable, subset, graph, graph_key, write_graph_too):
+    """:func:`select`'s writes, after all computation: the selection (``var``, ``uns``), scanpy's
+    ``highly_variable`` columns when asked, the graph the method used (``obsp[graph_key]``: built by
+    :func:`select`, or by the method itself, ``Selection.extra["graph"]``) when ``write_graph_too``,
+    and the subset of the selected genes in rank order."""
+    write_selection(adata, sel, key=key, uns_params=uns_params)
+    if mark_highly_variable:
+        _mark_highly_variable(adata, sel, key)
+    if write_graph_too:
+        write_graph(adata, sel.extra["graph"] if graph is None else graph, key=graph_key)
+    if subset:  # the selected genes, best first (scanpy keeps var order; the rank order is the selection's)
+        adata._inplace_subset_var(sel.indices)
 
 
 def selection(
