@@ -110,8 +110,8 @@ def _pcs_file(work: Path, n: int) -> Path:
     return work / f"pcs_{n}.npy"
 
 
-def _truth_file(work: Path, n: int) -> Path:
-    return work / f"truth_{n}.npz"
+def _truth_file(work: Path, n: int, m: int = N_TRUTH) -> Path:
+    return work / (f"truth_{n}.npz" if m == N_TRUTH else f"truth_{n}_{m}.npz")
 
 
 # ---- settings ---------------------------------------------------------------------------------
@@ -125,6 +125,8 @@ def parse_setting(text: str) -> tuple[str, dict, list[dict]]:
         key, val = p.split("=", 1)
         if key in ("nprobe", "efs"):
             search[key] = [int(v) for v in val.split(",")]
+        elif key == "kk":  # candidates searched per query (default k + 5), refined in float64 as the library does
+            extra[key] = int(val)
         elif key == "order":
             extra[key] = val
         else:
@@ -138,8 +140,8 @@ def parse_setting(text: str) -> tuple[str, dict, list[dict]]:
 
 def setting_name(backend: str, build: dict, search: dict) -> str:
     """One row's setting as text, e.g. 'ivf nlist=1 nprobe=32'."""
-    b = {k: v for k, v in build.items() if k != "order"}
-    tail = {"order": build["order"]} if "order" in build else {}
+    b = {k: v for k, v in build.items() if k not in ("order", "kk")}
+    tail = {k: build[k] for k in ("kk", "order") if k in build}
     return " ".join([backend] + [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                                  for k, v in {**b, **search, **tail}.items()])
 
@@ -218,6 +220,12 @@ numkong there, so the benchmark appends /tmp/knnextra to sys.path after the venv
 """
 
 
+#: the findings of the run of 2026-11-28 (the PCs of the library's route, 10,000 truth cells): knn_backends_1m.md
+FINDINGS_1M = """
+"""
+FINDINGS_BY_STEM = {"knn_backends": FINDINGS, "knn_backends_1m": FINDINGS_1M}
+
+
 # ---- the work (run in a worker process) ---------------------------------------------------------
 
 
@@ -229,20 +237,33 @@ def _threads():
 def make_pcs(n: int, work: Path, lib_loc: float) -> dict:
     """The library's PCA route on the simulated log-normalised counts; cache the scores as float32.
 
-    The route of ``glfs.graph.similarity.nearest_neighbors(X, n_pcs=50)`` for a sparse X (fewer components than
-    min(n_samples, n_features) - 1): scikit-learn's PCA, ARPACK on the implicitly centred operator, seeded.
+    The route of ``glfs.graph.neighbors.nearest_neighbors(X, n_pcs=50)`` for an in-memory sparse X:
+    scikit-learn's PCA, ARPACK on the implicitly centred operator, seeded; above ``PCA_FIT_SAMPLES``
+    cells fitted on a seeded subsample of that many and every cell projected (``_pca_in_memory``;
+    until 2026-11-28 this script fitted on every cell, which the library no longer does).
     """
     import warnings
 
     import anndata as ad
 
     warnings.simplefilter("ignore")
+
     from sklearn.decomposition import PCA
+
+    from glfs.graph.neighbors import PCA_FIT_SAMPLES
 
     t0 = time.perf_counter()
     X = ad.read_h5ad(work / f"lognorm_{n}_{lib_loc:g}.h5ad").X
     t1 = time.perf_counter()
-    Z = PCA(n_components=N_PCS, svd_solver="arpack", random_state=0).fit_transform(X)
+    # the library's route (random_state 0): ARPACK on every cell up to PCA_FIT_SAMPLES, else on a seeded
+    # sorted uniform subsample of that many, and every cell projected: x V - mean V
+    pca = PCA(n_components=N_PCS, svd_solver="arpack", random_state=0)
+    if n <= PCA_FIT_SAMPLES:
+        Z = pca.fit_transform(X)
+    else:
+        pca.fit(X[np.sort(np.random.default_rng(0).choice(n, PCA_FIT_SAMPLES, replace=False))])
+        V = pca.components_.T.astype(np.float32)
+        Z = np.asarray(X @ V, dtype=np.float32) - (pca.mean_ @ pca.components_.T).astype(np.float32)
     t2 = time.perf_counter()
     np.save(_pcs_file(work, n), np.ascontiguousarray(Z, dtype=np.float32))
     return {"build_s": t2 - t1, "search_s": 0.0, "total_s": t2 - t1,
@@ -250,29 +271,43 @@ def make_pcs(n: int, work: Path, lib_loc: float) -> dict:
                     f"{X.nnz} non-zeros; PCA output {Z.dtype}"}
 
 
-def make_truth(Z, n: int, work: Path) -> np.ndarray:
-    """Exact max(KS) nearest other cells of N_TRUTH seeded random cells (faiss IndexFlatL2)."""
+def make_truth(Z, n: int, work: Path, m: int = N_TRUTH) -> np.ndarray:
+    """Exact max(KS) nearest other cells of m seeded random cells (faiss IndexFlatL2 on float32, 25
+    candidates, ordered by their float64 distances as the library orders its candidates)."""
     import faiss
 
-    path = _truth_file(work, n)
+    path = _truth_file(work, n, m)
     if path.exists():
         f = np.load(path)
         return f["queries"], f["neighbors"]
-    q = np.sort(np.random.default_rng(0).choice(n, size=min(N_TRUTH, n), replace=False))
+    q = np.sort(np.random.default_rng(0).choice(n, size=min(m, n), replace=False))
     index = faiss.IndexFlatL2(Z.shape[1])
     index.add(Z)
-    _, ind = index.search(Z[q], max(KS) + 5)
-    nb = np.array([[j for j in row if j != i and j >= 0][: max(KS)] for i, row in zip(q, ind)])
+    _, ind = index.search(Z[q], max(KS) + 10)
+    nb = np.array([_refined(Z, i, row)[: max(KS)] for i, row in zip(q, ind)])
     np.savez(path, queries=q, neighbors=nb)
     return q, nb
 
 
-def recall(ind: np.ndarray, q: np.ndarray, truth: np.ndarray, k: int) -> float:
-    """Mean over the query cells q of |first k other cells in ind[q] and truth[:, :k]| / k."""
+def _refined(Z, i, row):
+    """The candidates ``row`` of cell i (self and -1 dropped) ordered by float64 distance, as
+    ``glfs.graph.neighbors._from_candidates`` keeps them (stable for ties)."""
+    row = np.asarray([j for j in row if j != i and j >= 0], dtype=np.int64)
+    d = ((Z[row].astype(np.float64) - Z[i].astype(np.float64)) ** 2).sum(axis=1)
+    return row[np.argsort(d, kind="stable")]
+
+
+def recall(ind: np.ndarray, q: np.ndarray, truth: np.ndarray, k: int, Z=None, pos=None) -> float:
+    """Mean over the query cells q of |the k nearest of their candidates and truth[:, :k]| / k.
+
+    The candidates (row ``pos`` of ``ind`` for each cell of q; default row q) are refined by their
+    float64 distances on Z as the library refines them (without Z: in the backend's order).
+    """
     hits = 0
-    for i, row, true in zip(q, ind[q], truth[:, :k]):
-        found = [j for j in row if j != i and j >= 0][:k]
-        hits += len(set(found) & set(true.tolist()))
+    rows = ind[q] if pos is None else ind[pos]
+    for i, row, true in zip(q, rows, truth[:, :k]):
+        found = _refined(Z, i, row)[:k] if Z is not None else [j for j in row if j != i and j >= 0][:k]
+        hits += len(set(np.asarray(found).tolist()) & set(true.tolist()))
     return hits / (k * q.size)
 
 
@@ -292,58 +327,93 @@ class _Timer:
 _ZERO = _Timer()
 
 
-def run_build(backend: str, build: dict, searches: list[dict], Z, ks=KS):
-    """Yield (search setting, k, k_search, build timer, search timer, compile s, note, candidates) for one build."""
+def _grouped_search(index, Z, qs, k_search):
+    """Candidates of the queries ``qs`` in an IVF index, searched grouped by their k-means cell as
+    ``glfs.graph.sharded.ivf_search`` does (the rows of ``qs`` in their own order)."""
+    _, cell = index.quantizer.search(Z[qs], 1)
+    order = np.argsort(cell.ravel(), kind="stable")
+    ind = np.empty((qs.size, k_search), dtype=np.int64)
+    _, ind[order] = index.search(Z[qs[order]], k_search)
+    return ind
+
+
+def _ivf_train(index, Z, build):
+    """Seeded k-means as ``_knn_ivf`` (random_state 0); ``mppc`` caps the training sample per cell."""
+    index.cp.seed = int(np.random.RandomState(0).randint(2**31 - 1))
+    index.cp.min_points_per_centroid = 1
+    if "mppc" in build:
+        index.cp.max_points_per_centroid = int(build["mppc"])
+    index.train(Z)
+    index.add(Z)
+
+
+def run_build(backend: str, build: dict, searches: list[dict], Z, ks=KS, qs=None):
+    """Yield (search setting, k, k_search, build timer, search timer, compile s, note, candidates) for one build.
+
+    ``qs``: the query rows searched (default all n cells); the candidates are (qs.size, k_search).
+    ``kk`` in ``build``: candidates per query (default k + 5; the library refines them in float64).
+    """
     n, p = Z.shape
-    if backend in ("ivf", "hnsw", "flat"):
+    qs = np.arange(n) if qs is None else qs
+    kk = build.get("kk")
+    if backend in ("ivf", "hnsw", "flat", "ivfpqfs", "ivfsq"):
         import faiss
 
         faiss.omp_set_num_threads(THREADS)
-    if backend == "ivf":
+    if backend in ("ivf", "ivfpqfs", "ivfsq"):
         import faiss
 
         nlist = int(max(1, round(build["nlist"] * np.sqrt(n))))
         with _Timer() as tb:
-            index = faiss.IndexIVFFlat(faiss.IndexFlatL2(p), p, nlist)
-            index.cp.seed = int(np.random.RandomState(0).randint(2**31 - 1))  # as _knn_ivf, random_state 0
-            index.cp.min_points_per_centroid = 1
-            index.train(Z)
-            index.add(Z)
+            if backend == "ivf":
+                index = faiss.IndexIVFFlat(faiss.IndexFlatL2(p), p, nlist)
+            elif backend == "ivfsq":  # 8-bit scalar quantiser codes (a quarter of the float32 traffic)
+                index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatL2(p), p, nlist, faiss.ScalarQuantizer.QT_8bit,
+                                                      faiss.METRIC_L2, False)
+            else:  # 4-bit product quantiser codes searched by SIMD look-up tables (fast scan)
+                index = faiss.IndexIVFPQFastScan(faiss.IndexFlatL2(p), p, nlist, int(build.get("M", p // 2)), 4)
+                index.by_residual = bool(build.get("res", 0))  # codes of x - its cell's centroid (faiss' default: x)
+            _ivf_train(index, Z, build)
         order = None
         for s in searches:
             for k in ks:
-                k_search = int(min(n, k + 5))
+                k_search = int(min(n, kk or k + 5))
                 with _Timer() as ts:
                     index.nprobe = int(min(nlist, s["nprobe"]))
-                    if build.get("order") == "list":  # grouped by list: consecutive queries probe the same lists
+                    if build.get("order") == "list" and qs.size == n:  # grouped by list, as the library
                         if order is None:
                             inv = index.invlists
                             order = np.concatenate([faiss.rev_swig_ptr(inv.get_ids(j), inv.list_size(j)).copy()
                                                     for j in range(nlist) if inv.list_size(j)])
                         ind = np.empty((n, k_search), dtype=np.int64)
                         _, ind[order] = index.search(Z[order], k_search)
+                    elif build.get("order") == "list" or backend != "ivf":
+                        ind = _grouped_search(index, Z, qs, k_search)
                     else:
-                        _, ind = index.search(Z, k_search)
+                        _, ind = index.search(Z[qs], k_search)
                     short = np.flatnonzero((ind >= 0).sum(axis=1) < min(n, k + 1))
                     if short.size:  # as _knn_ivf: exact search for cells whose probed lists hold too few
                         flat = faiss.IndexFlatL2(p)
                         flat.add(Z)
-                        _, ind[short] = flat.search(Z[short], k_search)
+                        _, ind[short] = flat.search(Z[qs[short]], k_search)
                 yield s, k, k_search, tb, ts, None, f"nlist {nlist}; {short.size} cells searched exactly", ind
     elif backend == "hnsw":
         import faiss
 
+        bt = int(build.get("bt", THREADS))  # build threads: 1 = deterministic insertion order
         with _Timer() as tb:
+            faiss.omp_set_num_threads(bt)
             index = faiss.IndexHNSWFlat(p, build["M"])
             index.hnsw.efConstruction = build["efc"]
             index.add(Z)
+            faiss.omp_set_num_threads(THREADS)
         for s in searches:
             for k in ks:
-                k_search = k + 5
+                k_search = kk or k + 5
                 with _Timer() as ts:
                     index.hnsw.efSearch = s["efs"]
-                    _, ind = index.search(Z, k_search)
-                yield s, k, k_search, tb, ts, None, "", ind
+                    _, ind = index.search(Z[qs], k_search)
+                yield s, k, k_search, tb, ts, None, f"build on {bt} thread(s)", ind
     elif backend == "hnswlib":
         from importlib.metadata import version
 
@@ -355,10 +425,10 @@ def run_build(backend: str, build: dict, searches: list[dict], Z, ks=KS):
             index.add_items(Z, np.arange(n), num_threads=THREADS)
         for s in searches:
             for k in ks:
-                k_search = k + 5
+                k_search = kk or k + 5
                 with _Timer() as ts:
                     index.set_ef(max(s["efs"], k_search))
-                    ind, _ = index.knn_query(Z, k=k_search, num_threads=THREADS)
+                    ind, _ = index.knn_query(Z[qs], k=k_search, num_threads=THREADS)
                 yield s, k, k_search, tb, ts, None, f"hnswlib {version('hnswlib')}", ind.astype(np.int64)
     elif backend == "usearch":
         import usearch
@@ -369,10 +439,10 @@ def run_build(backend: str, build: dict, searches: list[dict], Z, ks=KS):
             index.add(np.arange(n, dtype=np.uint64), Z, threads=THREADS)
         for s in searches:
             for k in ks:
-                k_search = k + 5
+                k_search = kk or k + 5
                 with _Timer() as ts:
                     index.expansion_search = s["efs"]
-                    m = index.search(Z, k_search, threads=THREADS)
+                    m = index.search(Z[qs], k_search, threads=THREADS)
                     ind = np.where(np.arange(k_search)[None, :] < np.asarray(m.counts)[:, None],
                                    np.asarray(m.keys).astype(np.int64), -1)
                 yield s, k, k_search, tb, ts, None, f"usearch {usearch.__version__}", ind
@@ -380,20 +450,23 @@ def run_build(backend: str, build: dict, searches: list[dict], Z, ks=KS):
         import pynndescent
         from pynndescent import NNDescent
 
+        jobs = int(build.get("jobs", THREADS))
+
         def nnd(data, k_search):
             m = data.shape[0]
             return NNDescent(data, n_neighbors=k_search, metric="euclidean", random_state=0,
-                             n_trees=min(64, 5 + int(round(m**0.5 / 20.0))), n_iters=max(5, int(round(np.log2(m)))),
-                             n_jobs=THREADS, low_memory=True, compressed=True)
+                             n_trees=int(build.get("trees", min(64, 5 + int(round(m**0.5 / 20.0))))),
+                             n_iters=int(build.get("iters", max(5, int(round(np.log2(m)))))),
+                             n_jobs=jobs, low_memory=True, compressed=True)
 
         with _Timer() as tc:  # numba compilation (and the thread pool) on a tiny problem
             nnd(np.random.default_rng(0).normal(size=(2000, p)).astype(np.float32), 20).neighbor_graph
         for k in ks:
-            k_search = int(min(n, max(20, 2 * (k + 1))))  # _knn_approx's rule
+            k_search = int(min(n, kk or max(20, 2 * (k + 1))))  # _knn_approx's rule
             with _Timer() as tb:
                 ind, _ = nnd(Z, k_search).neighbor_graph
-            note = f"pynndescent {pynndescent.__version__}; build = whole graph"
-            yield {}, k, k_search, tb, _ZERO, tc.s, note, ind.astype(np.int64)
+            note = f"pynndescent {pynndescent.__version__}, n_jobs {jobs}; build = whole graph"
+            yield {}, k, k_search, tb, _ZERO, tc.s, note, ind[qs].astype(np.int64)
     elif backend == "flat":
         import faiss
 
@@ -401,8 +474,8 @@ def run_build(backend: str, build: dict, searches: list[dict], Z, ks=KS):
         index.add(Z)
         for k in ks:
             with _Timer() as ts:
-                _, ind = index.search(Z, k + 5)
-            yield {}, k, k + 5, _ZERO, ts, None, "exact", ind
+                _, ind = index.search(Z[qs], kk or k + 5)
+            yield {}, k, kk or k + 5, _ZERO, ts, None, "exact", ind
     else:
         msg = f"unknown backend {backend!r}"
         raise ValueError(msg)
@@ -462,7 +535,8 @@ def _simd_level():
         return ""
 
 
-def worker(setting: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float, ks) -> None:
+def worker(setting: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float, ks, n_truth=N_TRUTH,
+           n_queries=None) -> None:
     limit = int(mem_limit_gb * 2**30)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     load0 = load1()
@@ -471,7 +545,7 @@ def worker(setting: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float
             out = make_pcs(n, work, lib_loc)
         except MemoryError as exc:
             out = {"note": f"MemoryError under the {mem_limit_gb:g} GB address-space limit: {exc}"[:300]}
-        out.update({"setting": "pca (ARPACK, 50 PCs)", "k": "", "peak_rss_gb": vm_hwm_gb(),
+        out.update({"setting": "pca (library route: ARPACK, 50 PCs)", "k": "", "peak_rss_gb": vm_hwm_gb(),
                     "load_before": load0, "load_after": load1()})
         print("RESULT " + json.dumps(out), flush=True)
         return
@@ -485,15 +559,21 @@ def worker(setting: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float
                                           "note": "min of " + ", ".join(f"{x:.3f}" for x in times) + " s"}),
                   flush=True)
         return
-    q, truth = make_truth(Z, n, work)
+    q, truth = make_truth(Z, n, work, n_truth)
+    qs, pos, scale, sub = None, None, 1.0, ""
+    if n_queries and n_queries < n:  # a seeded sample of query cells, the truth cells among them
+        rest = np.setdiff1d(np.arange(n), q)
+        qs = np.sort(np.r_[q, np.random.default_rng(1).choice(rest, max(0, n_queries - q.size), replace=False)])
+        pos, scale = np.searchsorted(qs, q), n / qs.size
+        sub = f"; {qs.size:,} of {n:,} cells searched, search s and CPU s x {scale:.3g}"
     backend, build, searches = parse_setting(setting)
     try:
-        for s, k, k_search, b, t, c, note, ind in run_build(backend, build, searches, Z, ks):
+        for s, k, k_search, b, t, c, note, ind in run_build(backend, build, searches, Z, ks, qs):
             out = {"setting": setting_name(backend, build, s), "k": k, "k_search": k_search, "build_s": b.s,
-                   "search_s": t.s, "total_s": b.s + t.s, "cpu_s": b.cpu + t.cpu, "compile_s": c,
-                   "recall": recall(ind, q, truth, k),
-                   "peak_rss_gb": vm_hwm_gb(), "simd": _simd_level() if backend in ("ivf", "hnsw", "flat") else "",
-                   "load_before": load0, "load_after": load1(), "note": note}
+                   "search_s": t.s * scale, "total_s": b.s + t.s * scale, "cpu_s": b.cpu + t.cpu * scale,
+                   "compile_s": c, "recall": recall(ind, q, truth, k, Z, pos),
+                   "peak_rss_gb": vm_hwm_gb(), "simd": _simd_level() if backend in ("ivf", "hnsw", "flat", "ivfpqfs", "ivfsq") else "",
+                   "load_before": load0, "load_after": load1(), "note": note + sub}
             print("RESULT " + json.dumps(out), flush=True)
     except MemoryError as exc:
         print("RESULT " + json.dumps({"setting": setting, "note": f"MemoryError under the {mem_limit_gb:g} GB "
@@ -510,7 +590,8 @@ COLUMNS = ["date", "n_cells", "setting", "k", "k_search", "run", "build_s", "sea
 def run_worker(setting, n, args, simd_env=None):
     """One fresh process; return its rows (or one row saying how it failed)."""
     cmd = [sys.executable, __file__, "--worker", setting, "--cells", str(n), "--work", str(args.work),
-           "--mem-limit-gb", str(args.mem_limit_gb), "--lib-loc", str(args.lib_loc), "--k", *map(str, args.k)]
+           "--mem-limit-gb", str(args.mem_limit_gb), "--lib-loc", str(args.lib_loc), "--k", *map(str, args.k),
+           "--truth", str(args.truth)] + (["--queries", str(args.queries)] if args.queries else [])
     env = dict(os.environ)
     env.pop("FAISS_SIMD_LEVEL", None)
     if simd_env and simd_env != "unset":
@@ -574,22 +655,27 @@ def main(argv=None):
     ap.add_argument("--lib-loc", type=float, default=6.3, help="which simulated counts (atlas_scale.py's --lib-loc)")
     ap.add_argument("--settings", nargs="+", help="build settings to run (default: DEFAULT_SETTINGS)")
     ap.add_argument("--k", type=int, nargs="+", default=list(KS), help="neighbours kept (default 15 5)")
+    ap.add_argument("--truth", type=int, default=N_TRUTH, help="seeded cells whose exact neighbours are the truth")
+    ap.add_argument("--queries", type=int, help="search only this many seeded cells (the truth cells among them); "
+                    "search times scaled to all cells (a screen; the tables' full rows search every cell)")
     ap.add_argument("--repeat", type=int, default=1, help="fresh processes per build (median in the .md)")
     ap.add_argument("--mem-limit-gb", type=float, default=18.0)
     ap.add_argument("--timeout", type=int, default=2400, help="seconds per process")
     ap.add_argument("--skip-above", type=float, default=900.0, help="skip a build slower than this at a smaller size")
     ap.add_argument("--pcs", action="store_true", help="only compute and cache the principal components")
     ap.add_argument("--simd-levels", nargs="+", help="FAISS_SIMD_LEVEL values to compare (unset = faiss' own choice)")
+    ap.add_argument("--out", default="knn_backends", help="stem of the .tsv and .md in benchmarks/results/")
     ap.add_argument("--worker")
     ap.add_argument("--render", action="store_true", help="only write knn_backends.md from the TSV")
     args = ap.parse_args(argv)
-    tsv, md = RESULTS / "knn_backends.tsv", RESULTS / "knn_backends.md"
+    tsv, md = RESULTS / f"{args.out}.tsv", RESULTS / f"{args.out}.md"
     if args.render:
         render(tsv, md)
         return
     if args.worker:
         _threads()
-        worker(args.worker, args.cells[0], args.work, args.mem_limit_gb, args.lib_loc, tuple(args.k))
+        worker(args.worker, args.cells[0], args.work, args.mem_limit_gb, args.lib_loc, tuple(args.k), args.truth,
+               args.queries)
         return
     RESULTS.mkdir(exist_ok=True)
     for n in args.cells:
@@ -680,13 +766,16 @@ def render(tsv: Path, md: Path) -> None:
     simd = t[t["simd_env"] != ""]
     main = t[(t["simd_env"] == "") & ~t["setting"].str.startswith("pca")]
     out = ["# Neighbour-search backends for the cell graph at atlas scale", "",
-           "Written by `benchmarks/knn_backends.py` from `knn_backends.tsv` (see the script's docstring for the "
+           f"Written by `benchmarks/knn_backends.py` from `{tsv.name}` (see the script's docstring for the "
            "method). Data: the simulated log-normalised counts of `benchmarks/atlas_scale.py` (20,000 genes, 10 "
            "cell groups, CSR float32), reduced to 50 principal components by the library's own route "
-           "(`glfs.graph.similarity.nearest_neighbors` with `n_pcs`: ARPACK), float32, Euclidean. Every index searches all cells against all cells "
+           "(`glfs.graph.neighbors.nearest_neighbors` with `n_pcs`: ARPACK; in knn_backends.md on every cell, in "
+           "knn_backends_1m.md fitted on 100,000 cells and every cell projected, as the library does now), float32, "
+           "Euclidean. Every index searches all cells against all cells "
            "(the whole kNN graph), k + 5 candidates (pynndescent: `_knn_approx`'s max(20, 2 (k + 1))), self "
-           "dropped, k kept; 2 threads. Recall@k = mean over 2,000 seeded random cells of the share of their "
-           "true k nearest other cells found (truth: exact IndexFlatL2). Times in wall seconds: build = index "
+           "dropped, k kept; 2 threads. Recall@k = mean over 2,000 seeded random cells (knn_backends_1m.md: 10,000) "
+           "of the share of their true k nearest other cells found (truth: exact IndexFlatL2; in knn_backends_1m.md "
+           "the candidates are first ordered by their float64 distances, as the library keeps them). Times in wall seconds: build = index "
            "construction (IVF: k-means + add; pynndescent: the whole graph), search = all n queries, total = "
            "both; the library's float64 distance recomputation after the search is not included (the same for "
            "every backend). Peak = VmHWM of the process (its PCs included; one process runs every search "
@@ -802,7 +891,8 @@ def render(tsv: Path, md: Path) -> None:
                     cells += ["", ""]
             out.append(f"| {n:,} | {s} | {a['recall']:.4f} | {a['total_s']:.3g} | " + " | ".join(cells) + " |")
         out.append("")
-    out += [FINDINGS.strip(), ""] if FINDINGS else []
+    findings = FINDINGS_BY_STEM.get(md.stem, "")
+    out += [findings.strip(), ""] if findings else []
     md.write_text("\n".join(out))
 
 
