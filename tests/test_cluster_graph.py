@@ -19,10 +19,13 @@ distributed = pytest.importorskip("distributed")
 faiss = pytest.importorskip("faiss")
 
 
-@pytest.mark.parametrize("ivf", [False, True])
+@pytest.mark.parametrize("ivf", [False, True, "pq"])
 def test_sharded_search_equals_the_single_search(dask_client, monkeypatch, ivf):
     Z = np.random.default_rng(1).normal(size=(3000, 12)).astype(np.float32)
     monkeypatch.setattr(sharded, "QUERY_BLOCK", 700)  # 5 shards, the last one short
+    if ivf == "pq":  # the index of a million cells: PQ codes + exact re-ranking (nb.IVF_PQ_MIN_SAMPLES)
+        monkeypatch.setattr(nb, "IVF_PQ_MIN_SAMPLES", 3000)
+        monkeypatch.setattr(sharded, "PQ_QUERY_BLOCK", 300)
     if ivf:
         want = nb._knn_ivf(Z, 10, random_state=3)
         got = nb._knn_ivf(Z, 10, random_state=3, client=dask_client)

@@ -451,3 +451,44 @@ def test_all_constant_counts_a_sparse_columns_implicit_zeros():
     X[4, 1] = 0.0  # one implicit zero in a column of 2.5: not constant
     assert not nb._all_constant(sp.csr_matrix(X)) and not nb._all_constant(X)
     assert not nb._all_constant(sp.csr_matrix(np.eye(4)))
+
+
+@pytest.mark.skipif(not HAS_FAISS, reason="faiss-cpu not installed")
+def test_ivf_with_product_quantiser_codes_recall_and_determinism(monkeypatch):
+    """From IVF_PQ_MIN_SAMPLES on (forced here at 3,000 samples), the IVF index holds 4-bit PQ codes and
+    re-ranks IVF_PQ_CANDIDATES candidates exactly: nearly all exact neighbours on planted clusters, the
+    same graph for the same call, for 1 and 2 threads, and for any query block size."""
+    import faiss
+
+    import glfs.graph.sharded as sharded
+
+    X, _ = latent_clusters(n=3000, d=20, noise=0.2, seed=4)
+    Z = X.astype(np.float32)
+    truth, tdist = brute_force_knn(Z.astype(np.float64), 6)
+    built = []
+    real = nb._ivf_index
+    monkeypatch.setattr(nb, "_ivf_index", lambda *a, **k: built.append(a[3] if len(a) > 3 else k.get("k_factor"))
+                        or real(*a, **k))
+    flat = nb._knn_ivf(Z, 6, random_state=2)  # below the threshold: IndexIVFFlat (no k_factor)
+    monkeypatch.setattr(nb, "IVF_PQ_MIN_SAMPLES", 3000)
+    before = faiss.omp_get_max_threads()
+    try:
+        faiss.omp_set_num_threads(1)
+        one = nb._knn_ivf(Z, 6, random_state=2)
+        faiss.omp_set_num_threads(2)
+        two = nb._knn_ivf(Z, 6, random_state=2)
+        monkeypatch.setattr(sharded, "PQ_QUERY_BLOCK", 700)  # 5 faiss calls, the last one short
+        blocks = nb._knn_ivf(Z, 6, random_state=2)
+    finally:
+        faiss.omp_set_num_threads(before)
+    assert built == [None, nb.IVF_PQ_CANDIDATES / 11, nb.IVF_PQ_CANDIDATES / 11, nb.IVF_PQ_CANDIDATES / 11]
+    for a, b, c in zip(one, two, blocks):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+    rows, cols, dist = one
+    assert np.all(np.bincount(rows, minlength=Z.shape[0]) == 6)
+    assert recall(knn_sets(rows, cols, Z.shape[0]), truth) >= 0.95
+    assert recall(knn_sets(rows, cols, Z.shape[0]), truth) >= recall(knn_sets(*flat[:2], Z.shape[0]), truth) - 0.01
+    d = dist.reshape(-1, 6)
+    assert np.all(d[:, -1] >= tdist[:, -1] * (1 - 1e-6))  # an approximate k-th neighbour is never nearer
+    np.testing.assert_allclose(d, np.sqrt(((Z[rows].astype(np.float64) - Z[cols]) ** 2).sum(1)).reshape(-1, 6))
