@@ -222,6 +222,36 @@ numkong there, so the benchmark appends /tmp/knnextra to sys.path after the venv
 
 #: the findings of the run of 2026-11-28 (the PCs of the library's route, 10,000 truth cells): knn_backends_1m.md
 FINDINGS_1M = """
+## What the measurements show (rows of 2026-11-28 07:30-07:58, load 17-30)
+
+**The machine.** Five helpers shared the 2 cores: the 1-minute load stayed at 17-30 during these rows, so
+every wall time is 5-15 x what a quiet machine gives (the 50,000-cell PCA took 228 s, 12-35 s quiet).
+Compare the rows of one size with each other (they ran in turn in one sitting) and by CPU seconds; not
+with knn_backends.md. At a million cells 100,000 seeded cells (the 10,000 truth cells among them) were
+searched and the search times scaled by 10 (`--queries`); the builds are whole. The million-cell
+components were made by the same route as `--pcs` in a scratch run (read 51 s, fit on 100,000 cells
+436 s, projection of every cell 47 s, peak 5.3 GB, load 15-18; 35 s + 10 s on quiet cores, 11-27).
+
+**At a million cells, k = 15.** The library's IndexIVFFlat (nlist 1,000, nprobe 32): recall@15 0.921,
+search 2,330 s scaled, 950 CPU s. IndexIVFPQFastScan on the same k-means cells and probes with 4-bit
+codes of each cell's residual, one code per component, the 100 nearest by the codes re-ranked
+exactly: recall@15 0.921 (recall@5 0.937), search 892 s scaled, 383 CPU s: **the same recall in 0.38 x
+the wall and 0.40 x the CPU time**; its build (k-means + PQ training + codes) 80 s against 43 s. At
+nprobe 48 recall@15 0.961 (recall@5 0.969) in 1,319 s (0.57 x the IVFFlat search at nprobe 32). One
+code per two components, codes of the cells themselves (faiss' default) and 60 candidates: recall@15
+0.754, so both the residual codes and the re-ranking depth matter. One faiss call of 10^5 queries
+peaked at 4.5-5 GB (its look-up tables), so the library searches in blocks of 16,384 queries.
+
+**Screens with a scratch script (same truth, not in the .tsv).** 4,000 cells of 250 (k-means on every
+cell): nprobe 48 / 64 recall@15 0.831 / 0.879 at 0.46 / 0.56 x the CPU time of the 1,000-cell search,
+and a k-means 16 x slower (685 s); 8-bit scalar codes took 4.7 x the CPU time of the float32 scan at
+50,000 cells at the same recall; a BLAS search of a cell's members against the 32 cells nearest its
+centre cost as much as the IVF scan of the same 32,000 candidates. faiss HNSW with a one-thread build
+and pynndescent with one job (the deterministic settings) were queued but not run: at this load their
+builds would have taken the rest of the session (11-25 on 2 threads: 106 s and 101 s).
+
+**The choice** (glfs.graph.neighbors.IVF_PQ_MIN_SAMPLES, docs/methods.md "Atlas scale"): from 500,000
+samples on the IVF index holds the fast-scan codes and re-ranks 100 candidates; below, IndexIVFFlat.
 """
 FINDINGS_BY_STEM = {"knn_backends": FINDINGS, "knn_backends_1m": FINDINGS_1M}
 
