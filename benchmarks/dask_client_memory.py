@@ -117,7 +117,11 @@ def run(a) -> dict:
         ooc.STREAM_VALUES = a.stream_values
     out = {"label": a.label, "workers": a.workers, "worker_mem_gb": a.worker_mem_gb, "chunk": a.chunk,
            "gene_chunk": a.gene_chunk if a.shards else None, "store": "CSC shards" if a.shards else "h5ad rows",
-           "nprobe": a.nprobe, "stream_values": a.stream_values, "load_before": round(os.getloadavg()[0], 1)}
+           "nprobe": a.nprobe, "no_queuing": a.no_queuing, "stream_values": a.stream_values, "load_before": round(os.getloadavg()[0], 1)}
+    if a.no_queuing:  # dask's root-task queuing off: a 1-thread worker hung with 2 tasks waiting on queued roots
+        import dask
+
+        dask.config.set({"distributed.scheduler.worker-saturation": float("inf")})
     cluster = LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True,
                            memory_limit=f"{a.worker_mem_gb}GiB", dashboard_address=":0")
     client = Client(cluster)
@@ -175,6 +179,7 @@ def main(argv=None):
     ap.add_argument("--gene-chunk", type=int, default=1000)
     ap.add_argument("--stream-values", type=int, default=None, help="glfs.core.out_of_core.STREAM_VALUES")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--no-queuing", action="store_true", help="distributed.scheduler.worker-saturation = inf")
     ap.add_argument("--worker-mem-gb", type=float, default=2.5)
     ap.add_argument("--label", default="after")
     ap.add_argument("--out-dir", default=os.environ.get("TMPDIR", "/tmp"))
