@@ -250,6 +250,15 @@ centre cost as much as the IVF scan of the same 32,000 candidates. faiss HNSW wi
 and pynndescent with one job (the deterministic settings) were queued but not run: at this load their
 builds would have taken the rest of the session (11-25 on 2 threads: 106 s and 101 s).
 
+**At 50,000 cells (08:16-08:22, load 19-25).** IndexIVFFlat: recall@15 0.972 (recall@5 0.980), 10.6 CPU s.
+The fast-scan codes with 100 re-ranked: the same recall in 32.7 CPU s, 3 x more, and 6.1 GB in one
+faiss call of 50,000 queries: at this size the lists are short and the look-up tables, not the scan,
+cost; so the codes start at 500,000 samples (between 50,000 and a million the cross-over was not
+measured). faiss HNSW M 16, efConstruction 40, built on one thread (deterministic insertion order) /
+on two: build 27.0 / 23.3 s wall, efSearch 64 recall@15 0.945 (recall@5 0.965) in 12.5 / 13.6 CPU s,
+efSearch 32 0.898: below IVFFlat's recall at about its cost, and the one-thread build costs little at
+this load (both threads were contended anyway).
+
 **The choice** (glfs.graph.neighbors.IVF_PQ_MIN_SAMPLES, docs/methods.md "Atlas scale"): from 500,000
 samples on the IVF index holds the fast-scan codes and re-ranks 100 candidates; below, IndexIVFFlat.
 """
