@@ -130,7 +130,7 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
 
         if name.endswith("no_faiss"):  # the base install: `import faiss` fails as if it were not installed
             sys.modules["faiss"] = None
-        stamps = _stamps("glfs.graph.neighbors", "glfs.graph.similarity")
+        stamps = _stamps("glfs.graph.neighbors", "glfs.graph.similarity", "glfs.graph.ivf_blocks")
         a = _read(log_f)
         _mark()
         t0 = time.perf_counter()
@@ -140,10 +140,10 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
         if all(at.values()):
             note = (f"neighbours: {glfs.graph.neighbors.approx_backend() if name.endswith('no_faiss') else 'faiss'}; "
                     f"PCA {at['PCA to'] - t0:.1f} s, neighbours and weights {at['similarity_graph:'] - at['PCA to']:.1f} s, "
-                    f"score {t3 - at['similarity_graph:']:.1f} s")
+                    f"score {t3 - at['similarity_graph:']:.1f} s{_search_split(stamps)}")
         return {"seconds": t3 - t0, "note": note}
     if name == "ls_backed_own_graph_end_to_end":  # the same from the backed file: streamed PCA, then streamed score
-        stamps = _stamps("glfs.graph.neighbors", "glfs.graph.similarity")
+        stamps = _stamps("glfs.graph.neighbors", "glfs.graph.similarity", "glfs.graph.ivf_blocks")
         a = _read(log_f, backed=True)
         _mark()
         t0 = time.perf_counter()
@@ -154,7 +154,8 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
         note = ""
         if all(at.values()):
             note = (f"PCA (fit on {_fit_cells(stamps)} cells + projection) {at['PCA to'] - t0:.1f} s, neighbours and "
-                    f"weights {at['similarity_graph:'] - at['PCA to']:.1f} s, score {t3 - at['similarity_graph:']:.1f} s")
+                    f"weights {at['similarity_graph:'] - at['PCA to']:.1f} s, score {t3 - at['similarity_graph:']:.1f} s"
+                    f"{_search_split(stamps)}")
         return {"seconds": t3 - t0, "note": note}
     if name == "ls_backed_csc":  # the given graph, X stored by columns (one pass per read)
         W = sp.load_npz(_graph_file(work, n, "own" if _graph_file(work, n, "own").exists() else "backed"))
@@ -184,6 +185,13 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
         return {"seconds": dt, "note": note}
     msg = f"unknown step {name!r}"
     raise ValueError(msg)
+
+
+def _search_split(stamps):
+    """"; of which k-means + lists X s, block search Y s" from the IVF block search's log (else "")."""
+    at = [t for t, m in stamps if m.startswith("approximate search on")]
+    blk = [t for t, m in stamps if m.startswith("IVF block search:")]
+    return f"; of which k-means + lists {blk[0] - at[0]:.1f} s, block search {blk[-1] - blk[0]:.1f} s" if at and len(blk) > 1 else ""
 
 
 def _stamps(*loggers):
@@ -234,12 +242,14 @@ def ad_read_csc(work: Path, tag: str):
 
 
 _RSS_BEFORE = [0.0]
+_CPU_AT_MARK = [None]
 
 
 def _mark():
     import psutil
 
     _RSS_BEFORE[0] = psutil.Process().memory_info().rss / 2**30
+    _CPU_AT_MARK[0] = time.process_time()
 
 
 def worker(name: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float, repeat: int) -> None:
@@ -251,6 +261,8 @@ def worker(name: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float, r
     except MemoryError as exc:
         out = {"seconds": None, "note": f"MemoryError under the {mem_limit_gb:g} GB address-space limit: {exc}"[:300]}
     peak = vm_hwm_gb()
+    if _CPU_AT_MARK[0] is not None and out.get("seconds") is not None:  # CPU s of the step, all threads (loaded machines)
+        out["note"] = "; ".join(x for x in (out.get("note"), f"CPU {time.process_time() - _CPU_AT_MARK[0]:.1f} s") if x)
     out.update({"peak_rss_gb": peak, "rss_before_gb": _RSS_BEFORE[0], "load_before": load0, "load_after": load1()})
     print("RESULT " + json.dumps(out))
 

@@ -17,7 +17,7 @@ LAYERS = {
     "glfs": {
         0: ["core", "core.result", "core._sparse_kernels", "core._validation", "core.out_of_core", "core.limits",
             "core.value_checks", "core._progress", "core.structure", "core.cluster"],
-        1: ["graph", "graph.similarity", "graph.neighbors", "graph.sharded", "scores", "scores.genewise", "scores.baselines",
+        1: ["graph", "graph.similarity", "graph.neighbors", "graph.sharded", "graph.ivf_blocks", "scores", "scores.genewise", "scores.baselines",
             "scores.lkr", "scores.hvg", "scores.moran", "scores.batches", "scores.binned", "designs", "designs.optimal", "designs.ufi", "designs.gradient",
             "designs.gradient_model", "designs.gradient_solver", "designs.gradient_path", "designs.budgeted",
             "simulation", "simulation.scsim", "simulation._counts",

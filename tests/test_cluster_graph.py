@@ -11,6 +11,7 @@ import scipy.sparse as sp
 
 import glfs
 import glfs.graph.neighbors as nb
+import glfs.graph.ivf_blocks as ivf_blocks
 import glfs.graph.sharded as sharded
 from test_out_of_core_graph import _planted
 
@@ -19,13 +20,13 @@ distributed = pytest.importorskip("distributed")
 faiss = pytest.importorskip("faiss")
 
 
-@pytest.mark.parametrize("ivf", [False, True, "pq"])
+@pytest.mark.parametrize("ivf", [False, True, "blocked"])
 def test_sharded_search_equals_the_single_search(dask_client, monkeypatch, ivf):
     Z = np.random.default_rng(1).normal(size=(3000, 12)).astype(np.float32)
     monkeypatch.setattr(sharded, "QUERY_BLOCK", 700)  # 5 shards, the last one short
-    if ivf == "pq":  # the index of a million cells: PQ codes + exact re-ranking (nb.IVF_PQ_MIN_SAMPLES)
-        monkeypatch.setattr(nb, "IVF_PQ_MIN_SAMPLES", 3000)
-        monkeypatch.setattr(sharded, "PQ_QUERY_BLOCK", 300)
+    if ivf == "blocked":  # the search of a million cells: lists against their queries in blocks
+        monkeypatch.setattr(nb, "IVF_BLOCKED_MIN_SAMPLES", 3000)
+        monkeypatch.setattr(ivf_blocks, "BLOCK_QUERIES", 300)
     if ivf:
         want = nb._knn_ivf(Z, 10, random_state=3)
         got = nb._knn_ivf(Z, 10, random_state=3, client=dask_client)

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from glfs.core._validation import check_int, check_X
 from glfs.core.out_of_core import OutOfCore, cluster_client
+from glfs.graph.ivf_blocks import ivf_lists
 from glfs.graph.sharded import ClusterZ, fit_components, flat_index, ivf_search, project, search_on_cluster
 
 log = logging.getLogger(__name__)
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "nearest_neighbors", "choose_neighbor_method", "exact_backend", "approx_backend", "ivf_nprobe",
     "AUTO_APPROX_MIN_SAMPLES", "AUTO_INDEX_MIN_SAMPLES", "AUTO_NNDESCENT_MIN_SAMPLES", "APPROX_N_PCS",
-    "NEIGHBOR_METHODS", "IVF_NLIST_PER_SQRT_N", "IVF_NPROBE", "IVF_NPROBE_PER_SQRT_NLIST", "PCA_FIT_SAMPLES",
+    "NEIGHBOR_METHODS", "IVF_BLOCKED_MIN_SAMPLES", "IVF_NLIST_PER_SQRT_N", "IVF_NPROBE", "IVF_NPROBE_PER_SQRT_NLIST", "PCA_FIT_SAMPLES",
 ]
 
 #: ``method="auto"`` searches on principal components from this many samples on
@@ -218,11 +219,11 @@ AUTO_NNDESCENT_MIN_SAMPLES = 200_000
 IVF_NLIST_PER_SQRT_N = 1.0
 IVF_NPROBE = 32
 IVF_NPROBE_PER_SQRT_NLIST = 1.0
-#: From this many samples on the IVF index holds 4-bit product-quantiser codes instead of the float32
-#: components (:func:`_ivf_index`) and re-ranks ``IVF_PQ_CANDIDATES`` candidates per sample exactly;
-#: below it, IndexIVFFlat (benchmarks/results/knn_backends_1m.md; docs/methods.md, "Atlas scale").
-IVF_PQ_MIN_SAMPLES = 500_000
-IVF_PQ_CANDIDATES = 100
+#: From this many samples on the IVF search runs as dense blocks (glfs.graph.ivf_blocks: each inverted
+#: list against all the queries that probe it, one matrix product): the same candidates as IndexIVFFlat
+#: with the same centres and probes, by exact float32 distances; below it, IndexIVFFlat
+#: (benchmarks/results/knn_backends_1m.md; docs/methods.md, "Atlas scale").
+IVF_BLOCKED_MIN_SAMPLES = 500_000
 
 
 def ivf_nprobe(nlist: int) -> int:
@@ -246,30 +247,21 @@ def ivf_nprobe(nlist: int) -> int:
     return int(min(nlist, max(IVF_NPROBE, np.ceil(IVF_NPROBE_PER_SQRT_NLIST * np.sqrt(nlist)))))
 
 
-def _ivf_index(Z32, nlist: int, random_state, k_factor: float | None = None):
+def _ivf_index(Z32, nlist: int, random_state, blocked: bool = False):
     """faiss' IVF index over the float32 rows Z32: k-means into ``nlist`` cells seeded by ``random_state``.
 
-    Without ``k_factor``: IndexIVFFlat (the float32 rows in their cells).  With it: 4-bit product-quantiser
-    codes of each row's residual to its cell's centre, one code per component (IndexIVFPQFastScan,
-    searched with SIMD look-up tables), wrapped in IndexRefineFlat, which re-ranks ``k_factor`` times the
-    requested candidates by their exact float32 distances (:data:`IVF_PQ_MIN_SAMPLES`).
+    IndexIVFFlat (the float32 rows in their cells), or with ``blocked`` the same k-means' inverted lists
+    for the block search (:class:`glfs.graph.ivf_blocks.IVFLists`, :data:`IVF_BLOCKED_MIN_SAMPLES`).
     """
     import faiss
 
+    if blocked:
+        return ivf_lists(Z32, nlist, random_state)
     p = Z32.shape[1]
-    seed = int(np.random.RandomState(random_state).randint(2**31 - 1))
-    if k_factor is None:
-        index = base = faiss.IndexIVFFlat(faiss.IndexFlatL2(p), p, nlist)
-    else:
-        base = faiss.IndexIVFPQFastScan(faiss.IndexFlatL2(p), p, nlist, p, 4)
-        base.by_residual = True
-        base.pq.cp.seed = seed
-    base.cp.seed = seed
-    base.cp.min_points_per_centroid = 1  # no warning for small n: k-means on fewer than 39 samples per cell is fine here
-    base.train(Z32)
-    if k_factor is not None:
-        index = faiss.IndexRefineFlat(base)
-        index.k_factor = float(k_factor)
+    index = faiss.IndexIVFFlat(faiss.IndexFlatL2(p), p, nlist)
+    index.cp.seed = int(np.random.RandomState(random_state).randint(2**31 - 1))
+    index.cp.min_points_per_centroid = 1  # no warning for small n: k-means on fewer than 39 samples per cell is fine here
+    index.train(Z32)
     index.add(Z32)
     return index
 
@@ -289,10 +281,9 @@ def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, npro
     over the samples in a fixed order, so the thread count does not matter).
     Searches ``n_neighbors + 5`` candidates; samples whose probed cells hold
     too few others are searched exactly.  Distances recomputed in float64.
-    From :data:`IVF_PQ_MIN_SAMPLES` (500,000) samples on, the cells hold 4-bit product-quantiser
-    codes (IndexIVFPQFastScan) and the nearest ``IVF_PQ_CANDIDATES`` (100) by the codes are re-ranked by
-    their exact float32 distances before that: at a million cells the same recall@15 (0.921) as
-    IndexIVFFlat at the same nprobe in about 0.4 x its CPU time (benchmarks/results/knn_backends_1m.md).  With a dask ``client``
+    From :data:`IVF_BLOCKED_MIN_SAMPLES` (500,000) samples on, the same candidates are searched list by
+    list as dense matrix products (:mod:`glfs.graph.ivf_blocks`): at a million cells the same recall@15
+    (0.92) as IndexIVFFlat in a fraction of its CPU time (benchmarks/results/knn_backends_1m.md).  With a dask ``client``
     (Z in memory, or a :class:`glfs.graph.sharded.ClusterZ` on the cluster), the index is built by a
     task and the queries are searched and refined in shards as tasks
     (:func:`glfs.graph.sharded.search_on_cluster`): the same pairs.
@@ -302,15 +293,14 @@ def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, npro
     k_search = int(min(n, n_neighbors + 5))
     nlist = int(nlist or max(1, round(IVF_NLIST_PER_SQRT_N * np.sqrt(n))))
     nprobe = int(min(nlist, nprobe or ivf_nprobe(nlist)))
-    k_factor = max(1.0, IVF_PQ_CANDIDATES / k_search) if n >= IVF_PQ_MIN_SAMPLES else None
-    log.info("approximate search on %d x %d components with faiss %s (nlist %d, nprobe %d)", n, p,
-             "IVFFlat" if k_factor is None else f"IVFPQFastScan + exact re-ranking of {k_factor * k_search:.0f}",
-             nlist, nprobe)
+    blocked = n >= IVF_BLOCKED_MIN_SAMPLES
+    log.info("approximate search on %d x %d components with faiss' k-means, %s (nlist %d, nprobe %d)", n, p,
+             "searched in dense blocks" if blocked else "IndexIVFFlat", nlist, nprobe)
     if client is not None:
-        build = functools.partial(_ivf_index, nlist=nlist, random_state=random_state, k_factor=k_factor)
+        build = functools.partial(_ivf_index, nlist=nlist, random_state=random_state, blocked=blocked)
         return search_on_cluster(Z, n_neighbors, k_search, client, build=build, refine=_from_candidates, nprobe=nprobe)
     Z32 = np.ascontiguousarray(Z, dtype=np.float32)
-    index = _ivf_index(Z32, nlist, random_state, k_factor)
+    index = _ivf_index(Z32, nlist, random_state, blocked)
     ind = ivf_search(index, Z32, k_search, nprobe)
     short = np.flatnonzero((ind >= 0).sum(axis=1) < min(n, n_neighbors + 1))
     if short.size:  # probed cells with too few samples: exact search for those samples

@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core.cluster import chunk_tasks, gather_blocks, task_key, wait_for
+from glfs.graph.ivf_blocks import IVFLists, search_lists
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +40,6 @@ __all__ = ["QUERY_BLOCK", "ClusterZ", "fit_components", "flat_index", "ivf_searc
 
 #: Cells per query shard of the sharded search: one task each (50,000 x 50 float32 = 10 MB of queries).
 QUERY_BLOCK = 50_000
-#: Queries per faiss call of an IVF index with product-quantiser codes (:func:`ivf_search`).
-PQ_QUERY_BLOCK = 16_384
 
 
 @dataclass(frozen=True)
@@ -164,17 +163,14 @@ def ivf_search(index, Q, k_search: int, nprobe: int):
     """
     import faiss
 
+    if isinstance(index, IVFLists):  # the same candidates, searched list by list in dense blocks
+        return search_lists(index, Q, k_search, nprobe, n_threads=faiss.omp_get_max_threads())
     Q32 = np.ascontiguousarray(Q, dtype=np.float32)
-    ivf = faiss.downcast_index(index.base_index) if isinstance(index, faiss.IndexRefine) else index  # PQ + re-ranking
-    ivf.nprobe = int(nprobe)
-    _, cell = ivf.quantizer.search(Q32, 1)
+    index.nprobe = int(nprobe)
+    _, cell = index.quantizer.search(Q32, 1)
     order = np.argsort(cell.ravel(), kind="stable")
     ind = np.empty((Q32.shape[0], k_search), dtype=np.int64)
-    # fast-scan codes: faiss holds look-up tables for every (query, probed cell) of a call (10^5 queries
-    # in one call peaked at 4.5-5 GB at a million cells), so the queries go in blocks of PQ_QUERY_BLOCK
-    step = Q32.shape[0] if ivf is index else PQ_QUERY_BLOCK
-    for a in range(0, Q32.shape[0], step):
-        _, ind[order[a : a + step]] = index.search(Q32[order[a : a + step]], k_search)
+    _, ind[order] = index.search(Q32[order], k_search)
     return ind
 
 

@@ -1,0 +1,221 @@
+"""The IVF search of a whole kNN graph as dense blocks: the probed lists scanned list by list with BLAS.
+
+faiss' IndexIVFFlat scans, for each query, the samples of its ``nprobe`` nearest k-means cells one
+distance at a time.  Every sample of the graph is a query, so the same candidates can be searched the
+other way round: for each inverted list, all the queries that probe it (a block of a few thousand)
+against all its samples (about a thousand) as one matrix product.  Same queries, same probed cells,
+same candidates as IndexIVFFlat with the same centres and ``nprobe``; what changes is how the
+distances are computed (a float32 GEMM, ``||q||^2 + ||c||^2 - 2 q.c``) and how the nearest are kept:
+
+1. each query's nearest ``k_search`` distance within its nearest cell is an upper bound tau of its
+   ``k_search``-th nearest among all its candidates (that cell is probed);
+2. in each list's block the pairs with a distance below tau (inflated by :data:`TAU_SLACK`) are kept
+   (a comparison and a ``flatnonzero`` per block, about 150 of 31,000 candidates a query at a million
+   cells), and from the kept pairs of all lists the ``k_search`` nearest per query (one sort of packed
+   ``(query, float32 distance)`` keys; ties to the list order).
+
+The caller refines the candidates by their float64 distances as after any search.  Queries go in
+blocks of :data:`BLOCK_QUERIES`, one thread each with BLAS on one thread, so the result does not depend
+on the thread count; a query's candidates do not depend on the other queries of its block (its
+distances are rows of matrix products; tests/test_neighbors_blocked.py).  docs/methods.md,
+"Atlas scale", has the measurements (benchmarks/results/knn_backends_1m.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+__all__ = ["BLOCK_QUERIES", "IVFLists", "ivf_lists", "search_lists"]
+
+#: Queries per block of :func:`search_lists` (one thread each; the kept pairs of a block, about 150 a
+#: query at a million cells, 12 bytes each, are its memory: about 60 MB).
+BLOCK_QUERIES = 32_768
+#: Rows x columns of one distance block (a list's probing queries are cut into chunks of this many pairs).
+PAIR_CHUNK = 2**22
+#: tau is inflated by this share so that the k_search-th pair of the nearest cell, recomputed in another
+#: product, is not lost to float32 rounding (a few more pairs kept; the float64 refinement orders them).
+TAU_SLACK = 1e-4
+
+
+@dataclass(frozen=True)
+class IVFLists:
+    """Inverted lists of the samples: k-means centres and the samples grouped by their nearest centre.
+
+    ``centres`` (nlist, p) float32; ``ids`` (n,) the sample numbers in list order; ``bounds`` (nlist + 1,)
+    list L holds ``ids[bounds[L]:bounds[L + 1]]``; ``data`` (n, p + 2) float32 the samples in list order
+    with ``-||x||^2 / 2`` and 1 appended (the distance products need no pass of their own); ``max_sq_norm``
+    the largest ``||x||^2``.
+    """
+
+    centres: np.ndarray
+    ids: np.ndarray
+    bounds: np.ndarray
+    data: np.ndarray
+    max_sq_norm: float
+
+    @property
+    def nlist(self) -> int:
+        return int(self.centres.shape[0])
+
+
+def _sq_norms(A):
+    return np.einsum("ij,ij->i", A, A)
+
+
+def _augment(A, first, second):
+    """[A, first, second] as float32 (n, p + 2)."""
+    out = np.empty((A.shape[0], A.shape[1] + 2), np.float32)
+    out[:, :-2], out[:, -2], out[:, -1] = A, first, second
+    return out
+
+
+def _nearest_centres(Qa, centres, nprobe):
+    """(query, cell) pairs of each query's ``nprobe`` nearest centres (ties at the last kept: all kept),
+    sorted by query, and each query's nearest cell.  ``Qa`` = [Q, 1, ...]; one float32 product, no faiss threads."""
+    C = np.empty((centres.shape[0], centres.shape[1] + 1), np.float32)
+    C[:, :-1], C[:, -1] = centres, -_sq_norms(centres) / 2
+    s = Qa[:, : C.shape[1]] @ C.T  # q.c - |c|^2 / 2 = (|q|^2 - d) / 2: the nearest have the largest
+    nearest = np.argmax(s, axis=1)
+    if nprobe >= s.shape[1]:
+        q, cell = np.divmod(np.arange(s.size), s.shape[1])
+    elif nprobe == 1:
+        q, cell = np.arange(s.shape[0]), nearest
+    else:
+        kth = np.partition(s, s.shape[1] - nprobe, axis=1)[:, s.shape[1] - nprobe]
+        q, cell = np.divmod(np.flatnonzero(s >= kth[:, None]), s.shape[1])
+    return q, cell, nearest
+
+
+def _by_cell(cell, nlist):
+    """Order of the entries of ``cell`` grouped by cell (stable) and each cell's bounds in that order."""
+    order = np.argsort(cell, kind="stable")
+    return order, np.searchsorted(cell[order], np.arange(nlist + 1))
+
+
+def _chunks(rows, width):
+    step = max(1, PAIR_CHUNK // max(1, width))
+    return (rows[a : a + step] for a in range(0, rows.size, step))
+
+
+def _tau(Qa, lists, nearest, k_search):
+    """Each query's ``k_search``-th smallest squared distance within its nearest cell (inf: fewer there)."""
+    tau = np.full(Qa.shape[0], np.inf, np.float32)
+    order, bounds = _by_cell(nearest, lists.nlist)
+    for L in np.flatnonzero(np.diff(bounds)):
+        a, b = lists.bounds[L], lists.bounds[L + 1]
+        if b - a < k_search:
+            continue
+        for qi in _chunks(order[bounds[L] : bounds[L + 1]], b - a):
+            s = Qa[qi] @ lists.data[a:b].T  # q.c - |c|^2/2 - |q|^2/2 = -d/2
+            tau[qi] = -2.0 * np.partition(s, b - a - k_search, axis=1)[:, b - a - k_search]
+    return tau
+
+
+def _search_block(Q, lists, k_search, nprobe):
+    """(m, k_search) candidate sample numbers (-1: none) of the query rows Q (float32)."""
+    m = Q.shape[0]
+    qn = _sq_norms(Q)
+    Qa = _augment(Q, 1.0, -qn / 2)
+    pq, pcell, nearest = _nearest_centres(Qa, lists.centres, nprobe)
+    tau = _tau(Qa, lists, nearest, k_search)
+    # an upper bound of every distance where the nearest cell holds too few: all candidates kept
+    cap = 2.0 * (qn + lists.max_sq_norm) + 1.0
+    tau = np.where(np.isfinite(tau), tau * (1 + TAU_SLACK) + 1e-30, cap).astype(np.float32)
+    Qa[:, -1] = (tau - qn) / 2  # s = (tau - d) / 2: kept when s > 0
+    order, bounds = _by_cell(pcell, lists.nlist)
+    kq, kc, kd = [], [], []
+    for L in np.flatnonzero(np.diff(bounds)):
+        a, b = lists.bounds[L], lists.bounds[L + 1]
+        if a == b:
+            continue
+        for qi in _chunks(pq[order[bounds[L] : bounds[L + 1]]], b - a):
+            s = Qa[qi] @ lists.data[a:b].T
+            hit = np.flatnonzero(s > 0)
+            if hit.size:
+                i, j = np.divmod(hit, b - a)
+                kq.append(qi[i])
+                kc.append(lists.ids[a + j])
+                kd.append(tau[qi[i]] - 2.0 * s.ravel()[hit])
+    return _keep_nearest(m, kq, kc, kd, k_search)
+
+
+def _keep_nearest(m, kq, kc, kd, k_search):
+    """The ``k_search`` nearest kept pairs per query (ties: the earlier in list order), as an (m, k_search) array."""
+    ind = np.full((m, k_search), -1, np.int64)
+    if not kq:
+        return ind
+    q = np.concatenate(kq)
+    c = np.concatenate(kc)
+    d = np.concatenate(kd)
+    d = np.where(d > 0, d, np.float32(0)).astype(np.float32)  # no -0.0: its bits sort last
+    key = (q.astype(np.uint64) << np.uint64(32)) | d.view(np.uint32).astype(np.uint64)  # sorts by (q, d)
+    srt = np.sort(key)
+    first = np.searchsorted(srt, np.arange(m + 1, dtype=np.uint64) << np.uint64(32))
+    count = np.diff(first)
+    kth = np.full(m, np.iinfo(np.uint64).max, np.uint64)
+    full = count >= k_search
+    kth[full] = srt[first[:-1][full] + k_search - 1]
+    keep = np.flatnonzero(key <= kth[q])
+    keep = keep[np.argsort(q[keep], kind="stable")]
+    qk = q[keep]
+    pos = np.arange(qk.size) - np.searchsorted(qk, qk)
+    ok = pos < k_search
+    ind[qk[ok], pos[ok]] = c[keep][ok]
+    return ind
+
+
+def search_lists(lists: IVFLists, Q, k_search: int, nprobe: int, n_threads: int = 1):
+    """The ``k_search`` candidates (-1: none) of every query row of Q among the samples of its ``nprobe``
+    nearest cells, by exact float32 distances; blocks of :data:`BLOCK_QUERIES` queries on ``n_threads``
+    threads (BLAS on one thread each: the result does not depend on ``n_threads``)."""
+    from threadpoolctl import threadpool_limits
+
+    Q = np.ascontiguousarray(Q, dtype=np.float32)
+    n = Q.shape[0]
+    ind = np.empty((n, int(k_search)), np.int64)
+    starts = list(range(0, n, BLOCK_QUERIES))
+    t0, done = time.perf_counter(), [0]
+
+    def run(a):
+        ind[a : a + BLOCK_QUERIES] = _search_block(Q[a : a + BLOCK_QUERIES], lists, int(k_search), int(nprobe))
+        done[0] += 1
+        if len(starts) > 1 and (done[0] % max(1, len(starts) // 10) == 0 or done[0] == len(starts)):
+            log.info("IVF block search: %d of %d query blocks in %.1f s", done[0], len(starts), time.perf_counter() - t0)
+
+    log.info("IVF block search: %d queries in %d blocks on %d threads, %d of %d lists probed", n, len(starts),
+             max(1, int(n_threads)), int(nprobe), lists.nlist)
+    with threadpool_limits(limits=1, user_api="blas"):
+        if n_threads <= 1 or len(starts) == 1:
+            for a in starts:
+                run(a)
+        else:
+            with ThreadPoolExecutor(max_workers=int(n_threads)) as pool:
+                list(pool.map(run, starts))
+    return ind
+
+
+def ivf_lists(Z32, nlist: int, random_state) -> IVFLists:
+    """:class:`IVFLists` of the float32 rows Z32: faiss' k-means into ``nlist`` cells seeded by ``random_state``
+    (as the IVF index of :func:`glfs.graph.neighbors._ivf_index`), each sample in the list of its nearest centre."""
+    import faiss
+
+    p = Z32.shape[1]
+    km = faiss.IndexIVFFlat(faiss.IndexFlatL2(p), p, nlist)
+    km.cp.seed = int(np.random.RandomState(random_state).randint(2**31 - 1))
+    km.cp.min_points_per_centroid = 1
+    km.train(Z32)
+    centres = km.quantizer.reconstruct_n(0, nlist)
+    cell = np.empty(Z32.shape[0], np.int64)
+    for a in range(0, Z32.shape[0], BLOCK_QUERIES):
+        cell[a : a + BLOCK_QUERIES] = _nearest_centres(_augment(Z32[a : a + BLOCK_QUERIES], 1.0, 0.0), centres, 1)[2]
+    ids, bounds = _by_cell(cell, nlist)
+    data = Z32[ids]
+    norms = _sq_norms(data)
+    return IVFLists(centres, ids, bounds, _augment(data, -norms / 2, 1.0), float(np.max(norms, initial=0.0)))
