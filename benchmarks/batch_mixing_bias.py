@@ -34,16 +34,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from batch_selection import OUT, load_kang, lognorm, simulate, variance_shares  # noqa: E402
 
 
-def graph_stats(X, labels, batches, genes):
-    """(mixing, type purity) on the evaluation's PCA + 15-NN graph of the genes (seed 0; as evaluate_ranking_leiden)."""
+def graph_stats(X, labels, batches, genes, seed=0):
+    """(mixing, type purity) on the evaluation's PCA + 15-NN graph of the genes (``seed``; as evaluate_ranking_leiden)."""
     import anndata
     import scanpy as sc
 
     from glfs.evaluate.mixing import knn_batch_mixing
 
     adata = anndata.AnnData(sp.csr_matrix(X[:, np.sort(genes)]))
-    sc.pp.pca(adata, n_comps=min(50, len(genes) - 1), mask_var=None, svd_solver="arpack", random_state=0)
-    sc.pp.neighbors(adata, n_neighbors=15, use_rep="X_pca", random_state=0)
+    sc.pp.pca(adata, n_comps=min(50, len(genes) - 1), mask_var=None, svd_solver="arpack", random_state=seed)
+    sc.pp.neighbors(adata, n_neighbors=15, use_rep="X_pca", random_state=seed)
     D = sp.coo_matrix(adata.obsp["distances"])
     purity = float(np.mean(labels[D.row] == labels[D.col]))
     return knn_batch_mixing(adata.obsp["distances"], labels, batches)["batch_mixing"], purity
