@@ -38,7 +38,9 @@ from batch_selection import OUT, evaluate, load_kang, lognorm, simulate  # noqa:
 CASES = [
     ("graph_moran", "graph_moran", {"batch_rule": "nbatches"}),
     ("graph_moran minus_batch_share", "graph_moran", {"batch_rule": "minus_batch_share"}),
+    ("graph_moran minus_global_local_share", "graph_moran", {"batch_rule": "minus_global_local_share"}),
     ("hvg_seurat_v3", "hvg_seurat_v3", {}),
+    ("random genes", "random", {}),
 ]
 REFERENCE = "hvg_seurat_v3"
 
@@ -65,12 +67,15 @@ def run_replicate(dataset, rep, counts, labels, batches, args):
     rows = []
     for n in args.n:
         for case, method, extra in CASES:
+            if args.cases and case not in args.cases:
+                continue
             seeds = args.selection_seeds if method == "graph_moran" else [0]
             for s in seeds:
                 kw = {"counts": counts} if method == "hvg_seurat_v3" else {}
                 load = os.getloadavg()[0]
                 t = time.perf_counter()
-                sel = glfs.select(X, method, n_features_to_select=n, batches=batches, random_state=s, **kw, **extra)
+                sel = (random_genes(X.shape[1], n, rep) if method == "random" else
+                       glfs.select(X, method, n_features_to_select=n, batches=batches, random_state=s, **kw, **extra))
                 sec = time.perf_counter() - t
                 for e in args.eval_seeds:
                     scores = evaluate_with_seed(X, labels, sel, n, batches, args.runs, e)
@@ -81,6 +86,16 @@ def run_replicate(dataset, rep, counts, labels, batches, args):
                     rows.append(row)
                     print(pd.DataFrame([row]).to_string(index=False, header=len(rows) == 1), flush=True)
     return rows
+
+
+def random_genes(d, n, seed):
+    """n genes drawn uniformly (seeded by the replicate), as a Selection-like object (ranking, selected)."""
+    from types import SimpleNamespace
+
+    ranking = np.random.default_rng(seed).permutation(d)
+    selected = np.zeros(d, dtype=bool)
+    selected[ranking[:n]] = True
+    return SimpleNamespace(ranking=ranking, selected=selected)
 
 
 def evaluate_with_seed(X, labels, sel, n, batches, runs, seed):
@@ -140,6 +155,7 @@ def summary(df) -> list[str]:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", nargs="+", default=["kang", "sim"])
+    ap.add_argument("--cases", nargs="+", default=None, help="row names of CASES to run (default: all)")
     ap.add_argument("--n", type=int, nargs="+", default=[500])
     ap.add_argument("--replicates", type=int, nargs="+", default=[0, 1, 2, 3])
     ap.add_argument("--selection-seeds", type=int, nargs="+", default=[0])

@@ -488,3 +488,74 @@ def test_deviance_with_batches_never_scores_a_batch_alone(monkeypatch):
     for key in ("batch_scores", "batch_ranks", "nbatches", "median_rank"):
         np.testing.assert_array_equal(one_pass.extra[key], one_by_one.extra[key])
     assert one_pass.params == one_by_one.params
+
+
+def test_local_batch_share_is_the_neighbourhood_anova_written_out():
+    # brute force: each cell's k nearest (Euclidean on Z) in every batch, one-way ANOVA by batch pooled over the
+    # neighbourhoods, the between part less its expectation without a batch effect
+    from glfs.scores.batches import local_batch_share
+
+    rng = np.random.default_rng(3)
+    n, d, k = 40, 5, 3
+    codes = np.repeat([0, 1, 2], [12, 15, 13])
+    Z = rng.normal(size=(n, 2))
+    X = rng.normal(size=(n, d))
+    X[:, 4] = 1.5  # constant: NaN
+    K = 3
+    ss_b = np.zeros(d)
+    ss_t = np.zeros(d)
+    df_w = 0
+    for i in range(n):
+        groups = []
+        for b in range(K):
+            ref = np.flatnonzero(codes == b)
+            dist = ((Z[ref] - Z[i]) ** 2).sum(axis=1)
+            groups.append(ref[np.argsort(dist, kind="stable")[:k]])
+        cells = np.concatenate(groups)
+        m = X[cells].mean(axis=0)
+        ss_t += ((X[cells] - m) ** 2).sum(axis=0)
+        ss_b += sum(len(g) * (X[g].mean(axis=0) - m) ** 2 for g in groups)
+        df_w += cells.size - K
+    df_b = n * (K - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected = np.where(ss_t > 1e-9, (ss_b - df_b / df_w * (ss_t - ss_b)) / ss_t, np.nan)
+    got = local_batch_share(X, codes, Z, k)
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(local_batch_share(sp.csr_matrix(X), codes, Z, k), expected, rtol=1e-9, atol=1e-12)
+    assert np.isnan(got[4])
+    left = np.where(codes == 1, -1, codes)  # a batch left out: the share over the other cells, codes 0 and 2
+    keep = codes != 1
+    np.testing.assert_allclose(local_batch_share(X, left, Z, k),
+                               local_batch_share(X[keep], np.where(codes[keep] == 2, 1, 0), Z[keep], k), rtol=1e-12)
+    one = local_batch_share(X, np.zeros(n, int), Z, k)
+    assert np.isnan(one[4]) and np.all(np.delete(one, 4) == 0)
+
+
+def test_local_batch_share_sees_a_shift_within_one_type_and_not_composition():
+    # gene 0 moves with the batch inside type 0 only; gene 1 marks type 0, whose share of the cells differs between
+    # the batches (composition); gene 2 is noise.  The global share counts composition, the local one does not.
+    from glfs.scores.batches import between_batch_share, local_batch_share
+
+    rng = np.random.default_rng(0)
+    codes = np.repeat([0, 1], 300)
+    types = np.where(codes == 0, rng.random(600) < 0.8, rng.random(600) < 0.2).astype(int)
+    X = rng.normal(size=(600, 3))
+    X[:, 0] += 2.0 * codes * (types == 1)
+    X[:, 1] += 4.0 * types
+    Z = np.column_stack([4.0 * types + rng.normal(scale=0.3, size=600), rng.normal(size=600)])
+    local = local_batch_share(X, codes, Z, 5)
+    glob = between_batch_share(X, codes)
+    assert local[0] > 0.2 and abs(local[1]) < 0.05 and abs(local[2]) < 0.05
+    assert glob[1] > 0.2  # composition: between the batches over all cells
+
+
+def test_minus_global_local_share_adds_the_local_share_and_is_plain_with_one_batch():
+    X, b = _data()
+    plain = _quiet(glfs.select, X, "graph_moran", n_features_to_select=5)
+    one = _run(X, np.zeros(X.shape[0], int), "minus_global_local_share", n=5)
+    _same(one, plain)
+    sel = _run(X, b, "minus_global_local_share")
+    assert sel.params["batch_rule"] == "minus_global_local_share"
+    penalty = np.nan_to_num(sel.extra["between_batch_share"]) + np.nan_to_num(sel.extra["local_batch_share"])
+    np.testing.assert_allclose(sel.scores, sel.extra["mean_moran_i"] - penalty)
+    assert not sel.selected[SHIFT] and sel.extra["local_batch_share"][SHIFT] > 0.5

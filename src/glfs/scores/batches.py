@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["BatchRanks", "BatchPlan", "batch_codes", "batch_columns", "combine_batch_ranks", "select_by_batch",
            "run_by_batch", "plan_batches", "within_batches", "min_batch_cells", "graph_min_cells", "BATCH_RULES",
-           "between_batch_share", "scored_codes"]
+           "between_batch_share", "local_batch_share", "scored_codes"]
 
 #: Ways of combining the per-batch rankings (module docstring, step 3).
 BATCH_RULES = ("nbatches", "median_rank")
@@ -299,6 +299,63 @@ def between_batch_share(X, codes) -> np.ndarray:
     total = variance_score(Xk)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(total > 0, np.minimum(between / total, 1.0), np.nan)
+
+
+def local_batch_share(X, codes, Z, n_per_batch: int) -> np.ndarray:
+    """Per gene: the share of its variance among similar cells that separates the batches, less its null expectation.
+
+    Every cell i (``codes[i] >= 0``) gets a neighbourhood N_i of the ``n_per_batch`` cells nearest to it on the
+    embedding ``Z`` (Euclidean; e.g. principal components) in each scored batch b, the groups G_ib (its own
+    batch's group holds i itself): bbknn's batch-balanced neighbourhood (Polanski et al., Bioinformatics 2020).
+    Pooled over the cells, a one-way analysis of variance by batch within the neighbourhoods:
+    SS_b = sum_i sum_b |G_ib| (m_ib - m_i)^2 and SS_t = sum_i sum_(j in N_i) (x_j - m_i)^2 (m: group and
+    neighbourhood means), SS_w = SS_t - SS_b, and the share (SS_b - df_b SS_w / df_w) / SS_t with
+    df_b = sum_i (K - 1), df_w = sum_i (|N_i| - K): the part of SS_b beyond what K groups of the same cells give
+    without a batch effect (its expectation under exchangeable batches).  0 (to rounding) where the batches do not
+    differ among similar cells, whatever their composition; 0 with one batch; NaN for a gene constant on every
+    neighbourhood.  docs/methods.md, "Batch-aware selection".
+
+    X : (n_samples, n_features) dense or sparse; ``codes`` one batch code 0 .. K-1 per cell (-1: left out);
+    ``Z`` (n_samples, n_components).  Cost: K exact searches of every cell among one batch's cells
+    (O(n^2 n_components) in all) and two sparse products with n K n_per_batch non-zeros per gene block.
+    """
+    from sklearn.neighbors import NearestNeighbors
+
+    codes = np.asarray(codes)
+    keep = np.flatnonzero(codes >= 0)
+    c, Zk = np.unique(codes[keep], return_inverse=True)[1], np.asarray(Z)[keep]
+    n, K = keep.size, int(c.max()) + 1
+    if K == 1:
+        return np.where(variance_score(X[keep]) > 0, 0.0, np.nan)
+    rows, cols = [], []
+    for b in range(K):
+        ref = np.flatnonzero(c == b)
+        k = min(int(n_per_batch), ref.size)
+        ind = NearestNeighbors(n_neighbors=k).fit(Zk[ref]).kneighbors(Zk, return_distance=False)
+        rows.append(np.repeat(np.arange(n) * K + b, k))
+        cols.append(ref[ind.ravel()])
+    r, col = np.concatenate(rows), np.concatenate(cols)
+    G = sp.csr_matrix((np.ones(r.size), (r, col)), shape=(n * K, n))  # the groups G_ib
+    U = sp.csr_matrix((np.ones(r.size), (r // K, col)), shape=(n, n))  # the neighbourhoods N_i (disjoint groups)
+    g_size, u_size = np.asarray(G.sum(axis=1)).ravel(), np.asarray(U.sum(axis=1)).ravel()
+    Xk = sp.csc_matrix(X[keep]) if sp.issparse(X) else np.asarray(X, dtype=np.float64)[keep]
+    d = Xk.shape[1]
+    sq, grp, nbh = np.empty(d), np.empty(d), np.empty(d)
+    times = np.asarray(U.sum(axis=0)).ravel()  # how many neighbourhoods each cell is in
+    step = max(1, 2**23 // max(n * K, 1))
+    for lo in range(0, d, step):
+        B = Xk[:, lo:lo + step]
+        B = B.toarray() if sp.issparse(B) else B
+        sq[lo:lo + step] = times @ (B * B)
+        S = G @ B
+        grp[lo:lo + step] = (S * S / g_size[:, None]).sum(axis=0)
+        S = U @ B
+        nbh[lo:lo + step] = (S * S / u_size[:, None]).sum(axis=0)
+    ss_t, ss_b = sq - nbh, grp - nbh
+    df_b, df_w = n * (K - 1), float(u_size.sum()) - n * K
+    with np.errstate(invalid="ignore", divide="ignore"):
+        excess = ss_b - (df_b / df_w) * (ss_t - ss_b) if df_w > 0 else ss_b
+        return np.where(ss_t > 1e-12 * np.maximum(sq, 1e-300), excess / ss_t, np.nan)
 
 
 def batch_columns(nbatches, intersection, median_rank) -> dict:

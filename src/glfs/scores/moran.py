@@ -41,8 +41,8 @@ from glfs.core._validation import ConstantFeatureWarning, check_graph, check_int
 from glfs.core.cluster import as_current
 from glfs.graph.similarity import similarity_graph
 from glfs.scores.batches import (
-    between_batch_share, combine_batch_ranks, graph_min_cells, plan_batches, scored_codes, select_by_batch,
-    within_batches,
+    between_batch_share, combine_batch_ranks, graph_min_cells, local_batch_share, plan_batches, scored_codes,
+    select_by_batch, within_batches,
 )
 from glfs.scores.genewise import DENSE_SHARE, _dense_parts, centred_sums, cross_sums, gene_block_results, sparse_stats
 
@@ -364,9 +364,13 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
     min_cells, why = graph_min_cells(n_neighbors)
     plan = plan_batches(batches, X.shape[0], method="graph_moran", min_cells=min_cells, why_min=why)
     d = X.shape[1]
-    share = None
-    if rule == "minus_batch_share":
-        share = between_batch_share(X, scored_codes(plan))
+    share = glob = local = None
+    if rule in SHARE_RULES:
+        codes = scored_codes(plan)
+        share = glob = between_batch_share(X, codes)
+        if rule == "minus_global_local_share":
+            local = _local_share(X, codes, len(plan.scored), n_neighbors, n_pcs, random_state)
+            share = glob if local is None else np.nan_to_num(glob, nan=0.0) + np.nan_to_num(local, nan=0.0)
 
     def graph(genes):
         return within_batches(plan, lambda keep, codes: cell_graph(
@@ -410,12 +414,35 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
     scores, ranking = _minus_share(sel.extra["batch_scores"], share)
     return make_selection("graph_moran", scores, higher_is_better=True, n_features=n_features, ranking=ranking,
                           params={**sel.params, "batch_rule": rule},
-                          extra={**sel.extra, "between_batch_share": share, "mean_moran_i": sel.scores})
+                          extra={**sel.extra, "between_batch_share": glob, "local_batch_share": local,
+                                 "mean_moran_i": sel.scores})
+
+
+def _local_share(X, codes, n_batches, n_neighbors, n_pcs, random_state):
+    """:func:`glfs.scores.batches.local_batch_share` on the principal components of all genes of the scored cells
+    (those of :func:`cell_graph`'s first graph), the graph's neighbours spread over the batches (at least 2 each)."""
+    from glfs.graph.neighbors import _pca_in_memory
+
+    if n_batches < 2:
+        return None
+    keep = codes >= 0
+    Xk = X if keep.all() else X[keep]
+    n, g = Xk.shape
+    pcs = min(int(n_pcs), g - 1, n - 1)
+    Z = _pca_in_memory(Xk, pcs, random_state) if pcs >= 2 else (Xk.toarray() if sp.issparse(Xk) else np.asarray(Xk))
+    full = np.zeros((X.shape[0], Z.shape[1]), dtype=np.float64)
+    full[keep] = Z
+    per_batch = max(2, -(-int(n_neighbors) // n_batches))
+    log.info("graph_moran: local between-batch share on %d PCs, %d nearest cells per batch", Z.shape[1], per_batch)
+    return local_batch_share(X, codes, full, per_batch)
 
 
 #: graph_moran's ways of combining the batches: the rank rules of glfs.scores.batches, and "minus_batch_share"
 #: (the mean within-batch Moran's I less the gene's between-batch share of variance; docs/methods.md).
-MORAN_BATCH_RULES = ("nbatches", "median_rank", "minus_batch_share")
+MORAN_BATCH_RULES = ("nbatches", "median_rank", "minus_batch_share", "minus_global_local_share")
+
+#: The rules that take a between-batch share of variance off the mean within-batch Moran's I.
+SHARE_RULES = ("minus_batch_share", "minus_global_local_share")
 
 #: graph_moran's default way of combining the batches (docs/methods.md, "Batch-aware selection": chosen on the
 #: simulated batches, not lost on the Kang donors).
