@@ -39,6 +39,7 @@ import scipy.sparse as sp
 from glfs.core.result import Selection, make_selection, ranking_from_scores
 from glfs.core._validation import ConstantFeatureWarning, check_graph, check_int, check_X, warn_constant
 from glfs.core.cluster import as_current
+from glfs.graph.neighbors import _pca_in_memory
 from glfs.graph.similarity import similarity_graph
 from glfs.scores.batches import (
     between_batch_share, combine_batch_ranks, graph_min_cells, local_batch_share, plan_batches, scored_codes,
@@ -421,8 +422,6 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
 def _local_share(X, codes, n_batches, n_neighbors, n_pcs, random_state):
     """:func:`glfs.scores.batches.local_batch_share` on the principal components of all genes of the scored cells
     (those of :func:`cell_graph`'s first graph), the graph's neighbours spread over the batches (at least 2 each)."""
-    from glfs.graph.neighbors import _pca_in_memory
-
     if n_batches < 2:
         return None
     keep = codes >= 0
