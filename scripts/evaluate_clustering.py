@@ -21,7 +21,8 @@ try:
     else:
         labels = np.asarray(adata.obs["label"].astype(str))
         kwargs = clustering_kwargs(par.clustering, n_clusters=par.n_clusters, random_state=par.seed)
-        df = evaluate_rankings(inp.tables, lambda ranking: evaluate_ranking(adata.X, labels, ranking, **kwargs), score="nmi")
+        seen = {}  # gene sets two methods share (and all genes) are evaluated once
+        df = evaluate_rankings(inp.tables, lambda r: evaluate_ranking(adata.X, labels, r, cache=seen, **kwargs), score="nmi")
     write_tsv(pd.DataFrame(columns=COLUMNS) if df is None else df[COLUMNS], snakemake.output[0])  # noqa: F821
 except Exception:
     log.exception("evaluate_clustering failed")

@@ -48,10 +48,11 @@ try:
         # the clustering of evaluate_clustering (same affinity, seeds and max_samples subsample), on this grid
         kwargs = clustering_kwargs(par.clustering, n_clusters=par.n_clusters, random_state=par.seed)
         kwargs["feature_grid"] = list(par.feature_grid)
+        seen = {}  # a top-k gene set that two graph weights share is clustered once
         for gw in par.graph_weights:
             sel = glfs.select(adata.X, method=par.method, graph=W, n_features=n_features, graph_weight=float(gw), **params)
             p = dict(sel.params)
-            records = pd.DataFrame.from_records(evaluate_ranking(adata.X, labels, np.asarray(sel.ranking), **kwargs))
+            records = pd.DataFrame.from_records(evaluate_ranking(adata.X, labels, np.asarray(sel.ranking), cache=seen, **kwargs))
             for k, g in records.groupby("n_features"):
                 rows.append({
                     "graph_weight": float(gw),

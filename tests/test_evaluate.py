@@ -202,6 +202,31 @@ def test_evaluate_ranking_is_deterministic_and_all_means_every_gene():
     assert sorted({r["n_features"] for r in a}) == [3, X.shape[1]]
 
 
+def test_evaluate_ranking_depends_on_the_gene_set_and_the_cache_evaluates_each_set_once(monkeypatch):
+    """Two rankings with the same top-3 set in another order and the same genes in all: equal records there
+    (the top-k genes are taken in index order); with one cache the shared sets are clustered once."""
+    from glfs.evaluate import clustering
+
+    X, y = _planted(n_noise=5)
+    d = X.shape[1]
+    kw = {"feature_grid": [2, 3, "all"], "n_runs": 2, "affinity_neighbors": 5, "random_state": 4}
+    first = np.arange(d)
+    second = np.r_[[2, 0, 1], np.arange(3, d)[::-1]]  # top-2 {0, 2} differs, top-3 and all equal as sets
+    a, b = evaluate_ranking(X, y, first, **kw), evaluate_ranking(X, y, second, **kw)
+    same = [r for r in a if r["n_features"] != 2]
+    assert same == [r for r in b if r["n_features"] != 2]
+    calls = []
+    real = clustering._records_at_k
+    monkeypatch.setattr(clustering, "_records_at_k", lambda Xk, *args: calls.append(Xk.shape[1]) or real(Xk, *args))
+    cache = {}
+    assert evaluate_ranking(X, y, first, cache=cache, **kw) == a
+    assert evaluate_ranking(X, y, second, cache=cache, **kw) == b
+    assert sorted(calls) == [2, 2, 3, d]  # top-2 twice (different sets), top-3 and all genes once
+    # other settings are other entries of the same cache
+    assert evaluate_ranking(X, y, first, cache=cache, **{**kw, "random_state": 5}) != a
+    assert len(calls) == 7
+
+
 def test_evaluate_ranking_kmeans_is_one_best_of_restarts_per_gene_count():
     """He et al. 2011, Sec. 7.2: one k-means (best of 10 by inertia) per test, not one per spectral run."""
     X, y = _planted(n_noise=6)

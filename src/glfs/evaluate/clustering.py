@@ -411,6 +411,7 @@ def evaluate_ranking(
     random_state=0,
     max_samples: int | None = None,
     eigen_solver: str = "auto",
+    cache: dict | None = None,
 ) -> list[dict]:
     """Clustering and 1-NN evaluation of one gene ranking over a grid of top-k.
 
@@ -447,11 +448,19 @@ def evaluate_ranking(
     eigen_solver : {"auto", "arpack", "lobpcg"}, default "auto"
         The spectral embedding's eigensolver, see :func:`spectral_cluster_runs`
         (ARPACK below 2000 samples, LOBPCG from there).
+    cache : dict, optional
+        Records of the gene sets already evaluated, for the rankings of one X and labels
+        (the workflow passes one dict to all methods of a dataset).  A top-k gene set
+        met again (by another ranking, or the all-genes point every ranking shares) is
+        not evaluated again: its records are copied.  The genes are taken in index order,
+        so the records are a function of the gene set, and the key holds the settings.
 
     Notes
     -----
     The spectral-clustering affinity and embedding of each k are built once
-    (they do not depend on the seed) and reused by the ``n_runs`` runs.  Cost
+    (they do not depend on the seed) and reused by the ``n_runs`` runs.
+    Every k is evaluated on the top-k genes in index order (the protocol's
+    distances, kNN affinity and k-means do not depend on the order of the genes).  Cost
     per k: one neighbour search (exact below 8192 samples, approximate above),
     one sparse eigenproblem (``n_runs`` when the affinity has more components
     than clusters, see :func:`spectral_cluster_runs`) and ``n_runs + 1`` k-means
@@ -484,8 +493,14 @@ def evaluate_ranking(
     grid = resolve_feature_grid(feature_grid, d)
     log.info("evaluate_ranking: %d samples, %d gene counts x %d runs; spectral embedding by %s", n, len(grid), n_runs, solver)
     t_start = time.perf_counter()
+    settings = (n, d, n_clusters, seeds.tobytes(), affinity_neighbors, solver, kmeans_restarts, max_samples)
+    cache = {} if cache is None else cache
     for i_k, k in enumerate(grid):
-        records += _records_at_k(X[:, ranking[:k]], y, k, seeds, n_clusters, affinity_neighbors, solver, kmeans_restarts)
+        genes = np.sort(ranking[:k])
+        key = (settings, genes.tobytes())
+        if key not in cache:
+            cache[key] = _records_at_k(X[:, genes], y, k, seeds, n_clusters, affinity_neighbors, solver, kmeans_restarts)
+        records += [dict(r) for r in cache[key]]
         log.info(
             "evaluate_ranking: k=%d (%d/%d), mean NMI %.3f, %.0f s elapsed",
             k,
