@@ -304,6 +304,26 @@ def test_evaluate_classifier_separable_data_makes_no_errors():
         assert 1 <= r["n_genes"] <= X.shape[1]
 
 
+def test_search_cv_errors_equal_a_refit_cross_validation():
+    """A grid search's own fold fits give the CV errors at its chosen hyper-parameters: the same count as
+    cross_val_predict of the frozen estimator on the same folds (what evaluate_classifier counted before)."""
+    from sklearn.model_selection import cross_val_predict
+
+    from glfs.evaluate.classify import _fixed_estimator, _search_cv_errors
+
+    X, y = _two_class(n=40, d=12, shift=0.8, seed=3)  # overlapping classes: some CV errors
+    cv = cv_splitter(y, 5, random_state=0)
+    counts = []
+    for name, est in baseline_classifiers(cv).items():
+        fitted = est.fit(X, y)
+        refit = int(np.sum(cross_val_predict(_fixed_estimator(fitted), X, y, cv=cv) != y))
+        assert _search_cv_errors(fitted, cv, X, y) == refit, name
+        counts.append(refit)
+    assert max(counts) > 0  # the check compares non-trivial counts
+    # another splitter than the search's: no shortcut
+    assert _search_cv_errors(fitted, cv_splitter(y, 5, random_state=1), X, y) is None
+
+
 def test_evaluate_classifier_counts_errors_of_a_constant_predictor():
     from sklearn.dummy import DummyClassifier
 

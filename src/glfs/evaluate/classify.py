@@ -180,6 +180,25 @@ def _fixed_estimator(fitted):
     return est
 
 
+def _search_cv_errors(fitted, cv, X_train, y_train):
+    """The CV errors at the tuned hyper-parameters from a fitted search's own folds, or None.
+
+    A ``GridSearchCV`` scored by accuracy over the same ``cv`` has already fitted the
+    estimator with its chosen hyper-parameters on every training fold: its fold accuracies
+    times the fold sizes are the errors that :func:`cross_val_predict` of the frozen
+    estimator would count again (the same folds, the same fits).  None when the search used
+    other folds or another score, or a fold's score is missing.
+    """
+    results = getattr(fitted, "cv_results_", None)
+    if results is None or getattr(fitted, "cv", None) is not cv or getattr(fitted, "scoring", None) != "accuracy":
+        return None
+    sizes = [te.size for _, te in cv.split(X_train, y_train)]
+    acc = np.array([results[f"split{i}_test_score"][fitted.best_index_] for i in range(len(sizes))], dtype=float)
+    if not np.all(np.isfinite(acc)):
+        return None
+    return int(sum(round((1.0 - a) * s) for a, s in zip(acc, sizes)))
+
+
 def evaluate_classifier(estimator, X_train, y_train, X_test, y_test, *, cv) -> dict:
     """Train/test protocol of Wang & Goldenberg 2013, Table 3, for one classifier.
 
@@ -189,7 +208,9 @@ def evaluate_classifier(estimator, X_train, y_train, X_test, y_test, *, cv) -> d
     training samples misclassified by ``cv``-fold cross-validation of the
     estimator with its tuned hyper-parameters frozen (the convention of Zou &
     Hastie 2005 whose rows the paper quotes; it is optimistic, because the
-    hyper-parameters were chosen on the same folds).  An estimator that tunes
+    hyper-parameters were chosen on the same folds).  A ``GridSearchCV`` scored by
+    accuracy on the same ``cv`` gives them from its own fold fits at the chosen
+    hyper-parameters (the same fits; not refitted).  An estimator that tunes
     ``lam`` by its own CV and exposes ``lams_``, ``lam_`` and ``cv_errors_``
     (GLFSClassifier) reports its CV errors at the chosen lam instead, which is
     the same quantity without refitting.
@@ -218,6 +239,8 @@ def evaluate_classifier(estimator, X_train, y_train, X_test, y_test, *, cv) -> d
         cv_errors = int(np.asarray(fitted.cv_errors_)[at[0]]) if at.size else None
     else:
         cv_errors = None
+    if cv_errors is None:
+        cv_errors = _search_cv_errors(fitted, cv, X_train, y_train)
     if cv_errors is None:
         cv_pred = cross_val_predict(_fixed_estimator(fitted), X_train, y_train, cv=cv)
         cv_errors = int(np.sum(cv_pred != y_train))
