@@ -24,6 +24,7 @@ distances are rows of matrix products; tests/test_neighbors_blocked.py).  docs/m
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ PAIR_CHUNK = 2**22
 #: tau is inflated by this share so that the k_search-th pair of the nearest cell, recomputed in another
 #: product, is not lost to float32 rounding (a few more pairs kept; the float64 refinement orders them).
 TAU_SLACK = 1e-4
+_ONE_SEARCH = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,8 @@ def _nearest_centres(Qa, centres, nprobe):
 
 def _by_cell(cell, nlist):
     """Order of the entries of ``cell`` grouped by cell (stable) and each cell's bounds in that order."""
-    order = np.argsort(cell, kind="stable")
+    small = cell.astype(np.int16) if nlist <= np.iinfo(np.int16).max else cell  # numpy's radix sort for 16 bits
+    order = np.argsort(small, kind="stable")
     return order, np.searchsorted(cell[order], np.arange(nlist + 1))
 
 
@@ -191,7 +194,8 @@ def search_lists(lists: IVFLists, Q, k_search: int, nprobe: int, n_threads: int 
 
     log.info("IVF block search: %d queries in %d blocks on %d threads, %d of %d lists probed", n, len(starts),
              max(1, int(n_threads)), int(nprobe), lists.nlist)
-    with threadpool_limits(limits=1, user_api="blas"):
+    # BLAS' thread count is a process setting: one search at a time per process (e.g. a dask worker's threads)
+    with _ONE_SEARCH, threadpool_limits(limits=1, user_api="blas"):
         if n_threads <= 1 or len(starts) == 1:
             for a in starts:
                 run(a)

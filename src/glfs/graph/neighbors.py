@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
@@ -189,22 +191,30 @@ def _from_candidates(Z, ind, n_neighbors, row0=0):
 
     ``ind`` (m, k_search) holds the candidates (-1 = none) of the samples row0 .. row0 + m - 1 of Z;
     their distances are recomputed in float64 on Z, so float32 rounding cannot
-    reorder the kept pairs.
+    reorder the kept pairs.  What :func:`_keep_k` keeps, by a stable sort of each row (the rows come
+    in order: the same pairs as its sort of all pairs, ties in the search's order).
     """
     m, k_search = ind.shape
     rows = np.repeat(np.arange(row0, row0 + m), k_search)
     cols = ind.ravel().astype(np.int64)
-    ok = cols >= 0
-    rows, cols = rows[ok], cols[ok]
-    d = np.empty(rows.size)
-    # in blocks of pairs, each row converted to float64 there (no float64 copy of Z): two (pairs x p)
-    # float64 temporaries of 32 MB each instead of 2 x 8 GB at a million cells x 20 candidates x 50
-    # components; every pair's distance is computed as before
-    step = max(1, 2**22 // max(1, Z.shape[1]))
-    for a in range(0, rows.size, step):
-        diff = Z[rows[a : a + step]].astype(np.float64) - Z[cols[a : a + step]]
-        d[a : a + step] = np.sqrt(np.maximum(np.einsum("ij,ij->i", diff, diff), 0.0))
-    return _keep_k(rows, cols, d, n_neighbors)
+    pairs = np.flatnonzero((cols >= 0) & (cols != rows))
+    d = np.full(rows.size, np.inf)  # none and self: last in their row, then dropped
+    # blocks of pairs on a few threads, rows converted to float64 there: (pairs x p) float64 temporaries of 32 MB
+    # over all threads instead of 2 x 8 GB at 10^6 cells x 20 candidates x 50 components; each pair computed alone
+    threads = min(4, os.cpu_count() or 1)
+    step = max(1, 2**22 // max(1, Z.shape[1]) // threads)
+
+    def fill(a):
+        at = pairs[a : a + step]
+        diff = Z[rows[at]].astype(np.float64) - Z[cols[at]]
+        d[at] = np.sqrt(np.maximum(np.einsum("ij,ij->i", diff, diff), 0.0))
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        list(pool.map(fill, range(0, pairs.size, step)))
+    order = np.argsort(d.reshape(m, k_search), axis=1, kind="stable")[:, :n_neighbors]
+    order += (np.arange(m) * k_search)[:, None]
+    keep = order[np.isfinite(d[order])]
+    return rows[keep], cols[keep], d[keep]
 
 
 #: ``method="auto"`` searches the principal components with faiss' IVF index (``method="approx"``)
