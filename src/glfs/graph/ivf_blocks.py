@@ -35,8 +35,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["BLOCK_QUERIES", "IVFLists", "ivf_lists", "search_lists"]
 
-#: Queries per block of :func:`search_lists` (one thread each; the kept pairs of a block, about 150 a
-#: query at a million cells, 12 bytes each, are its memory: about 60 MB).
+#: Queries per block of :func:`search_lists` (one thread each; the kept pairs of a block, 65 / 150 a query at
+#: a million cells for k_search 10 / 20, 20 bytes each, and their sort keys are its memory: 100-250 MB).
 BLOCK_QUERIES = 32_768
 #: Rows x columns of one distance block (a list's probing queries are cut into chunks of this many pairs).
 PAIR_CHUNK = 2**22
