@@ -221,22 +221,27 @@ def test_ivf_cells_with_too_few_samples_are_searched_exactly():
     np.testing.assert_allclose(dist.reshape(-1, 5), tdist, rtol=1e-10)
 
 
-@pytest.mark.skipif(not HAS_FAISS, reason="faiss-cpu not installed")
-def test_ivf_same_graph_for_any_thread_count(data):
+def knn_ivf_on_1_and_2_threads(Z, k, random_state):
+    """_knn_ivf with faiss on 1 and on 2 threads: the same arrays (returned once)."""
     import faiss
 
-    X, _ = data
-    Z = nb._pca(nb.check_X(X), 30, 0, float32=True)
     before = faiss.omp_get_max_threads()
     try:
         faiss.omp_set_num_threads(1)
-        one = nb._knn_ivf(Z, 5, random_state=2)
+        one = nb._knn_ivf(Z, k, random_state=random_state)
         faiss.omp_set_num_threads(2)
-        two = nb._knn_ivf(Z, 5, random_state=2)
+        two = nb._knn_ivf(Z, k, random_state=random_state)
     finally:
         faiss.omp_set_num_threads(before)
     for a, b in zip(one, two):
         np.testing.assert_array_equal(a, b)
+    return one
+
+
+@pytest.mark.skipif(not HAS_FAISS, reason="faiss-cpu not installed")
+def test_ivf_same_graph_for_any_thread_count(data):
+    X, _ = data
+    knn_ivf_on_1_and_2_threads(nb._pca(nb.check_X(X), 30, 0, float32=True), 5, 2)
 
 
 def test_unknown_backend():
