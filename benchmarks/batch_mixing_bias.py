@@ -74,7 +74,7 @@ VARIANTS = [
     ("graph_moran, rank rule", "graph_moran", {"batch_rule": "nbatches"}),
     ("graph_moran, median rank first", "graph_moran", {"batch_rule": "median_rank"}),
     ("graph_moran, rank rule, no refined graph", "graph_moran", {"batch_rule": "nbatches", "graph_from": "all_genes"}),
-    ("graph_moran, minus_batch_share (default)", "graph_moran", {"batch_rule": "minus_batch_share"}),
+    ("graph_moran, minus_batch_share", "graph_moran", {"batch_rule": "minus_batch_share"}),
     ("graph_moran, minus_batch_share, no refined graph", "graph_moran",
      {"batch_rule": "minus_batch_share", "graph_from": "all_genes"}),
     ("hvg_seurat_v3", "hvg_seurat_v3", {}),

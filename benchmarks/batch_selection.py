@@ -85,7 +85,7 @@ def run_one(X, counts, method, n, batches, rule):
 
     kw = {"counts": counts} if method in COUNT_METHODS else {}
     t = time.perf_counter()
-    if batches is not None and method == "graph_moran" and rule in ("nbatches", "median_rank", "minus_batch_share"):
+    if batches is not None and method == "graph_moran" and rule in ("nbatches", "median_rank", "minus_batch_share", "minus_global_local_share"):
         sel = run_by_batch(method_info(method), X, batches, n_features=n, rule=rule)
     elif rule == "per_batch_pca":
         sel = per_batch_pca(X, batches, n)

@@ -99,11 +99,13 @@ def test_per_batch_scores_are_each_batch_scored_alone(method):
         np.testing.assert_array_equal(sel.extra["batch_scores"][k], alone.scores)
         np.testing.assert_array_equal(sel.extra["batch_ranks"][k], alone.rank)
     # the combined score is the mean over the batches (not the last batch's: scanpy #1725); graph_moran's default
-    # rule (minus_batch_share) takes the gene's between-batch share of variance off that mean
+    # rule (minus_global_local_share) takes the gene's between-batch shares of variance (over all cells, among similar
+    # cells) off that mean
     mean = np.nanmean(sel.extra["batch_scores"], axis=0)
     if method == "graph_moran":
         np.testing.assert_array_equal(sel.extra["mean_moran_i"], mean)
-        mean = mean - np.nan_to_num(sel.extra["between_batch_share"], nan=0.0)
+        mean = mean - (np.nan_to_num(sel.extra["between_batch_share"], nan=0.0)
+                       + np.nan_to_num(sel.extra["local_batch_share"], nan=0.0))
     np.testing.assert_allclose(sel.scores, mean, rtol=0, atol=0)
     assert not np.allclose(sel.scores, sel.extra["batch_scores"][-1], equal_nan=True)
 
@@ -316,8 +318,8 @@ def test_minus_batch_share_through_select_and_its_refusals():
     _same(via_select, _run(X, b, "minus_batch_share"))
     # graph_moran's default with batches (glfs.scores.moran.BATCH_RULE); the rank rule on request
     default = _quiet(glfs.select, X, "graph_moran", n_features_to_select=9, batches=b)
-    _same(default, via_select)
-    assert default.params["batch_rule"] == "minus_batch_share"
+    _same(default, _run(X, b, "minus_global_local_share"))
+    assert default.params["batch_rule"] == "minus_global_local_share"
     ranks = _quiet(glfs.select, X, "graph_moran", n_features_to_select=9, batches=b, batch_rule="nbatches")
     _same(ranks, _run(X, b, "nbatches"))
     assert ranks.params["batch_rule"] == "nbatches" and "between_batch_share" not in ranks.extra
@@ -559,3 +561,19 @@ def test_minus_global_local_share_adds_the_local_share_and_is_plain_with_one_bat
     penalty = np.nan_to_num(sel.extra["between_batch_share"]) + np.nan_to_num(sel.extra["local_batch_share"])
     np.testing.assert_allclose(sel.scores, sel.extra["mean_moran_i"] - penalty)
     assert not sel.selected[SHIFT] and sel.extra["local_batch_share"][SHIFT] > 0.5
+
+
+def test_minus_global_local_share_builds_the_same_first_graph_on_its_components():
+    # the first graph is searched on the components the local share was computed on: the graph cell_graph builds
+    X, b = _data()
+    sel = _quiet(glfs.select, X, "graph_moran", n_features_to_select=5, graph_from="all_genes", batches=b,
+                 batch_rule="minus_global_local_share")
+    assert (sel.extra["graph"] != cell_graph(X, batches=b)).nnz == 0
+    left = np.array(b, dtype=object)
+    left[:3] = "tiny"  # a batch of 3 cells, left out: the components of the other cells
+    sel = _quiet(glfs.select, X, "graph_moran", n_features_to_select=5, graph_from="all_genes", batches=left,
+                 batch_rule="minus_global_local_share")
+    keep = np.flatnonzero(left != "tiny")
+    W = cell_graph(X[keep], batches=left[keep])
+    assert sel.params["batches_left_out"] == ["tiny"]
+    assert (sel.extra["graph"][keep][:, keep] != W).nnz == 0

@@ -317,7 +317,8 @@ def local_batch_share(X, codes, Z, n_per_batch: int) -> np.ndarray:
 
     X : (n_samples, n_features) dense or sparse; ``codes`` one batch code 0 .. K-1 per cell (-1: left out);
     ``Z`` (n_samples, n_components).  Cost: K exact searches of every cell among one batch's cells
-    (O(n^2 n_components) in all) and two sparse products with n K n_per_batch non-zeros per gene block.
+    (O(n^2 n_components) in all, scikit-learn's brute-force search) and one sparse product with
+    n K n_per_batch non-zeros per gene block.
     """
     from sklearn.neighbors import NearestNeighbors
 
@@ -331,25 +332,25 @@ def local_batch_share(X, codes, Z, n_per_batch: int) -> np.ndarray:
     for b in range(K):
         ref = np.flatnonzero(c == b)
         k = min(int(n_per_batch), ref.size)
-        ind = NearestNeighbors(n_neighbors=k).fit(Zk[ref]).kneighbors(Zk, return_distance=False)
+        ind = NearestNeighbors(n_neighbors=k, algorithm="brute").fit(Zk[ref]).kneighbors(Zk, return_distance=False)
         rows.append(np.repeat(np.arange(n) * K + b, k))
         cols.append(ref[ind.ravel()])
     r, col = np.concatenate(rows), np.concatenate(cols)
-    G = sp.csr_matrix((np.ones(r.size), (r, col)), shape=(n * K, n))  # the groups G_ib
-    U = sp.csr_matrix((np.ones(r.size), (r // K, col)), shape=(n, n))  # the neighbourhoods N_i (disjoint groups)
-    g_size, u_size = np.asarray(G.sum(axis=1)).ravel(), np.asarray(U.sum(axis=1)).ravel()
-    Xk = sp.csc_matrix(X[keep]) if sp.issparse(X) else np.asarray(X, dtype=np.float64)[keep]
+    G = sp.csr_matrix((np.ones(r.size), (r, col)), shape=(n * K, n))  # the groups G_ib, row i K + b
+    g_size = np.asarray(G.sum(axis=1), dtype=np.float64).ravel()
+    u_size = g_size.reshape(n, K).sum(axis=1)  # the neighbourhoods N_i: the union of i's K disjoint groups
+    times = np.bincount(col, minlength=n).astype(np.float64)  # how many neighbourhoods each cell is in
+    Xk = X[keep] if keep.size < codes.size else X
+    Xk = sp.csc_matrix(Xk, dtype=np.float64) if sp.issparse(Xk) else np.asarray(Xk, dtype=np.float64)
+    sq = np.asarray(times @ (Xk.multiply(Xk) if sp.issparse(Xk) else Xk * Xk)).ravel()
     d = Xk.shape[1]
-    sq, grp, nbh = np.empty(d), np.empty(d), np.empty(d)
-    times = np.asarray(U.sum(axis=0)).ravel()  # how many neighbourhoods each cell is in
+    grp, nbh = np.empty(d), np.empty(d)
     step = max(1, 2**23 // max(n * K, 1))
     for lo in range(0, d, step):
         B = Xk[:, lo:lo + step]
-        B = B.toarray() if sp.issparse(B) else B
-        sq[lo:lo + step] = times @ (B * B)
-        S = G @ B
+        S = G @ (B.toarray() if sp.issparse(B) else B)  # group sums (n K, b)
         grp[lo:lo + step] = (S * S / g_size[:, None]).sum(axis=0)
-        S = U @ B
+        S = S.reshape(n, K, -1).sum(axis=1)  # neighbourhood sums
         nbh[lo:lo + step] = (S * S / u_size[:, None]).sum(axis=0)
     ss_t, ss_b = sq - nbh, grp - nbh
     df_b, df_w = n * (K - 1), float(u_size.sum()) - n * K

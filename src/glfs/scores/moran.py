@@ -288,12 +288,16 @@ def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, co
         gene is scored within each batch on its part of the graph and the batches are combined
         by ``batch_rule`` (docs/methods.md, "Batch-aware selection"); the refined graph is built on
         the combined top ``graph_genes``.  ``glfs.select(..., batches=)`` calls this.
-    batch_rule : {"minus_batch_share", "nbatches", "median_rank"}, optional
-        With ``batches`` only; default :data:`BATCH_RULE` (``"minus_batch_share"``): the genes ranked
-        by their mean within-batch Moran's I less their between-batch share of variance
-        (:func:`glfs.scores.batches.between_batch_share`), which keeps out genes whose batch shift
-        outweighs their structure within the batches.  ``"nbatches"`` / ``"median_rank"``: the
-        rank rules of :func:`glfs.scores.batches.combine_batch_ranks` (Seurat's / scanpy's seurat_v3).
+    batch_rule : {"minus_global_local_share", "minus_batch_share", "nbatches", "median_rank"}, optional
+        With ``batches`` only; default :data:`BATCH_RULE` (``"minus_global_local_share"``): the genes
+        ranked by their mean within-batch Moran's I less their between-batch share of variance over all
+        cells (:func:`glfs.scores.batches.between_batch_share`) and less their between-batch share among
+        similar cells (:func:`glfs.scores.batches.local_batch_share`, on the principal components of all
+        genes, the graph's neighbours spread over the batches), which keeps out genes whose batch shift,
+        over all cells or within a cell state, outweighs their structure within the batches.
+        ``"minus_batch_share"``: the first share only (the default before 2026-11-28 11:00).
+        ``"nbatches"`` / ``"median_rank"``: the rank rules of
+        :func:`glfs.scores.batches.combine_batch_ranks` (Seurat's / scanpy's seurat_v3).
     Scores: Moran's I (higher = more structure); ``extra`` holds the z-scores of the
     randomisation null.  docs/methods.md, "The graph-based single-cell selection", gives the
     simulation evidence for each choice.  Cost: two PCA + kNN graphs and two sparse products
@@ -365,15 +369,19 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
     min_cells, why = graph_min_cells(n_neighbors)
     plan = plan_batches(batches, X.shape[0], method="graph_moran", min_cells=min_cells, why_min=why)
     d = X.shape[1]
-    share = glob = local = None
+    share = glob = local = pcs = None
     if rule in SHARE_RULES:
         codes = scored_codes(plan)
         share = glob = between_batch_share(X, codes)
-        if rule == "minus_global_local_share":
-            local = _local_share(X, codes, len(plan.scored), n_neighbors, n_pcs, random_state)
-            share = glob if local is None else np.nan_to_num(glob, nan=0.0) + np.nan_to_num(local, nan=0.0)
+        if rule == "minus_global_local_share" and len(plan.scored) > 1:
+            local, pcs = _local_share(X, codes, len(plan.scored), n_neighbors, n_pcs, random_state)
+            share = np.nan_to_num(glob, nan=0.0) + np.nan_to_num(local, nan=0.0)
 
     def graph(genes):
+        if genes is None and pcs is not None:  # the first graph on the components already computed (the same graph)
+            return within_batches(plan, lambda keep, codes: similarity_graph(
+                pcs, n_neighbors=min(int(n_neighbors), pcs.shape[0] - 1), kernel="binary", n_pcs=pcs.shape[1],
+                method="auto", random_state=random_state, batches=codes))
         return within_batches(plan, lambda keep, codes: cell_graph(
             X if keep is None else X[keep], genes, n_neighbors=n_neighbors, n_pcs=n_pcs, random_state=random_state,
             batches=codes))
@@ -420,32 +428,33 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
 
 
 def _local_share(X, codes, n_batches, n_neighbors, n_pcs, random_state):
-    """:func:`glfs.scores.batches.local_batch_share` on the principal components of all genes of the scored cells
-    (those of :func:`cell_graph`'s first graph), the graph's neighbours spread over the batches (at least 2 each)."""
-    if n_batches < 2:
-        return None
+    """(:func:`glfs.scores.batches.local_batch_share`, the components) on the principal components of all genes of
+    the scored cells, those :func:`cell_graph`'s first graph searches (the same call: the graph is built on them,
+    no second PCA; None when it searches the genes themselves), the graph's neighbours spread over the batches
+    (at least 2 each)."""
     keep = codes >= 0
     Xk = X if keep.all() else X[keep]
     n, g = Xk.shape
-    pcs = min(int(n_pcs), g - 1, n - 1)
-    Z = _pca_in_memory(Xk, pcs, random_state) if pcs >= 2 else (Xk.toarray() if sp.issparse(Xk) else np.asarray(Xk))
-    full = np.zeros((X.shape[0], Z.shape[1]), dtype=np.float64)
-    full[keep] = Z
+    n_comp = min(int(n_pcs), g - 1, n - 1)
+    Z = _pca_in_memory(Xk, n_comp, random_state) if n_comp >= 2 else None
+    full = np.zeros((X.shape[0], n_comp if Z is not None else g), dtype=np.float64)
+    full[keep] = Z if Z is not None else (Xk.toarray() if sp.issparse(Xk) else np.asarray(Xk))
     per_batch = max(2, -(-int(n_neighbors) // n_batches))
-    log.info("graph_moran: local between-batch share on %d PCs, %d nearest cells per batch", Z.shape[1], per_batch)
-    return local_batch_share(X, codes, full, per_batch)
+    log.info("graph_moran: local between-batch share on %d dimensions, %d nearest cells per batch", full.shape[1], per_batch)
+    return local_batch_share(X, codes, full, per_batch), Z
 
 
-#: graph_moran's ways of combining the batches: the rank rules of glfs.scores.batches, and "minus_batch_share"
-#: (the mean within-batch Moran's I less the gene's between-batch share of variance; docs/methods.md).
+#: graph_moran's ways of combining the batches: the rank rules of glfs.scores.batches, "minus_batch_share"
+#: (the mean within-batch Moran's I less the gene's between-batch share of variance) and "minus_global_local_share"
+#: (less the local between-batch share too; docs/methods.md).
 MORAN_BATCH_RULES = ("nbatches", "median_rank", "minus_batch_share", "minus_global_local_share")
 
 #: The rules that take a between-batch share of variance off the mean within-batch Moran's I.
 SHARE_RULES = ("minus_batch_share", "minus_global_local_share")
 
-#: graph_moran's default way of combining the batches (docs/methods.md, "Batch-aware selection": chosen on the
-#: simulated batches, not lost on the Kang donors).
-BATCH_RULE = "minus_batch_share"
+#: graph_moran's default way of combining the batches (docs/methods.md, "Batch-aware selection", "Mixing the
+#: donors": chosen on the Kang donors' mixing, agreeing with the simulated batches).
+BATCH_RULE = "minus_global_local_share"
 
 
 def _minus_share(per_batch, share):
