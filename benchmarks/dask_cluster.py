@@ -187,7 +187,7 @@ def run(kind: str, a) -> dict:
     store, steps = {"cpu": {}}, _Steps()
     said = logging.StreamHandler()
     said.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
-    for name in ("glfs.core.cluster", "glfs.graph.neighbors", "glfs.graph.sharded"):
+    for name in ("glfs.core.cluster", "glfs.graph.neighbors", "glfs.graph.sharded", "glfs.core.out_of_core"):
         lg = logging.getLogger(name)
         lg.setLevel(logging.INFO)
         lg.addHandler(steps)
@@ -195,6 +195,9 @@ def run(kind: str, a) -> dict:
     sdir = store_dir(a.work, a.cells, a.genes, a.lib_loc)
     X = open_store(sdir, a.gene_chunk)
     out.update(n_cells=int(X.shape[0]), n_genes=int(X.shape[1]), shards=X.numblocks[0], gene_chunk=a.gene_chunk)
+    if a.only_genes:  # score the first genes only (a step at 10^7 cells within the session)
+        X = X[:, : a.only_genes]
+        out["scored_genes"] = a.only_genes
     client = cluster = stream = None
     graph_f = sdir / f"graph_{a.graph}.npz"
     if kind.startswith("cluster"):
@@ -212,28 +215,37 @@ def run(kind: str, a) -> dict:
         stream.__enter__()
     t0 = time.perf_counter()
     W = None
-    if kind.startswith("cluster") and a.graph == "own":
-        try:
-            W = glfs.similarity_graph(X)
-            sp.save_npz(graph_f, W)
-            out["graph"] = "own"
-        except _StopSearch:
-            out["searched_cells"] = store["searched"]
-            out["search_part_s"] = round(store["search_part_s"], 1)
-    t1 = time.perf_counter()
-    if W is None:
-        if a.graph == "planted" or not graph_f.exists():
-            W = planted_graph(shard_groups(sdir))
-            out["graph"] = "planted"
-        else:
-            W = sp.load_npz(graph_f)
-            out["graph"] = "own (cluster run's)"
-    out["graph_nnz"] = int(W.nnz)
-    t2 = time.perf_counter()
-    s = glfs.laplacian_score(X, W)
-    t3 = time.perf_counter()
-    out.update(graph_s=round(t1 - t0, 1), score_s=round(t3 - t2, 1), steps=_spans(steps.marks, t0))
-    out["top"] = np.argsort(s, kind="stable")[:TOP].tolist()
+    if a.scan_only:  # only the validation scan (one task per tile)
+        from glfs.core.out_of_core import OutOfCore
+
+        OutOfCore(X).validate()
+        out.update(graph="none", scan_s=round(time.perf_counter() - t0, 1), steps=_spans(steps.marks, t0))
+    else:
+        if kind.startswith("cluster") and a.graph == "own":
+            try:
+                W = glfs.similarity_graph(X)
+                sp.save_npz(graph_f, W)
+                out["graph"] = "own"
+            except _StopSearch:
+                out["searched_cells"] = store["searched"]
+                out["search_part_s"] = round(store["search_part_s"], 1)
+        t1 = time.perf_counter()
+        if W is None:
+            if a.graph == "planted" or not graph_f.exists():
+                W = planted_graph(shard_groups(sdir))
+                out["graph"] = "planted"
+            else:
+                W = sp.load_npz(graph_f)
+                out["graph"] = "own (cluster run's)"
+        out["graph_nnz"] = int(W.nnz)
+        t2 = time.perf_counter()
+        s = glfs.laplacian_score(X, W)
+        t3 = time.perf_counter()
+        out.update(graph_s=round(t1 - t0, 1), score_s=round(t3 - t2, 1), steps=_spans(steps.marks, t0))
+        out["top"] = np.argsort(s, kind="stable")[:TOP].tolist()
+        if a.save_scores:  # the per-gene scores, for compare_scores
+            out["scores_file"] = str(a.work / f"scores_{a.cells}_{a.only_genes or a.genes}_{out['graph'].split()[0]}_{kind}.npy")
+            np.save(out["scores_file"], s)
     if client is not None:
         stream.__exit__(None, None, None)
         per = {}
@@ -278,6 +290,26 @@ def predict(row: dict, k: int) -> dict:
     return out
 
 
+def compare_scores(a) -> dict:
+    """The per-gene scores of the cluster run and the single process (``--save-scores``) side by side:
+    written to results/dask_cluster_scores_<cells>.tsv.gz; their top-2,000 overlap and largest relative gap."""
+    import pandas as pd
+
+    runs = {k: np.load(max(a.work.glob(f"scores_{a.cells}_*{a.compare}_{k}.npy"), key=lambda p: p.stat().st_mtime))
+            for k in ("cluster-2", "single")}
+    c, s = runs["cluster-2"], runs["single"]
+    both = np.isfinite(c) & np.isfinite(s)
+    rel = np.abs(c[both] - s[both]) / np.maximum(np.abs(s[both]), np.finfo(float).tiny)
+    top = [set(np.argsort(v, kind="stable")[:TOP].tolist()) for v in (c, s)]
+    facts = {"cells": a.cells, "genes": int(c.size), "same_nan": bool(np.array_equal(np.isnan(c), np.isnan(s))),
+             "max_rel_diff": float(rel.max()), "same_top2000": len(top[0] & top[1]) / TOP,
+             "same_order_top2000": bool(np.array_equal(np.argsort(c, kind="stable")[:TOP], np.argsort(s, kind="stable")[:TOP]))}
+    pd.DataFrame({"gene": np.arange(c.size), "cluster_2": c, "single": s}).to_csv(
+        RESULTS / f"dask_cluster_scores_{a.cells}.tsv.gz", sep="\t", index=False, float_format="%.17g")
+    print(json.dumps(facts))
+    return facts
+
+
 def make_store(a):
     """Write the store in ``--parts`` processes (each every k-th shard); its facts."""
     if a.part is not None:
@@ -309,6 +341,10 @@ def main(argv=None):
     ap.add_argument("--runs", default="cluster-2,single")
     ap.add_argument("--work", type=Path, default=Path("/work/scale-data"))
     ap.add_argument("--timeout", type=int, default=7200)
+    ap.add_argument("--compare", help="graph name (planted): compare the saved scores of cluster-2 and single")
+    ap.add_argument("--only-genes", type=int, help="score only the first this many genes")
+    ap.add_argument("--scan-only", action="store_true", help="only the validation scan of X")
+    ap.add_argument("--save-scores", action="store_true", help="save each run's per-gene scores (--work/scores_*.npy)")
     ap.add_argument("--make-store", action="store_true")
     ap.add_argument("--parts", type=int, default=1)
     ap.add_argument("--part")
@@ -331,6 +367,9 @@ def main(argv=None):
         return
     if a.make_store:
         make_store(a)
+        return
+    if a.compare:
+        compare_scores(a)
         return
     if a.worker:
         print("RESULT " + json.dumps(run(a.worker, a)), flush=True)
@@ -385,7 +424,7 @@ def render(df):
     df = df.copy()
     if "layout" in df:
         df["layout"] = df["layout"].fillna("h5ad CSR, row chunks")
-    cols = [c for c in ("date", "n_cells", "n_genes", "nnz", "layout", "run", "graph", "graph_s", "score_s", "client_peak_gb",
+    cols = [c for c in ("date", "n_cells", "n_genes", "scored_genes", "nnz", "layout", "run", "graph", "graph_s", "scan_s", "score_s", "client_peak_gb",
                         "worker_peak_gb", "worker_mem_gb", "workers_replaced", "recall5", "same_top2000", "load_before",
                         "load_after", "note") if c in df]
     md = ["# Graph + Laplacian score of a dask X on a LocalCluster (issue 31)", "",

@@ -13,6 +13,7 @@ a matrix's values and shape that :func:`~glfs.core._validation.check_X` shares w
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import os
@@ -37,6 +38,12 @@ __all__ = ["OutOfCore", "out_of_core_kind", "cluster_client", "gene_parts", "STR
 #: Values (non-zeros of a sparse X, entries of a dense one) per block streamed from an out-of-core X:
 #: 2**26 = 67 million, about 0.5 GB as float32 values with int32 indices.
 STREAM_VALUES = 2**26
+
+#: Dask arrays validated in this process that are not read again to be checked (the last ones, by the
+#: array's name, dask's token of its tasks: the same name is the same tasks, so the same values): the
+#: graph's call and the score's call on one dask X scan it once (docs/methods.md, "On a dask cluster").
+VALIDATED_KEEP = 8
+_validated: collections.OrderedDict = collections.OrderedDict()
 
 #: Split a row-stored sparse X (a CSR file, a dask array) that would be read 3 or more times (one pass
 #: per gene block) into its gene blocks in one pass through temporary files (``tempfile``'s directory:
@@ -190,9 +197,11 @@ class OutOfCore:
             raise ValueError(msg)
         _check_size(self.shape, name)
         n, d = self.shape
+        if self._recall_validated(name):
+            return self
         client = cluster_client(self)
-        if client is not None:
-            return self._validate_on_cluster(client, name)
+        if client is not None or (self.kind == "dask" and len(self.source.chunks[1]) > 1):  # the tiles one by one
+            return self._remember(self._validate_on_cluster(client, name))
         top, nnz, counts = 0.0, 0, True
         gene_nnz = np.zeros(d, np.int64) if self.format != "dense" else None
         self.name = name
@@ -223,7 +232,29 @@ class OutOfCore:
         self.max_abs, self.gene_nnz, self.counts = top, gene_nnz, counts
         self.nnz = nnz if gene_nnz is not None else n * d
         log.info("%s: read %s once (%d values stored, max |x| %.4g)", name, self.describe(), self.nnz, top)
-        return self
+        return self._remember(self)
+
+    def _recall_validated(self, name: str) -> bool:
+        """Whether this dask X (by its name) was validated before in this process; if so its facts are taken."""
+        facts = _validated.get(getattr(self.source, "name", None)) if self.kind == "dask" else None
+        if facts is None:
+            return False
+        _validated.move_to_end(self.source.name)
+        self.max_abs, self.gene_nnz, self.counts, self.nnz = facts
+        self.name = name
+        log.info("%s: %s validated before in this process (dask name %s): not read again", name, self.describe(),
+                 self.source.name)
+        return True
+
+    def _remember(self, validated):
+        """``validated`` itself, its facts kept for :meth:`_recall_validated` when it is a dask X."""
+        if self.kind == "dask" and VALIDATED_KEEP > 0:
+            if self.gene_nnz is not None:
+                self.gene_nnz.flags.writeable = False  # shared by the OutOfCore objects of this dask X
+            _validated[self.source.name] = (self.max_abs, self.gene_nnz, self.counts, self.nnz)
+            while len(_validated) > VALIDATED_KEEP:
+                _validated.popitem(last=False)
+        return validated
 
     def _label(self, name: str) -> str:
         """``name``, and for an AnnData backed matrix the file and group it is read from."""
@@ -247,14 +278,17 @@ class OutOfCore:
             raise ValueError(msg)
         check_indptr(indptr, n_idx, self.shape, self.format, label)
     def _validate_on_cluster(self, client, name):
-        """:meth:`validate` with every chunk scanned by a task on the dask cluster (glfs.core.cluster)."""
+        """:meth:`validate` with every chunk scanned by a task on the dask cluster (glfs.core.cluster), or
+        with ``client`` None by this process chunk by chunk (a dask X of 2-D tiles: no row block assembled)."""
         n, d = self.shape
         sparse = self.format != "dense"
         gene_nnz = np.zeros(d, np.int64) if sparse else None
         top, nnz, counts = 0.0, 0, True
         self.name = name
         shared = {"sparse": sparse, "label": self._label(name)}
-        for rows, cols, (cnt, bad, big, is_counts) in map_chunks(self, _scan_chunk, shared, client, f"validating {name}"):
+        found = (map_chunks(self, _scan_chunk, shared, client, f"validating {name}") if client is not None
+                 else self._scanned_here(shared))
+        for rows, cols, (cnt, bad, big, is_counts) in found:
             if bad:
                 msg = (f"{name} must contain only finite values; got {bad} NaN or infinite entries in rows "
                        f"{rows.start}-{rows.stop - 1}, columns {cols.start}-{cols.stop - 1}")
@@ -265,15 +299,26 @@ class OutOfCore:
                 nnz += int(cnt.sum())
         self.max_abs, self.gene_nnz, self.counts = top, gene_nnz, counts
         self.nnz = nnz if sparse else n * d
-        log.info("%s: scanned %s once on the dask cluster (%d values stored, max |x| %.4g)", name, self.describe(),
-                 self.nnz, top)
+        log.info("%s: scanned %s once %s (%d values stored, max |x| %.4g)", name, self.describe(),
+                 "on the dask cluster" if client is not None else "tile by tile", self.nnz, top)
         return self
+
+    def _scanned_here(self, shared):
+        """(rows, cols, :func:`_scan_chunk` of the chunk) for every chunk of the dask X, read one at a time here."""
+        src = self.source
+        starts = [np.r_[0, np.cumsum(c)] for c in src.chunks]
+        for i in range(src.numblocks[0]):
+            for j in range(src.numblocks[1]):
+                rows = slice(int(starts[0][i]), int(starts[0][i + 1]))
+                cols = slice(int(starts[1][j]), int(starts[1][j + 1]))
+                yield rows, cols, _scan_chunk(src.blocks[i, j].compute(), rows, cols, **shared)
 
     def column_blocks(self, dense_genes: int | None = None, max_values: int | None = None):
         """(column slice, block) over the genes: each block an in-memory (n_samples, b) matrix.
 
         Sparse: at most ``max_values`` (default :data:`STREAM_VALUES`) non-zeros per block.  A CSC
-        file is sliced by columns (anndata reads only those).  A CSR file or dask array is read row
+        file is sliced by columns (anndata reads only those); so is a dask array chunked by genes (2-D
+        tiles), whose blocks are cut at the tiles' edges as on a cluster (:func:`gene_parts`).  A CSR file or dask array is read row
         block by row block: with 3 or more gene blocks, once, writing each gene block's columns to
         temporary files that are then read back block by block (:data:`SPILL`); otherwise, or without
         the disk space, once per gene block, keeping that block's columns.  Each block is the same
@@ -290,8 +335,10 @@ class OutOfCore:
             return
         if self.gene_nnz is None:
             self.validate()
-        parts = list(_gene_partition(self.gene_nnz, max_values))
-        row_stored = not (self.format == "csc" and self.kind == "backed")
+        by_genes = self.kind == "dask" and len(self.source.chunks[1]) > 1  # 2-D tiles: a block = a column of tiles
+        parts = (list(_merged(np.r_[0, np.cumsum(self.source.chunks[1])], self.gene_nnz, max_values)) if by_genes
+                 else list(_gene_partition(self.gene_nnz, max_values)))
+        row_stored = not (self.format == "csc" and self.kind == "backed") and not by_genes
         where = self._spill_dir(len(parts)) if row_stored else None
         if where is not None:
             yield from self._spilled_blocks(parts, where)
@@ -305,7 +352,7 @@ class OutOfCore:
             )
         for sl in parts:
             if not row_stored:
-                blk = self.source[:, sl]
+                blk = self.source[:, sl].compute() if by_genes else self.source[:, sl]
                 check_sparse_structure(blk, self._label(self.name))
                 yield sl, canonical(sp.csc_matrix(blk), self.name, warn=False)
             else:
@@ -400,6 +447,13 @@ def _all_counts(vals) -> bool:
 def _scan_chunk(blk, rows, cols, *, sparse, label):
     """(stored values per gene or None, NaN/inf count, max |x|, raw counts) of one chunk (a cluster task);
     a sparse chunk's structure is checked first, and duplicates summed on a copy (as :meth:`OutOfCore._natural_blocks`)."""
+    if sparse and blk.format == "csc":  # a tile stored by genes: its counts per gene without a CSR copy
+        check_sparse_structure(blk, label, row0=rows.start)
+        blk = canonical(blk, label, warn=False)
+        vals = blk.data.view(np.uint8) if blk.data.dtype == bool else blk.data
+        bad = _count_nonfinite(vals)
+        big = max(float(vals.max()), -float(vals.min())) if vals.size and not bad else 0.0
+        return np.diff(blk.indptr).astype(np.int64), bad, big, bool(not bad and _all_counts(vals))
     if sparse:
         check_sparse_structure(blk, label, row0=rows.start)
         blk = canonical(sp.csr_matrix(blk), label, warn=False)
