@@ -5,8 +5,9 @@
     nice -n 10 python benchmarks/batch_noise.py --datasets kang --replicates 0 --selection-seeds 0 1 --eval-seeds 0 1
     python benchmarks/batch_noise.py --summary-only        # batch_noise.md from batch_noise.tsv
 
-The comparison of benchmarks/batch_selection.py (graph_moran with batches, by the rank rule and by the opt-in
-``minus_batch_share``, against scanpy's seurat_v3 with ``batch_key``) repeated over:
+The comparison of benchmarks/batch_selection.py (graph_moran with batches, by the rank rule, by
+``minus_batch_share`` and by the default ``minus_global_local_share``, and random genes, against scanpy's seurat_v3
+with ``batch_key``) repeated over:
 
 - replicates of the data: simulated sets drawn with seeds 0, 1, ... (the same Splat parameters); the Kang donors
   as a whole (replicate 0) and seeded 80 % subsamples of the cells (stratified by cell type, replicates 1, ...);
