@@ -18,7 +18,8 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-from glfs.scores.batches import combine_batch_ranks, select_by_batch
+from glfs.graph import neighbors as nb
+from glfs.scores.batches import batch_neighbourhoods, combine_batch_ranks, local_batch_share, select_by_batch
 from glfs.scores.moran import cell_graph
 
 RANKED = ["variance", "laplacian_score", "graph_moran", "deviance"]
@@ -492,35 +493,130 @@ def test_deviance_with_batches_never_scores_a_batch_alone(monkeypatch):
     assert one_pass.params == one_by_one.params
 
 
+# ---- the batch-balanced neighbourhoods of the local share: the library's search against a written-out brute force ----
+def _groups_written_out(Z, codes, k):
+    """{(i, b): sorted cells}: i's group in batch b, by brute force in float64 (ties: the smaller index first)."""
+    K = int(codes.max()) + 1
+    out = {}
+    for i in range(Z.shape[0]):
+        for b in range(K):
+            ref = np.flatnonzero(codes == b)
+            if ref.size <= k:
+                g = ref
+            else:
+                others = ref[ref != i]
+                dist = np.sqrt(((Z[others] - Z[i]) ** 2).sum(axis=1))
+                near = others[np.lexsort((others, dist))]
+                g = np.r_[i, near[: k - 1]] if codes[i] == b else near[:k]
+            out[(i, b)] = np.sort(g)
+    return out
+
+
+def _share_written_out(X, codes, Z, k):
+    """local_batch_share by its definition: a one-way ANOVA by batch in each neighbourhood, pooled, less the null."""
+    keep = np.flatnonzero(codes >= 0)
+    X, Z = X[keep], Z[keep]
+    c = np.unique(codes[keep], return_inverse=True)[1]
+    K, n, d = int(c.max()) + 1, keep.size, X.shape[1]
+    groups = _groups_written_out(Z, c, k)
+    ss_b, ss_t, df_w = np.zeros(d), np.zeros(d), 0
+    for i in range(n):
+        gs = [groups[(i, b)] for b in range(K)]
+        cells = np.concatenate(gs)
+        m = X[cells].mean(axis=0)
+        ss_t += ((X[cells] - m) ** 2).sum(axis=0)
+        ss_b += sum(len(g) * (X[g].mean(axis=0) - m) ** 2 for g in gs)
+        df_w += cells.size - K
+    df_b = n * (K - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ss_t > 1e-9, (ss_b - df_b / df_w * (ss_t - ss_b)) / ss_t, np.nan)
+
+
+def _as_groups(rows, cols, n, K):
+    out = {}
+    for i in range(n):
+        for b in range(K):
+            out[(i, b)] = np.sort(cols[rows == i * K + b])
+    return out
+
+
+def _tied_data(seed=0):
+    """40 cells in 3 batches (12, 25, 3 cells): every position held by two cells (ties at distance 0 and
+    between pairs), the third batch smaller than n_per_batch."""
+    rng = np.random.default_rng(seed)
+    base = rng.integers(-3, 4, size=(20, 3)).astype(float)  # integers: equal distances are equal in float32 too
+    Z = np.repeat(base, 2, axis=0)[rng.permutation(40)]
+    codes = np.repeat([0, 1, 2], [12, 25, 3])[rng.permutation(40)]
+    X = rng.normal(size=(40, 6))
+    X[:, 5] = 2.0  # constant: NaN
+    return X, codes, Z
+
+
+@pytest.mark.parametrize("backend", ["faiss", "sklearn"])
+def test_neighbourhoods_equal_the_brute_force_with_ties_and_a_small_batch(monkeypatch, backend):
+    if backend == "faiss":
+        pytest.importorskip("faiss")
+    monkeypatch.setattr(nb, "exact_backend", lambda: backend)
+    X, codes, Z = _tied_data()
+    for k in (1, 2, 4):
+        rows, cols = batch_neighbourhoods(Z, codes, k)
+        got, want = _as_groups(rows, cols, 40, 3), _groups_written_out(Z, codes, k)
+        for key in want:
+            np.testing.assert_array_equal(got[key], want[key], err_msg=f"k={k}, (cell, batch)={key}")
+    np.testing.assert_allclose(local_batch_share(X, codes, Z, 4), _share_written_out(X, codes, Z, 4),
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_share_with_cells_left_out_and_one_batch_equals_the_brute_force():
+    X, codes, Z = _tied_data(1)
+    left = np.where(codes == 2, -1, codes)  # the small batch left out: two batches remain
+    got = local_batch_share(sp.csr_matrix(X), left, Z, 3)
+    np.testing.assert_allclose(got, _share_written_out(X, left, Z, 3), rtol=1e-9, atol=1e-12)
+    assert np.isnan(got[5])
+    one = local_batch_share(X, np.where(codes == 1, 0, -1), Z, 3)  # one batch scored: 0, NaN for the constant
+    assert np.isnan(one[5]) and np.all(one[:5] == 0)
+
+
+def test_ivf_probing_every_list_gives_the_exact_neighbourhoods():
+    # method="approx" on 300 cells: batches of 100 cells, 10 lists each, every list probed (ivf_nprobe >= 32):
+    # the candidates are the exact ones, so the neighbourhoods are too
+    pytest.importorskip("faiss")
+    rng = np.random.default_rng(2)
+    Z = rng.normal(size=(300, 5))
+    codes = rng.permutation(np.repeat([0, 1, 2], 100))
+    exact = _as_groups(*batch_neighbourhoods(Z, codes, 5, method="exact"), 300, 3)
+    approx = _as_groups(*batch_neighbourhoods(Z, codes, 5, method="approx", random_state=3), 300, 3)
+    want = _groups_written_out(Z, codes, 5)
+    for key in want:
+        np.testing.assert_array_equal(exact[key], want[key])
+        np.testing.assert_array_equal(approx[key], want[key])
+
+
+def test_auto_is_exact_below_the_index_threshold_and_the_index_above(monkeypatch):
+    pytest.importorskip("faiss")
+    seen = []
+    real = nb._ivf_index
+    monkeypatch.setattr(nb, "_ivf_index", lambda *a, **k: seen.append(a[0].shape[0]) or real(*a, **k))
+    rng = np.random.default_rng(4)
+    Z, codes = rng.normal(size=(600, 4)), rng.integers(0, 2, 600)
+    batch_neighbourhoods(Z, codes, 3)
+    assert seen == []
+    monkeypatch.setattr(nb, "AUTO_INDEX_MIN_SAMPLES", 500)
+    monkeypatch.setattr(nb, "AUTO_APPROX_MIN_SAMPLES", 500)
+    batch_neighbourhoods(Z, codes, 3)
+    assert sorted(seen) == sorted(np.bincount(codes).tolist())
+
+
 def test_local_batch_share_is_the_neighbourhood_anova_written_out():
     # brute force: each cell's k nearest (Euclidean on Z) in every batch, one-way ANOVA by batch pooled over the
-    # neighbourhoods, the between part less its expectation without a batch effect
-    from glfs.scores.batches import local_batch_share
-
+    # neighbourhoods, the between part less its expectation without a batch effect (_share_written_out)
     rng = np.random.default_rng(3)
     n, d, k = 40, 5, 3
     codes = np.repeat([0, 1, 2], [12, 15, 13])
     Z = rng.normal(size=(n, 2))
     X = rng.normal(size=(n, d))
     X[:, 4] = 1.5  # constant: NaN
-    K = 3
-    ss_b = np.zeros(d)
-    ss_t = np.zeros(d)
-    df_w = 0
-    for i in range(n):
-        groups = []
-        for b in range(K):
-            ref = np.flatnonzero(codes == b)
-            dist = ((Z[ref] - Z[i]) ** 2).sum(axis=1)
-            groups.append(ref[np.argsort(dist, kind="stable")[:k]])
-        cells = np.concatenate(groups)
-        m = X[cells].mean(axis=0)
-        ss_t += ((X[cells] - m) ** 2).sum(axis=0)
-        ss_b += sum(len(g) * (X[g].mean(axis=0) - m) ** 2 for g in groups)
-        df_w += cells.size - K
-    df_b = n * (K - 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        expected = np.where(ss_t > 1e-9, (ss_b - df_b / df_w * (ss_t - ss_b)) / ss_t, np.nan)
+    expected = _share_written_out(X, codes, Z, k)
     got = local_batch_share(X, codes, Z, k)
     np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(local_batch_share(sp.csr_matrix(X), codes, Z, k), expected, rtol=1e-9, atol=1e-12)

@@ -301,7 +301,9 @@ def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, co
     Scores: Moran's I (higher = more structure); ``extra`` holds the z-scores of the
     randomisation null.  docs/methods.md, "The graph-based single-cell selection", gives the
     simulation evidence for each choice.  Cost: two PCA + kNN graphs and two sparse products
-    W X (own graph), or one product (given graph).
+    W X (own graph), or one product (given graph); with ``batches`` and the default rule, plus the local
+    share's batch-balanced search (:func:`glfs.scores.batches.batch_neighbourhoods`: exact below 30,000 cells,
+    faiss' IVF index of each batch above) and its sparse products.
     """
     if graph_from not in GRAPH_FROM:
         msg = f"graph_from must be one of {GRAPH_FROM}; got {graph_from!r}"
@@ -441,7 +443,7 @@ def _local_share(X, codes, n_batches, n_neighbors, n_pcs, random_state):
     full[keep] = Z if Z is not None else (Xk.toarray() if sp.issparse(Xk) else np.asarray(Xk))
     per_batch = max(2, -(-int(n_neighbors) // n_batches))
     log.info("graph_moran: local between-batch share on %d dimensions, %d nearest cells per batch", full.shape[1], per_batch)
-    return local_batch_share(X, codes, full, per_batch), Z
+    return local_batch_share(X, codes, full, per_batch, random_state=random_state), Z
 
 
 #: graph_moran's ways of combining the batches: the rank rules of glfs.scores.batches, "minus_batch_share"
