@@ -67,6 +67,10 @@ class _Steps(logging.Handler):
         self.marks.append((time.perf_counter(), record.getMessage()))
 
 
+#: The steps that build the search's index: one index (below glfs.graph.neighbors.IVF_BLOCKED_MIN_SAMPLES), or its shards.
+INDEX_STEPS = ("neighbour search index", "neighbour search index shards")
+
+
 def _wrap_steps(store, search_shards: int | None):
     """Count the workers' CPU seconds of each library step (around glfs.core.cluster.gather_blocks, which
     waits for every step's tasks), keep the PCA scores' handle (for the recall), and with ``search_shards``
@@ -74,25 +78,36 @@ def _wrap_steps(store, search_shards: int | None):
     import glfs.core.cluster as cluster
     import glfs.graph.neighbors as nb
     import glfs.graph.sharded as sharded
+    from glfs.graph.ivf_blocks import BLOCK_QUERIES
 
     gather, project = cluster.gather_blocks, nb.project
 
     def gather_cpu(client, futures, what, labels, fetch=True):
         c0, t0 = client.run(_cpu_seconds), time.perf_counter()
-        stop = search_shards is not None and what in ("neighbour search", "neighbour search index") and (
+        stop = search_shards is not None and what in INDEX_STEPS + ("neighbour search",) and (
             what == "neighbour search" or search_shards == 0)
-        if stop and what == "neighbour search":
-            client.cancel(futures[search_shards:])
-            futures, labels = futures[:search_shards], labels[:search_shards]
+        if stop and what == "neighbour search":  # query blocks fetched in waves: stop once enough are searched
+            store.setdefault("search_t0", t0)
+            left = search_shards - store.get("blocks", 0)
+            client.cancel(futures[left:])
+            futures, labels = futures[:left], labels[:left]
+            store["blocks"] = store.get("blocks", 0) + len(futures)
+            stop = store["blocks"] >= search_shards
         out = gather(client, futures, what, labels, fetch)
         c1 = client.run(_cpu_seconds)
+        cpu = sum(c1[w] - c0.get(w, c1[w]) for w in c1)
         key = what
-        while key in store["cpu"]:
+        while key in store["cpu"] and store.get("last") != what:  # a step run again: primed; its waves: added
             key += "'"
-        store["cpu"][key] = round(sum(c1[w] - c0.get(w, c1[w]) for w in c1), 1)
+        while key + "'" in store["cpu"]:
+            key += "'"
+        store["cpu"][key] = round(store["cpu"].get(key, 0.0) + cpu, 1)
+        store["last"] = what
         if stop:
-            store["searched"] = min(len(futures) * sharded.QUERY_BLOCK, store["n"])
-            store["search_part_s"] = time.perf_counter() - t0
+            store.setdefault("search_t0", t0)
+            per = BLOCK_QUERIES if store["n"] >= nb.IVF_BLOCKED_MIN_SAMPLES else sharded.QUERY_BLOCK
+            store["searched"] = min(store.get("blocks", 0) * per, store["n"])
+            store["search_part_s"] = time.perf_counter() - store["search_t0"]
             raise _StopSearch
         return out
 

@@ -41,6 +41,42 @@ def test_sharded_search_equals_the_single_search(dask_client, monkeypatch, ivf):
     assert recall == 1.0 if not ivf else recall > 0.9  # flat: exact; IVF at nprobe 32 of nlist 55 here
 
 
+@pytest.mark.parametrize(("nlist", "nprobe", "index_shard"), [(8, 3, 700), (12, 4, 1000), (300, 1, 1500)])
+def test_index_in_shards_equals_the_single_blocked_search(dask_client, monkeypatch, caplog, nlist, nprobe, index_shard):
+    """The blocked IVF search with its lists in shards on the workers (k-means on faiss' own subsample: 3,000
+    cells > 256 nlist for nlist 8 and 12; 4 or 2 shards) gives the pairs of the one-machine search; with 300
+    cells of 10 and one probed, most queries have too few candidates and are searched exactly on every shard."""
+    Z = np.random.default_rng(2).normal(size=(3000, 12)).astype(np.float32)
+    Z[1500] = Z[1499]  # a duplicate: a tie at distance 0, broken in the lists' order by both
+    monkeypatch.setattr(nb, "IVF_BLOCKED_MIN_SAMPLES", 3000)
+    monkeypatch.setattr(sharded, "QUERY_BLOCK", 700)
+    monkeypatch.setattr(sharded, "INDEX_SHARD", index_shard)
+    monkeypatch.setattr(ivf_blocks, "BLOCK_QUERIES", 300)
+    want = nb._knn_ivf(Z, 10, random_state=3, nlist=nlist, nprobe=nprobe)
+    with caplog.at_level(logging.INFO, logger="glfs"):
+        got = nb._knn_ivf(Z, 10, random_state=3, nlist=nlist, nprobe=nprobe, client=dask_client)
+    said = " ".join(r.getMessage() for r in caplog.records)
+    shards = min(5, -(-3000 // (2 * index_shard)) * 2)  # a multiple of the 2 workers, at most the 5 blocks of Z
+    assert f"against {shards} index shards" in said
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-12)
+    assert ("searched exactly" in said) == (nlist == 300)
+
+
+def test_kmeans_on_the_training_rows_alone_gives_faiss_centres():
+    """faiss trains its k-means on a seeded subsample of 256 cells a centre; training_rows names those rows,
+    in faiss' order, so the centres of those rows alone are faiss' (the index of the cluster's shards)."""
+    Z = np.random.default_rng(4).normal(size=(5000, 6)).astype(np.float32)
+    for nlist, rs in ((4, 0), (7, 11)):
+        rows = ivf_blocks.training_rows(5000, nlist, rs)
+        assert rows.size == 256 * nlist and np.unique(rows).size == rows.size
+        full = ivf_blocks.train_centres(Z, nlist, rs)
+        np.testing.assert_array_equal(ivf_blocks.train_centres(Z[rows], nlist, rs), full)
+        other = ivf_blocks.train_centres(Z[np.sort(rows)], nlist, rs)  # the same rows in another order
+        assert not np.array_equal(other, full)
+
+
 _WHERE, _REAL = [], {}
 
 

@@ -101,3 +101,22 @@ def test_knn_ivf_blocked_recall_and_determinism(monkeypatch):
     d = dist.reshape(-1, 6)
     assert np.all(d[:, -1] >= tdist[:, -1] * (1 - 1e-6))  # an approximate k-th neighbour is never nearer
     np.testing.assert_allclose(d, np.sqrt(((Z[rows].astype(np.float64) - Z[cols]) ** 2).sum(1)).reshape(-1, 6))
+
+
+def test_kept_order_keeps_the_k_nearest_whatever_the_ties():
+    """The k nearest pairs of each query, brute force on small inputs full of tied distances: every pair
+    nearer than the k-th is kept, and of those tied with it the earlier (the rule an index in shards merges
+    by); a nearer pair is never left out for a tie (the rule before kept the first k at most the k-th)."""
+    rng = np.random.default_rng(7)
+    assert sorted(ib.kept_order(1, np.zeros(5, np.int64), np.float32([5, 1, 5, 5, 2]), 3)[0]) == [0, 1, 4]
+    for _ in range(200):
+        m, k = int(rng.integers(1, 5)), int(rng.integers(1, 6))
+        q = np.sort(rng.integers(0, m, 30))
+        d = rng.integers(0, 4, 30).astype(np.float32)  # four values: ties everywhere
+        keep, slot = ib.kept_order(m, q, d, k)
+        for i in range(m):
+            mine = keep[q[keep] == i]
+            want = np.flatnonzero(q == i)
+            want = want[np.argsort(d[want], kind="stable")][:k]  # the k nearest, ties in the given order
+            assert sorted(mine) == sorted(want)
+            assert list(mine) == sorted(mine) and list(slot[q[keep] == i]) == list(range(mine.size))

@@ -19,8 +19,9 @@ import scipy.sparse as sp
 
 from glfs.core._validation import check_int, check_X
 from glfs.core.out_of_core import OutOfCore, cluster_client
-from glfs.graph.ivf_blocks import ivf_lists
-from glfs.graph.sharded import ClusterZ, fit_components, flat_index, ivf_search, project, search_on_cluster
+from glfs.graph.ivf_blocks import ivf_lists, nearest_of
+from glfs.graph.sharded import ClusterZ, fit_components, flat_index, ivf_search, project
+from glfs.graph.sharded import search_ivf_shards, search_on_cluster
 
 log = logging.getLogger(__name__)
 
@@ -211,10 +212,7 @@ def _from_candidates(Z, ind, n_neighbors, row0=0):
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         list(pool.map(fill, range(0, pairs.size, step)))
-    order = np.argsort(d.reshape(m, k_search), axis=1, kind="stable")[:, :n_neighbors]
-    order += (np.arange(m) * k_search)[:, None]
-    keep = order[np.isfinite(d[order])]
-    return rows[keep], cols[keep], d[keep]
+    return nearest_of(ind, d.reshape(m, k_search), n_neighbors, row0)
 
 
 #: ``method="auto"`` searches the principal components with faiss' IVF index (``method="approx"``)
@@ -286,17 +284,16 @@ def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, npro
     O(n nlist p) per k-means iteration and O(n (nlist + nprobe n / nlist) p) for
     the search, i.e. O(n^1.75 p) with nlist ~ sqrt(n) and nprobe ~ n^0.25,
     against O(n^2 p) for the flat search.
-    The queries are searched grouped by their cell (same results, fewer cache
-    misses).  Deterministic given ``random_state`` (faiss' k-means sums each centroid
-    over the samples in a fixed order, so the thread count does not matter).
+    The queries are searched grouped by their cell (same results, fewer cache misses).  Deterministic given
+    ``random_state`` (faiss' k-means sums each centroid over the samples in a fixed order, whatever the threads).
     Searches ``n_neighbors + 5`` candidates; samples whose probed cells hold
     too few others are searched exactly.  Distances recomputed in float64.
     From :data:`IVF_BLOCKED_MIN_SAMPLES` (500,000) samples on, the same candidates are searched list by
     list as dense matrix products (:mod:`glfs.graph.ivf_blocks`): at a million cells the same recall@15
     (0.92) as IndexIVFFlat in a fraction of its CPU time (benchmarks/results/knn_backends_1m.md).  With a dask ``client``
-    (Z in memory, or a :class:`glfs.graph.sharded.ClusterZ` on the cluster), the index is built by a
-    task and the queries are searched and refined in shards as tasks
-    (:func:`glfs.graph.sharded.search_on_cluster`): the same pairs.
+    (Z in memory, or a :class:`glfs.graph.sharded.ClusterZ` on the cluster), the same pairs from tasks: the
+    index built by one and the queries searched in shards (:func:`glfs.graph.sharded.search_on_cluster`), or
+    the dense-block search's lists in shards (:func:`glfs.graph.sharded.search_ivf_shards`).
     """
     n, p = Z.shape
     _check_n_neighbors(n_neighbors, n)
@@ -306,6 +303,9 @@ def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, npro
     blocked = n >= IVF_BLOCKED_MIN_SAMPLES
     log.info("approximate search on %d x %d components with faiss' k-means, %s (nlist %d, nprobe %d)", n, p,
              "searched in dense blocks" if blocked else "IndexIVFFlat", nlist, nprobe)
+    if client is not None and blocked:  # the index in shards on the workers: the same pairs
+        return search_ivf_shards(Z, n_neighbors, k_search, client, nlist=nlist, nprobe=nprobe,
+                                 random_state=random_state)
     if client is not None:
         build = functools.partial(_ivf_index, nlist=nlist, random_state=random_state, blocked=blocked)
         return search_on_cluster(Z, n_neighbors, k_search, client, build=build, refine=_from_candidates, nprobe=nprobe)

@@ -32,11 +32,25 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core.cluster import chunk_tasks, gather_blocks, task_key, wait_for
-from glfs.graph.ivf_blocks import IVFLists, search_lists
+from glfs.graph.ivf_blocks import (
+    BLOCK_QUERIES,
+    IVFLists,
+    merge_candidates,
+    query_side,
+    search_lists,
+    shard_candidates,
+    shard_exact,
+    shard_lists,
+    tau_of,
+    tau_part,
+    train_centres,
+    training_rows,
+)
 
 log = logging.getLogger(__name__)
 
-__all__ = ["QUERY_BLOCK", "ClusterZ", "fit_components", "flat_index", "ivf_search", "project", "search_on_cluster"]
+__all__ = ["INDEX_SHARD", "QUERY_BLOCK", "ClusterZ", "fit_components", "flat_index", "ivf_search", "project",
+           "search_ivf_shards", "search_on_cluster"]
 
 #: Cells per query shard of the sharded search: one task each (50,000 x 50 float32 = 10 MB of queries).
 QUERY_BLOCK = 50_000
@@ -44,28 +58,52 @@ QUERY_BLOCK = 50_000
 
 @dataclass(frozen=True)
 class ClusterZ:
-    """The (n_samples, n_pcs) float32 scores held on the dask cluster (``future``), not on the client.
+    """The (n_samples, n_pcs) float32 scores held on the dask cluster in row blocks, not on the client.
 
-    ``Z[idx]`` (sorted int rows) is the handle of those rows, taken by a task; :meth:`gather` brings
-    them to the client (the pynndescent search needs them there).
+    ``blocks`` the futures of the row blocks in order, ``bounds`` their first rows and n.  ``Z[idx]``
+    (sorted int rows) is the handle of those rows, taken by a task from the blocks that hold them;
+    :meth:`whole` one task's stack of all of them (the searches below :data:`INDEX_SHARD` cells);
+    :meth:`gather` brings them to the client (the pynndescent search needs them there).
     """
 
-    future: object
+    blocks: tuple
+    bounds: tuple
     shape: tuple
     client: object
     dtype = np.dtype(np.float32)
 
+    @classmethod
+    def scatter(cls, Z, client, rows: int):
+        """The in-memory Z scattered in blocks of ``rows``."""
+        Z32 = np.ascontiguousarray(Z, np.float32)
+        bounds = tuple(range(0, Z32.shape[0], rows)) + (Z32.shape[0],)
+        blocks = client.scatter([Z32[a:b] for a, b in zip(bounds[:-1], bounds[1:])], hash=False)
+        return cls(tuple(blocks), bounds, Z32.shape, client)
+
     def __getitem__(self, idx):
         idx = np.asarray(idx, np.int64)
-        f = self.client.submit(_take, self.future, idx, key=task_key("PCA scores of a group", 0))
-        return ClusterZ(f, (int(idx.size), self.shape[1]), self.client)
+        at = np.unique(np.searchsorted(self.bounds, idx, side="right") - 1)
+        f = self.client.submit(_take, idx, [self.bounds[i] for i in at], *[self.blocks[i] for i in at],
+                               key=task_key("PCA scores of a group", 0))
+        return ClusterZ((f,), (0, int(idx.size)), (int(idx.size), self.shape[1]), self.client)
+
+    def whole(self):
+        """A future of all the scores stacked by one task."""
+        if len(self.blocks) == 1:
+            return self.blocks[0]
+        return self.client.submit(_concat, *self.blocks, key=task_key("PCA scores", 0))
 
     def gather(self) -> np.ndarray:
-        return self.future.result()
+        return np.concatenate(self.client.gather(list(self.blocks)))
 
 
-def _take(Z, idx):
-    return Z[idx]
+def _take(idx, starts, *blocks):
+    parts = [blk[idx[(idx >= r0) & (idx < r0 + blk.shape[0])] - r0] for r0, blk in zip(starts, blocks)]
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+def _concat(*blocks):
+    return np.concatenate(blocks)
 
 
 def _take_rows(blk, rows, cols, *, want):
@@ -123,34 +161,32 @@ def _add(a, b):
     return a + b
 
 
-def _stack(parts, shift):
-    Z = np.vstack(parts)
-    Z -= shift
-    return Z
+def _shifted(z, shift):
+    return z - shift
 
 
 def project(X, V, shift, client) -> ClusterZ:
     """X V - shift for the out-of-core dask X (n_samples, n_features), V (n_features, p), on the cluster.
 
     One task per chunk; the projections of a row of chunks are added in column order (as the
-    single-process route adds them), and one task stacks the rows: the scores stay on a worker.
+    single-process route adds them) and shifted: the scores stay on the workers, one block per row of chunks.
     """
     import dask
 
     by_row = {}
     for rows, _, t in chunk_tasks(X, _project_chunk, {"V": V}, client, "PCA projection"):
         by_row.setdefault(rows.start, []).append(t)
+    shift = np.asarray(shift, np.float32)
     sums = []
     for r0 in sorted(by_row):
         acc = by_row[r0][0]
         for t in by_row[r0][1:]:
             acc = dask.delayed(_add)(acc, t, dask_key_name=task_key("PCA projection sum", len(sums)))
-        sums.append(acc)
+        sums.append(dask.delayed(_shifted)(acc, shift, dask_key_name=task_key("PCA scores", len(sums))))
     sums = client.compute(sums)
     wait_for(client, sums, "PCA projection", [f"cells from {r0}" for r0 in sorted(by_row)])
-    Z = client.submit(_stack, sums, np.asarray(shift, np.float32), key=task_key("PCA scores", 0))
-    wait_for(client, [Z], "PCA scores", ["all cells"])
-    return ClusterZ(Z, (int(X.shape[0]), int(V.shape[1])), client)
+    return ClusterZ(tuple(sums), tuple(sorted(by_row)) + (int(X.shape[0]),), (int(X.shape[0]), int(V.shape[1])),
+                    client)
 
 
 def ivf_search(index, Q, k_search: int, nprobe: int):
@@ -215,23 +251,185 @@ def search_on_cluster(Z, n_neighbors: int, k_search: int, client, *, build, refi
     :func:`_search_shard`.  Rows sorted; the same pairs as the single-process search given the same index.
     """
     if not isinstance(Z, ClusterZ):
-        Z32 = np.ascontiguousarray(Z, np.float32)
-        Z = ClusterZ(client.scatter(Z32, hash=False), Z32.shape, client)
+        Z = ClusterZ.scatter(Z, client, Z.shape[0])
     n = Z.shape[0]
     t0 = time.perf_counter()
-    index_f = client.submit(_build_index, Z.future, build, key=task_key(f"{what} index", 0))
+    Z_f = Z.whole()
+    index_f = client.submit(_build_index, Z_f, build, key=task_key(f"{what} index", 0))
     wait_for(client, [index_f], f"{what} index", [f"{n} cells"])
     log.info("%s: index built by a task on the cluster in %.1f s", what, time.perf_counter() - t0)
     bounds = [(a, min(n, a + QUERY_BLOCK)) for a in range(0, n, QUERY_BLOCK)]
     log.info("%s: %d query shards of at most %d cells as dask tasks", what, len(bounds), QUERY_BLOCK)
     kw = {"k_search": int(k_search), "nprobe": nprobe, "n_neighbors": int(n_neighbors),
           "refine": refine}
-    futures = [client.submit(_search_shard, Z.future, index_f, a, b, **kw, key=task_key(what, i))
+    futures = [client.submit(_search_shard, Z_f, index_f, a, b, **kw, key=task_key(what, i))
                for i, (a, b) in enumerate(bounds)]
     parts = gather_blocks(client, futures, what, [f"cells {a}-{b - 1}" for a, b in bounds])
-    del index_f, futures
+    del index_f, futures, Z_f
     short = sum(s for _, s in parts)
     if short:
         log.info("%s: %d samples searched exactly (too few candidates in their cells)", what, short)
     rows, cols, dist = (np.concatenate(a) for a in zip(*(p for p, _ in parts)))
     return rows, cols, dist
+
+
+#: Query blocks fetched together by :func:`search_ivf_shards` (two such waves in flight).
+WAVE_BLOCKS = 4
+#: Cells per index shard of the blocked IVF search on a cluster (:func:`search_ivf_shards`; the lists of
+#: 2,000,000 x 52 float32 are 416 MB): the shards are whole blocks of the scores, as many per worker.
+INDEX_SHARD = 2_000_000
+
+
+def _rows_of(blk, want):
+    return blk[want]
+
+
+def _train(order, nlist, random_state, *pieces):
+    taken = np.concatenate(pieces)
+    sample = np.empty_like(taken)
+    sample[order] = taken  # back in faiss' order
+    return train_centres(sample, nlist, random_state)
+
+
+def _shard(centres, row0, *blocks):
+    return shard_lists(np.concatenate(blocks) if len(blocks) > 1 else blocks[0], centres, row0)
+
+
+def _queries(a, b, starts, *blocks):
+    """The rows a .. b - 1 of Z from the blocks (first rows ``starts``) that hold them."""
+    parts = [blk[max(a - r0, 0) : max(min(b - r0, blk.shape[0]), 0)] for r0, blk in zip(starts, blocks)]
+    return np.ascontiguousarray(np.concatenate(parts) if len(parts) > 1 else parts[0], np.float32)
+
+
+def _tau_task(lists, Q, k_search):
+    qside = query_side(Q, lists.centres, 1)  # the nearest cell only
+    return tau_part(qside[1], lists, qside[4], k_search)
+
+
+def _tau_merge(k_search, *parts):
+    return tau_of(list(parts), k_search)
+
+
+def _candidates_task(lists, Q, tau, k_search, nprobe, max_sq_norm, row0):
+    return shard_candidates(lists, Q, tau, k_search, nprobe, max_sq_norm, row0)
+
+
+def _merge_task(m, k_search, n_neighbors, row0, *parts):
+    return merge_candidates(list(parts), m, k_search, n_neighbors, row0)
+
+
+def _exact_task(lists, Q, q_ids, k):
+    return shard_exact(lists.data[:, :-2], lists.ids, Q, q_ids, k)
+
+
+def _shards_of(Z: ClusterZ, client) -> list[list[int]]:
+    """The blocks of Z grouped into index shards: at most :data:`INDEX_SHARD` cells each (as far as whole
+    blocks allow), their number a multiple of the workers' (each worker holds as many)."""
+    n_workers = max(1, len(client.scheduler_info()["workers"]))
+    k = n_workers * max(1, -(-Z.shape[0] // (n_workers * INDEX_SHARD)))
+    k = min(k, len(Z.blocks))
+    ends = np.searchsorted(Z.bounds[1:], np.arange(1, k + 1) * Z.shape[0] / k, side="left")
+    groups, start = [], 0
+    for e in ends:
+        if e + 1 > start:
+            groups.append(list(range(start, int(e) + 1)))
+            start = int(e) + 1
+    return groups
+
+
+def _index_shards(Z: ClusterZ, client, nlist, random_state, what):
+    """The k-means centres (trained by a task on faiss' own subsample, taken from the blocks by tasks) and
+    each shard's inverted lists (a task each, kept on the workers)."""
+    t0 = time.perf_counter()
+    rows = training_rows(Z.shape[0], nlist, random_state)
+    order = np.argsort(rows, kind="stable")
+    srt = rows[order]
+    pieces = []
+    for i, (r0, r1) in enumerate(zip(Z.bounds[:-1], Z.bounds[1:])):
+        want = srt[(srt >= r0) & (srt < r1)] - r0
+        if want.size:
+            pieces.append(client.submit(_rows_of, Z.blocks[i], want, key=task_key(f"{what} k-means sample", i)))
+    centres_f = client.submit(_train, order, nlist, random_state, *pieces, key=task_key(f"{what} k-means", 0))
+    wait_for(client, [centres_f], f"{what} k-means", [f"{rows.size} cells"])
+    del pieces
+    groups = _shards_of(Z, client)
+    shards = [client.submit(_shard, centres_f, Z.bounds[g[0]], *[Z.blocks[i] for i in g],
+                            key=task_key(f"{what} index shard", j)) for j, g in enumerate(groups)]
+    wait_for(client, shards, f"{what} index shards", [f"cells {Z.bounds[g[0]]}-{Z.bounds[g[-1] + 1] - 1}" for g in groups])
+    max_sq = max(client.gather([client.submit(getattr, f, "max_sq_norm", key=task_key(f"{what} norms", j))
+                                for j, f in enumerate(shards)]))
+    log.info("%s: k-means on %d cells and %d index shards built by tasks on the cluster in %.1f s", what, rows.size,
+             len(shards), time.perf_counter() - t0)
+    return shards, float(max_sq)
+
+
+def search_ivf_shards(Z, n_neighbors: int, k_search: int, client, *, nlist: int, nprobe: int, random_state,
+                      what: str = "neighbour search"):
+    """The blocked IVF search (:mod:`glfs.graph.ivf_blocks`) of the scores Z on the cluster, its index in shards.
+
+    Z : :class:`ClusterZ` (or an in-memory array, scattered in blocks).  The k-means is trained by a task on
+    the rows faiss' own training would take (:func:`glfs.graph.ivf_blocks.training_rows`: the same centres);
+    each shard of whole blocks of Z gets its inverted lists by a task; each block of
+    :data:`glfs.graph.ivf_blocks.BLOCK_QUERIES` queries (the one-machine search's blocks, so the same float32
+    products choose the same probed cells) is searched against every shard in two rounds (the bound tau from every
+    shard's part of the query's nearest cell, then each shard's candidates below it, with the float64
+    distances of the kept ones) and merged by a task in the order the lists of all samples give: the same
+    (rows, cols, distances) as :func:`glfs.graph.ivf_blocks.search_lists` and its refinement on one machine.
+    Queries whose probed cells hold too few candidates are searched exactly, on every shard.  The results
+    are fetched :data:`WAVE_BLOCKS` query blocks at a time (two such waves in flight).
+    """
+    if not isinstance(Z, ClusterZ):
+        Z = ClusterZ.scatter(Z, client, QUERY_BLOCK)
+    n = Z.shape[0]
+    t0 = time.perf_counter()
+    shards, max_sq = _index_shards(Z, client, nlist, random_state, what)
+    k = int(k_search)
+    # the queries in the blocks of the one-machine search (the same products, so the same probed cells)
+    ranges = [(a, min(n, a + BLOCK_QUERIES)) for a in range(0, n, BLOCK_QUERIES)]
+    log.info("%s: %d query blocks of at most %d cells against %d index shards, as dask tasks", what, len(ranges),
+             BLOCK_QUERIES, len(shards))
+
+    def submit(a, b):
+        i0, i1 = (int(np.searchsorted(Z.bounds, r, side="right")) - 1 for r in (a, b - 1))
+        Q = client.submit(_queries, a, b, Z.bounds[i0 : i1 + 1], *Z.blocks[i0 : i1 + 1],
+                          key=task_key(f"{what} queries", a))
+        taus = [client.submit(_tau_task, s_, Q, k, key=task_key(f"{what} bound", a)) for s_ in shards]
+        tau = client.submit(_tau_merge, k, *taus, key=task_key(f"{what} bound merge", a))
+        parts = [client.submit(_candidates_task, s_, Q, tau, k, int(nprobe), max_sq, a, key=task_key(what, a))
+                 for s_ in shards]
+        return client.submit(_merge_task, b - a, k, int(n_neighbors), a, *parts, key=task_key(f"{what} merge", a))
+
+    waves = [ranges[i : i + WAVE_BLOCKS] for i in range(0, len(ranges), WAVE_BLOCKS)]
+    results, pending = [], [submit(a, b) for a, b in waves[0]]
+    for i, wave in enumerate(waves):
+        ahead = [submit(a, b) for a, b in waves[i + 1]] if i + 1 < len(waves) else []
+        results.extend(gather_blocks(client, pending, what, [f"cells {a}-{b - 1}" for a, b in wave]))
+        pending = ahead  # two waves in flight: the workers hold Z, the lists and two waves' pairs
+    found = np.concatenate([f for _, f in results])
+    rows, cols, dist = (np.concatenate(a) for a in zip(*(p for p, _ in results)))
+    short = np.flatnonzero(found < min(n, n_neighbors + 1))
+    if short.size:
+        rows, cols, dist = _exact_for(Z, shards, short, (rows, cols, dist), n_neighbors, k_search, client, what)
+    log.info("%s: %d cells searched against %d index shards on the cluster in %.1f s", what, n, len(shards),
+             time.perf_counter() - t0)
+    return rows, cols, dist
+
+
+def _exact_for(Z, shards, short, pairs, n_neighbors, k_search, client, what):
+    """``pairs`` with the rows of the queries ``short`` replaced by their exact nearest (every shard searched)."""
+    log.info("%s: %d samples searched exactly (too few candidates in their cells)", what, short.size)
+    Q = Z[short].whole()
+    parts = gather_blocks(client, [client.submit(_exact_task, s, Q, short, int(k_search),
+                                                 key=task_key(f"{what} exact", j)) for j, s in enumerate(shards)],
+                          f"{what} exact", [f"shard {j}" for j in range(len(shards))])
+    q, c, d = (np.concatenate(a) for a in zip(*parts))
+    order = np.lexsort((c, d, q))
+    q, c, d = q[order], c[order], d[order]
+    first = np.searchsorted(q, q)
+    keep = (np.arange(q.size) - first < n_neighbors) & np.isfinite(d)
+    rows, cols, dist = pairs
+    other = ~np.isin(rows, short)
+    rows = np.concatenate([rows[other], short[q[keep]]])
+    cols, dist = np.concatenate([cols[other], c[keep]]), np.concatenate([dist[other], d[keep]])
+    order = np.argsort(rows, kind="stable")
+    return rows[order], cols[order], dist[order]
