@@ -306,9 +306,13 @@ def nearest_of(ind, dist, n_neighbors: int, row0: int = 0):
 
 
 def _distances64(Q, X, q, pos):
-    """The float64 Euclidean distances of the pairs (Q[q], X[pos]) of float32 rows."""
-    diff = Q[q].astype(np.float64) - X[pos]
-    return np.sqrt(np.maximum(np.einsum("ij,ij->i", diff, diff), 0.0))
+    """The float64 Euclidean distances of the pairs (Q[q], X[pos]) of float32 rows, in blocks of 2^22 values."""
+    out = np.empty(q.size)
+    step = max(1, 2**22 // max(1, Q.shape[1]))
+    for a in range(0, q.size, step):
+        diff = Q[q[a : a + step]].astype(np.float64) - X[pos[a : a + step]]
+        out[a : a + step] = np.sqrt(np.maximum(np.einsum("ij,ij->i", diff, diff), 0.0))
+    return out
 
 
 def shard_candidates(lists: IVFLists, Q, tau, k_search: int, nprobe: int, max_sq_norm: float, row0: int):
