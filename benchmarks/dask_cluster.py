@@ -307,7 +307,7 @@ def predict(row: dict, k: int) -> dict:
 
 def compare_scores(a) -> dict:
     """The per-gene scores of the cluster run and the single process (``--save-scores``) side by side:
-    written to results/dask_cluster_scores_<cells>.tsv.gz; their top-2,000 overlap and largest relative gap."""
+    written to results/dask_cluster_scores_<cells>[_<graph> if not planted].tsv.gz; their top-2,000 overlap and largest relative gap."""
     import pandas as pd
 
     runs = {k: np.load(max(a.work.glob(f"scores_{a.cells}_*{a.compare}_{k}.npy"), key=lambda p: p.stat().st_mtime))
@@ -320,7 +320,8 @@ def compare_scores(a) -> dict:
              "max_rel_diff": float(rel.max()), "same_top2000": len(top[0] & top[1]) / TOP,
              "same_order_top2000": bool(np.array_equal(np.argsort(c, kind="stable")[:TOP], np.argsort(s, kind="stable")[:TOP]))}
     pd.DataFrame({"gene": np.arange(c.size), "cluster_2": c, "single": s}).to_csv(
-        RESULTS / f"dask_cluster_scores_{a.cells}.tsv.gz", sep="\t", index=False, float_format="%.17g")
+        RESULTS / f"dask_cluster_scores_{a.cells}{'' if a.compare == 'planted' else '_' + a.compare}.tsv.gz", sep="\t",
+        index=False, float_format="%.17g")
     print(json.dumps(facts))
     return facts
 
