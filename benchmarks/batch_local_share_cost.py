@@ -69,6 +69,12 @@ def one_size(n_cells, args):
     new, row["share_new_s"] = timed(lambda: local_batch_share(X, codes, Z, per, random_state=0))
     row["search"] = nb.choose_neighbor_method(n_cells, 50, "auto", 50)[0]
     nbh_new, row["search_new_s"] = timed(lambda: batch_neighbourhoods(Z, codes, per, random_state=0))
+    if args.centres_check:  # the share on a seeded draw of centres against every cell's neighbourhood
+        m = args.centres_check
+        part, row[f"share_{m}_centres_s"] = timed(lambda: local_batch_share(X, codes, Z, per, random_state=0, max_centres=m))
+        ok = ~(np.isnan(new) | np.isnan(part))
+        row[f"share_{m}_centres_r"] = round(float(np.corrcoef(new[ok], part[ok])[0, 1]), 5)
+        row[f"share_{m}_centres_max_abs_diff"] = float(np.max(np.abs(new[ok] - part[ok])))
     old = None
     if n_cells <= args.old_max:
         real = nb.exact_backend
@@ -96,10 +102,12 @@ def one_size(n_cells, args):
                         with_b = sel
         row["moran_without_s"], row["moran_with_s"] = round(min(t["no"]), 1), round(min(t["yes"]), 1)
         row["with_over_without"] = round(min(t["yes"]) / min(t["no"]), 3)
+        base = with_b.extra["mean_moran_i"] - np.nan_to_num(with_b.extra["between_batch_share"])
+        top = lambda s: set(np.argsort(-np.nan_to_num(base - np.nan_to_num(s), nan=-np.inf))[: args.n])  # noqa: E731
         if old is not None:
-            base = with_b.extra["mean_moran_i"] - np.nan_to_num(with_b.extra["between_batch_share"])
-            top = lambda s: set(np.argsort(-np.nan_to_num(base - np.nan_to_num(s), nan=-np.inf))[: args.n])  # noqa: E731
             row[f"top{args.n}_overlap_exact_vs_new"] = len(top(old) & top(new)) / args.n
+        if args.centres_check:
+            row[f"top{args.n}_overlap_{args.centres_check}_centres_vs_all"] = len(top(part) & top(new)) / args.n
     row["load_after"] = uptime()
     for key in ("pca_s", "share_new_s", "search_new_s", "share_old_s", "search_old_s"):
         if key in row:
@@ -109,7 +117,7 @@ def one_size(n_cells, args):
 
 def search_only(n_cells, args):
     from glfs.graph import neighbors as nb
-    from glfs.scores.batches import batch_neighbourhoods
+    from glfs.scores.batches import LOCAL_SHARE_CENTRES, batch_neighbourhoods
 
     rng = np.random.default_rng(0)
     K, per = args.batches, max(2, -(-15 // args.batches))
@@ -117,9 +125,21 @@ def search_only(n_cells, args):
     codes = rng.integers(0, K, n_cells)
     Z = (centres[rng.integers(0, 30, n_cells)] + shifts[codes] + rng.normal(size=(n_cells, 50))).astype(np.float32)
     row = {"cells": n_cells, "batches": K, "n_per_batch": per, "load_before": uptime()}
-    nbh, row["neighbourhoods_s"] = timed(lambda: batch_neighbourhoods(Z, codes, per, random_state=0))
+    if n_cells > LOCAL_SHARE_CENTRES:  # what local_batch_share searches: the neighbourhoods of a seeded draw
+        centres = np.sort(np.random.default_rng(0).choice(n_cells, LOCAL_SHARE_CENTRES, replace=False))
+        _, row["centres_neighbourhoods_s"] = timed(lambda: batch_neighbourhoods(Z, codes, per, random_state=0,
+                                                                                centres=centres))
+    if args.no_all_centres:
+        nbh = None
+    else:
+        nbh, row["neighbourhoods_s"] = timed(lambda: batch_neighbourhoods(Z, codes, per, random_state=0))
     _, row["graph_search_s"] = timed(lambda: nb.nearest_neighbors(Z, 15, random_state=0))
-    row["neighbourhoods_over_graph_search"] = round(row["neighbourhoods_s"] / row["graph_search_s"], 3)
+    for key in ("neighbourhoods_s", "centres_neighbourhoods_s"):
+        if key in row:
+            row[key.replace("_s", "_over_graph_search")] = round(row[key] / row["graph_search_s"], 3)
+    if nbh is None:
+        row["load_after"] = uptime()
+        return {k: round(v, 1) if k.endswith("_s") else v for k, v in row.items()}
     probe = np.sort(rng.choice(n_cells, 2000, replace=False))  # exact groups of 2,000 cells, by brute force
     found, (rows, cols) = 0, nbh
     assert rows.size == n_cells * K * per  # every batch larger than its group: batch b's block holds cell i at i per
@@ -140,8 +160,9 @@ def search_only(n_cells, args):
                 found += np.isin(exact[i], cols[at:at + per]).sum()
     row["recall_groups_2000_cells"] = round(found / (probe.size * K * per), 4)
     row["load_after"] = uptime()
-    for key in ("neighbourhoods_s", "graph_search_s"):
-        row[key] = round(row[key], 1)
+    for key in ("neighbourhoods_s", "graph_search_s", "centres_neighbourhoods_s"):
+        if key in row:
+            row[key] = round(row[key], 1)
     return row
 
 
@@ -155,7 +176,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--old-max", type=int, default=100_000, help="the old brute force up to this many cells")
     ap.add_argument("--no-moran", action="store_true")
+    ap.add_argument("--centres-check", type=int, default=0, help="also the share on a draw of this many centres")
     ap.add_argument("--search-only", action="store_true", help="the search alone on simulated components (docstring)")
+    ap.add_argument("--no-all-centres", action="store_true", help="--search-only: not every cell's neighbourhoods")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("glfs.scores.moran").setLevel(logging.WARNING)

@@ -512,15 +512,18 @@ def _groups_written_out(Z, codes, k):
     return out
 
 
-def _share_written_out(X, codes, Z, k):
-    """local_batch_share by its definition: a one-way ANOVA by batch in each neighbourhood, pooled, less the null."""
+def _share_written_out(X, codes, Z, k, centres=None):
+    """local_batch_share by its definition: a one-way ANOVA by batch in each neighbourhood, pooled, less the null
+    (the neighbourhoods of ``centres``, indices among the scored cells, or of every scored cell)."""
     keep = np.flatnonzero(codes >= 0)
     X, Z = X[keep], Z[keep]
     c = np.unique(codes[keep], return_inverse=True)[1]
-    K, n, d = int(c.max()) + 1, keep.size, X.shape[1]
+    K, d = int(c.max()) + 1, X.shape[1]
+    centres = np.arange(keep.size) if centres is None else centres
+    n = len(centres)
     groups = _groups_written_out(Z, c, k)
     ss_b, ss_t, df_w = np.zeros(d), np.zeros(d), 0
-    for i in range(n):
+    for i in centres:
         gs = [groups[(i, b)] for b in range(K)]
         cells = np.concatenate(gs)
         m = X[cells].mean(axis=0)
@@ -575,6 +578,29 @@ def test_share_with_cells_left_out_and_one_batch_equals_the_brute_force():
     assert np.isnan(got[5])
     one = local_batch_share(X, np.where(codes == 1, 0, -1), Z, 3)  # one batch scored: 0, NaN for the constant
     assert np.isnan(one[5]) and np.all(one[:5] == 0)
+
+
+@pytest.mark.parametrize("backend", ["faiss", "sklearn"])
+def test_share_on_a_draw_of_centres_equals_the_brute_force_on_those_centres(monkeypatch, backend):
+    # above LOCAL_SHARE_CENTRES scored cells the sums run over a seeded uniform draw of that many centres; every
+    # cell stays a possible neighbour.  Written out: the draw (numpy's seeded choice, sorted) and the ANOVA on it
+    if backend == "faiss":
+        pytest.importorskip("faiss")
+    monkeypatch.setattr(nb, "exact_backend", lambda: backend)
+    X, codes, Z = _tied_data(2)
+    left = np.where(np.arange(40) % 7 == 0, -1, codes)  # cells left out too
+    m = 15
+    centres = np.sort(np.random.default_rng(5).choice(int(np.sum(left >= 0)), m, replace=False))
+    got = local_batch_share(X, left, Z, 3, random_state=5, max_centres=m)
+    np.testing.assert_allclose(got, _share_written_out(X, left, Z, 3, centres), rtol=1e-9, atol=1e-12)
+    c = np.unique(left[left >= 0], return_inverse=True)[1]
+    rows, cols = batch_neighbourhoods(Z[left >= 0], c, 3, centres=centres)
+    want = _groups_written_out(Z[left >= 0], c, 3)
+    K = int(c.max()) + 1
+    for j, cell in enumerate(centres):
+        for b in range(K):
+            np.testing.assert_array_equal(np.sort(cols[rows == j * K + b]), want[(cell, b)])
+    assert not np.allclose(np.nan_to_num(got), np.nan_to_num(local_batch_share(X, left, Z, 3)))  # not every centre
 
 
 def test_ivf_probing_every_list_gives_the_exact_neighbourhoods():

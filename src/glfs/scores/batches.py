@@ -58,10 +58,13 @@ log = logging.getLogger(__name__)
 
 __all__ = ["BatchRanks", "BatchPlan", "batch_codes", "batch_columns", "combine_batch_ranks", "select_by_batch",
            "run_by_batch", "plan_batches", "within_batches", "min_batch_cells", "graph_min_cells", "BATCH_RULES",
-           "between_batch_share", "local_batch_share", "batch_neighbourhoods", "scored_codes"]
+           "between_batch_share", "local_batch_share", "batch_neighbourhoods", "scored_codes", "LOCAL_SHARE_CENTRES"]
 
 #: Ways of combining the per-batch rankings (module docstring, step 3).
 BATCH_RULES = ("nbatches", "median_rank")
+#: :func:`local_batch_share` centres its neighbourhoods on every cell up to this many scored cells, above it on a
+#: seeded uniform draw of this many (the pooled sums are means over the cells: docs/methods.md, "Batch-aware selection").
+LOCAL_SHARE_CENTRES = 100_000
 
 
 @dataclass(frozen=True)
@@ -304,7 +307,8 @@ def between_batch_share(X, codes) -> np.ndarray:
         return np.where(total > 0, np.minimum(between / total, 1.0), np.nan)
 
 
-def local_batch_share(X, codes, Z, n_per_batch: int, *, method: str = "auto", random_state=0) -> np.ndarray:
+def local_batch_share(X, codes, Z, n_per_batch: int, *, method: str = "auto", random_state=0,
+                      max_centres: int | None = None) -> np.ndarray:
     """Per gene: the share of its variance among similar cells that separates the batches, less its null expectation.
 
     Every cell i (``codes[i] >= 0``) gets a neighbourhood N_i of the ``n_per_batch`` cells nearest to it on the
@@ -321,8 +325,11 @@ def local_batch_share(X, codes, Z, n_per_batch: int, *, method: str = "auto", ra
 
     X : (n_samples, n_features) dense or sparse; ``codes`` one batch code 0 .. K-1 per cell (-1: left out);
     ``Z`` (n_samples, n_components).  ``method`` ("auto", "exact", "approx") and ``random_state``: the search of
-    :func:`batch_neighbourhoods`.  Cost: that search (with "auto", exact below 30,000 scored cells, else
-    O(n^1.5 sqrt(K) n_components) with faiss' IVF) and sparse products with n K n_per_batch non-zeros per block.
+    :func:`batch_neighbourhoods`.  ``max_centres`` (default :data:`LOCAL_SHARE_CENTRES`): with more scored cells,
+    the sums run over the neighbourhoods of a uniform draw of this many of them (seeded by ``random_state``; every
+    cell stays a possible neighbour), an estimate of the same share with error of order 1/sqrt(max_centres).
+    Cost: that search of m = min(n, max_centres) cells (with "auto", exact below 30,000 scored cells, else
+    O(m sqrt(n K) n_components) with faiss' IVF) and sparse products with m K n_per_batch non-zeros per block.
     """
     codes = np.asarray(codes)
     keep = np.flatnonzero(codes >= 0)
@@ -330,37 +337,43 @@ def local_batch_share(X, codes, Z, n_per_batch: int, *, method: str = "auto", ra
     n, K = keep.size, int(c.max()) + 1
     if K == 1:
         return np.where(variance_score(X[keep]) > 0, 0.0, np.nan)
-    r, col = batch_neighbourhoods(Zk, c, n_per_batch, method=method, random_state=random_state)
-    G = sp.csr_matrix((np.ones(r.size), (r, col)), shape=(n * K, n))  # the groups G_ib, row i K + b
+    m = LOCAL_SHARE_CENTRES if max_centres is None else int(max_centres)
+    centres = None if n <= m else np.sort(np.random.default_rng(random_state).choice(n, m, replace=False))
+    if centres is not None:
+        log.info("local_batch_share: neighbourhoods of %d of the %d cells (a seeded draw, LOCAL_SHARE_CENTRES)", m, n)
+    r, col = batch_neighbourhoods(Zk, c, n_per_batch, method=method, random_state=random_state, centres=centres)
+    nc = n if centres is None else m
+    G = sp.csr_matrix((np.ones(r.size), (r, col)), shape=(nc * K, n))  # the groups G_ib, row i K + b
     g_size = np.asarray(G.sum(axis=1), dtype=np.float64).ravel()
-    u_size = g_size.reshape(n, K).sum(axis=1)  # the neighbourhoods N_i: the union of i's K disjoint groups
+    u_size = g_size.reshape(nc, K).sum(axis=1)  # the neighbourhoods N_i: the union of i's K disjoint groups
     times = np.bincount(col, minlength=n).astype(np.float64)  # how many neighbourhoods each cell is in
     Xk = X[keep] if keep.size < codes.size else X
     Xk = sp.csc_matrix(Xk, dtype=np.float64) if sp.issparse(Xk) else np.asarray(Xk, dtype=np.float64)
     sq = np.asarray(times @ (Xk.multiply(Xk) if sp.issparse(Xk) else Xk * Xk)).ravel()
     d = Xk.shape[1]
     grp, nbh = np.empty(d), np.empty(d)
-    step = max(1, 2**23 // max(n * K, 1))
+    step = max(1, 2**23 // max(nc * K, 1))
     progress = Progress(log, "local_batch_share: gene block", -(-d // step))
     for i, lo in enumerate(range(0, d, step), start=1):
         B = Xk[:, lo:lo + step]
         S = G @ (B.toarray() if sp.issparse(B) else B)  # group sums (n K, b)
         grp[lo:lo + step] = (S * S / g_size[:, None]).sum(axis=0)
-        S = S.reshape(n, K, -1).sum(axis=1)  # neighbourhood sums
+        S = S.reshape(nc, K, -1).sum(axis=1)  # neighbourhood sums
         nbh[lo:lo + step] = (S * S / u_size[:, None]).sum(axis=0)
         progress.step(i)
     ss_t, ss_b = sq - nbh, grp - nbh
-    df_b, df_w = n * (K - 1), float(u_size.sum()) - n * K
+    df_b, df_w = nc * (K - 1), float(u_size.sum()) - nc * K
     with np.errstate(invalid="ignore", divide="ignore"):
         excess = ss_b - (df_b / df_w) * (ss_t - ss_b) if df_w > 0 else ss_b
         return np.where(ss_t > 1e-12 * np.maximum(sq, 1e-300), excess / ss_t, np.nan)
 
 
-def batch_neighbourhoods(Z, codes, n_per_batch: int, *, method: str = "auto", random_state=0):
-    """(rows, cols): the cells of each cell's group in each batch (:func:`local_batch_share`), row i K + b.
+def batch_neighbourhoods(Z, codes, n_per_batch: int, *, method: str = "auto", random_state=0, centres=None):
+    """(rows, cols): the cells of each centre's group in each batch (:func:`local_batch_share`), row i K + b.
 
-    Z (n_samples, n_components), ``codes`` 0 .. K-1 (every cell scored).  Each batch b is searched by every
-    cell with the library's search (:mod:`glfs.graph.neighbors`), on an index of b's cells: ``method="auto"``
+    Z (n_samples, n_components), ``codes`` 0 .. K-1 (every cell scored); ``centres``: the sorted cells whose
+    neighbourhoods are wanted (i-th centre: rows i K + b), default every cell.  Each batch b is searched by every
+    centre with the library's search (:mod:`glfs.graph.neighbors`), on an index of b's cells: ``method="auto"``
     follows :func:`glfs.graph.neighbors.choose_neighbor_method` at the number of cells searched (all of them):
     exact below ``AUTO_INDEX_MIN_SAMPLES`` (faiss' flat index or scikit-learn's brute force, float32, the
     ``n_per_batch + 4`` candidates' distances recomputed in float64), else faiss' IVF index of the batch
@@ -376,22 +389,28 @@ def batch_neighbourhoods(Z, codes, n_per_batch: int, *, method: str = "auto", ra
     if how == "approx" and nb.approx_backend() != "faiss":
         log.info("local_batch_share: no faiss: exact search of %d cells (O(n^2))", n)
         how = "exact"
-    Z32 = np.ascontiguousarray(Z, dtype=np.float32)
+    # the centres first (rows 0 .. nq - 1 of Zp, as _from_candidates takes its queries), every cell a candidate
+    perm = np.arange(n) if centres is None else np.r_[centres, np.setdiff1d(np.arange(n), centres)]
+    at = np.argsort(perm)  # cell -> its row of Zp
+    Zp = Z if centres is None else np.asarray(Z)[perm]
+    Z32 = np.ascontiguousarray(Zp, dtype=np.float32)
+    nq = n if centres is None else len(centres)
     rows, cols = [], []
     for b in range(K):
         ref = np.flatnonzero(codes == b)
         kb = min(k, ref.size)
-        if kb == ref.size:  # the whole batch is every cell's group
-            rows.append(np.repeat(np.arange(n) * K + b, kb))
-            cols.append(np.tile(ref, n))
+        if kb == ref.size:  # the whole batch is every centre's group
+            rows.append(np.repeat(np.arange(nq) * K + b, kb))
+            cols.append(np.tile(ref, nq))
             continue
-        ind = _candidates(Z32[ref], Z32, min(ref.size, kb + 5), how, random_state)
-        ind = np.sort(np.where(ind >= 0, ref[np.maximum(ind, 0)], -1), axis=1)  # global, by index: ties by index
-        r, cand, _ = nb._from_candidates(Z, ind, kb)  # the kb nearest others of every cell, by distance then index
-        r, cand = r.reshape(n, kb), cand.reshape(n, kb)
-        own = codes == b  # its own batch: the cell itself and its kb - 1 nearest others
-        cand[own] = np.column_stack([np.flatnonzero(own), cand[own, :-1]])
-        rows.append(np.repeat(np.arange(n) * K + b, kb))
+        ind = _candidates(Z32[at[ref]], Z32[:nq], min(ref.size, kb + 5), how, random_state)
+        ind = np.sort(np.where(ind >= 0, ref[np.maximum(ind, 0)], -1), axis=1)  # cells, by index: ties by index
+        ind = np.where(ind >= 0, at[np.maximum(ind, 0)], -1)  # rows of Zp, in that order
+        cand = nb._from_candidates(Zp, ind, kb)[1]  # the kb nearest others of every centre, by distance then index
+        cand = perm[cand.reshape(nq, kb)]
+        own = codes[perm[:nq]] == b  # its own batch: the centre itself and its kb - 1 nearest others
+        cand[own] = np.column_stack([perm[:nq][own], cand[own, :-1]])
+        rows.append(np.repeat(np.arange(nq) * K + b, kb))
         cols.append(cand.ravel())
         log.info("local_batch_share: batch %d of %d searched (%d cells, %s search)", b + 1, K, ref.size, how)
     return np.concatenate(rows), np.concatenate(cols)
