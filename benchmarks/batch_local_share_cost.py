@@ -20,7 +20,7 @@ the time and memory here): 50 Gaussian components of 30 cell states with a shift
 neighbourhoods' search (``batch_neighbourhoods``) against the plain graph's search on the same components
 (``glfs.graph.neighbors.nearest_neighbors(Z, 15)``: faiss' IVF, in dense blocks from 500,000 cells), the
 search the plain graph_moran runs twice, and the recall of the neighbourhoods on 2,000 cells' exact groups.
-Writes batch_local_share_search.tsv and .md.
+Writes batch_local_share_cost_search.tsv and .md.
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def main():
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("glfs.scores.moran").setLevel(logging.WARNING)
-    stem = "batch_local_share_search" if args.search_only else "batch_local_share_cost"
+    stem = "batch_local_share_cost_search" if args.search_only else "batch_local_share_cost"
     tsv = os.path.join(OUT, f"{stem}.tsv")
     for n_cells in args.cells:
         row = search_only(n_cells, args) if args.search_only else one_size(n_cells, args)
