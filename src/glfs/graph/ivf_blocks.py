@@ -315,16 +315,16 @@ def _distances64(Q, X, q, pos):
     return out
 
 
-def shard_candidates(lists: IVFLists, Q, tau, k_search: int, nprobe: int, max_sq_norm: float, row0: int):
-    """One shard's candidates of the query rows Q (float32; samples ``row0`` on): its ``k_search`` nearest per
-    query among the pairs below ``tau`` (:func:`tau_of` of every shard's :func:`tau_part`) and ties, as arrays
-    (query, sample, float32 distance, list, float64 distance) for :func:`merge_candidates`."""
-    Q = np.ascontiguousarray(Q, dtype=np.float32)
-    q, pos, d, L = kept_pairs(query_side(Q, lists.centres, nprobe), tau, lists, max_sq_norm)
-    keep = kept_order(Q.shape[0], q, d, k_search)[0]
+def shard_candidates(lists: IVFLists, qside, tau, k_search: int, max_sq_norm: float, row0: int):
+    """One shard's candidates of a block of queries (samples ``row0`` on; ``qside`` their :func:`query_side`,
+    computed once for all shards): its ``k_search`` nearest per query among the pairs below ``tau``
+    (:func:`tau_of` of every shard's :func:`tau_part`) and ties, as arrays (query, sample, float32 distance,
+    list, float64 distance) for :func:`merge_candidates`."""
+    q, pos, d, L = kept_pairs(qside, tau, lists, max_sq_norm)
+    keep = kept_order(qside[1].shape[0], q, d, k_search)[0]
     q, pos = q[keep], pos[keep]
     c = lists.ids[pos]
-    d64 = np.where(c == q + row0, np.inf, _distances64(Q, lists.data[:, :-2], q, pos))
+    d64 = np.where(c == q + row0, np.inf, _distances64(qside[1][:, :-2], lists.data[:, :-2], q, pos))
     return q, c, d[keep], L[keep], d64
 
 

@@ -295,14 +295,15 @@ def _shard(centres, row0, *blocks):
     return shard_lists(np.concatenate(blocks) if len(blocks) > 1 else blocks[0], centres, row0)
 
 
-def _queries(a, b, starts, *blocks):
-    """The rows a .. b - 1 of Z from the blocks (first rows ``starts``) that hold them."""
+def _probes(a, b, starts, centres, nprobe, *blocks):
+    """:func:`glfs.graph.ivf_blocks.query_side` of the rows a .. b - 1 of Z, from the blocks (first rows
+    ``starts``) that hold them: the queries and their probed cells, once for every shard."""
     parts = [blk[max(a - r0, 0) : max(min(b - r0, blk.shape[0]), 0)] for r0, blk in zip(starts, blocks)]
-    return np.ascontiguousarray(np.concatenate(parts) if len(parts) > 1 else parts[0], np.float32)
+    Q = np.ascontiguousarray(np.concatenate(parts) if len(parts) > 1 else parts[0], np.float32)
+    return query_side(Q, centres, nprobe)
 
 
-def _tau_task(lists, Q, k_search):
-    qside = query_side(Q, lists.centres, 1)  # the nearest cell only
+def _tau_task(lists, qside, k_search):
     return tau_part(qside[1], lists, qside[4], k_search)
 
 
@@ -310,8 +311,8 @@ def _tau_merge(k_search, *parts):
     return tau_of(list(parts), k_search)
 
 
-def _candidates_task(lists, Q, tau, k_search, nprobe, max_sq_norm, row0):
-    return shard_candidates(lists, Q, tau, k_search, nprobe, max_sq_norm, row0)
+def _candidates_task(lists, qside, tau, k_search, max_sq_norm, row0):
+    return shard_candidates(lists, qside, tau, k_search, max_sq_norm, row0)
 
 
 def _merge_task(m, k_search, n_neighbors, row0, *parts):
@@ -360,7 +361,7 @@ def _index_shards(Z: ClusterZ, client, nlist, random_state, what):
                                 for j, f in enumerate(shards)]))
     log.info("%s: k-means on %d cells and %d index shards built by tasks on the cluster in %.1f s", what, rows.size,
              len(shards), time.perf_counter() - t0)
-    return shards, float(max_sq)
+    return shards, float(max_sq), centres_f
 
 
 def search_ivf_shards(Z, n_neighbors: int, k_search: int, client, *, nlist: int, nprobe: int, random_state,
@@ -371,7 +372,8 @@ def search_ivf_shards(Z, n_neighbors: int, k_search: int, client, *, nlist: int,
     the rows faiss' own training would take (:func:`glfs.graph.ivf_blocks.training_rows`: the same centres);
     each shard of whole blocks of Z gets its inverted lists by a task; each block of
     :data:`glfs.graph.ivf_blocks.BLOCK_QUERIES` queries (the one-machine search's blocks, so the same float32
-    products choose the same probed cells) is searched against every shard in two rounds (the bound tau from every
+    products choose the same probed cells, found once by a task for all the shards) is searched against every
+    shard in two rounds (the bound tau from every
     shard's part of the query's nearest cell, then each shard's candidates below it, with the float64
     distances of the kept ones) and merged by a task in the order the lists of all samples give: the same
     (rows, cols, distances) as :func:`glfs.graph.ivf_blocks.search_lists` and its refinement on one machine.
@@ -382,7 +384,7 @@ def search_ivf_shards(Z, n_neighbors: int, k_search: int, client, *, nlist: int,
         Z = ClusterZ.scatter(Z, client, QUERY_BLOCK)
     n = Z.shape[0]
     t0 = time.perf_counter()
-    shards, max_sq = _index_shards(Z, client, nlist, random_state, what)
+    shards, max_sq, centres = _index_shards(Z, client, nlist, random_state, what)
     k = int(k_search)
     # the queries in the blocks of the one-machine search (the same products, so the same probed cells)
     ranges = [(a, min(n, a + BLOCK_QUERIES)) for a in range(0, n, BLOCK_QUERIES)]
@@ -391,11 +393,11 @@ def search_ivf_shards(Z, n_neighbors: int, k_search: int, client, *, nlist: int,
 
     def submit(a, b):
         i0, i1 = (int(np.searchsorted(Z.bounds, r, side="right")) - 1 for r in (a, b - 1))
-        Q = client.submit(_queries, a, b, Z.bounds[i0 : i1 + 1], *Z.blocks[i0 : i1 + 1],
+        Q = client.submit(_probes, a, b, Z.bounds[i0 : i1 + 1], centres, int(nprobe), *Z.blocks[i0 : i1 + 1],
                           key=task_key(f"{what} queries", a))
         taus = [client.submit(_tau_task, s_, Q, k, key=task_key(f"{what} bound", a)) for s_ in shards]
         tau = client.submit(_tau_merge, k, *taus, key=task_key(f"{what} bound merge", a))
-        parts = [client.submit(_candidates_task, s_, Q, tau, k, int(nprobe), max_sq, a, key=task_key(what, a))
+        parts = [client.submit(_candidates_task, s_, Q, tau, k, max_sq, a, key=task_key(what, a))
                  for s_ in shards]
         return client.submit(_merge_task, b - a, k, int(n_neighbors), a, *parts, key=task_key(f"{what} merge", a))
 
