@@ -1,4 +1,11 @@
-"""Rule select_features: one method on one dataset -> selection table (+ JSON sidecar)."""
+"""Rule select_features_{dataset}: every method of one dataset -> its selection tables (+ JSON sidecars).
+
+One process per dataset, not per (dataset, method): a bulk method's work is 0.02-0.3 CPU s against
+1.7-2 s of imports and snakemake's preamble in each job (docs/methods.md, "Workflow runtime").  The
+methods run one after another on the same prepared data and graph, each exactly as a job of its own
+would run it (its own seed, parameters and files); ``params.methods``, ``output.tables`` and
+``output.metas`` are in the same order.
+"""
 
 import anndata
 import numpy as np
@@ -13,27 +20,27 @@ from glfs_workflow.tables import dataset_batches, selection_graph, selection_met
 log = log_to(snakemake.log[0])  # noqa: F821
 try:
     inp, out, par = snakemake.input, snakemake.output, snakemake.params  # noqa: F821
+    dataset, methods = snakemake.wildcards.dataset, list(par.methods)  # noqa: F821
     adata = anndata.read_h5ad(inp.adata)
-    check_counts_kept(adata, par.method, snakemake.wildcards.dataset, inp.adata)  # noqa: F821
+    for method in methods:  # a count method on a dataset without counts stops the job before any method runs
+        check_counts_kept(adata, method, dataset, inp.adata)
+    graph = sp.load_npz(inp.graph).tocsr()  # the dataset's graph (a method that builds its own ignores it)
     n_features = int(min(par.n_features, adata.n_vars))
-    # a dataset with batch_column: the batch-aware methods select within its batches (docs/methods.md)
-    batch_key = "batch" if dataset_batches(adata) is not None and glfs.METHODS[par.method].batch else None
-    if dataset_batches(adata) is not None and batch_key is None:
-        log.info("%s takes no batches (MethodInfo.batch): selected on all cells of the batched dataset", par.method)
-    log.info("%s on %s: X %d x %d, n_features=%d, params=%s", par.method, inp.adata, *adata.shape, n_features, dict(par.method_params))
-    sel = glfs.tl.selection(
-        adata,
-        par.method,
-        n_features,
-        labels_key="label",
-        default_graph=sp.load_npz(inp.graph).tocsr(),  # the dataset's graph (a method that builds its own ignores it)
-        random_state=int(par.seed),
-        batch_key=batch_key,
-        **dict(par.method_params),
-    )
-    log.info("selected %d genes", int(np.sum(sel.selected)))
-    write_tsv(selection_table(sel, adata.var_names), out.table)
-    write_json(selection_meta(sel, n_features=n_features, graph=selection_graph(sel, inp.graph)), out.meta)
+    batched = dataset_batches(adata) is not None
+    for method, table, meta in zip(methods, out.tables, out.metas, strict=True):
+        # a dataset with batch_column: the batch-aware methods select within its batches (docs/methods.md)
+        batch_key = "batch" if batched and glfs.METHODS[method].batch else None
+        if batched and batch_key is None:
+            log.info("%s takes no batches (MethodInfo.batch): selected on all cells of the batched dataset", method)
+        params = dict(par.method_params[method])
+        log.info("%s on %s: X %d x %d, n_features=%d, params=%s", method, inp.adata, *adata.shape, n_features, params)
+        sel = glfs.tl.selection(
+            adata, method, n_features, labels_key="label", default_graph=graph, random_state=int(par.seed),
+            batch_key=batch_key, **params,
+        )
+        log.info("%s: selected %d genes", method, int(np.sum(sel.selected)))
+        write_tsv(selection_table(sel, adata.var_names), table)
+        write_json(selection_meta(sel, n_features=n_features, graph=selection_graph(sel, inp.graph)), meta)
 except Exception:
     log.exception("select_features failed")
     raise

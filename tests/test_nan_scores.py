@@ -75,10 +75,10 @@ def test_the_workflow_select_step_fails_with_the_reason(tmp_path, restore_loggin
     ad.AnnData(X).write_h5ad(tmp_path / "prepared.h5ad")
     sp.save_npz(tmp_path / "graph.npz", glfs.similarity_graph(X[:, [1, 4]], n_neighbors=5))
     smk = NS(
-        wildcards=NS(dataset="d", method="laplacian_score"),
+        wildcards=NS(dataset="d"),
         input=NS(adata=str(tmp_path / "prepared.h5ad"), graph=str(tmp_path / "graph.npz")),
-        output=NS(table=str(tmp_path / "ls.tsv"), meta=str(tmp_path / "ls.json")),
-        params=NS(method="laplacian_score", n_features=5, method_params={}, seed=0),
+        output=NS(tables=[str(tmp_path / "ls.tsv")], metas=[str(tmp_path / "ls.json")]),
+        params=NS(methods=["laplacian_score"], n_features=5, method_params={"laplacian_score": {}}, seed=0),
         log=[str(tmp_path / "s.log")],
     )
     with pytest.raises(ValueError, match=r"scores are NaN for 8 of 10 genes"):

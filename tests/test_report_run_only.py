@@ -299,8 +299,9 @@ def test_layout_benchmarks_are_the_dags_jobs_and_report_dir_holds_the_report(tmp
     dag = _dag(tmp_path, cfg)
     par = dag["params"]
     assert sorted(par["benchmarks"]) == dag["benchmarks"]
-    assert "logs/benchmarks/select_features/tiny_unlabelled_variance.tsv" in dag["benchmarks"]
-    assert "logs/benchmarks/simulate_recovery/simulation_variance.tsv" in dag["benchmarks"]
+    # one selection job per dataset (all its methods), one simulation job for the grid
+    assert "logs/benchmarks/select_features/tiny_unlabelled.tsv" in dag["benchmarks"]
+    assert "logs/benchmarks/simulate_recovery/simulation.tsv" in dag["benchmarks"]
     assert par["run"]["simulation_methods"] == ["variance", "laplacian_score"]
     outs = dag["report_outputs"]
     assert "results/mine/report.html" in outs and "results/mine/which_method.md" in outs

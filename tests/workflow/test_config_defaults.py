@@ -218,6 +218,11 @@ def _jobs(wd: Path, cfg: dict, forceall=True):
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
+def _rule_family(job: dict) -> str:
+    """A job's rule, with the per-dataset selection rules (select_features_{dataset}) as select_features."""
+    return "select_features" if job["rule"].startswith("select_features_") else job["rule"]
+
+
 @pytest.mark.workflow
 def test_config_graph_and_params_reach_the_classifier_and_the_graph(tmp_path):
     _copy_workflow(tmp_path)
@@ -236,8 +241,9 @@ def test_config_graph_and_params_reach_the_classifier_and_the_graph(tmp_path):
     assert classify["params"]["glfs_variants"] == ["glfs", "glfs_exact"]
     graphs = [j for j in jobs if j["rule"] == "build_graph"]
     assert graphs and all(j["params"]["graph"]["n_neighbors"] == 7 for j in graphs)
-    sel = [j for j in jobs if j["rule"] == "select_features" and j["wildcards"]["method"] == "glfs"]
-    assert sel and all(j["params"]["method_params"] == glfs_params for j in sel)
+    sel = [j for j in jobs if _rule_family(j) == "select_features"]  # one job per dataset, all its methods
+    assert sel and all(j["params"]["method_params"]["glfs"] == glfs_params for j in sel)
+    assert all(j["params"]["method_params"]["variance"] == {} for j in sel)
     # the schema's defaults fill what the test config leaves out
     assert classify["params"]["random_floor"] == {"n_draws": 10, "classification_draws": 21}
     # the preparation does not depend on the graph; fetch.max_expanded_gb reaches its reader (issue 30 item 8)
@@ -255,7 +261,8 @@ def test_sparse_size_hint_scales_runtime_by_non_zeros(tmp_path):
     refuse above the 4 GB dense limit, so no per-mcell term), graph 10 + 0.1 x 550 = 65,
     prepare 10 + 0.01 x 550 = 15.5 -> 16; select memory 2000 + 60 x 1.5 x 550 = 51,500 MB.
     50,000 x 2,000 (1e8 cells, under the dense limit) dense: select 60 + 5 x 100 = 560; the
-    same with 2.8e6 non-zeros: 560 + 0.1 x 2.8 = 560.28 -> 561 (the dense methods run)."""
+    same with 2.8e6 non-zeros: 560 + 0.1 x 2.8 = 560.28 -> 561 (the dense methods run).  A selection
+    job runs all the dataset's methods, so it asks for that per method (two methods: 2 x 560)."""
     _copy_workflow(tmp_path)
     cases = {
         "atlas": ({"n_samples": 1_000_000, "n_genes": 20_000, "nnz": 550_000_000}, {"select_features": 115, "build_graph": 65, "prepare_dataset": 16}),
@@ -265,11 +272,15 @@ def test_sparse_size_hint_scales_runtime_by_non_zeros(tmp_path):
     for name, (hint, want) in cases.items():
         jobs = _jobs(tmp_path, {"methods": ["variance"], "datasets": {"tiny": {"size_hint": hint}}})
         for rule, minutes in want.items():
-            got = {j["resources"]["runtime"] for j in jobs if j["rule"] == rule and j["wildcards"].get("dataset") == "tiny"}
+            got = {j["resources"]["runtime"] for j in jobs if _rule_family(j) == rule and j["wildcards"].get("dataset") == "tiny"}
             assert got == {minutes}, (name, rule, got)
         if name == "atlas":
-            sel = [j for j in jobs if j["rule"] == "select_features" and j["wildcards"]["dataset"] == "tiny"]
+            sel = [j for j in jobs if _rule_family(j) == "select_features" and j["wildcards"]["dataset"] == "tiny"]
             assert {j["resources"]["mem_mb"] for j in sel} == {51_500}
+    # one selection job runs every method of the dataset: it asks for each method's time, 2 x 560
+    jobs = _jobs(tmp_path, {"methods": ["variance", "laplacian_score"], "datasets": {"tiny": {"size_hint": cases["dense"][0]}}})
+    got = {j["resources"]["runtime"] for j in jobs if _rule_family(j) == "select_features" and j["wildcards"].get("dataset") == "tiny"}
+    assert got == {1120}
 
 
 @pytest.mark.workflow
@@ -333,10 +344,14 @@ def test_a_datasets_own_methods_replace_the_top_level_list_for_that_dataset_only
     jobs = _jobs(tmp_path, cfg)
 
     def of(rule, ds):
-        return [j for j in jobs if j["rule"] == rule and j["wildcards"].get("dataset") == ds]
+        return [j for j in jobs if _rule_family(j) == rule and j["wildcards"].get("dataset") == ds]
 
-    assert {j["wildcards"]["method"] for j in of("select_features", "tiny")} == {"glfs", "glfs_exact", "variance", "fisher_score"}
-    assert {j["wildcards"]["method"] for j in of("select_features", "tiny_unlabelled")} == {"laplacian_score", "glfs"}
+    def selected(ds):  # the methods of the dataset's one selection job
+        (job,) = of("select_features", ds)
+        return job["params"]["methods"]
+
+    assert selected("tiny") == ["glfs", "glfs_exact", "variance", "fisher_score"]
+    assert selected("tiny_unlabelled") == ["laplacian_score", "glfs"]
     # the lam path exists where a published reading runs, and only there
     assert len(of("extract_glfs_path", "tiny")) == 1 and of("extract_glfs_path", "tiny_unlabelled") == []
     assert len(of("compare_glfs_greedy", "tiny")) == 1 and len(of("compare_glfs_greedy", "tiny_unlabelled")) == 1
@@ -346,7 +361,7 @@ def test_a_datasets_own_methods_replace_the_top_level_list_for_that_dataset_only
     cfg["datasets"]["tiny_unlabelled"]["methods"] = ["variance"]
     jobs = _jobs(tmp_path, cfg)
     assert of("compare_glfs_greedy", "tiny_unlabelled") == [] and len(of("compare_glfs_greedy", "tiny")) == 1
-    assert {j["wildcards"]["method"] for j in of("select_features", "tiny_unlabelled")} == {"variance"}
+    assert selected("tiny_unlabelled") == ["variance"]
 
 
 def test_the_workflow_graph_and_glfs_defaults_are_the_librarys():

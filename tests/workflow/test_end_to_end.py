@@ -295,6 +295,6 @@ def test_rerun_gives_identical_tables(run_dir):
         "results/user_split/classification.tsv",
     ]
     before = {t: (run_dir / t).read_bytes() for t in tables}
-    _snakemake(run_dir, "--forcerun", "select_features", "evaluate_clustering", "classify_samples", "--", *tables[-2:])
+    _snakemake(run_dir, "--forcerun", "select_features_user_split", "evaluate_clustering", "classify_samples", "--", *tables[-2:])
     for t in tables:
         assert (run_dir / t).read_bytes() == before[t], t

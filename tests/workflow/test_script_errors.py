@@ -49,10 +49,11 @@ def test_count_method_without_counts_names_the_dataset_and_the_layer(tmp_path, r
     a.write_h5ad(tmp_path / "prepared.h5ad")
     sp.save_npz(tmp_path / "graph.npz", sp.identity(30, format="csr"))
     smk = NS(
-        wildcards=NS(dataset="cells", method="deviance"),
+        wildcards=NS(dataset="cells"),
         input=NS(adata=str(tmp_path / "prepared.h5ad"), graph=str(tmp_path / "graph.npz")),
-        output=NS(table=str(tmp_path / "deviance.tsv"), meta=str(tmp_path / "deviance.json")),
-        params=NS(method="deviance", n_features=5, method_params={}, seed=0),
+        output=NS(tables=[str(tmp_path / "variance.tsv"), str(tmp_path / "deviance.tsv")],
+                  metas=[str(tmp_path / "variance.json"), str(tmp_path / "deviance.json")]),
+        params=NS(methods=["variance", "deviance"], n_features=5, method_params={"variance": {}, "deviance": {}}, seed=0),
         log=[str(tmp_path / "s.log")],
     )
     with pytest.raises(ValueError, match=r"dataset 'cells': method 'deviance' scores raw counts, but .* has no layers\['counts'\]"):
@@ -60,3 +61,4 @@ def test_count_method_without_counts_names_the_dataset_and_the_layer(tmp_path, r
     text = (tmp_path / "s.log").read_text()
     assert "datasets.cells.layer: counts" in text and "datasets.cells.methods" in text
     assert not (tmp_path / "deviance.tsv").exists()
+    assert not (tmp_path / "variance.tsv").exists()  # the job's methods are checked before the first one runs

@@ -94,10 +94,10 @@ def test_a_registered_method_runs_through_the_workflow_and_the_report(toy_method
     W = glfs.similarity_graph(np.asarray(a.X), n_neighbors=5, kernel="heat")
     sp.save_npz(tmp_path / "graph.npz", W)
     smk = NS(
-        wildcards=NS(dataset="d", method=TOY),
+        wildcards=NS(dataset="d"),
         input=NS(adata=str(tmp_path / "prepared.h5ad"), graph=str(tmp_path / "graph.npz")),
-        output=NS(table=str(tmp_path / f"{TOY}.tsv"), meta=str(tmp_path / f"{TOY}.json")),
-        params=NS(method=TOY, n_features=3, method_params={"offset": 0.25}, seed=0),
+        output=NS(tables=[str(tmp_path / f"{TOY}.tsv")], metas=[str(tmp_path / f"{TOY}.json")]),
+        params=NS(methods=[TOY], n_features=3, method_params={TOY: {"offset": 0.25}}, seed=0),
         log=[str(tmp_path / "s.log")],
     )
     runpy.run_path(str(REPO / "scripts/select_features.py"), init_globals={"snakemake": smk})

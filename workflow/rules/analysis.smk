@@ -135,6 +135,34 @@ def glfs_path_meta(wildcards):
     return selection_meta(wildcards.dataset, glfs_path_method(wildcards.dataset))
 
 
+# The benchmark file of a dataset's selection job (one job runs all its methods) and of a grid's simulation job.
+SELECT_BENCHMARK = "logs/benchmarks/select_features/{dataset}.tsv"
+SIMULATE_BENCHMARK = "logs/benchmarks/simulate_recovery/{simgrid}.tsv"
+
+
+# ---- scheduling ----
+# Snakemake starts the runnable jobs of the highest `priority:` first (ties in no set order).  The
+# Leiden evaluations are the longest jobs of a run and come last in their chain (fetch, prepare,
+# graph, selection), so that chain goes first; then the long jobs (the Leiden evaluations, the
+# simulation, the classification) start before the short ones, and with 2 cores both stay busy to
+# the end instead of one waiting on a long job started last (docs/methods.md, "Workflow runtime").
+# Priorities change no result.
+PRIORITY_LEIDEN_INPUTS = (
+    2  # fetch, prepare, graph and selection of a dataset with the Leiden evaluation
+)
+PRIORITY_LONG = 1  # the Leiden evaluations, the simulation, the classification
+
+
+def dataset_priority(dataset):
+    """PRIORITY_LEIDEN_INPUTS for a dataset with the Leiden evaluation, else 0 (its fetch, prepare, graph, selection)."""
+    return PRIORITY_LEIDEN_INPUTS if dataset in leiden_datasets() else 0
+
+
+def job_priority(wildcards):
+    """dataset_priority of the job's dataset."""
+    return dataset_priority(wildcards.dataset)
+
+
 # ---- clustering evaluation ----
 def n_clusters(wildcards):
     """config datasets.<ds>.n_clusters (None = number of distinct labels)."""
@@ -201,10 +229,14 @@ def simulation_enabled():
     return bool(config["simulation"]["enabled"] and simulation_methods())
 
 
+# One method's recovery table on a grid (rule simulate_recovery writes every method's of a grid).
+RECOVERY_METHOD_TABLE = "results/{simgrid}/recovery/{method}.tsv"
+
+
 def recovery_tables(wildcards):
     """Per-method recovery tables of a simulation grid."""
     return expand(
-        "results/{simgrid}/recovery/{method}.tsv",
+        RECOVERY_METHOD_TABLE,
         simgrid=wildcards.simgrid,
         method=simulation_methods(wildcards.simgrid),
     )
@@ -364,16 +396,9 @@ def run_benchmarks():
     out = []
     for rule, names in per_dataset.items():
         out += expand(str(getattr(rules, rule).benchmark), dataset=names)
-    for d in ds:
-        out += expand(
-            str(rules.select_features.benchmark), dataset=d, method=dataset_methods(d)
-        )
+    out += expand(SELECT_BENCHMARK, dataset=[d for d in ds if dataset_methods(d)])
     if simulation_enabled():
-        out += expand(
-            str(rules.simulate_recovery.benchmark),
-            simgrid="simulation",
-            method=simulation_methods(),
-        )
+        out += [SIMULATE_BENCHMARK.format(simgrid="simulation")]
     return list(dict.fromkeys(out))
 
 

@@ -20,6 +20,7 @@ rule classify_samples:
         "logs/benchmarks/classify_samples/{dataset}.tsv"
     wildcard_constraints:
         dataset=CLASSIFY_RE,
+    priority: PRIORITY_LONG
     conda:
         "../../envs/glfs.yaml"
     threads: get_threads("classify")

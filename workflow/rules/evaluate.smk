@@ -55,6 +55,7 @@ rule evaluate_leiden:
         "logs/benchmarks/evaluate_leiden/{dataset}.tsv"
     wildcard_constraints:
         dataset=DATASET_RE,
+    priority: PRIORITY_LONG
     conda:
         "../../envs/glfs.yaml"
     threads: get_threads("evaluate")

@@ -53,6 +53,7 @@ rule evaluate_leiden_floor:
         "logs/benchmarks/evaluate_leiden_floor/{dataset}.tsv"
     wildcard_constraints:
         dataset=DATASET_RE,
+    priority: PRIORITY_LONG
     conda:
         "../../envs/glfs.yaml"
     threads: get_threads("evaluate")

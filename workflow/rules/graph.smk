@@ -12,6 +12,7 @@ rule build_graph:
         "logs/benchmarks/build_graph/{dataset}.tsv"
     wildcard_constraints:
         dataset=DATASET_RE,
+    priority: job_priority
     conda:
         "../../envs/glfs.yaml"
     threads: get_threads("graph")

@@ -4,29 +4,45 @@
 # (any key of it can also be changed for the default run with --config).
 
 
-rule simulate_recovery:
-    output:
-        "results/{simgrid}/recovery/{method}.tsv",
-    log:
-        "logs/simulate_recovery/{simgrid}_{method}.log",
-    benchmark:
-        "logs/benchmarks/simulate_recovery/{simgrid}_{method}.tsv"
-    wildcard_constraints:
-        simgrid="simulation|simulation_full",
-        method=METHOD_RE,
-    conda:
-        "../../envs/glfs.yaml"
-    threads: get_threads("simulate")
-    resources:
-        mem_mb=get_mem_mb("simulate"),
-        runtime=get_runtime("simulate"),
-    params:
-        simulation=simulation_settings,
-        graph=config["graph"],
-        method_params=method_params,
-        seed=seed(),
-    script:
-        "../../scripts/simulate_recovery.py"
+# One job per grid runs all its methods (scripts/simulate_recovery.py): simulate_recovery for the
+# default grid, simulate_recovery_full for the full one (a rule's outputs cannot depend on its
+# wildcards, and the full grid has more methods).  The tables keep their paths, one per method.
+for _simgrid, _rule in (
+    ("simulation", "simulate_recovery"),
+    ("simulation_full", "simulate_recovery_full"),
+):
+    if not simulation_methods(_simgrid):
+        continue
+
+    rule:
+        name:
+            _rule
+        output:
+            [
+                RECOVERY_METHOD_TABLE.format(simgrid="{simgrid}", method=m)
+                for m in simulation_methods(_simgrid)
+            ],
+        log:
+            "logs/simulate_recovery/{simgrid}.log",
+        benchmark:
+            SIMULATE_BENCHMARK
+        wildcard_constraints:
+            simgrid=_simgrid,
+        priority: PRIORITY_LONG
+        conda:
+            "../../envs/glfs.yaml"
+        threads: get_threads("simulate")
+        resources:
+            mem_mb=get_mem_mb("simulate"),
+            runtime=get_runtime("simulate"),
+        params:
+            methods=simulation_methods(_simgrid),
+            simulation=simulation_settings,
+            graph=config["graph"],
+            method_params={m: params_of(m) for m in simulation_methods(_simgrid)},
+            seed=seed(),
+        script:
+            "../../scripts/simulate_recovery.py"
 
 
 rule merge_recovery:
