@@ -1,7 +1,8 @@
-"""The numba kernels of the sparse gene-wise scores (:mod:`glfs.scores.genewise`, :mod:`glfs.scores.moran`).
+"""The numba kernels of the sparse gene-wise scores (:mod:`glfs.scores.genewise`, :mod:`glfs.scores.moran`)
+and of the graph's PCA projection (:func:`times_dense`, :func:`column_range`).
 
 Pure loops over the stored entries of a CSR or CSC block: per-gene statistics, centred sums, the
-graph's cross term x'Ux and the binomial deviance.  Compiled on first use (:func:`_kernel`) and
+graph's cross term x'Ux, the binomial deviance, and a CSR block times a dense matrix.  Compiled on first use (:func:`_kernel`) and
 cached on disk; numba comes with pynndescent, a dependency.  Each row part (CSR) or gene (CSC)
 has its own accumulators, so the sums do not depend on the number of threads.
 """
@@ -9,6 +10,7 @@ has its own accumulators, so the sums do not depend on the number of threads.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 numba = None  # imported by _kernel on first use
 
@@ -231,6 +233,40 @@ def _nb_duplicate(indptr, indices, n_minor):
     return -1, -1
 
 
+def _nb_times_dense(indptr, indices, data, B, out):
+    """out (rows, c) = the CSR matrix (rows, d) times the dense B (d, c), in out's dtype: row i is the sum over
+    its stored entries, in stored order, of data[t] B[indices[t]], as scipy's product sums it (parallel over rows,
+    so the result does not depend on the number of threads)."""
+    rows = indptr.size - 1
+    c = B.shape[1]
+    for i in numba.prange(rows):
+        for t in range(indptr[i], indptr[i + 1]):
+            v = data[t]
+            g = indices[t]
+            for j in range(c):
+                out[i, j] += v * B[g, j]
+    return out
+
+
+def times_dense(X, B, dtype=None):
+    """The sparse X (CSR; another format is converted) times the dense B, as scipy's ``X @ B`` sums it, on
+    every core (:func:`_nb_times_dense`); in ``dtype`` (default: scipy's, the result type of X and B)."""
+    X = sp.csr_matrix(X)
+    dtype = np.result_type(X.dtype, B.dtype, np.float32) if dtype is None else np.dtype(dtype)
+    B = np.ascontiguousarray(B, dtype=dtype)
+    out = np.zeros((X.shape[0], B.shape[1]), dtype)
+    return _kernel("times_dense")(X.indptr, X.indices, X.data, B, out)
+
+
+def column_range(X):
+    """(min, max) of each column of the sparse X, its implicit zeros counted; one O(nnz) pass over the
+    stored values (:func:`_nb_stats`) instead of scipy's ``X.min(0)`` / ``X.max(0)``."""
+    X = sp.csr_matrix(X)
+    cnt, lo, hi = _kernel("stats")(X.indices, X.data, X.shape[1])
+    full = cnt == X.shape[0]
+    return np.where(full, lo, np.minimum(lo, 0.0)), np.where(full, hi, np.maximum(hi, 0.0))
+
+
 _SEQUENTIAL = ("stats", "scan", "duplicate")
 _JIT: dict = {}
 
@@ -292,5 +328,5 @@ def _nb_deviance(indptr, indices, data, n_cell, pi, rows, starts, n_parts):
 _KERNELS = {
     "stats": _nb_stats, "sums": _nb_sums, "cross": _nb_cross, "stats_csc": _nb_stats_csc,
     "sums_csc": _nb_sums_csc, "cross_csc": _nb_cross_csc, "scan": _nb_scan, "split": _nb_split,
-    "deviance": _nb_deviance, "duplicate": _nb_duplicate,
+    "deviance": _nb_deviance, "duplicate": _nb_duplicate, "times_dense": _nb_times_dense,
 }

@@ -17,10 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
+from glfs.core._sparse_kernels import column_range
 from glfs.core._validation import check_int, check_X
 from glfs.core.out_of_core import OutOfCore, cluster_client
 from glfs.graph.ivf_blocks import ivf_lists, nearest_of
-from glfs.graph.sharded import ClusterZ, fit_components, flat_index, ivf_search, project
+from glfs.graph.sharded import ClusterZ, fit_components, flat_index, ivf_search, project, project_block
 from glfs.graph.sharded import search_ivf_shards, search_on_cluster
 
 log = logging.getLogger(__name__)
@@ -510,7 +511,7 @@ def _fit_sample(n: int, n_pcs, random_state, max_fit_samples: int | None = None)
 
 def _all_constant(X) -> bool:
     """Whether every column of X is constant (a sparse X's implicit zeros counted), O(nnz)."""
-    return bool(np.array_equal(*(m.toarray() if sp.issparse(m) else np.asarray(m) for m in (X.min(0), X.max(0)))))
+    return bool(np.array_equal(*(column_range(X) if sp.issparse(X) else (X.min(0), X.max(0)))))
 
 
 def _fit_components(S, n_pcs, random_state):
@@ -528,11 +529,9 @@ def _pca_in_memory(X, n_pcs, random_state):
     """:func:`_pca` of an in-memory X up to ``PCA_FIT_SAMPLES`` samples; above, the components of a
     seeded subsample of that many (as :func:`_pca_out_of_core`), every sample projected.
 
-    A full ARPACK PCA of 10^6 x 20,000 sparse cells took 386 s (2 quiet cores,
-    2026-11-27), the fit on 10^5 of them 35 s and the projection 10 s; the
-    in-memory and the backed graph of one X are then the same (float32
-    rounding apart).  What the subsample changes is measured in
-    benchmarks/results/pca_sketch.md.
+    A full ARPACK PCA of 10^6 x 20,000 sparse cells took 386 s (2 quiet cores, 2026-11-27), the fit on
+    10^5 of them 35 s and the projection 10 s; the in-memory and the backed graph of one X are then the
+    same (float32 rounding apart).  What the subsample changes: benchmarks/results/pca_sketch.md.
     """
     n, d = X.shape
     valid = isinstance(n_pcs, (int, np.integer)) and not isinstance(n_pcs, bool) and 1 <= n_pcs < min(PCA_FIT_SAMPLES, d) - 1
@@ -541,7 +540,7 @@ def _pca_in_memory(X, n_pcs, random_state):
     rows = _fit_sample(n, n_pcs, random_state)
     log.info("nearest_neighbors: PCA fitted on %d of %d samples (PCA_FIT_SAMPLES), then every sample projected", rows.size, n)
     V, shift = _fit_components(X[rows], n_pcs, random_state)
-    Z = np.asarray(X @ V, dtype=np.float32)  # row by row, as the out-of-core row blocks
+    Z = project_block(X, V)  # row by row, as the out-of-core row blocks
     Z -= shift
     return Z
 
@@ -592,9 +591,9 @@ def _pca_out_of_core(X: OutOfCore, n_pcs, random_state, max_fit_samples: int | N
     Z = np.zeros((n, V.shape[1]), np.float32)
     for axis, sl, blk in X._natural_blocks():
         if axis == 0:
-            Z[sl] = np.asarray(blk @ V)
+            Z[sl] = project_block(blk, V)
         else:
-            Z += np.asarray(blk @ V[sl])
+            Z += project_block(blk, V[sl])
     Z -= shift
     return Z
 

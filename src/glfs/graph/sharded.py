@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from glfs.core._sparse_kernels import times_dense
 from glfs.core.cluster import chunk_tasks, gather_blocks, task_key, wait_for
 from glfs.graph.ivf_blocks import (
     BLOCK_QUERIES,
@@ -153,8 +154,14 @@ def fit_components(X, rows, fit, client):
     return out
 
 
+def project_block(blk, V):
+    """The float32 scores ``blk V`` of a block of samples; a CSR block on every core, summed as scipy sums
+    it (:func:`glfs.core._sparse_kernels.times_dense`), so every route gets the same scores."""
+    return np.asarray(times_dense(blk, V) if sp.issparse(blk) and blk.format == "csr" else blk @ V, dtype=np.float32)
+
+
 def _project_chunk(blk, rows, cols, *, V):
-    return np.asarray(blk @ V[cols], dtype=np.float32)
+    return project_block(blk, V[cols])
 
 
 def _add(a, b):
