@@ -142,25 +142,35 @@ SIMULATE_BENCHMARK = "logs/benchmarks/simulate_recovery/{simgrid}.tsv"
 
 # ---- scheduling ----
 # Snakemake starts the runnable jobs of the highest `priority:` first (ties in no set order).  The
-# Leiden evaluations are the longest jobs of a run and come last in their chain (fetch, prepare,
-# graph, selection), so that chain goes first; then the long jobs (the Leiden evaluations, the
-# simulation, the classification) start before the short ones, and with 2 cores both stay busy to
-# the end instead of one waiting on a long job started last (docs/methods.md, "Workflow runtime").
-# Priorities change no result.
-PRIORITY_LEIDEN_INPUTS = (
-    2  # fetch, prepare, graph and selection of a dataset with the Leiden evaluation
-)
-PRIORITY_LONG = 1  # the Leiden evaluations, the simulation, the classification
+# long jobs (the Leiden evaluations, the classification, the simulation) go first, and the short
+# jobs that lead to them before those: the Leiden dataset's chain (fetch, prepare, graph, selection),
+# then the classified dataset's preparation, then every other dataset's chain (each unlocks several
+# evaluations), the leaves last.  With 2 cores both then stay busy to the end instead of one waiting
+# on a long job started late (docs/methods.md, "Workflow runtime").  Priorities change no result.
+# fetch, prepare, graph and selection of a dataset with the Leiden evaluation
+PRIORITY_LEIDEN_INPUTS = 4
+PRIORITY_CLASSIFY_INPUTS = 3  # fetch and prepare of a classified dataset
+PRIORITY_LONG = 2  # the Leiden evaluations, the classification, the simulation
+PRIORITY_INPUTS = 1  # fetch, prepare, graph and selection of any other dataset
 
 
-def dataset_priority(dataset):
-    """PRIORITY_LEIDEN_INPUTS for a dataset with the Leiden evaluation, else 0 (its fetch, prepare, graph, selection)."""
-    return PRIORITY_LEIDEN_INPUTS if dataset in leiden_datasets() else 0
+def dataset_priority(dataset, classify_input=False):
+    """The priority of a dataset's fetch, prepare (``classify_input``), graph and selection jobs."""
+    if dataset in leiden_datasets():
+        return PRIORITY_LEIDEN_INPUTS
+    if classify_input and dataset in classification_datasets():
+        return PRIORITY_CLASSIFY_INPUTS
+    return PRIORITY_INPUTS
 
 
 def job_priority(wildcards):
-    """dataset_priority of the job's dataset."""
+    """dataset_priority of a graph job's dataset."""
     return dataset_priority(wildcards.dataset)
+
+
+def input_priority(wildcards):
+    """dataset_priority of a fetch or prepare job's dataset (the classification reads the prepared data)."""
+    return dataset_priority(wildcards.dataset, classify_input=True)
 
 
 # ---- clustering evaluation ----

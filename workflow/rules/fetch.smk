@@ -12,7 +12,7 @@ rule fetch_dataset:
         "logs/fetch_dataset/{dataset}.log",
     benchmark:
         "logs/benchmarks/fetch_dataset/{dataset}.tsv"
-    priority: job_priority
+    priority: input_priority
     localrule: True
     conda:
         "../../envs/data.yaml"

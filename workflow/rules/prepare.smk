@@ -12,7 +12,7 @@ rule prepare_dataset:
         "logs/prepare_dataset/{dataset}.log",
     benchmark:
         "logs/benchmarks/prepare_dataset/{dataset}.tsv"
-    priority: job_priority
+    priority: input_priority
     conda:
         "../../envs/data.yaml"
     threads: get_threads("prepare")
