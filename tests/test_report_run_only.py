@@ -94,6 +94,20 @@ def test_what_was_run_names_only_this_runs_datasets_classification_and_simulatio
     assert json.loads(run["simulation"]["json"]) == {"replicates": 2}  # enabled and methods said apart
 
 
+def test_what_was_run_states_the_run_counts_of_the_evaluations_that_ran():
+    """Issue 27: the default run's protocol is lighter than the full one; the report says its run counts."""
+    cfg = {**CONFIG, "clustering": {"n_runs": 3}, "random_floor": {"n_draws": 10},
+           "leiden": {"n_runs": 2, "random_draws": 3}}
+    run = S.run_section(F.run_summary(_layout()), cfg)  # "mine" is labelled and spectral; "cells" has no labels
+    assert run["counts"] == ("spectral clustering 3 runs per gene count, random floor 10 draws "
+                             "(the full protocol: --configfile config/full.yaml)")
+    cfg["datasets"] = {**cfg["datasets"], "mine": {**cfg["datasets"]["mine"], "evaluation": "leiden"}}
+    lay = _layout(simulation="results/simulation/recovery.tsv", simulation_methods=["glfs"])
+    run = S.run_section(F.run_summary(lay), cfg)
+    assert run["counts"] == ("Leiden 2 runs per gene count, 3 random draws; simulation 2 replicates per grid point "
+                             "(the full protocol: --configfile config/full.yaml)")
+
+
 # ---- runtime -------------------------------------------------------------------------------------
 
 

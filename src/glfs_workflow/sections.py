@@ -60,11 +60,27 @@ def run_section(summary: dict, config: dict) -> dict:
         "graph": json.dumps(config.get("graph", {})),
         "selection": json.dumps(config.get("selection", {})),
         "clustering": json.dumps(config.get("clustering", {})),
+        "counts": run_counts(config, summary),
         "classification": (json.dumps({**cls, "datasets": summary["classification"]})
                            if summary["classification"] else None),
         "simulation": sim,
         "config": json.dumps(run_config(config, summary), indent=1, default=str),
     }
+
+
+def run_counts(config: dict, summary: dict) -> str:
+    """The run counts of the evaluations this run made, as the report states them: config.yaml's light
+    protocol by default, the full one with ``--configfile config/full.yaml``."""
+    kinds = {(config.get("datasets", {}).get(d) or {}).get("evaluation", "spectral") for d in summary["labelled"]}
+    cl, le, fl, sim = ({**config.get(k, {})} for k in ("clustering", "leiden", "random_floor", "simulation"))
+    parts = []
+    if kinds & {"spectral", "both"}:
+        parts.append(f"spectral clustering {cl.get('n_runs')} runs per gene count, random floor {fl.get('n_draws')} draws")
+    if kinds & {"leiden", "both"}:
+        parts.append(f"Leiden {le.get('n_runs')} runs per gene count, {le.get('random_draws')} random draws")
+    if summary["simulation_methods"]:
+        parts.append(f"simulation {sim.get('replicates')} replicates per grid point")
+    return "; ".join(parts) + " (the full protocol: --configfile config/full.yaml)" if parts else "no evaluation"
 
 
 def provenance_section(datasets: list[DatasetResults], config: dict) -> dict:
