@@ -219,7 +219,7 @@ def test_missing_scanpy_is_a_clear_import_error(monkeypatch):
 def test_random_gene_orders_is_the_workflow_scheme():
     n_genes, n_draws, seed = 300, 4, 11
     got = random_gene_orders(n_genes, n_draws, seed)
-    # the scheme of scripts/evaluate_random_floor.py written out: seeds from a SeedSequence, one
+    # the scheme of the spectral floor (scripts/evaluate_clustering.py) written out: seeds from a SeedSequence, one
     # numpy Generator permutation per seed
     seeds = np.random.SeedSequence(seed).generate_state(n_draws).astype(np.int64)
     expected = [(int(s), np.random.default_rng(int(s)).permutation(n_genes)) for s in seeds]

@@ -396,7 +396,6 @@ def run_benchmarks():
         "build_graph": ds,
         "annotate_adata": ds,
         "evaluate_clustering": spectral,
-        "evaluate_random_floor": spectral,
         "evaluate_leiden": leiden,
         "evaluate_leiden_floor": leiden,
         "classify_samples": classification_datasets(),

@@ -1,7 +1,9 @@
-# Stage: clustering evaluation of every method's ranking of a labelled dataset over the feature grid.
-# One job per dataset (not per method): the job's work per ranking is a few seconds,
-# less than a fresh process's imports cost, so per-method jobs spent most of their
-# CPU starting up (docs/methods.md, "Evaluation protocols").
+# Stage: clustering evaluation of every method's ranking of a labelled dataset over the feature grid,
+# and of the random-genes floor (random gene sets of every grid size, several seeded draws; the
+# report shows the floor beside every method; the Golub `random_genes` classification row is
+# computed by classify_samples).  One job per dataset (not per method, nor one more for the
+# floor): the job's work per ranking is a few seconds, less than a fresh process's imports cost,
+# so per-method jobs spent most of their CPU starting up (docs/methods.md, "Evaluation protocols").
 
 
 rule evaluate_clustering:
@@ -9,9 +11,15 @@ rule evaluate_clustering:
         adata="results/{dataset}/prepared.h5ad",
         tables=selection_tables,
     output:
-        report(
+        nmi=report(
             RESULT["clustering"],
             caption="../report/clustering_nmi.rst",
+            category="Clustering",
+            labels={"dataset": "{dataset}"},
+        ),
+        floor=report(
+            RESULT["random_floor"],
+            caption="../report/clustering_random.rst",
             category="Clustering",
             labels={"dataset": "{dataset}"},
         ),
@@ -29,6 +37,7 @@ rule evaluate_clustering:
         runtime=get_runtime("evaluate", per_method=True),
     params:
         clustering=spectral_clustering,
+        n_draws=config["random_floor"]["n_draws"],
         n_clusters=n_clusters,
         seed=seed(),
     script:
