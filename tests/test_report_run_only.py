@@ -106,6 +106,8 @@ def test_what_was_run_states_the_run_counts_of_the_evaluations_that_ran():
     run = S.run_section(F.run_summary(lay), cfg)
     assert run["counts"] == ("Leiden 2 runs per gene count, 3 random draws; simulation 2 replicates per grid point "
                              "(the full protocol: --configfile config/full.yaml)")
+    cfg["simulation"] = {**cfg["simulation"], "replicates": 1}
+    assert "simulation 1 replicate per grid point" in S.run_section(F.run_summary(lay), cfg)["counts"]
 
 
 # ---- runtime -------------------------------------------------------------------------------------

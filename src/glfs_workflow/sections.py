@@ -68,6 +68,10 @@ def run_section(summary: dict, config: dict) -> dict:
     }
 
 
+def _count(n, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def run_counts(config: dict, summary: dict) -> str:
     """The run counts of the evaluations this run made, as the report states them: config.yaml's light
     protocol by default, the full one with ``--configfile config/full.yaml``."""
@@ -75,11 +79,12 @@ def run_counts(config: dict, summary: dict) -> str:
     cl, le, fl, sim = ({**config.get(k, {})} for k in ("clustering", "leiden", "random_floor", "simulation"))
     parts = []
     if kinds & {"spectral", "both"}:
-        parts.append(f"spectral clustering {cl.get('n_runs')} runs per gene count, random floor {fl.get('n_draws')} draws")
+        parts.append(f"spectral clustering {_count(cl.get('n_runs'), 'run')} per gene count, random floor "
+                     f"{_count(fl.get('n_draws'), 'draw')}")
     if kinds & {"leiden", "both"}:
-        parts.append(f"Leiden {le.get('n_runs')} runs per gene count, {le.get('random_draws')} random draws")
+        parts.append(f"Leiden {_count(le.get('n_runs'), 'run')} per gene count, {_count(le.get('random_draws'), 'random draw')}")
     if summary["simulation_methods"]:
-        parts.append(f"simulation {sim.get('replicates')} replicates per grid point")
+        parts.append(f"simulation {_count(sim.get('replicates'), 'replicate')} per grid point")
     return "; ".join(parts) + " (the full protocol: --configfile config/full.yaml)" if parts else "no evaluation"
 
 
