@@ -36,8 +36,10 @@ def _job():
         return f"?:{exc}"
 def _report():
     r = resource.getrusage(resource.RUSAGE_SELF)
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(_out, "a") as f:
-        f.write(f"{_t0:.2f}\\t{time.time() - _t0:.2f}\\t{r.ru_utime + r.ru_stime:.2f}\\t0\\t{os.getloadavg()[0]:.1f}\\t{_job()}\\n")
+        f.write(f"{_t0:.2f}\\t{time.time() - _t0:.2f}\\t{r.ru_utime + r.ru_stime:.2f}\\t{c.ru_utime + c.ru_stime:.2f}\\t"
+                f"{os.getloadavg()[0]:.1f}\\t{_job()}\\n")
 if _out:
     atexit.register(_report)
 '''
@@ -45,11 +47,21 @@ COLUMNS = ["start", "wall_s", "cpu_s", "children_cpu_s", "load1", "job"]
 
 
 def read_cpu(path) -> pd.DataFrame:
-    """One row per snakemake job of a run's hook records (the snakemake process itself left out)."""
+    """One row per snakemake job of a run's hook records (the snakemake process itself left out).
+
+    ``rule``: the job's rule, the per-dataset selection rules (``select_features_{dataset}``, one job
+    running all the dataset's methods) as ``select_features``, so that runs before and after that
+    change compare rule by rule."""
     df = pd.read_csv(path, sep="\t", header=None, usecols=range(6), names=COLUMNS)
     df = df[df["job"] != "-"].copy()
-    df["rule"] = df["job"].str.split(":").str[0]
+    df["rule"] = df["job"].str.split(":").str[0].str.replace(r"^select_features_.*", "select_features", regex=True)
     return df
+
+
+def snakemake_cpu(path) -> float:
+    """CPU s of the snakemake process itself (its hook record, job "-"), 0 when there is none."""
+    df = pd.read_csv(path, sep="\t", header=None, usecols=range(6), names=COLUMNS)
+    return float(df.loc[df["job"] == "-", "cpu_s"].sum())
 
 
 def summarize(old_path, new_path, note: str) -> None:
@@ -58,22 +70,22 @@ def summarize(old_path, new_path, note: str) -> None:
     jobs = old.set_index("job")[["cpu_s", "wall_s"]].join(
         new.set_index("job")[["cpu_s", "wall_s"]], lsuffix="_old", rsuffix="_new", how="outer")
     jobs.sort_values("cpu_s_new", ascending=False).to_csv(RESULTS / "workflow_cpu.tsv", sep="\t", float_format="%.2f")
-    both = jobs.dropna()
-    rules = both.assign(rule=both.index.str.split(":").str[0]).groupby("rule")[["cpu_s_old", "cpu_s_new"]].agg(
-        ["sum", "count"])
-    rules.columns = ["old_cpu_s", "jobs", "new_cpu_s", "_"]
-    rules = rules.drop(columns="_").assign(old_new=lambda d: d.old_cpu_s / d.new_cpu_s)
-    rules = rules.sort_values("new_cpu_s", ascending=False)
-    total = both[["cpu_s_old", "cpu_s_new"]].sum()
+    # per rule, each side over its own jobs (a rule may run as more or fewer jobs on one side)
+    rules = pd.concat({side: df.groupby("rule")["cpu_s"].agg(["sum", "count"]) for side, df in (("old", old), ("new", new))},
+                      axis=1).fillna(0)
+    rules.columns = ["old_cpu_s", "old_jobs", "new_cpu_s", "new_jobs"]
+    rules = rules.assign(old_new=lambda d: d.old_cpu_s / d.new_cpu_s).sort_values("new_cpu_s", ascending=False)
+    own = {side: snakemake_cpu(p) for side, p in (("old", old_path), ("new", new_path))}
     lines = [
-        "# The default workflow's CPU time job by job: old commit against new, run at the same time", "",
+        "# The default workflow's CPU time rule by rule: old commit against new", "",
         note, "",
-        f"Jobs finished on both sides: {len(both)} (old {len(old)}, new {len(new)}); CPU s summed over them: "
-        f"old {total.cpu_s_old:.1f}, new {total.cpu_s_new:.1f}, old/new {total.cpu_s_old / total.cpu_s_new:.2f}. "
-        f"Load (1 min) at the jobs' ends: old {old.load1.min():.1f}-{old.load1.max():.1f}, "
+        f"Jobs: old {len(old)}, new {len(new)}; CPU s in the jobs: old {old.cpu_s.sum():.1f}, new {new.cpu_s.sum():.1f} "
+        f"(old/new {old.cpu_s.sum() / new.cpu_s.sum():.2f}); in snakemake's own process: old {own['old']:.1f}, new "
+        f"{own['new']:.1f}. Load (1 min) at the jobs' ends: old {old.load1.min():.1f}-{old.load1.max():.1f}, "
         f"new {new.load1.min():.1f}-{new.load1.max():.1f}.", "",
-        "| rule | jobs | old CPU s | new CPU s | old/new |", "|---|---|---|---|---|",
-        *[f"| {r} | {int(x.jobs)} | {x.old_cpu_s:.1f} | {x.new_cpu_s:.1f} | {x.old_new:.2f} |" for r, x in rules.iterrows()],
+        "| rule | old jobs | new jobs | old CPU s | new CPU s | old/new |", "|---|---|---|---|---|---|",
+        *[f"| {r} | {int(x.old_jobs)} | {int(x.new_jobs)} | {x.old_cpu_s:.1f} | {x.new_cpu_s:.1f} | "
+          f"{f'{x.old_new:.2f}' if x.new_cpu_s > 0 else '-'} |" for r, x in rules.iterrows()],
         "", "Per job (CPU s and wall s of each side): workflow_cpu.tsv.",
     ]
     (RESULTS / "workflow_cpu.md").write_text("\n".join(lines) + "\n")
