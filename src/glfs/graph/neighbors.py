@@ -228,11 +228,11 @@ AUTO_NNDESCENT_MIN_SAMPLES = 200_000
 IVF_NLIST_PER_SQRT_N = 1.0
 IVF_NPROBE = 32
 IVF_NPROBE_PER_SQRT_NLIST = 1.0
-#: From this many samples on the IVF search runs as dense blocks (glfs.graph.ivf_blocks: each inverted
-#: list against all the queries that probe it, one matrix product): the same candidates as IndexIVFFlat
-#: with the same centres and probes, by exact float32 distances; below it, IndexIVFFlat
-#: (benchmarks/results/knn_backends_1m.md; docs/methods.md, "Atlas scale").
-IVF_BLOCKED_MIN_SAMPLES = 500_000
+#: From this many samples on (where ``method="auto"`` starts the IVF search) it runs as dense blocks
+#: (glfs.graph.ivf_blocks: each inverted list against the queries that probe it, one matrix product): the
+#: candidates of IndexIVFFlat with the same centres and probes, by exact float32 distances, in about a
+#: third of its CPU; below it, IndexIVFFlat (benchmarks/results/knn_blocked.md; docs/methods.md, "Atlas scale").
+IVF_BLOCKED_MIN_SAMPLES = 30_000
 
 
 def ivf_nprobe(nlist: int) -> int:
@@ -289,7 +289,7 @@ def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, npro
     ``random_state`` (faiss' k-means sums each centroid over the samples in a fixed order, whatever the threads).
     Searches ``n_neighbors + 5`` candidates; samples whose probed cells hold
     too few others are searched exactly.  Distances recomputed in float64.
-    From :data:`IVF_BLOCKED_MIN_SAMPLES` (500,000) samples on, the same candidates are searched list by
+    From :data:`IVF_BLOCKED_MIN_SAMPLES` (30,000) samples on, the same candidates are searched list by
     list as dense matrix products (:mod:`glfs.graph.ivf_blocks`): at a million cells the same recall@15
     (0.92) as IndexIVFFlat in a fraction of its CPU time (benchmarks/results/knn_backends_1m.md).  With a dask ``client``
     (Z in memory, or a :class:`glfs.graph.sharded.ClusterZ` on the cluster), the same pairs from tasks: the
