@@ -1,4 +1,4 @@
-"""Print every job of the workflow's DAG as one JSON line: rule, wildcards, params, threads, resources, log.
+"""Print every job of the workflow's DAG as one JSON line: rule, wildcards, params, threads, priority, resources, log.
 
     python tests/workflow/dag_jobs.py WORKDIR [CONFIGFILE ...] [--forceall]
 
@@ -18,6 +18,11 @@ from pathlib import Path
 
 def _plain(x):
     return json.loads(json.dumps(x, default=str, sort_keys=True))
+
+
+def _priority(job):
+    """The job's scheduling priority: its rule's ``priority:`` for its wildcards, as the DAG computes it."""
+    return job.rule.expand_priority(job.wildcards_dict, job.input, 1)
 
 
 def dag_jobs(workdir: Path, configfiles=(), forceall=False) -> list[dict]:
@@ -43,6 +48,7 @@ def dag_jobs(workdir: Path, configfiles=(), forceall=False) -> list[dict]:
                 "wildcards": dict(job.wildcards_dict),
                 "params": {k: _plain(v) for k, v in job.params.items()},
                 "threads": job.threads,
+                "priority": _priority(job),
                 "resources": {k: v for k, v in job.resources.items() if k in ("mem_mb", "runtime")},
                 "log": [str(f) for f in job.log],
             }
