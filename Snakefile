@@ -14,7 +14,6 @@ include: "workflow/rules/select.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/classify.smk"
 include: "workflow/rules/simulate.smk"
-include: "workflow/rules/floor.smk"
 include: "workflow/rules/sensitivity.smk"
 include: "workflow/rules/report.smk"
 

@@ -286,7 +286,7 @@ def test_sparse_size_hint_scales_runtime_by_non_zeros(tmp_path):
 @pytest.mark.workflow
 def test_the_leiden_chain_and_the_long_jobs_start_before_the_short_ones(tmp_path):
     """Issue 27 (the default run in 3 minutes on 2 cores): the Leiden dataset's chain (fetch, prepare,
-    graph, selection) starts first, then the long jobs (the Leiden evaluation and floor, the classification,
+    graph, selection) starts first, then the long jobs (the Leiden evaluation with its floor, the classification,
     the simulation), then the other datasets' chains, the short evaluations last (workflow/rules/analysis.smk)."""
     _copy_workflow(tmp_path)
     cfg = {
@@ -300,8 +300,7 @@ def test_the_leiden_chain_and_the_long_jobs_start_before_the_short_ones(tmp_path
     chain = ["fetch_dataset", "prepare_dataset", "build_graph", "select_features"]
     leiden_chain = {pr[(r, "tiny")] for r in chain}
     other_chain = {pr[(r, "tiny_unlabelled")] for r in chain}
-    long = {pr[("evaluate_leiden", "tiny")], pr[("evaluate_leiden_floor", "tiny")], pr[("classify_samples", "tiny")],
-            pr[("simulate_recovery", "simulation")]}
+    long = {pr[("evaluate_leiden", "tiny")], pr[("classify_samples", "tiny")], pr[("simulate_recovery", "simulation")]}
     short = {pr[(r, "tiny")] for r in ("evaluate_clustering", "glfs_sensitivity", "compare_glfs_greedy", "annotate_adata")}
     assert len(leiden_chain) == len(other_chain) == len(long) == 1
     assert min(leiden_chain) > max(long) > max(other_chain) > max(short)

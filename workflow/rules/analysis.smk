@@ -397,7 +397,6 @@ def run_benchmarks():
         "annotate_adata": ds,
         "evaluate_clustering": spectral,
         "evaluate_leiden": leiden,
-        "evaluate_leiden_floor": leiden,
         "classify_samples": classification_datasets(),
         "compare_glfs_greedy": with_glfs,
         "glfs_sensitivity": [d for d in spectral if d in with_glfs],

@@ -45,16 +45,23 @@ rule evaluate_clustering:
 
 
 # The single-cell protocol (datasets with evaluation: leiden or both): every method's ranking
-# -> PCA -> kNN -> Leiden over the resolution grid, k-means on the PCs.  One job per dataset,
-# like evaluate_clustering; all genes are evaluated once by evaluate_leiden_floor.
+# -> PCA -> kNN -> Leiden over the resolution grid, k-means on the PCs; then its floor, random
+# genes of every grid size (leiden.random_draws seeded draws), and all genes once (the same set
+# for every ranking).  One job per dataset, like evaluate_clustering (one import of scanpy).
 rule evaluate_leiden:
     input:
         adata="results/{dataset}/prepared.h5ad",
         tables=selection_tables,
     output:
-        report(
+        leiden=report(
             RESULT["leiden"],
             caption="../report/clustering_leiden.rst",
+            category="Clustering",
+            labels={"dataset": "{dataset}"},
+        ),
+        floor=report(
+            RESULT["leiden_random"],
+            caption="../report/leiden_random.rst",
             category="Clustering",
             labels={"dataset": "{dataset}"},
         ),
