@@ -1,6 +1,7 @@
 """Helpers for the data-layer workflow tests: a minimal Snakefile with only the
-common, fetch and prepare stages (so these tests do not depend on the later
-stages), run in a temporary working directory."""
+fetch and prepare stages (so these tests do not depend on the later stages) and
+the helpers they use (common.smk, and analysis.smk: functions only, among them the
+jobs' priorities), in the Snakefile's order, run in a temporary working directory."""
 
 import json
 import subprocess
@@ -15,7 +16,7 @@ SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
 def _mini_snakefile(tmp_path: Path) -> Path:
     rules = REPO / "workflow" / "rules"
-    text = "\n".join(f'include: "{rules / f}.smk"' for f in ("common", "fetch", "prepare")) + "\n"
+    text = "\n".join(f'include: "{rules / f}.smk"' for f in ("common", "analysis", "fetch", "prepare")) + "\n"
     p = tmp_path / "Snakefile.data"
     p.write_text(text)
     return p
@@ -23,7 +24,7 @@ def _mini_snakefile(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def mini_workflow():
-    """Factory: mini_workflow(tmp_path) -> path of a Snakefile with common/fetch/prepare only."""
+    """Factory: mini_workflow(tmp_path) -> path of a Snakefile with the fetch and prepare rules only."""
     return _mini_snakefile
 
 
