@@ -260,9 +260,12 @@ def times_dense(X, B, dtype=None):
 
 def column_range(X):
     """(min, max) of each column of the sparse X, its implicit zeros counted; one O(nnz) pass over the
-    stored values (:func:`_nb_stats`) instead of scipy's ``X.min(0)`` / ``X.max(0)``."""
-    X = sp.csr_matrix(X)
-    cnt, lo, hi = _kernel("stats")(X.indices, X.data, X.shape[1])
+    stored values (:func:`_nb_stats`, :func:`_nb_stats_csc`) instead of scipy's ``X.min(0)`` / ``X.max(0)``."""
+    if sp.issparse(X) and X.format == "csc":
+        cnt, lo, hi = _kernel("stats_csc")(X.indptr, X.data)
+    else:
+        X = sp.csr_matrix(X)
+        cnt, lo, hi = _kernel("stats")(X.indices, X.data, X.shape[1])
     full = cnt == X.shape[0]
     return np.where(full, lo, np.minimum(lo, 0.0)), np.where(full, hi, np.maximum(hi, 0.0))
 
