@@ -1,11 +1,22 @@
-"""Rule select_features_{dataset}: every method of one dataset -> its selection tables (+ JSON sidecars).
+"""Rule select_features_{dataset}: every method of one dataset -> its selection tables (+ JSON sidecars),
+results/{dataset}/adata.h5ad with all of them, and, where they apply, glfs_path.tsv and glfs_vs_greedy.tsv.
 
-One process per dataset, not per (dataset, method): a bulk method's work is 0.02-0.3 CPU s against
-1.7-2 s of imports and snakemake's preamble in each job (docs/methods.md, "Workflow runtime").  The
-methods run one after another on the same prepared data and graph, each exactly as a job of its own
-would run it (its own seed, parameters and files); ``params.methods``, ``output.tables`` and
-``output.metas`` are in the same order.
+One process per dataset, not one per (dataset, method) or per output: a bulk method's work is 0.02-0.3 CPU s
+against 1.7-2.5 s of imports and snakemake's preamble in each job (docs/methods.md, "Workflow runtime").  The
+methods run one after another on the same prepared data and graph, each exactly as a job of its own would run
+it (its own seed, parameters and files); ``params.methods``, ``output.tables`` and ``output.metas`` are in the
+same order.  Then, from the files just written:
+- ``output.glfs_vs_greedy`` (when the well-posed GLFS is among the methods): its criterion against greedy
+  LapAOFS at ``params.ks`` genes (glfs_workflow.evaluation.glfs_vs_greedy);
+- ``output.adata``: the prepared data with the graph and every method's selection (layout of glfs.tl.select;
+  README, "Outputs"; glfs_workflow.tables.annotate_dataset);
+- ``output.glfs_path`` (when a published GLFS reading is among the methods): its lam path
+  (glfs_workflow.tables.glfs_path_frame).
 """
+
+import json
+import sys
+from pathlib import Path
 
 import anndata
 import numpy as np
@@ -13,9 +24,17 @@ import scipy.sparse as sp
 
 import glfs
 from glfs_workflow.datasets import check_counts_kept
-from glfs_workflow.files import write_json, write_tsv
+from glfs_workflow.evaluation import glfs_vs_greedy
+from glfs_workflow.files import DiskFullError, read_tsv, write_h5ad_atomic, write_json, write_tsv
 from glfs_workflow.logs import log_to
-from glfs_workflow.tables import dataset_batches, selection_graph, selection_meta, selection_table
+from glfs_workflow.tables import (
+    annotate_dataset,
+    dataset_batches,
+    glfs_path_frame,
+    selection_graph,
+    selection_meta,
+    selection_table,
+)
 
 log = log_to(snakemake.log[0])  # noqa: F821
 try:
@@ -41,6 +60,19 @@ try:
         log.info("%s: selected %d genes", method, int(np.sum(sel.selected)))
         write_tsv(selection_table(sel, adata.var_names), table)
         write_json(selection_meta(sel, n_features=n_features, graph=selection_graph(sel, inp.graph)), meta)
+    if hasattr(out, "glfs_vs_greedy"):
+        X = adata.X.toarray() if hasattr(adata.X, "toarray") else adata.X
+        write_tsv(glfs_vs_greedy(X, graph, par.ks, par.method_params[par.design_glfs]), out.glfs_vs_greedy)
+    metas = {table: json.loads(Path(meta).read_text()) for table, meta in zip(out.tables, out.metas, strict=True)}
+    annotate_dataset(adata, graph, par.graph, [(read_tsv(t), metas[t], t) for t in out.tables], source=inp.adata)
+    write_h5ad_atomic(adata, out.adata)
+    if hasattr(out, "glfs_path"):
+        i = methods.index(par.glfs_path_method)
+        write_tsv(glfs_path_frame(metas[out.tables[i]], source=out.metas[i]), out.glfs_path)
+except DiskFullError as exc:  # one line, not h5py's error stack
+    log.error("%s", exc)
+    sys.stderr.write(f"select_features: {exc}\n")
+    raise SystemExit(1) from None
 except Exception:
     log.exception("select_features failed")
     raise

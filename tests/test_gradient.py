@@ -553,24 +553,22 @@ def test_m_matrix_is_the_definition():
 
 
 # ---------------------------------------------------------------- workflow script
-def test_extract_glfs_path_script_writes_converged_columns(tmp_path, restore_logging):
-    """scripts/extract_glfs_path.py, run as snakemake runs it: lam, n_selected, objective, then converged, kkt_residual."""
+def test_glfs_path_table_writes_converged_columns(tmp_path, caplog):
+    """results/{dataset}/glfs_path.tsv as the selection job writes it (glfs_workflow.tables.glfs_path_frame, from the
+    sidecar as written and read back): lam, n_selected, objective, then converged, kkt_residual."""
     import json
-    import runpy
-    from pathlib import Path
-    from types import SimpleNamespace as NS
 
     import pandas as pd
 
-    from glfs_workflow.tables import selection_meta
+    from glfs_workflow.files import write_tsv
+    from glfs_workflow.tables import glfs_path_frame, selection_meta
 
     X, W, _ = _small_problem(seed=9)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GLFSConvergenceWarning)
         sel = glfs.select(X, method="glfs_exact", graph=W, n_features=4, n_lams=4, max_iter=8)
     (tmp_path / "m.json").write_text(json.dumps(selection_meta(sel, n_features=4, graph="given")))
-    smk = NS(input=NS(meta=str(tmp_path / "m.json")), output=[str(tmp_path / "path.tsv")], log=[str(tmp_path / "p.log")])
-    runpy.run_path(str(Path(__file__).parents[1] / "scripts" / "extract_glfs_path.py"), init_globals={"snakemake": smk})
+    write_tsv(glfs_path_frame(json.loads((tmp_path / "m.json").read_text())), tmp_path / "path.tsv")
     df = pd.read_csv(tmp_path / "path.tsv", sep="\t")
     assert list(df.columns) == ["method", "lam", "n_selected", "objective", "converged", "kkt_residual"]
     rows = sel.extra["path"]
@@ -578,7 +576,7 @@ def test_extract_glfs_path_script_writes_converged_columns(tmp_path, restore_log
     np.testing.assert_allclose(df["kkt_residual"], [r["kkt"] for r in rows], rtol=1e-12)
     np.testing.assert_allclose(df["lam"], [r["lam"] for r in rows], rtol=1e-12)
     if not all(df["converged"]):
-        assert "did not converge" in (tmp_path / "p.log").read_text()
+        assert "did not converge" in caplog.text
 
 
 # ---- size limit of the published readings ------------------------------------------------

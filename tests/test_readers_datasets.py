@@ -523,7 +523,7 @@ def _enospc(self, path, *args, **kwargs):
 
 
 def test_scripts_report_a_full_disk_in_one_line(tmp_path, monkeypatch, restore_logging):
-    """prepare_dataset.py and annotate_adata.py: one log line naming the output, no traceback, no file."""
+    """prepare_dataset.py and select_features.py (its AnnData): one log line naming the output, no traceback, no file."""
     import json
     import runpy
     from types import SimpleNamespace as NS
@@ -555,24 +555,24 @@ def test_scripts_report_a_full_disk_in_one_line(tmp_path, monkeypatch, restore_l
     assert "Traceback" not in text and len(text.splitlines()) <= 3
     assert list((tmp_path / "out").iterdir()) == []
 
-    # annotate_adata.py: a script run as snakemake runs it (global `snakemake`)
+    # select_features.py: a script run as snakemake runs it (global `snakemake`); the full disk hits its AnnData
     monkeypatch.undo()
     a = ad.AnnData(df.to_numpy(), obs=pd.DataFrame(index=df.index), var=pd.DataFrame(index=df.columns))
     a.write_h5ad(tmp_path / "prepared.h5ad")
     sp.save_npz(tmp_path / "graph.npz", glfs.similarity_graph(a.X))
-    sel = glfs.select(a.X, "variance", n_features=2)
-    write_tsv(selection_table(sel, a.var_names), tmp_path / "variance.tsv")
-    (tmp_path / "variance.json").write_text(json.dumps(selection_meta(sel, n_features=2, graph="none")))
     monkeypatch.setattr(ad.AnnData, "write_h5ad", _enospc)
     smk = NS(
-        input=NS(adata=str(tmp_path / "prepared.h5ad"), graph=str(tmp_path / "graph.npz"),
-                 tables=[str(tmp_path / "variance.tsv")], metas=[str(tmp_path / "variance.json")]),
-        params=NS(graph={"n_neighbors": 2}), output=[str(tmp_path / "res/adata.h5ad")], log=[str(tmp_path / "ann.log")],
+        wildcards=NS(dataset="d"), input=NS(adata=str(tmp_path / "prepared.h5ad"), graph=str(tmp_path / "graph.npz")),
+        params=NS(methods=["variance"], n_features=2, method_params={"variance": {}}, seed=0, graph={"n_neighbors": 2}),
+        output=NS(tables=[str(tmp_path / "sel/variance.tsv")], metas=[str(tmp_path / "sel/variance.json")],
+                  adata=str(tmp_path / "res/adata.h5ad")),
+        log=[str(tmp_path / "sel.log")],
     )
+    (tmp_path / "res").mkdir()
     with pytest.raises(SystemExit) as e:
-        runpy.run_path(str(scripts / "annotate_adata.py"), init_globals={"snakemake": smk})
+        runpy.run_path(str(scripts / "select_features.py"), init_globals={"snakemake": smk})
     assert e.value.code == 1
-    text = (tmp_path / "ann.log").read_text()
+    text = (tmp_path / "sel.log").read_text()
     assert text.count("no space left on device while writing") == 1 and "Traceback" not in text
     assert list((tmp_path / "res").iterdir()) == []
 

@@ -416,3 +416,42 @@ def test_sections_need_no_other_section_first():
     assert paper_first["facts"]["ranks"] == [1]  # GLFS first by NMI at k = 10 (the GBM claim's k <= 25)
     again = glfs_section([ds], "glfs_exact", None)
     pd.testing.assert_frame_equal(again["sbs_tables"][0][1], table)
+
+
+# ---- the figures on several processes ----------------------------------------------------------
+
+
+def _bars(values, title):
+    """A figure drawn as the report's are (PNG bytes): bars of ``values`` under ``title``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from glfs_workflow.figures import _png
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.bar(range(len(values)), values)
+    ax.set_title(title)
+    return _png(fig)
+
+
+def test_figures_drawn_on_two_processes_are_the_ones_drawn_in_one():
+    """draw_figures with n_jobs=2 forks workers that draw from closures (not picklable): the same PNG bytes, in the
+    drawings' order, as drawing them one by one here; and a figure that fails fails the call."""
+    from functools import partial
+
+    from glfs_workflow.report import draw_figures
+
+    rng = np.random.default_rng(0)
+    drawings = {f"fig{i}": (lambda v=rng.random(5 + i), t=f"figure {i}": _bars(v, t)) for i in range(5)}
+    one = draw_figures(drawings, 1)
+    two = draw_figures(drawings, 2)
+    assert list(two) == list(drawings) and two == one
+    assert len(set(one.values())) == len(one) and all(png.startswith(b"\x89PNG") for png in one.values())
+
+    def broken():
+        raise ValueError("no data for this figure")
+
+    with pytest.raises(ValueError, match="no data for this figure"):
+        draw_figures({**drawings, "broken": broken, "after": partial(_bars, [1, 2], "after")}, 2)

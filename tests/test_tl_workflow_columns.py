@@ -1,6 +1,6 @@
-"""glfs.tl.select and the workflow's annotate step write the same AnnData keys, for every method.
+"""glfs.tl.select and the workflow's selection job write the same AnnData keys, for every method.
 
-The workflow path is the one of ``scripts/select_features.py`` and ``scripts/annotate_adata.py``:
+The workflow path is the one of ``scripts/select_features.py`` (its selections, then its AnnData):
 the adapter glfs.tl.selection with a graph built with the same settings as its default_graph, the selection table and JSON sidecar written
 to disk and read back, then :func:`glfs_workflow.tables.annotate_selection`.
 Also: ``key_added`` names every output of tl.select (scanpy's convention), and a

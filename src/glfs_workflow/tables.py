@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from glfs.anndata_writers import CONVERGENCE_KEYS, COUNTS_LAYER, GRAPH_KEY, write_selection
+from glfs.anndata_writers import CONVERGENCE_KEYS, COUNTS_LAYER, GRAPH_KEY, write_graph, write_selection
 from glfs.api import method_info, plain_value
 from glfs.core.result import Selection, make_selection
 
@@ -119,6 +119,53 @@ def path_table(meta: dict) -> pd.DataFrame | None:
         df["objective"] = np.nan
     cols = ["lam", "n_selected", "objective"]
     return df[cols + [c for c in df.columns if c not in cols]]
+
+
+#: Columns of results/{dataset}/glfs_path.tsv after its ``method`` column.
+GLFS_PATH_COLUMNS = ["lam", "n_selected", "objective", "converged", "kkt_residual"]
+
+
+def glfs_path_frame(meta: dict, *, source="the sidecar") -> pd.DataFrame:
+    """results/{dataset}/glfs_path.tsv from the default GLFS variant's sidecar ``meta``.
+
+    Columns ``method`` and :data:`GLFS_PATH_COLUMNS`: converged and kkt_residual come from the path
+    records of glfs.designs.gradient (whether the point reached the KKT tolerance, and its scaled KKT
+    residual) and are empty when the method records none.  No rows when it records no path.  Points that
+    did not converge are counted in a warning.
+    """
+    df = path_table(meta)
+    if df is None:
+        log.warning("%s records no lam path; writing an empty table", source)
+        df = pd.DataFrame(columns=GLFS_PATH_COLUMNS)
+    df = df.rename(columns={"kkt": "kkt_residual"})
+    for col in ("converged", "kkt_residual"):
+        if col not in df:
+            log.warning("%s: the path records no %r column; left empty", source, col)
+            df[col] = pd.NA
+    df = df[GLFS_PATH_COLUMNS]
+    conv = df["converged"]
+    if len(df) and conv.notna().all() and not conv.astype(bool).all():
+        log.warning("%d of %d GLFS path points did not converge", int((~conv.astype(bool)).sum()), len(df))
+    df.insert(0, "method", meta["method"])
+    return df
+
+
+def annotate_dataset(adata, W, graph_params: dict, selections, *, source="the AnnData") -> list[str]:
+    """Write a dataset's graph and every method's selection into ``adata`` (results/{dataset}/adata.h5ad).
+
+    The graph ``W`` goes where :func:`glfs.anndata_writers.write_graph` puts it, with the graph settings
+    that were given (``graph_params`` without its None values) in ``uns["patient_similarity"]["params"]``;
+    ``selections`` is an iterable of ``(table, meta, name)``: each method's selection table as read back
+    from its file, its JSON sidecar and the table's name for errors (:func:`annotate_selection`).
+    Returns the methods in order.
+    """
+    write_graph(adata, W)
+    adata.uns["patient_similarity"] = {"params": {k: v for k, v in dict(graph_params).items() if v is not None}}
+    methods = []
+    for df, meta, name in selections:
+        methods.append(annotate_selection(adata, df, meta, table=name, source=source))
+        log.info("wrote var[%r], var[%r_score], var[%r_rank]", *[methods[-1]] * 3)
+    return methods
 
 
 def annotate_selection(adata, df: pd.DataFrame, meta: dict, *, table="selection table", source="the AnnData") -> str:

@@ -1,4 +1,5 @@
-"""Print every job of the workflow's DAG as one JSON line: rule, wildcards, params, threads, priority, resources, log.
+"""Print every job of the workflow's DAG as one JSON line: rule, wildcards, params, threads, priority, resources, log,
+output (the named outputs: name -> path).
 
     python tests/workflow/dag_jobs.py WORKDIR [CONFIGFILE ...] [--forceall]
 
@@ -51,6 +52,7 @@ def dag_jobs(workdir: Path, configfiles=(), forceall=False) -> list[dict]:
                 "priority": _priority(job),
                 "resources": {k: v for k, v in job.resources.items() if k in ("mem_mb", "runtime")},
                 "log": [str(f) for f in job.log],
+                "output": {name: str(getattr(job.output, name)) for name in job.output._names},
             }
             for job in jobs
         ]

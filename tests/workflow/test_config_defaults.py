@@ -301,7 +301,7 @@ def test_the_leiden_chain_and_the_long_jobs_start_before_the_short_ones(tmp_path
     leiden_chain = {pr[(r, "tiny")] for r in chain}
     other_chain = {pr[(r, "tiny_unlabelled")] for r in chain}
     long = {pr[("evaluate_leiden", "tiny")], pr[("classify_samples", "tiny")], pr[("simulate_recovery", "simulation")]}
-    short = {pr[(r, "tiny")] for r in ("evaluate_clustering", "glfs_sensitivity", "compare_glfs_greedy", "annotate_adata")}
+    short = {pr[(r, "tiny")] for r in ("evaluate_clustering", "glfs_sensitivity")}
     assert len(leiden_chain) == len(other_chain) == len(long) == 1
     assert min(leiden_chain) > max(long) > max(other_chain) > max(short)
 
@@ -375,16 +375,24 @@ def test_a_datasets_own_methods_replace_the_top_level_list_for_that_dataset_only
 
     assert selected("tiny") == ["glfs", "glfs_exact", "variance", "fisher_score"]
     assert selected("tiny_unlabelled") == ["laplacian_score", "glfs"]
-    # the lam path exists where a published reading runs, and only there
-    assert len(of("extract_glfs_path", "tiny")) == 1 and of("extract_glfs_path", "tiny_unlabelled") == []
-    assert len(of("compare_glfs_greedy", "tiny")) == 1 and len(of("compare_glfs_greedy", "tiny_unlabelled")) == 1
+    def outputs(ds):  # the selection job's named outputs besides its tables
+        (job,) = of("select_features", ds)
+        return sorted(k for k in job["output"] if k not in ("tables", "metas"))
+
+    # the lam path exists where a published reading runs, and only there; glfs_vs_greedy where glfs runs
+    assert outputs("tiny") == ["adata", "glfs_path", "glfs_vs_greedy"]
+    assert outputs("tiny_unlabelled") == ["adata", "glfs_vs_greedy"]
     (classify,) = of("classify_samples", "tiny")
     assert classify["params"]["glfs_variants"] == ["glfs", "glfs_exact"]
-    # a dataset's own list can leave glfs out: then no glfs-only job for it
+    # a dataset's own list can leave glfs out: then no glfs-only output for it
     cfg["datasets"]["tiny_unlabelled"]["methods"] = ["variance"]
     jobs = _jobs(tmp_path, cfg)
-    assert of("compare_glfs_greedy", "tiny_unlabelled") == [] and len(of("compare_glfs_greedy", "tiny")) == 1
+    assert outputs("tiny_unlabelled") == ["adata"] and outputs("tiny") == ["adata", "glfs_path", "glfs_vs_greedy"]
     assert selected("tiny_unlabelled") == ["variance"]
+    # and a dataset left without methods (its only method needs labels) still gets its AnnData (the graph)
+    cfg["datasets"]["tiny_unlabelled"]["methods"] = ["fisher_score"]
+    jobs = _jobs(tmp_path, cfg)
+    assert outputs("tiny_unlabelled") == ["adata"] and selected("tiny_unlabelled") == []
 
 
 def test_the_workflow_graph_and_glfs_defaults_are_the_librarys():

@@ -276,7 +276,7 @@ def test_report_renders_offline_in_a_real_browser(run_dir, tmp_path):
 
 
 def test_logs_and_benchmarks(run_dir):
-    for rule in ["build_graph", "select_features", "annotate_adata", "evaluate_clustering", "classify_samples",
+    for rule in ["build_graph", "select_features", "evaluate_clustering", "classify_samples",
                  "simulate_recovery", "make_report", "merge_recovery"]:
         assert any((run_dir / "logs" / rule).iterdir()), rule
     for rule in ["build_graph", "select_features", "evaluate_clustering", "classify_samples", "simulate_recovery"]:

@@ -394,17 +394,15 @@ def run_benchmarks():
         "fetch_dataset": ds,
         "prepare_dataset": ds,
         "build_graph": ds,
-        "annotate_adata": ds,
         "evaluate_clustering": spectral,
         "evaluate_leiden": leiden,
         "classify_samples": classification_datasets(),
-        "compare_glfs_greedy": with_glfs,
         "glfs_sensitivity": [d for d in spectral if d in with_glfs],
     }
     out = []
     for rule, names in per_dataset.items():
         out += expand(str(getattr(rules, rule).benchmark), dataset=names)
-    out += expand(SELECT_BENCHMARK, dataset=[d for d in ds if dataset_methods(d)])
+    out += expand(SELECT_BENCHMARK, dataset=ds)
     if simulation_enabled():
         out += [SIMULATE_BENCHMARK.format(simgrid="simulation")]
     return list(dict.fromkeys(out))

@@ -473,11 +473,12 @@ def _runtime_work(wildcards, family, r):
 
 
 def get_runtime(family, per_method=False):
-    """Runtime (min) of a job of the family; per_method: times the dataset's method count (one job runs them all)."""
+    """Runtime (min) of a job of the family; per_method: times the dataset's method count (one job runs them
+    all; at least one: the job also writes the dataset's AnnData)."""
     r = _res(family)
 
     def _f(wildcards, attempt=1):
-        jobs = len(dataset_methods(wildcards.dataset)) if per_method else 1
+        jobs = max(1, len(dataset_methods(wildcards.dataset))) if per_method else 1
         return int(
             math.ceil(
                 (r["runtime"] + _runtime_work(wildcards, family, r)) * jobs * attempt

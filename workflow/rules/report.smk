@@ -30,6 +30,8 @@ rule make_report:
     localrule: True
     conda:
         "../../envs/report.yaml"
+    # the figures are drawn on this many processes (the report runs alone, at the end)
+    threads: get_threads("report")
     params:
         run=report_run(),
         config=report_config(config),

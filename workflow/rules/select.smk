@@ -1,12 +1,27 @@
-# Stage: one feature-selection job per dataset (all its methods); AnnData with every method's results.
+# Stage: one job per dataset: all its feature selections, the AnnData with every method's results, and the
+# tables made from them (the GLFS sparsity path; the well-posed GLFS against greedy LapAOFS).
 
 
-# One job per dataset runs all its methods (scripts/select_features.py), one rule per dataset
-# (select_features_{dataset}): a rule's outputs cannot depend on its wildcards, and the datasets'
-# method lists differ.  The tables keep their paths, one per (dataset, method).
+# One job per dataset runs all its methods and writes every file made from their selections
+# (scripts/select_features.py), one rule per dataset (select_features_{dataset}): a rule's outputs
+# cannot depend on its wildcards, and the datasets' method lists differ.  The tables keep their paths,
+# one per (dataset, method).  A dataset without methods gets the job too (its adata.h5ad: the graph).
+def _select_outputs(dataset):
+    """The select job's named outputs beside tables and metas: adata, and glfs_path / glfs_vs_greedy where they apply."""
+    out = {"adata": RESULT["adata"]}
+    if glfs_path_method(dataset) is not None:
+        out["glfs_path"] = report(
+            RESULT["glfs_path"],
+            caption="../report/glfs_path.rst",
+            category="GLFS sparsity path",
+            labels={"dataset": "{dataset}"},
+        )
+    if DESIGN_GLFS in dataset_methods(dataset):
+        out["glfs_vs_greedy"] = RESULT["glfs_vs_greedy"]
+    return out
+
+
 for _dataset in config["datasets"]:
-    if not dataset_methods(_dataset):
-        continue
 
     rule:
         name:
@@ -29,6 +44,7 @@ for _dataset in config["datasets"]:
                 SELECTION_META.format(dataset="{dataset}", method=m)
                 for m in dataset_methods(_dataset)
             ],
+            **_select_outputs(_dataset),
         log:
             "logs/select_features/{dataset}.log",
         benchmark:
@@ -47,52 +63,9 @@ for _dataset in config["datasets"]:
             n_features=config["selection"]["n_features"],
             method_params={m: params_of(m) for m in dataset_methods(_dataset)},
             seed=seed(),
+            graph=config["graph"],
+            glfs_path_method=glfs_path_method(_dataset),
+            design_glfs=DESIGN_GLFS,
+            ks=GLFS_VS_GREEDY_KS,
         script:
             "../../scripts/select_features.py"
-
-
-rule annotate_adata:
-    input:
-        adata="results/{dataset}/prepared.h5ad",
-        graph=RESULT["graph"],
-        tables=selection_tables,
-        metas=selection_metas,
-    output:
-        RESULT["adata"],
-    log:
-        "logs/annotate_adata/{dataset}.log",
-    benchmark:
-        "logs/benchmarks/annotate_adata/{dataset}.tsv"
-    wildcard_constraints:
-        dataset=DATASET_RE,
-    conda:
-        "../../envs/glfs.yaml"
-    threads: get_threads("annotate")
-    resources:
-        mem_mb=get_mem_mb("annotate"),
-        runtime=get_runtime("annotate"),
-    params:
-        graph=config["graph"],
-    script:
-        "../../scripts/annotate_adata.py"
-
-
-rule extract_glfs_path:
-    input:
-        meta=glfs_path_meta,
-    output:
-        report(
-            RESULT["glfs_path"],
-            caption="../report/glfs_path.rst",
-            category="GLFS sparsity path",
-            labels={"dataset": "{dataset}"},
-        ),
-    log:
-        "logs/extract_glfs_path/{dataset}.log",
-    wildcard_constraints:
-        dataset=DATASET_RE,
-    localrule: True
-    conda:
-        "../../envs/glfs.yaml"
-    script:
-        "../../scripts/extract_glfs_path.py"

@@ -1,32 +1,7 @@
-# Stage: checks of the well-posed GLFS (DESIGN_GLFS: "glfs", glfs.designs.budgeted) on the run's data:
-# its criterion against greedy LapAOFS at GLFS_VS_GREEDY_KS genes (every dataset), and a
-# post-hoc lambda1 sensitivity panel (labelled datasets; not tuning: the default
-# graph_weight was chosen on the planted simulation).  Only when it is in `methods`.
-
-
-rule compare_glfs_greedy:
-    input:
-        adata="results/{dataset}/prepared.h5ad",
-        graph=RESULT["graph"],
-    output:
-        RESULT["glfs_vs_greedy"],
-    log:
-        "logs/compare_glfs_greedy/{dataset}.log",
-    benchmark:
-        "logs/benchmarks/compare_glfs_greedy/{dataset}.tsv"
-    wildcard_constraints:
-        dataset=DATASET_RE,
-    conda:
-        "../../envs/glfs.yaml"
-    threads: get_threads("select")
-    resources:
-        mem_mb=get_mem_mb("select"),
-        runtime=get_runtime("select"),
-    params:
-        ks=GLFS_VS_GREEDY_KS,
-        method_params=params_of(DESIGN_GLFS),
-    script:
-        "../../scripts/compare_glfs_greedy.py"
+# Stage: a post-hoc lambda1 sensitivity panel of the well-posed GLFS (DESIGN_GLFS: "glfs",
+# glfs.designs.budgeted) on the labelled datasets (not tuning: the default graph_weight was chosen
+# on the planted simulation).  Only when it is in `methods`.  Its criterion against greedy LapAOFS
+# (glfs_vs_greedy.tsv) is written by the dataset's selection job (select.smk).
 
 
 rule glfs_sensitivity:
