@@ -41,8 +41,10 @@ def _select(tmp_path: Path, methods, out: Path) -> None:
     smk = NS(
         wildcards=NS(dataset="d"),
         input=NS(adata=str(tmp_path / "prepared.h5ad"), graph=str(tmp_path / "graph.npz")),
-        output=NS(tables=[str(out / f"{m}.tsv") for m in methods], metas=[str(out / f"{m}.json") for m in methods]),
-        params=NS(methods=list(methods), n_features=5, method_params={m: {} for m in methods}, seed=0),
+        output=NS(tables=[str(out / f"{m}.tsv") for m in methods], metas=[str(out / f"{m}.json") for m in methods],
+                  adata=str(out / "adata.h5ad")),
+        params=NS(methods=list(methods), n_features=5, method_params={m: {} for m in methods}, seed=0,
+                  graph={"n_neighbors": 5, "t": None}),
         log=[str(out / "s.log")],
     )
     runpy.run_path(str(REPO / "scripts/select_features.py"), init_globals={"snakemake": smk})
@@ -57,6 +59,19 @@ def test_one_job_for_all_methods_writes_what_one_job_per_method_writes(tmp_path,
             alone = (tmp_path / f"alone{i}" / f"{m}.{ext}").read_bytes()
             assert (tmp_path / "together" / f"{m}.{ext}").read_bytes() == alone, (m, ext)
     assert "glfs_exact: selected 5 genes" in (tmp_path / "together" / "s.log").read_text()
+    # the job's AnnData: the prepared data, the dataset's graph and every method's selection as its table says
+    from glfs.anndata_writers import GRAPH_KEY
+    from glfs_workflow.files import read_tsv
+
+    a = anndata.read_h5ad(tmp_path / "together" / "adata.h5ad")
+    prepared = anndata.read_h5ad(tmp_path / "prepared.h5ad")
+    np.testing.assert_array_equal(np.asarray(a.X), np.asarray(prepared.X))
+    assert (a.obsp[GRAPH_KEY] != sp.load_npz(tmp_path / "graph.npz")).nnz == 0
+    assert a.uns["patient_similarity"]["params"] == {"n_neighbors": 5}  # the graph settings given, without None
+    for m in METHODS:
+        table = read_tsv(tmp_path / "together" / f"{m}.tsv")
+        np.testing.assert_array_equal(a.var[f"{m}_rank"].to_numpy(), table["rank"].to_numpy())
+        np.testing.assert_array_equal(a.var[m].to_numpy(), table["selected"].to_numpy().astype(bool))
 
 
 def test_one_simulation_job_writes_what_one_job_per_method_writes(tmp_path, restore_logging):

@@ -96,8 +96,9 @@ def test_a_registered_method_runs_through_the_workflow_and_the_report(toy_method
     smk = NS(
         wildcards=NS(dataset="d"),
         input=NS(adata=str(tmp_path / "prepared.h5ad"), graph=str(tmp_path / "graph.npz")),
-        output=NS(tables=[str(tmp_path / f"{TOY}.tsv")], metas=[str(tmp_path / f"{TOY}.json")]),
-        params=NS(methods=[TOY], n_features=3, method_params={TOY: {"offset": 0.25}}, seed=0),
+        output=NS(tables=[str(tmp_path / f"{TOY}.tsv")], metas=[str(tmp_path / f"{TOY}.json")],
+                  adata=str(tmp_path / "adata.h5ad")),
+        params=NS(methods=[TOY], n_features=3, method_params={TOY: {"offset": 0.25}}, seed=0, graph={"n_neighbors": 5}),
         log=[str(tmp_path / "s.log")],
     )
     runpy.run_path(str(REPO / "scripts/select_features.py"), init_globals={"snakemake": smk})
@@ -105,6 +106,8 @@ def test_a_registered_method_runs_through_the_workflow_and_the_report(toy_method
     np.testing.assert_allclose(table["score"].to_numpy(), _written_out(a.X, W, 0.25), rtol=1e-12)
     meta = json.loads((tmp_path / f"{TOY}.json").read_text())
     assert meta["method"] == TOY and meta["graph"] == str(tmp_path / "graph.npz")  # the dataset's graph was used
+    written = anndata.read_h5ad(tmp_path / "adata.h5ad")  # and the job's AnnData carries it as any method
+    assert int(written.var[TOY].sum()) == 3 and f"{TOY}_score" in written.var
 
     # the report's tables take it as any method: the clustering summary and the which-method ranks
     labels = a.obs["label"].to_numpy()

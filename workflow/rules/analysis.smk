@@ -135,6 +135,21 @@ def glfs_path_meta(wildcards):
     return selection_meta(wildcards.dataset, glfs_path_method(wildcards.dataset))
 
 
+def select_outputs(dataset):
+    """The select job's named outputs beside tables and metas: adata, and glfs_path / glfs_vs_greedy where they apply."""
+    out = {"adata": RESULT["adata"]}
+    if glfs_path_method(dataset) is not None:
+        out["glfs_path"] = report(
+            RESULT["glfs_path"],
+            caption="../report/glfs_path.rst",
+            category="GLFS sparsity path",
+            labels={"dataset": "{dataset}"},
+        )
+    if DESIGN_GLFS in dataset_methods(dataset):
+        out["glfs_vs_greedy"] = RESULT["glfs_vs_greedy"]
+    return out
+
+
 # The benchmark file of a dataset's selection job (one job runs all its methods) and of a grid's simulation job.
 SELECT_BENCHMARK = "logs/benchmarks/select_features/{dataset}.tsv"
 SIMULATE_BENCHMARK = "logs/benchmarks/simulate_recovery/{simgrid}.tsv"

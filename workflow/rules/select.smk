@@ -6,21 +6,7 @@
 # (scripts/select_features.py), one rule per dataset (select_features_{dataset}): a rule's outputs
 # cannot depend on its wildcards, and the datasets' method lists differ.  The tables keep their paths,
 # one per (dataset, method).  A dataset without methods gets the job too (its adata.h5ad: the graph).
-def _select_outputs(dataset):
-    """The select job's named outputs beside tables and metas: adata, and glfs_path / glfs_vs_greedy where they apply."""
-    out = {"adata": RESULT["adata"]}
-    if glfs_path_method(dataset) is not None:
-        out["glfs_path"] = report(
-            RESULT["glfs_path"],
-            caption="../report/glfs_path.rst",
-            category="GLFS sparsity path",
-            labels={"dataset": "{dataset}"},
-        )
-    if DESIGN_GLFS in dataset_methods(dataset):
-        out["glfs_vs_greedy"] = RESULT["glfs_vs_greedy"]
-    return out
-
-
+# Its other outputs: select_outputs (analysis.smk).
 for _dataset in config["datasets"]:
 
     rule:
@@ -30,6 +16,7 @@ for _dataset in config["datasets"]:
             adata="results/{dataset}/prepared.h5ad",
             graph=RESULT["graph"],
         output:
+            **select_outputs(_dataset),
             tables=[
                 report(
                     SELECTION_TABLE.format(dataset="{dataset}", method=m),
@@ -44,7 +31,6 @@ for _dataset in config["datasets"]:
                 SELECTION_META.format(dataset="{dataset}", method=m)
                 for m in dataset_methods(_dataset)
             ],
-            **_select_outputs(_dataset),
         log:
             "logs/select_features/{dataset}.log",
         benchmark:
