@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import multiprocessing as mp
 from pathlib import Path
 
 from glfs.api import METHODS
@@ -126,8 +127,6 @@ def draw_figures(drawings: dict, n_jobs: int = 1) -> dict:
     With ``n_jobs`` > 1, on that many forked processes (each figure is drawn alone, so the bytes are the same
     as in one process); in this process where fork is not available.
     """
-    import multiprocessing as mp
-
     global _DRAWINGS
     n_jobs = min(int(n_jobs), len(drawings))
     if n_jobs <= 1 or "fork" not in mp.get_all_start_methods():
