@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
 from bench.procfs import vm_hwm_gb  # noqa: E402
-from bench.timing import load1, median_of  # noqa: E402
+from bench.timing import load1, log_stamps, median_of  # noqa: E402
 from bench.simulated import atlas_files, simulate_atlas  # noqa: E402
 
 
@@ -115,7 +115,7 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
         a = _read(log_f, backed=name.startswith("ls_backed"))
         a.obsp["connectivities"] = W
         glfs.core.out_of_core.SPILL = name != "ls_backed_no_split"  # the CSR file read once per gene block instead
-        stamps = _stamps("glfs.core.out_of_core")
+        stamps = log_stamps("glfs.core.out_of_core")
         _mark()
         if name == "moran_given_graph":
             dt = median_of(lambda: glfs.select(a.X, "graph_moran", graph=W, n_features_to_select=2000), repeat)
@@ -130,7 +130,7 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
 
         if name.endswith("no_faiss"):  # the base install: `import faiss` fails as if it were not installed
             sys.modules["faiss"] = None
-        stamps = _stamps("glfs.graph.neighbors", "glfs.graph.similarity", "glfs.graph.ivf_blocks")
+        stamps = log_stamps("glfs.graph.neighbors", "glfs.graph.similarity", "glfs.graph.ivf_blocks")
         a = _read(log_f)
         _mark()
         t0 = time.perf_counter()
@@ -143,7 +143,7 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
                     f"score {t3 - at['similarity_graph:']:.1f} s{_search_split(stamps)}")
         return {"seconds": t3 - t0, "note": note}
     if name == "ls_backed_own_graph_end_to_end":  # the same from the backed file: streamed PCA, then streamed score
-        stamps = _stamps("glfs.graph.neighbors", "glfs.graph.similarity", "glfs.graph.ivf_blocks")
+        stamps = log_stamps("glfs.graph.neighbors", "glfs.graph.similarity", "glfs.graph.ivf_blocks")
         a = _read(log_f, backed=True)
         _mark()
         t0 = time.perf_counter()
@@ -192,23 +192,6 @@ def _search_split(stamps):
     at = [t for t, m in stamps if m.startswith("approximate search on")]
     blk = [t for t, m in stamps if m.startswith("IVF block search:")]
     return f"; of which k-means + lists {blk[0] - at[0]:.1f} s, block search {blk[-1] - blk[0]:.1f} s" if at and len(blk) > 1 else ""
-
-
-def _stamps(*loggers):
-    """(time, message) of every INFO record of the named loggers from now on."""
-    import logging
-
-    stamps = []
-
-    class _Stamp(logging.Handler):
-        def emit(self, record):
-            stamps.append((time.perf_counter(), record.getMessage()))
-
-    for name in loggers:
-        lg = logging.getLogger(name)
-        lg.setLevel(logging.INFO)
-        lg.addHandler(_Stamp())
-    return stamps
 
 
 def _fit_cells(stamps) -> str:

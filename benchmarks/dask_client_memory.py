@@ -110,7 +110,7 @@ def run(a) -> dict:
     import glfs.graph.neighbors as nb
 
     if a.nprobe:
-        nb.IVF_NPROBE, nb.IVF_NPROBE_PER_SQRT_NLIST = a.nprobe, 0.0
+        nb.ivf_nprobe = lambda nlist, n_dims=None: min(nlist, a.nprobe)  # the same probes on any components
     if a.stream_values:  # smaller gene blocks for workers with little memory
         import glfs.core.out_of_core as ooc
 

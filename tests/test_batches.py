@@ -604,11 +604,12 @@ def test_share_on_a_draw_of_centres_equals_the_brute_force_on_those_centres(monk
 
 
 def test_ivf_probing_every_list_gives_the_exact_neighbourhoods():
-    # method="approx" on 300 cells: batches of 100 cells, 10 lists each, every list probed (ivf_nprobe >= 32):
-    # the candidates are the exact ones, so the neighbourhoods are too
+    # method="approx" on 300 cells: batches of 100 cells, 10 lists each, every list probed (ivf_nprobe on 16
+    # components: 32 x 16 / 50 up, 11, at most the 10 lists): the candidates are the exact ones, so the neighbourhoods are too
     pytest.importorskip("faiss")
+    assert nb.ivf_nprobe(10, 16) == 10
     rng = np.random.default_rng(2)
-    Z = rng.normal(size=(300, 5))
+    Z = rng.normal(size=(300, 16))
     codes = rng.permutation(np.repeat([0, 1, 2], 100))
     exact = _as_groups(*batch_neighbourhoods(Z, codes, 5, method="exact"), 300, 3)
     approx = _as_groups(*batch_neighbourhoods(Z, codes, 5, method="approx", random_state=3), 300, 3)

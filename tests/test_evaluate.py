@@ -416,11 +416,11 @@ def test_loo_1nn_uses_the_principal_component_search_for_many_samples(monkeypatc
     X, y = _blobs_big(n=400, d=60)
     exact = loo_1nn_accuracy(X, y)
     calls = []
-    real = nb._knn_brute32  # at scale: exact search on 50 principal components (glfs.graph.neighbors.choose_neighbor_method)
+    real = nb._knn_brute32  # at scale: exact search on APPROX_N_PCS components (glfs.graph.neighbors.choose_neighbor_method)
     monkeypatch.setattr(nb, "_knn_brute32", lambda *a, **k: calls.append(a[0].shape) or real(*a, **k))
     monkeypatch.setattr(nb, "AUTO_APPROX_MIN_SAMPLES", 100)
     approx = loo_1nn_accuracy(X, y)
-    assert calls == [(400, 50)]
+    assert calls == [(400, nb.APPROX_N_PCS)]
     assert exact == 1.0  # separated blobs: every nearest neighbour is in the same class
     assert approx >= 0.99  # the approximate neighbour may miss a few
 

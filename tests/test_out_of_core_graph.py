@@ -150,9 +150,9 @@ def test_the_subsample_is_the_seeded_uniform_draw(data, monkeypatch):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    # method="auto" takes 50 components for an out-of-core X at any size (tests/test_backed_readme.py); exact on all genes cannot stream
+    # method="auto" takes 20 components for an out-of-core X at any size (tests/test_backed_readme.py); exact on all genes cannot stream
     ({"method": "exact"}, r"an out-of-core X \(an AnnData backed CSR matrix 900 x 120, float32\) gets its graph from principal "
-                          r"components .* got n_pcs=None.*pass n_pcs, e.g. 50"),
+                          r"components .* got n_pcs=None.*pass n_pcs, e.g. 20"),
     ({"n_pcs": N_PCS, "kernel": "cosine", "method": "approx"}, r"got n_pcs=10, metric='cosine'.*use kernel='heat'"),
 ])
 def test_what_cannot_stream_says_so(data, kwargs, match):

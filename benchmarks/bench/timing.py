@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import statistics
 import subprocess
@@ -26,6 +27,21 @@ def median_of(fn, repeats):
         fn()
         times.append(time.perf_counter() - t)
     return float(statistics.median(times))
+
+
+def log_stamps(*loggers):
+    """(time.perf_counter(), message) of every INFO record of the named loggers from now on (a list that grows)."""
+    stamps = []
+
+    class _Stamp(logging.Handler):
+        def emit(self, record):
+            stamps.append((time.perf_counter(), record.getMessage()))
+
+    for name in loggers:
+        lg = logging.getLogger(name)
+        lg.setLevel(logging.INFO)
+        lg.addHandler(_Stamp())
+    return stamps
 
 
 def load1():

@@ -149,7 +149,7 @@ def knn_affinity(X, n_neighbors: int = 10, *, method: str = "auto", random_state
     ``n_neighbors - 1`` nearest other samples (scikit-learn's
     ``kneighbors_graph(include_self=True)``), built with
     :func:`glfs.graph.similarity.nearest_neighbors`: exact search on all genes below 8192
-    samples, exact search on 50 principal components above, as
+    samples, exact search on 20 principal components above (``APPROX_N_PCS``), as
     :func:`glfs.similarity_graph` does.
 
     X : array-like of shape (n_samples, n_features).  Returns a CSR matrix
@@ -311,8 +311,8 @@ def loo_1nn_accuracy(X, labels, *, method: str = "auto") -> float:
     chunks (scikit-learn ``pairwise_distances_chunked``, memory bounded, time
     O(n^2 n_features)); ties in distance go to the lowest sample index, so the
     result is deterministic.  From 8192 samples on: the nearest neighbour from
-    the search of :func:`glfs.graph.similarity.nearest_neighbors` on 50 principal
-    components (exact brute force in float32, O(n^2 50); ``method="approx"``:
+    the search of :func:`glfs.graph.similarity.nearest_neighbors` on 20 principal
+    components (``APPROX_N_PCS``; exact brute force in float32, O(n^2 20); ``method="approx"``:
     pynndescent's index).
     """
     X = _as_dense(X)

@@ -29,17 +29,18 @@ log = logging.getLogger(__name__)
 __all__ = [
     "nearest_neighbors", "choose_neighbor_method", "exact_backend", "approx_backend", "ivf_nprobe",
     "AUTO_APPROX_MIN_SAMPLES", "AUTO_INDEX_MIN_SAMPLES", "AUTO_NNDESCENT_MIN_SAMPLES", "APPROX_N_PCS",
-    "NEIGHBOR_METHODS", "IVF_BLOCKED_MIN_SAMPLES", "IVF_NLIST_PER_SQRT_N", "IVF_NPROBE", "IVF_NPROBE_PER_SQRT_NLIST", "PCA_FIT_SAMPLES",
+    "NEIGHBOR_METHODS", "IVF_BLOCKED_MIN_SAMPLES", "IVF_NLIST_PER_SQRT_N", "IVF_NPROBE", "IVF_NPROBE_PER_SQRT_NLIST",
+    "IVF_NPROBE_PCS", "PCA_FIT_SAMPLES",
 ]
 
 #: ``method="auto"`` searches on principal components from this many samples on
 #: (the threshold scanpy's ``pp.neighbors`` uses for its exact Euclidean search);
 #: below it, exact search on all genes.
 AUTO_APPROX_MIN_SAMPLES = 8192
-#: Principal components searched when ``n_pcs`` is None and the search runs on
-#: components (``method="auto"`` at scale, or ``"approx"``) and the data have
-#: more genes than this (scanpy's default representation).
-APPROX_N_PCS = 50
+#: Principal components searched when ``n_pcs`` is None, the search runs on components (``method="auto"`` at
+#: scale, or ``"approx"``) and X has more genes.  20, not scanpy's 50, since 2026-12-05 (chosen on the real panel,
+#: and half the time at a million cells: docs/methods.md, "The own graph on 20 principal components").
+APPROX_N_PCS = 20
 NEIGHBOR_METHODS = ("auto", "exact", "approx")
 
 
@@ -58,7 +59,7 @@ def choose_neighbor_method(n_samples: int, n_features: int, method: str = "auto"
     samples, exact search on all genes, so bulk cohorts (a few hundred to a
     few thousand patients) always get the exact graph on all genes.  From
     8192 samples on, the search runs on the first ``n_pcs`` principal
-    components (``APPROX_N_PCS`` = 50 when ``n_pcs`` is None and the data
+    components (``APPROX_N_PCS`` = 20 when ``n_pcs`` is None and the data
     have more genes than that, else all genes): exactly, by a brute-force
     search in float32 (faiss' ``IndexFlatL2`` when faiss-cpu is installed,
     else scikit-learn's chunked brute force; O(n^2 n_pcs), no index, the
@@ -224,10 +225,12 @@ AUTO_INDEX_MIN_SAMPLES = 30000
 #: :func:`choose_neighbor_method`).
 AUTO_NNDESCENT_MIN_SAMPLES = 200_000
 #: faiss IVF index (``_knn_ivf``): cells per sqrt(n_samples); cells probed per sample
-#: (:func:`ivf_nprobe`): ``IVF_NPROBE_PER_SQRT_NLIST`` sqrt(nlist), at least ``IVF_NPROBE``.
+#: (:func:`ivf_nprobe`): ``IVF_NPROBE_PER_SQRT_NLIST`` sqrt(nlist), at least ``IVF_NPROBE``, on
+#: ``IVF_NPROBE_PCS`` components, and in proportion to the components searched.
 IVF_NLIST_PER_SQRT_N = 1.0
 IVF_NPROBE = 32
 IVF_NPROBE_PER_SQRT_NLIST = 1.0
+IVF_NPROBE_PCS = 50
 #: From this many samples on (where ``method="auto"`` starts the IVF search) it runs as dense blocks
 #: (glfs.graph.ivf_blocks: each inverted list against the queries that probe it, one matrix product): the
 #: candidates of IndexIVFFlat with the same centres and probes, by exact float32 distances, in about a
@@ -235,25 +238,20 @@ IVF_NPROBE_PER_SQRT_NLIST = 1.0
 IVF_BLOCKED_MIN_SAMPLES = 30_000
 
 
-def ivf_nprobe(nlist: int) -> int:
-    """Cells an IVF query probes: ``max(IVF_NPROBE, ceil(IVF_NPROBE_PER_SQRT_NLIST sqrt(nlist)))``, at most nlist.
+def ivf_nprobe(nlist: int, n_dims: int = IVF_NPROBE_PCS) -> int:
+    """Cells an IVF query in ``n_dims`` dimensions probes, at most nlist:
+    ``ceil(max(IVF_NPROBE, IVF_NPROBE_PER_SQRT_NLIST sqrt(nlist)) n_dims / IVF_NPROBE_PCS)``.
 
-    On the simulated counts of benchmarks/atlas_scale.py (50 principal
-    components, k = 15) the recall of the IVF search was a function of
-    nprobe / sqrt(nlist) at 50,000 to 1,000,000 cells, not of the probed share
-    nprobe / nlist: 0.912 at 1.0, 0.954 at 1.4, 0.969 at 1.8, 0.976 at 2.1,
-    0.985 at 2.7 (benchmarks/results/knn_backends.md).  A fixed nprobe of 32 let
-    the recall fall from 0.972 at 50,000 cells to 0.912 at a million.  From
-    2026-11-25 to 11-27 the rule was 2 sqrt(nlist) (recall about 0.97 at every
-    size), but at a million cells it made the library's own graph + Laplacian
-    score take 1,108 s end to end instead of 380 s, against the 10-minute goal
-    (its IVF search's wall time grew 4x, not the 2x of its CPU seconds: the
-    probed lists no longer stay in cache).  The rule is now sqrt(nlist): the
-    search of every size up to a million cells (nlist 1,024) is the measured one
-    of nprobe 32, and beyond it the recall holds near 0.91 instead of falling
-    further, at O(n^1.75 p).  docs/methods.md, "Atlas scale", has the trade-off.
+    On 50 components (``IVF_NPROBE_PCS``), max(32, sqrt(nlist)): the recall@15 of the IVF search on simulated
+    cells is a function of nprobe / sqrt(nlist) (0.912 at 1.0, 0.985 at 2.7, benchmarks/results/knn_backends.md),
+    and 2 sqrt(nlist) made a million cells take 3 x the time (docs/methods.md, "Atlas scale").  The probes
+    scale with the dimension, since the recall at a given number of probes falls with it: on 10, 20, 30 and 50
+    components of 50,000-10^6 cells, with these probes (7, 13, 20 and 32 up to a million cells) the recall@15
+    was 0.962-0.994, 0.981-0.988, 0.951-0.983 and 0.922-0.978, at or above the 50-component figure at every
+    size (benchmarks/results/graph_pcs.md; docs/methods.md, "The own graph on 20 principal components").
     """
-    return int(min(nlist, max(IVF_NPROBE, np.ceil(IVF_NPROBE_PER_SQRT_NLIST * np.sqrt(nlist)))))
+    on_50 = max(IVF_NPROBE, np.ceil(IVF_NPROBE_PER_SQRT_NLIST * np.sqrt(nlist)))
+    return int(min(nlist, max(1, np.ceil(on_50 * int(n_dims) / IVF_NPROBE_PCS))))
 
 
 def _ivf_index(Z32, nlist: int, random_state, blocked: bool = False):
@@ -280,8 +278,8 @@ def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, npro
 
     faiss' k-means (seeded by ``random_state``) splits the samples into
     ``nlist`` cells (default ``IVF_NLIST_PER_SQRT_N`` sqrt(n)); each sample's
-    candidates are the samples of the ``nprobe`` cells (default :func:`ivf_nprobe`,
-    sqrt(nlist) and at least 32) nearest to it, searched exhaustively.  Cost
+    candidates are the samples of the ``nprobe`` cells (default :func:`ivf_nprobe`:
+    sqrt(nlist) and at least 32 on 50 components, in proportion to p) nearest to it, searched exhaustively.  Cost
     O(n nlist p) per k-means iteration and O(n (nlist + nprobe n / nlist) p) for
     the search, i.e. O(n^1.75 p) with nlist ~ sqrt(n) and nprobe ~ n^0.25,
     against O(n^2 p) for the flat search.
@@ -300,7 +298,7 @@ def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, npro
     _check_n_neighbors(n_neighbors, n)
     k_search = int(min(n, n_neighbors + 5))
     nlist = int(nlist or max(1, round(IVF_NLIST_PER_SQRT_N * np.sqrt(n))))
-    nprobe = int(min(nlist, nprobe or ivf_nprobe(nlist)))
+    nprobe = int(min(nlist, nprobe or ivf_nprobe(nlist, p)))
     blocked = n >= IVF_BLOCKED_MIN_SAMPLES
     log.info("approximate search on %d x %d components with faiss' k-means, %s (nlist %d, nprobe %d)", n, p,
              "searched in dense blocks" if blocked else "IndexIVFFlat", nlist, nprobe)
@@ -391,7 +389,7 @@ def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state, groups=None)
         msg = (
             f"an out-of-core X ({X.describe()}) gets its graph from principal components with the Euclidean "
             f"metric (the heat or binary kernel), streamed in two passes; got n_pcs={n_pcs!r}, metric={metric!r} "
-            f"({'pass n_pcs, e.g. 50, or method=' + repr('approx') if n_pcs is None else 'use kernel=' + repr('heat')}), "
+            f"({'pass n_pcs, e.g. 20, or method=' + repr('approx') if n_pcs is None else 'use kernel=' + repr('heat')}), "
             f"or load X first (adata.to_memory(); {X.memory_hint()})"
         )
         raise ValueError(msg)
@@ -487,6 +485,8 @@ def _pca(X, n_pcs, random_state, float32=False):
             return X.toarray()
         if _all_constant(X):  # the centred X is zero: ARPACK fails ("starting vector is zero"); its PCs are 0
             return np.zeros((n, int(n_pcs)))
+        if not getattr(X, "has_sorted_indices", True):  # ARPACK's products sum each row in stored order: a sorted copy (O(nnz)),
+            X = X.sorted_indices()  # so that a matrix gives the same components whatever its rows' order
         return PCA(n_components=int(n_pcs), svd_solver="arpack", random_state=random_state).fit_transform(X)
     if float32:
         X = X.astype(np.float32, copy=False)  # sklearn's PCA centres a copy: X is not written to

@@ -89,7 +89,7 @@ def similarity_graph(
         array) is read in blocks: its principal components are fitted on a
         seeded subsample of at most ``glfs.graph.neighbors.PCA_FIT_SAMPLES`` samples
         and every sample is projected on them (two passes; the search then
-        needs ``n_pcs``, which ``method="auto"`` sets to 50 at every size for
+        needs ``n_pcs``, which ``method="auto"`` sets to 20 at every size for
         such an X (an in-memory X from 8,192 samples on), and the Euclidean metric).  Above ``PCA_FIT_SAMPLES`` samples an
         in-memory X is fitted on the same seeded subsample, so its graph is
         the backed one.
@@ -122,18 +122,20 @@ def similarity_graph(
         principal components of X (centred; randomized SVD in float32, seeded
         by ``random_state``) instead of all genes, as scanpy's ``pp.neighbors``
         does.  Default None: all genes below 8192 samples and for
-        ``method="exact"``, 50 components otherwise (when X has more than 50
-        genes).
+        ``method="exact"``, 20 components otherwise (``APPROX_N_PCS``, when X has
+        more than 20 genes; scanpy's default is 50: docs/methods.md, "The own
+        graph on 20 principal components").
     method : {"auto", "exact", "approx"}, default "auto"
         Neighbour search.  ``"exact"``: exact search on all genes
         (scikit-learn ``NearestNeighbors``), or on ``n_pcs`` components when
         given.  ``"approx"``: an approximate index on ``n_pcs`` principal
         components in float32: faiss' inverted-file index (``IndexIVFFlat``,
-        sqrt(n) k-means cells, 32 probed) when faiss-cpu is installed
+        sqrt(n) k-means cells, 13 probed on 20 components up to a million
+        samples: ``ivf_nprobe``) when faiss-cpu is installed
         (``pip install glfs[scale]``), else the NN-descent index of
         pynndescent (Dong et al., WWW 2011).  ``"auto"`` (default): exact on
         all genes below 8192 samples (``AUTO_APPROX_MIN_SAMPLES``; the
-        threshold of scanpy's ``pp.neighbors``), exact on 50 principal
+        threshold of scanpy's ``pp.neighbors``), exact on 20 principal
         components from there on (float32 brute force with faiss-cpu if
         installed, else scikit-learn), and faiss' IVF index on them from
         30,000 samples on (``AUTO_INDEX_MIN_SAMPLES``) with faiss-cpu, or

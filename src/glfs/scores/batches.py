@@ -378,7 +378,7 @@ def batch_neighbourhoods(Z, codes, n_per_batch: int, *, method: str = "auto", ra
     exact below ``AUTO_INDEX_MIN_SAMPLES`` (faiss' flat index or scikit-learn's brute force, float32, the
     ``n_per_batch + 4`` candidates' distances recomputed in float64), else faiss' IVF index of the batch
     (its k-means seeded by ``random_state``, ``IVF_NLIST_PER_SQRT_N`` sqrt(n_b) lists, :func:`ivf_nprobe`
-    probes; searched in dense blocks at every size, :mod:`glfs.graph.ivf_blocks`: IndexIVFFlat's candidates,
+    probes for the components' dimension; searched in dense blocks at every size, :mod:`glfs.graph.ivf_blocks`: IndexIVFFlat's candidates,
     and 2.5 s against 9.0 s for 100,000 queries in a batch of 25,000 cells; queries with too few candidates
     searched exactly).  Ties in distance are broken by cell index (among the ``n_per_batch + 4`` candidates
     searched).  Memory O(n (n_per_batch + 5)) a batch besides Z.
@@ -427,7 +427,7 @@ def _candidates(R32, Q32, k_search: int, how: str, random_state):
         return flat_index(R32).search(Q32, k_search)[1]
     nlist = int(max(1, round(nb.IVF_NLIST_PER_SQRT_N * np.sqrt(R32.shape[0]))))
     index = nb._ivf_index(R32, nlist, random_state, blocked=True)  # IndexIVFFlat's candidates, 3.5x faster here
-    ind = ivf_search(index, Q32, k_search, nb.ivf_nprobe(nlist))
+    ind = ivf_search(index, Q32, k_search, nb.ivf_nprobe(nlist, R32.shape[1]))
     short = np.flatnonzero((ind >= 0).sum(axis=1) < k_search)
     if short.size:  # probed lists with too few cells: those queries searched exactly
         ind[short] = flat_index(R32).search(Q32[short], k_search)[1]
