@@ -441,6 +441,8 @@ def test_figures_drawn_on_two_processes_are_the_ones_drawn_in_one():
     drawings' order, as drawing them one by one here; and a figure that fails fails the call."""
     from functools import partial
 
+    pytest.importorskip("jinja2")  # glfs_workflow.report renders with Jinja2 and draws with matplotlib (the workflow
+    pytest.importorskip("matplotlib")  # extra; .ci/minimums installs the library alone)
     from glfs_workflow.report import draw_figures
 
     rng = np.random.default_rng(0)
