@@ -35,9 +35,8 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
 from bench.procfs import vm_hwm_gb  # noqa: E402
-from bench.timing import load1, log_stamps, median_of  # noqa: E402
 from bench.simulated import atlas_files, simulate_atlas  # noqa: E402
-
+from bench.timing import load1, log_stamps, median_of  # noqa: E402
 
 # ---- the steps (run in a worker process) --------------------------------------------------------
 
@@ -70,7 +69,9 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
 
         a = _read(counts_f)
         _mark()
-        return {"seconds": median_of(lambda: sc.pp.highly_variable_genes(a, flavor="seurat_v3", n_top_genes=2000), repeat)}
+        return {
+            "seconds": median_of(lambda: sc.pp.highly_variable_genes(a, flavor="seurat_v3", n_top_genes=2000), repeat)
+        }
     if name == "scanpy_pca_neighbors":  # scanpy's graph (PCA 50 + 15 neighbours), saved for the next steps
         import scanpy as sc
 
@@ -122,7 +123,11 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
         else:
             dt = median_of(lambda: glfs.tl.select(a, "laplacian_score", 2000, obsp="connectivities"), repeat)
         split = [m for _, m in stamps if m.startswith("split in")]
-        passes = [m.split("read once per gene block, ")[1].split(" (")[0] for _, m in stamps if "read once per gene block, " in m]
+        passes = [
+            m.split("read once per gene block, ")[1].split(" (")[0]
+            for _, m in stamps
+            if "read once per gene block, " in m
+        ]
         how = f"; split into gene blocks, {split[-1]}" if split else (f"; read {passes[-1]}" if passes else "")
         return {"seconds": dt, "note": f"graph: {which}{how}"}
     if name in ("ls_own_graph_end_to_end", "ls_own_graph_end_to_end_no_faiss"):  # as a user calls it
@@ -138,9 +143,11 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
         t3 = time.perf_counter()
         at = {key: next((t for t, m in stamps if key in m), None) for key in ("PCA to", "similarity_graph:")}
         if all(at.values()):
-            note = (f"neighbours: {glfs.graph.neighbors.approx_backend() if name.endswith('no_faiss') else 'faiss'}; "
-                    f"PCA {at['PCA to'] - t0:.1f} s, neighbours and weights {at['similarity_graph:'] - at['PCA to']:.1f} s, "
-                    f"score {t3 - at['similarity_graph:']:.1f} s{_search_split(stamps)}")
+            note = (
+                f"neighbours: {glfs.graph.neighbors.approx_backend() if name.endswith('no_faiss') else 'faiss'}; "
+                f"PCA {at['PCA to'] - t0:.1f} s, neighbours and weights {at['similarity_graph:'] - at['PCA to']:.1f} s, "
+                f"score {t3 - at['similarity_graph:']:.1f} s{_search_split(stamps)}"
+            )
         return {"seconds": t3 - t0, "note": note}
     if name == "ls_backed_own_graph_end_to_end":  # the same from the backed file: streamed PCA, then streamed score
         stamps = log_stamps("glfs.graph.neighbors", "glfs.graph.similarity", "glfs.graph.ivf_blocks")
@@ -153,9 +160,11 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
         at = {key: next((t for t, m in stamps if key in m), None) for key in ("PCA to", "similarity_graph:")}
         note = ""
         if all(at.values()):
-            note = (f"PCA (fit on {_fit_cells(stamps)} cells + projection) {at['PCA to'] - t0:.1f} s, neighbours and "
-                    f"weights {at['similarity_graph:'] - at['PCA to']:.1f} s, score {t3 - at['similarity_graph:']:.1f} s"
-                    f"{_search_split(stamps)}")
+            note = (
+                f"PCA (fit on {_fit_cells(stamps)} cells + projection) {at['PCA to'] - t0:.1f} s, neighbours and "
+                f"weights {at['similarity_graph:'] - at['PCA to']:.1f} s, score {t3 - at['similarity_graph:']:.1f} s"
+                f"{_search_split(stamps)}"
+            )
         return {"seconds": t3 - t0, "note": note}
     if name == "ls_backed_csc":  # the given graph, X stored by columns (one pass per read)
         W = sp.load_npz(_graph_file(work, n, "own" if _graph_file(work, n, "own").exists() else "backed"))
@@ -178,8 +187,10 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
         _mark()
         t0 = time.perf_counter()
         try:
-            dt = median_of(lambda: glfs.select(a.X, method, graph=W, n_features_to_select=2000, labels=labels,
-                                            counts=counts), repeat)
+            dt = median_of(
+                lambda: glfs.select(a.X, method, graph=W, n_features_to_select=2000, labels=labels, counts=counts),
+                repeat,
+            )
         except ValueError as exc:
             return {"seconds": time.perf_counter() - t0, "note": f"refused: {exc}"[:600]}
         return {"seconds": dt, "note": note}
@@ -188,10 +199,14 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
 
 
 def _search_split(stamps):
-    """"; of which k-means + lists X s, block search Y s" from the IVF block search's log (else "")."""
+    """ "; of which k-means + lists X s, block search Y s" from the IVF block search's log (else "")."""
     at = [t for t, m in stamps if m.startswith("approximate search on")]
     blk = [t for t, m in stamps if m.startswith("IVF block search:")]
-    return f"; of which k-means + lists {blk[0] - at[0]:.1f} s, block search {blk[-1] - blk[0]:.1f} s" if at and len(blk) > 1 else ""
+    return (
+        f"; of which k-means + lists {blk[0] - at[0]:.1f} s, block search {blk[-1] - blk[0]:.1f} s"
+        if at and len(blk) > 1
+        else ""
+    )
 
 
 def _fit_cells(stamps) -> str:
@@ -244,36 +259,76 @@ def worker(name: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float, r
     except MemoryError as exc:
         out = {"seconds": None, "note": f"MemoryError under the {mem_limit_gb:g} GB address-space limit: {exc}"[:300]}
     peak = vm_hwm_gb()
-    if _CPU_AT_MARK[0] is not None and out.get("seconds") is not None:  # CPU s of the step, all threads (loaded machines)
+    if (
+        _CPU_AT_MARK[0] is not None and out.get("seconds") is not None
+    ):  # CPU s of the step, all threads (loaded machines)
         out["note"] = "; ".join(x for x in (out.get("note"), f"CPU {time.process_time() - _CPU_AT_MARK[0]:.1f} s") if x)
     out.update({"peak_rss_gb": peak, "rss_before_gb": _RSS_BEFORE[0], "load_before": load0, "load_after": load1()})
     print("RESULT " + json.dumps(out))
 
 
 def run_step(name, n, work, mem_limit_gb, timeout, lib_loc, repeat):
-    cmd = [sys.executable, __file__, "--worker", name, "--cells", str(n), "--work", str(work),
-           "--mem-limit-gb", str(mem_limit_gb), "--lib-loc", str(lib_loc), "--repeat", str(repeat)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        name,
+        "--cells",
+        str(n),
+        "--work",
+        str(work),
+        "--mem-limit-gb",
+        str(mem_limit_gb),
+        "--lib-loc",
+        str(lib_loc),
+        "--repeat",
+        str(repeat),
+    ]
     t0 = time.perf_counter()
     load0 = load1()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        return {"step": name, "seconds": None, "note": f"stopped after {timeout} s", "load_before": load0,
-                "load_after": load1(), "peak_rss_gb": None, "rss_before_gb": None}
+        return {
+            "step": name,
+            "seconds": None,
+            "note": f"stopped after {timeout} s",
+            "load_before": load0,
+            "load_after": load1(),
+            "peak_rss_gb": None,
+            "rss_before_gb": None,
+        }
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
     if not lines:
         tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"step": name, "seconds": None, "note": f"failed (exit {p.returncode}): {tail}"[:300],
-                "load_before": load0, "load_after": load1(), "peak_rss_gb": None, "rss_before_gb": None,
-                "wall": time.perf_counter() - t0}
+        return {
+            "step": name,
+            "seconds": None,
+            "note": f"failed (exit {p.returncode}): {tail}"[:300],
+            "load_before": load0,
+            "load_after": load1(),
+            "peak_rss_gb": None,
+            "rss_before_gb": None,
+            "wall": time.perf_counter() - t0,
+        }
     out = json.loads(lines[-1][7:])
     out["step"] = name
     return out
 
 
-STEPS_50K = ["hvg_seurat_v3", "scanpy_pca_neighbors", "ls_scanpy_graph", "own_graph", "ls_own_graph",
-             "ls_own_graph_end_to_end", "ls_backed", "moran_given_graph", "method:variance", "method:fisher_score",
-             "method:deviance"]
+STEPS_50K = [
+    "hvg_seurat_v3",
+    "scanpy_pca_neighbors",
+    "ls_scanpy_graph",
+    "own_graph",
+    "ls_own_graph",
+    "ls_own_graph_end_to_end",
+    "ls_backed",
+    "moran_given_graph",
+    "method:variance",
+    "method:fisher_score",
+    "method:deviance",
+]
 STEPS_1M = ["hvg_seurat_v3", "own_graph", "ls_own_graph", "ls_backed", "moran_given_graph"]
 
 
@@ -289,7 +344,7 @@ STEP_TEXT = {
     "ls_backed_no_split": "the same with `glfs.core.out_of_core.SPILL = False` (the CSR file read once per gene block)",
     "moran_given_graph": "`graph_moran` (Moran's I) on the given graph",
     "ls_backed_own_graph_end_to_end": "`glfs.tl.select(backed, 'laplacian_score', 2000)` from the backed .h5ad: "
-                                      "own graph (streamed PCA) + score",
+    "own graph (streamed PCA) + score",
     "ls_backed_csc": "Laplacian score from a backed CSC .h5ad (`backed='r'`), graph given",
 }
 
@@ -299,14 +354,22 @@ def render(tsv: Path, md: Path) -> None:
     import pandas as pd
 
     t = pd.read_csv(tsv, sep="\t")
-    out = ["# Atlas scale: sparse counts, as scanpy users hold them (issue 21)", "",
-           "Written by `benchmarks/atlas_scale.py` from `atlas_scale.tsv`. Times are wall seconds (median of the "
-           "`repeat` runs in one process); peak = VmHWM of the step's process (its data included), data = the "
-           "resident memory after loading the inputs, before the step; load = 1-minute load average before/after "
-           "(2 cores shared with other work). x HVG = time / the seurat_v3 time of the same run (the HVG row above it).", ""]
+    out = [
+        "# Atlas scale: sparse counts, as scanpy users hold them (issue 21)",
+        "",
+        "Written by `benchmarks/atlas_scale.py` from `atlas_scale.tsv`. Times are wall seconds (median of the "
+        "`repeat` runs in one process); peak = VmHWM of the step's process (its data included), data = the "
+        "resident memory after loading the inputs, before the step; load = 1-minute load average before/after "
+        "(2 cores shared with other work). x HVG = time / the seurat_v3 time of the same run (the HVG row above it).",
+        "",
+    ]
     for (n, d, nnz), g in t.groupby(["n_cells", "n_genes", "nnz"], sort=True):
-        out += [f"## {n:,} cells x {d:,} genes, {nnz:,} non-zeros ({nnz / (n * d):.1%})", "",
-                "| step | seconds | x HVG | peak GB | data GB | load | note |", "|---|---|---|---|---|---|---|"]
+        out += [
+            f"## {n:,} cells x {d:,} genes, {nnz:,} non-zeros ({nnz / (n * d):.1%})",
+            "",
+            "| step | seconds | x HVG | peak GB | data GB | load | note |",
+            "|---|---|---|---|---|---|---|",
+        ]
         ref = None
         for _, r in g.iterrows():  # file order: each run starts with its own HVG, the peer of the rows after it
             sec = r["seconds"]
@@ -315,9 +378,11 @@ def render(tsv: Path, md: Path) -> None:
             ratio = f"{sec / ref:.1f}" if ref and pd.notna(sec) else ""
             text = STEP_TEXT.get(r["step"], f"`glfs.select(..., {r['step'].split(':', 1)[-1]!r})`")
             note = "" if pd.isna(r["note"]) else str(r["note"]).replace("|", "/")
-            fmt = (lambda v: "" if pd.isna(v) else f"{v:.3g}")
-            out.append(f"| {text} | {fmt(sec)} | {ratio} | {fmt(r['peak_rss_gb'])} | {fmt(r['rss_before_gb'])} | "
-                       f"{fmt(r['load_before'])}-{fmt(r['load_after'])} | {note} |")
+            fmt = lambda v: "" if pd.isna(v) else f"{v:.3g}"
+            out.append(
+                f"| {text} | {fmt(sec)} | {ratio} | {fmt(r['peak_rss_gb'])} | {fmt(r['rss_before_gb'])} | "
+                f"{fmt(r['load_before'])}-{fmt(r['load_after'])} | {note} |"
+            )
         out.append("")
     md.write_text("\n".join(out))
 
@@ -349,8 +414,11 @@ def main(argv=None):
     tsv = RESULTS / "atlas_scale.tsv"
     for n in args.cells:
         facts = simulate_atlas(n, args.genes, args.work, args.lib_loc)
-        print(f"{n} cells x {args.genes} genes: {facts['nnz']} non-zeros "
-              f"({facts['nnz'] / (n * args.genes):.1%}); simulated in {facts['seconds'] or 0:.0f} s", flush=True)
+        print(
+            f"{n} cells x {args.genes} genes: {facts['nnz']} non-zeros "
+            f"({facts['nnz'] / (n * args.genes):.1%}); simulated in {facts['seconds'] or 0:.0f} s",
+            flush=True,
+        )
         steps = args.steps or (STEPS_50K if n <= 100_000 else STEPS_1M)
         if args.all_methods:
             done = {s.split(":", 1)[-1] for s in steps} | {"laplacian_score", "graph_moran"}
@@ -358,20 +426,49 @@ def main(argv=None):
         if "ls_backed_csc" in steps:
             make_csc(args.work, n, args.lib_loc)
         for name in steps:
-            r = run_step(name, n, args.work, args.mem_limit_gb, args.timeout, args.lib_loc,
-                         1 if name in ("own_graph", "scanpy_pca_neighbors", "ls_own_graph_end_to_end",
-                                      "ls_own_graph_end_to_end_no_faiss", "ls_backed_own_graph_end_to_end")
-                         else args.repeat)
-            row = {"date": time.strftime("%Y-%m-%d %H:%M"), "n_cells": n, "n_genes": args.genes, "nnz": facts["nnz"],
-                   "repeat": args.repeat, **{k: r.get(k) for k in ("step", "seconds", "peak_rss_gb", "rss_before_gb", "load_before",
-                                           "load_after", "note")}}
+            r = run_step(
+                name,
+                n,
+                args.work,
+                args.mem_limit_gb,
+                args.timeout,
+                args.lib_loc,
+                1
+                if name
+                in (
+                    "own_graph",
+                    "scanpy_pca_neighbors",
+                    "ls_own_graph_end_to_end",
+                    "ls_own_graph_end_to_end_no_faiss",
+                    "ls_backed_own_graph_end_to_end",
+                )
+                else args.repeat,
+            )
+            row = {
+                "date": time.strftime("%Y-%m-%d %H:%M"),
+                "n_cells": n,
+                "n_genes": args.genes,
+                "nnz": facts["nnz"],
+                "repeat": args.repeat,
+                **{
+                    k: r.get(k)
+                    for k in ("step", "seconds", "peak_rss_gb", "rss_before_gb", "load_before", "load_after", "note")
+                },
+            }
             print(json.dumps(row), flush=True)
             new = not tsv.exists()
             with tsv.open("a") as f:
                 if new:
                     f.write("\t".join(row) + "\n")
-                f.write("\t".join("" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v)).replace("\t", " ")
-                                  .replace("\n", " ") for v in row.values()) + "\n")
+                f.write(
+                    "\t".join(
+                        ""
+                        if v is None
+                        else (f"{v:.3g}" if isinstance(v, float) else str(v)).replace("\t", " ").replace("\n", " ")
+                        for v in row.values()
+                    )
+                    + "\n"
+                )
             render(tsv, RESULTS / "atlas_scale.md")
 
 

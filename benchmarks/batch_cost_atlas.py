@@ -65,9 +65,18 @@ def run(args):
             kw = {"batches": batches} if call == "with batches" else {}
             l0, t0, c0 = os.getloadavg()[0], time.perf_counter(), time.process_time()
             sel = glfs.select(X, "graph_moran", n_features_to_select=args.n, **kw)
-            row = {"date": time.strftime("%Y-%m-%d %H:%M"), "cells": n, "genes": d, "batches": int(batches.max()) + 1,
-                   "call": call, "seconds": time.perf_counter() - t0, "CPU s": time.process_time() - c0,
-                   "peak GB": _peak_gb(), "load": f"{l0:.1f}-{os.getloadavg()[0]:.1f}", "note": f"repeat {rep + 1}; {note}"}
+            row = {
+                "date": time.strftime("%Y-%m-%d %H:%M"),
+                "cells": n,
+                "genes": d,
+                "batches": int(batches.max()) + 1,
+                "call": call,
+                "seconds": time.perf_counter() - t0,
+                "CPU s": time.process_time() - c0,
+                "peak GB": _peak_gb(),
+                "load": f"{l0:.1f}-{os.getloadavg()[0]:.1f}",
+                "note": f"repeat {rep + 1}; {note}",
+            }
             tops[call] = set(sel.indices.tolist())
             if len(tops) == 2:
                 row["top500 overlap"] = len(tops["without batches"] & tops["with batches"]) / args.n
@@ -86,11 +95,15 @@ def _write(rows, tsv, md):
     ratio = ""  # each call with batches against the call without them just before it
     for prev, row in zip(df.to_dict("records"), df.to_dict("records")[1:]):
         if prev["call"] == "without batches" and row["call"] == "with batches":
-            ratio += (f"- {row['date']} ({row['note']}): with / without = {row['seconds'] / prev['seconds']:.2f} x wall, "
-                      f"{row['CPU s'] / prev['CPU s']:.2f} x CPU\n")
-    md.write_text("# graph_moran with and without batches at a million cells\n\nWritten by "
-                  "`benchmarks/batch_cost_atlas.py` (its docstring says how) from `batch_cost_atlas.tsv`.\n\n"
-                  f"{df.dropna(axis=1, how='all').to_markdown(index=False, floatfmt='.4g')}\n\n{ratio}")
+            ratio += (
+                f"- {row['date']} ({row['note']}): with / without = {row['seconds'] / prev['seconds']:.2f} x wall, "
+                f"{row['CPU s'] / prev['CPU s']:.2f} x CPU\n"
+            )
+    md.write_text(
+        "# graph_moran with and without batches at a million cells\n\nWritten by "
+        "`benchmarks/batch_cost_atlas.py` (its docstring says how) from `batch_cost_atlas.tsv`.\n\n"
+        f"{df.dropna(axis=1, how='all').to_markdown(index=False, floatfmt='.4g')}\n\n{ratio}"
+    )
 
 
 def main():

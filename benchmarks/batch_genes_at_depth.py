@@ -67,11 +67,17 @@ def at(sel, n):
 
 def gene_table(X, labels, batches, gm):
     Xd = X.toarray()
-    return pd.DataFrame({
-        "type_share": type_share(X, labels), "donor_share_within_type": within_type_donor_share(Xd, labels, batches),
-        "mean": Xd.mean(axis=0), "frac_expressing": (Xd > 0).mean(axis=0), "mean_moran_i": gm.extra["mean_moran_i"],
-        "global_share": gm.extra["between_batch_share"], "local_share": gm.extra["local_batch_share"],
-    })
+    return pd.DataFrame(
+        {
+            "type_share": type_share(X, labels),
+            "donor_share_within_type": within_type_donor_share(Xd, labels, batches),
+            "mean": Xd.mean(axis=0),
+            "frac_expressing": (Xd > 0).mean(axis=0),
+            "mean_moran_i": gm.extra["mean_moran_i"],
+            "global_share": gm.extra["between_batch_share"],
+            "local_share": gm.extra["local_batch_share"],
+        }
+    )
 
 
 def one_replicate(dataset, rep, counts, labels, batches, depths, runs, methods=None):
@@ -81,10 +87,15 @@ def one_replicate(dataset, rep, counts, labels, batches, depths, runs, methods=N
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         gm = glfs.select(X, "graph_moran", n_features_to_select=max(depths), batches=batches)
-    mi, glob, loc = (np.asarray(gm.extra[k], dtype=float) for k in ("mean_moran_i", "between_batch_share", "local_batch_share"))
-    variants = {"moran_only": ranked(mi), "minus_global": ranked(mi - np.nan_to_num(glob)),
-                "default": ranked(mi - np.nan_to_num(glob) - np.nan_to_num(loc)),
-                "default_clipped": ranked(mi - np.nan_to_num(glob) - np.maximum(np.nan_to_num(loc), 0.0))}
+    mi, glob, loc = (
+        np.asarray(gm.extra[k], dtype=float) for k in ("mean_moran_i", "between_batch_share", "local_batch_share")
+    )
+    variants = {
+        "moran_only": ranked(mi),
+        "minus_global": ranked(mi - np.nan_to_num(glob)),
+        "default": ranked(mi - np.nan_to_num(glob) - np.nan_to_num(loc)),
+        "default_clipped": ranked(mi - np.nan_to_num(glob) - np.maximum(np.nan_to_num(loc), 0.0)),
+    }
     np.testing.assert_array_equal(variants["default"].ranking[: max(depths)], gm.ranking[: max(depths)])
     genes = gene_table(X, labels, batches, gm)
     rows, gene_rows = [], []
@@ -97,16 +108,40 @@ def one_replicate(dataset, rep, counts, labels, batches, depths, runs, methods=N
                 continue
             sel_n = sel if name == "hvg_seurat_v3" else at(sel, n)
             score = evaluate(X, labels, sel_n, n, batches, runs)
-            rows.append({"dataset": dataset, "replicate": rep, "n": n, "method": name, "load1": round(os.getloadavg()[0], 1),
-                         **{k: round(v, 4) for k, v in score.items()}})
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "replicate": rep,
+                    "n": n,
+                    "method": name,
+                    "load1": round(os.getloadavg()[0], 1),
+                    **{k: round(v, 4) for k, v in score.items()},
+                }
+            )
             print(pd.DataFrame([rows[-1]]).to_string(index=False, header=False), flush=True)
         dflt, hv, mo = at(variants["default"], n).selected, sv3.selected, at(variants["moran_only"], n).selected
-        for part, mask in (("default only", dflt & ~hv), ("seurat_v3 only", hv & ~dflt), ("both", dflt & hv),
-                           ("moran_only, not default", mo & ~dflt), ("default, not moran_only", dflt & ~mo)):
+        for part, mask in (
+            ("default only", dflt & ~hv),
+            ("seurat_v3 only", hv & ~dflt),
+            ("both", dflt & hv),
+            ("moran_only, not default", mo & ~dflt),
+            ("default, not moran_only", dflt & ~mo),
+        ):
             for g in np.flatnonzero(mask):
-                gene_rows.append({"dataset": dataset, "replicate": rep, "n": n, "set": part, "gene": int(g),
-                                  **genes.iloc[g].to_dict(),
-                                  **{f"in_top_{v}": bool(np.isin(g, variants[v].ranking[:n])) for v in ("moran_only", "minus_global")}})
+                gene_rows.append(
+                    {
+                        "dataset": dataset,
+                        "replicate": rep,
+                        "n": n,
+                        "set": part,
+                        "gene": int(g),
+                        **genes.iloc[g].to_dict(),
+                        **{
+                            f"in_top_{v}": bool(np.isin(g, variants[v].ranking[:n]))
+                            for v in ("moran_only", "minus_global")
+                        },
+                    }
+                )
     return rows, gene_rows
 
 
@@ -118,19 +153,44 @@ def summaries(df, genes) -> list[str]:
         d = g.set_index(["dataset", "replicate", "n"])
         dif = d["ari_nlabels"] - ref.loc[d.index, "ari_nlabels"]
         dmix = d["batch_mixing"] - ref.loc[d.index, "batch_mixing"]
-        t.append({"dataset": ds, "n": n, "method": m, "replicates": len(g), "ARI": round(g.ari_nlabels.mean(), 3),
-                  "mixing": round(g.batch_mixing.mean(), 3),
-                  "ARI - seurat_v3": f"{dif.mean():+.3f} [{dif.min():+.3f}, {dif.max():+.3f}]",
-                  "mixing - seurat_v3": f"{dmix.mean():+.3f} [{dmix.min():+.3f}, {dmix.max():+.3f}]",
-                  "var_type": round(g.var_type.mean(), 4), "var_batch": round(g.var_batch.mean(), 4)})
-    out += [pd.DataFrame(t).to_markdown(index=False), "", "## The genes the two selections do not share (all replicates pooled)", "",
-            "Medians; in_top_*: share of the set within the top n of graph_moran ranked by its mean Moran's I alone / "
-            "less the global share (for seurat_v3's genes: kept out by the penalties when True, by Moran's I itself when False).", ""]
-    cols = ["type_share", "donor_share_within_type", "mean", "frac_expressing", "mean_moran_i", "global_share", "local_share"]
+        t.append(
+            {
+                "dataset": ds,
+                "n": n,
+                "method": m,
+                "replicates": len(g),
+                "ARI": round(g.ari_nlabels.mean(), 3),
+                "mixing": round(g.batch_mixing.mean(), 3),
+                "ARI - seurat_v3": f"{dif.mean():+.3f} [{dif.min():+.3f}, {dif.max():+.3f}]",
+                "mixing - seurat_v3": f"{dmix.mean():+.3f} [{dmix.min():+.3f}, {dmix.max():+.3f}]",
+                "var_type": round(g.var_type.mean(), 4),
+                "var_batch": round(g.var_batch.mean(), 4),
+            }
+        )
+    out += [
+        pd.DataFrame(t).to_markdown(index=False),
+        "",
+        "## The genes the two selections do not share (all replicates pooled)",
+        "",
+        "Medians; in_top_*: share of the set within the top n of graph_moran ranked by its mean Moran's I alone / "
+        "less the global share (for seurat_v3's genes: kept out by the penalties when True, by Moran's I itself when False).",
+        "",
+    ]
+    cols = [
+        "type_share",
+        "donor_share_within_type",
+        "mean",
+        "frac_expressing",
+        "mean_moran_i",
+        "global_share",
+        "local_share",
+    ]
     agg = genes.groupby(["dataset", "n", "set"], sort=False).agg(
         genes_per_replicate=("gene", lambda s: len(s) / genes.loc[s.index, "replicate"].nunique()),
-        **{c: (c, "median") for c in cols}, in_top_moran_only=("in_top_moran_only", "mean"),
-        in_top_minus_global=("in_top_minus_global", "mean"))
+        **{c: (c, "median") for c in cols},
+        in_top_moran_only=("in_top_moran_only", "mean"),
+        in_top_minus_global=("in_top_minus_global", "mean"),
+    )
     out += [agg.round(4).reset_index().to_markdown(index=False), ""]
     return out
 
@@ -140,15 +200,23 @@ def main():
     ap.add_argument("--datasets", nargs="+", default=["kang", "sim0.1", "sim0.2"])
     ap.add_argument("--replicates", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--runs", type=int, default=2)
-    ap.add_argument("--methods", nargs="+", default=None, help="evaluate only these rows (default: all; seurat_v3 is "
-                    "needed for the paired differences)")
+    ap.add_argument(
+        "--methods",
+        nargs="+",
+        default=None,
+        help="evaluate only these rows (default: all; seurat_v3 is needed for the paired differences)",
+    )
     ap.add_argument("--out", default="batch_genes_at_depth")
     args = ap.parse_args()
     t0, load0 = time.time(), os.getloadavg()[0]
     rows, gene_rows = [], []
     for name in args.datasets:
-        ns = SimpleNamespace(replicates=args.replicates, sim_cells=4000, sim_genes=2000,
-                             sim_batch_loc=[float(name.removeprefix("sim"))] if name != "kang" else [])
+        ns = SimpleNamespace(
+            replicates=args.replicates,
+            sim_cells=4000,
+            sim_genes=2000,
+            sim_batch_loc=[float(name.removeprefix("sim"))] if name != "kang" else [],
+        )
         for dataset, rep, counts, labels, batches in replicates("kang" if name == "kang" else "sim", ns):
             depths = [500, 2000] if dataset == "kang" else [500, 1600]
             r, g = one_replicate(dataset, rep, counts, labels, batches, depths, args.runs, args.methods)
@@ -157,11 +225,15 @@ def main():
     df, genes = pd.DataFrame(rows), pd.DataFrame(gene_rows)
     df.to_csv(os.path.join(OUT, f"{args.out}.tsv"), sep="\t", index=False)
     genes.to_csv(os.path.join(OUT, f"{args.out}_genes.tsv"), sep="\t", index=False)
-    head = [f"# graph_moran with batches against seurat_v3 at depth: which genes, and which part of the score",
-            "", f"`python benchmarks/batch_genes_at_depth.py {' '.join(sys.argv[1:])}` "
-            f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(t0))}, {time.time() - t0:.0f} s, nice -n 19, 2 shared cores, "
-            f"load {load0:.1f} before, {os.getloadavg()[0]:.1f} after).  ARI: at the labels' cluster count (Leiden protocol, "
-            f"{args.runs} runs); mixing: kNN batch entropy within cell types.  The labels describe; they choose nothing.", ""]
+    head = [
+        "# graph_moran with batches against seurat_v3 at depth: which genes, and which part of the score",
+        "",
+        f"`python benchmarks/batch_genes_at_depth.py {' '.join(sys.argv[1:])}` "
+        f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(t0))}, {time.time() - t0:.0f} s, nice -n 19, 2 shared cores, "
+        f"load {load0:.1f} before, {os.getloadavg()[0]:.1f} after).  ARI: at the labels' cluster count (Leiden protocol, "
+        f"{args.runs} runs); mixing: kNN batch entropy within cell types.  The labels describe; they choose nothing.",
+        "",
+    ]
     Path(OUT, f"{args.out}.md").write_text("\n".join(head + summaries(df, genes)) + "\n")
 
 

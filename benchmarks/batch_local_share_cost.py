@@ -34,7 +34,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-
 from bench.settings import RESULTS as OUT
 from bench.timing import uptime
 
@@ -54,10 +53,11 @@ def timed(fn):
 
 
 def one_size(n_cells, args):
-    import glfs
     from batch_selection import lognorm, simulate
+
+    import glfs
     from glfs.graph import neighbors as nb
-    from glfs.scores.batches import batch_neighbourhoods, local_batch_share, scored_codes, plan_batches
+    from glfs.scores.batches import batch_neighbourhoods, local_batch_share, plan_batches, scored_codes
 
     counts, _, batches = simulate(n_cells, args.genes, args.batches, args.loc, 0.1)
     X = lognorm(counts)
@@ -71,7 +71,9 @@ def one_size(n_cells, args):
     nbh_new, row["search_new_s"] = timed(lambda: batch_neighbourhoods(Z, codes, per, random_state=0))
     if args.centres_check:  # the share on a seeded draw of centres against every cell's neighbourhood
         m = args.centres_check
-        part, row[f"share_{m}_centres_s"] = timed(lambda: local_batch_share(X, codes, Z, per, random_state=0, max_centres=m))
+        part, row[f"share_{m}_centres_s"] = timed(
+            lambda: local_batch_share(X, codes, Z, per, random_state=0, max_centres=m)
+        )
         ok = ~(np.isnan(new) | np.isnan(part))
         row[f"share_{m}_centres_r"] = round(float(np.corrcoef(new[ok], part[ok])[0, 1]), 5)
         row[f"share_{m}_centres_max_abs_diff"] = float(np.max(np.abs(new[ok] - part[ok])))
@@ -92,7 +94,9 @@ def one_size(n_cells, args):
     if not args.no_moran:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            glfs.select(X[:2000], "graph_moran", n_features_to_select=args.n)  # imports and compilation out of the timings
+            glfs.select(
+                X[:2000], "graph_moran", n_features_to_select=args.n
+            )  # imports and compilation out of the timings
             t = {"no": [], "yes": []}
             for _ in range(args.repeats):
                 for key, b in (("no", None), ("yes", batches)):
@@ -127,8 +131,9 @@ def search_only(n_cells, args):
     row = {"cells": n_cells, "batches": K, "n_per_batch": per, "load_before": uptime()}
     if n_cells > LOCAL_SHARE_CENTRES:  # what local_batch_share searches: the neighbourhoods of a seeded draw
         centres = np.sort(np.random.default_rng(0).choice(n_cells, LOCAL_SHARE_CENTRES, replace=False))
-        _, row["centres_neighbourhoods_s"] = timed(lambda: batch_neighbourhoods(Z, codes, per, random_state=0,
-                                                                                centres=centres))
+        _, row["centres_neighbourhoods_s"] = timed(
+            lambda: batch_neighbourhoods(Z, codes, per, random_state=0, centres=centres)
+        )
     if args.no_all_centres:
         nbh = None
     else:
@@ -148,7 +153,7 @@ def search_only(n_cells, args):
         R = Z[ref].astype(np.float64)
         r2 = (R * R).sum(axis=1)
         for lo in range(0, probe.size, 100):
-            q = probe[lo:lo + 100]
+            q = probe[lo : lo + 100]
             Q = Z[q].astype(np.float64)
             dist = (Q * Q).sum(axis=1)[:, None] + r2[None] - 2.0 * Q @ R.T  # (100, n_b): 200 MB at a million cells
             own = codes[q] == b
@@ -157,7 +162,7 @@ def search_only(n_cells, args):
             exact = ref[near]
             for i, cell in enumerate(q):
                 at = (b * n_cells + cell) * per
-                found += np.isin(exact[i], cols[at:at + per]).sum()
+                found += np.isin(exact[i], cols[at : at + per]).sum()
     row["recall_groups_2000_cells"] = round(found / (probe.size * K * per), 4)
     row["load_after"] = uptime()
     for key in ("neighbourhoods_s", "graph_search_s", "centres_neighbourhoods_s"):
@@ -191,9 +196,11 @@ def main():
         table = pd.concat([old, pd.DataFrame([row])], ignore_index=True)
         table.to_csv(tsv, sep="\t", index=False)
         with open(os.path.join(OUT, f"{stem}.md"), "w") as fh:
-            fh.write(f"# Cost of the local between-batch share{' search' if args.search_only else ''} (last run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})\n\n"
-                     f"`python benchmarks/batch_local_share_cost.py {' '.join(sys.argv[1:])}` (one row per size and run; "
-                     "the load before and after in each row; the script's docstring says what each column is).\n\n")
+            fh.write(
+                f"# Cost of the local between-batch share{' search' if args.search_only else ''} (last run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})\n\n"
+                f"`python benchmarks/batch_local_share_cost.py {' '.join(sys.argv[1:])}` (one row per size and run; "
+                "the load before and after in each row; the script's docstring says what each column is).\n\n"
+            )
             fh.write(table.T.to_markdown() + "\n")
 
 

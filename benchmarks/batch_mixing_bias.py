@@ -61,10 +61,20 @@ def bias(name, counts, labels, batches, n, draws):
             pick = rng.choice(genes, min(n, int(0.8 * genes.size)), replace=False)
             mixing, purity = graph_stats(X, labels, batches, pick)
             vt, vb = variance_shares(X, labels, batches, pick)
-            rows.append({"dataset": name, "level": f"Q{q + 1}", "draw": draw, "n_genes": pick.size,
-                         "median_mean_count": round(float(np.median(mean[pick])), 3),
-                         "batch_mixing": round(mixing, 4), "type_purity": round(purity, 4),
-                         "var_type": round(vt, 4), "var_batch": round(vb, 4), "load1": round(os.getloadavg()[0], 1)})
+            rows.append(
+                {
+                    "dataset": name,
+                    "level": f"Q{q + 1}",
+                    "draw": draw,
+                    "n_genes": pick.size,
+                    "median_mean_count": round(float(np.median(mean[pick])), 3),
+                    "batch_mixing": round(mixing, 4),
+                    "type_purity": round(purity, 4),
+                    "var_type": round(vt, 4),
+                    "var_batch": round(vb, 4),
+                    "load1": round(os.getloadavg()[0], 1),
+                }
+            )
             print(pd.DataFrame([rows[-1]]).to_string(index=False, header=len(rows) == 1), flush=True)
     return rows
 
@@ -75,8 +85,11 @@ VARIANTS = [
     ("graph_moran, median rank first", "graph_moran", {"batch_rule": "median_rank"}),
     ("graph_moran, rank rule, no refined graph", "graph_moran", {"batch_rule": "nbatches", "graph_from": "all_genes"}),
     ("graph_moran, minus_batch_share", "graph_moran", {"batch_rule": "minus_batch_share"}),
-    ("graph_moran, minus_batch_share, no refined graph", "graph_moran",
-     {"batch_rule": "minus_batch_share", "graph_from": "all_genes"}),
+    (
+        "graph_moran, minus_batch_share, no refined graph",
+        "graph_moran",
+        {"batch_rule": "minus_batch_share", "graph_from": "all_genes"},
+    ),
     ("hvg_seurat_v3", "hvg_seurat_v3", {}),
 ]
 
@@ -93,9 +106,18 @@ def variants(name, counts, labels, batches, n):
         pick = np.flatnonzero(sel.selected)
         mixing, purity = graph_stats(X, labels, batches, pick)
         vt, vb = variance_shares(X, labels, batches, pick)
-        rows.append({"dataset": name, "selection": case, "median_mean_count": round(float(np.median(mean[pick])), 3),
-                     "batch_mixing": round(mixing, 4), "type_purity": round(purity, 4), "var_type": round(vt, 4),
-                     "var_batch": round(vb, 4), "load1": round(os.getloadavg()[0], 1)})
+        rows.append(
+            {
+                "dataset": name,
+                "selection": case,
+                "median_mean_count": round(float(np.median(mean[pick])), 3),
+                "batch_mixing": round(mixing, 4),
+                "type_purity": round(purity, 4),
+                "var_type": round(vt, 4),
+                "var_batch": round(vb, 4),
+                "load1": round(os.getloadavg()[0], 1),
+            }
+        )
         print(pd.DataFrame([rows[-1]]).to_string(index=False, header=len(rows) == 1), flush=True)
     return rows
 
@@ -115,10 +137,13 @@ def main():
     for loc in args.sim_batch_loc:
         rows += run(f"sim_batch_loc{loc}", *simulate(4000, 2000, 4, loc, 0.1), args.n, *extra)
     pd.DataFrame(rows).to_csv(OUT / tsv, sep="\t", index=False)
-    stamp = (f"{time.strftime('%Y-%m-%d %H:%M')} UTC, {time.time() - t0:.0f} s, 2 shared cores, load {load0:.1f} "
-             f"before, {os.getloadavg()[0]:.1f} after")
-    (OUT / tsv.replace(".tsv", ".stamp")).write_text(f"`python benchmarks/batch_mixing_bias.py {' '.join(sys.argv[1:])}` "
-                                                     f"({stamp})")
+    stamp = (
+        f"{time.strftime('%Y-%m-%d %H:%M')} UTC, {time.time() - t0:.0f} s, 2 shared cores, load {load0:.1f} "
+        f"before, {os.getloadavg()[0]:.1f} after"
+    )
+    (OUT / tsv.replace(".tsv", ".stamp")).write_text(
+        f"`python benchmarks/batch_mixing_bias.py {' '.join(sys.argv[1:])}` ({stamp})"
+    )
     write_md()
 
 
@@ -128,14 +153,31 @@ def write_md():
     level, var = OUT / "batch_mixing_bias.tsv", OUT / "batch_mixing_bias_variants.tsv"
     if level.exists():
         df = pd.read_csv(level, sep="\t")
-        means = df.groupby(["dataset", "level"], sort=False)[
-            ["n_genes", "median_mean_count", "batch_mixing", "type_purity", "var_type", "var_batch"]].mean().round(4)
-        md += ["## Random genes by expression level", "", _stamp(level),
-               "Q1 = the lowest quartile of mean count among expressed genes; mean of the draws (each in the .tsv).",
-               "", means.reset_index().to_markdown(index=False), ""]
+        means = (
+            df.groupby(["dataset", "level"], sort=False)[
+                ["n_genes", "median_mean_count", "batch_mixing", "type_purity", "var_type", "var_batch"]
+            ]
+            .mean()
+            .round(4)
+        )
+        md += [
+            "## Random genes by expression level",
+            "",
+            _stamp(level),
+            "Q1 = the lowest quartile of mean count among expressed genes; mean of the draws (each in the .tsv).",
+            "",
+            means.reset_index().to_markdown(index=False),
+            "",
+        ]
     if var.exists():
-        md += ["## Batch-aware selections (seed 0 of each set)", "", _stamp(var), "",
-               pd.read_csv(var, sep="\t").to_markdown(index=False), ""]
+        md += [
+            "## Batch-aware selections (seed 0 of each set)",
+            "",
+            _stamp(var),
+            "",
+            pd.read_csv(var, sep="\t").to_markdown(index=False),
+            "",
+        ]
     (OUT / "batch_mixing_bias.md").write_text("\n".join(md))
 
 

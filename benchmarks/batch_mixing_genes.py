@@ -59,8 +59,9 @@ def selections(X, counts, batches, n, seeds):
     out = {}
     for s in seeds:
         for rule in ("minus_batch_share", "nbatches"):
-            out[(f"graph_moran {rule}", s)] = glfs.select(X, "graph_moran", n_features_to_select=n, batches=batches,
-                                                        batch_rule=rule, random_state=s)
+            out[(f"graph_moran {rule}", s)] = glfs.select(
+                X, "graph_moran", n_features_to_select=n, batches=batches, batch_rule=rule, random_state=s
+            )
     out[("hvg_seurat_v3", 0)] = glfs.select(X, "hvg_seurat_v3", n_features_to_select=n, batches=batches, counts=counts)
     return out
 
@@ -89,40 +90,81 @@ def main():
             vt, vb = variance_shares(X, labels, batches, pick)
             for e in args.eval_seeds:
                 mix, purity = graph_stats(X, labels, batches, pick, seed=e)
-                rows.append({"dataset": name, "selection": case, "selection_seed": s, "eval_seed": e,
-                             "batch_mixing": round(mix, 4), "type_purity": round(purity, 4),
-                             "var_type": round(vt, 4), "var_batch": round(vb, 4),
-                             "within_type_donor_share_mean": round(float(np.nanmean(w[pick])), 4),
-                             "median_mean_count": round(float(np.median(mean[pick])), 3),
-                             "load1": round(os.getloadavg()[0], 1)})
+                rows.append(
+                    {
+                        "dataset": name,
+                        "selection": case,
+                        "selection_seed": s,
+                        "eval_seed": e,
+                        "batch_mixing": round(mix, 4),
+                        "type_purity": round(purity, 4),
+                        "var_type": round(vt, 4),
+                        "var_batch": round(vb, 4),
+                        "within_type_donor_share_mean": round(float(np.nanmean(w[pick])), 4),
+                        "median_mean_count": round(float(np.median(mean[pick])), 3),
+                        "load1": round(os.getloadavg()[0], 1),
+                    }
+                )
                 print(pd.DataFrame([rows[-1]]).to_string(index=False, header=len(rows) == 1), flush=True)
         a = set(picks[("graph_moran minus_batch_share", args.selection_seeds[0])])
         b = set(picks[("hvg_seurat_v3", 0)])
         for part, g in (("both", a & b), ("graph_moran only", a - b), ("seurat_v3 only", b - a)):
             g = np.array(sorted(g), dtype=int)
             wg = w[g]
-            genes.append({"dataset": name, "genes": part, "n": g.size,
-                          "within_type_donor_share_mean": round(float(np.nanmean(wg)), 4),
-                          "median": round(float(np.nanmedian(wg)), 4),
-                          "q90": round(float(np.nanquantile(wg, 0.9)), 4),
-                          "share_over_0.05": round(float(np.nanmean(wg > 0.05)), 3),
-                          "median_mean_count": round(float(np.median(mean[g])), 3)})
+            genes.append(
+                {
+                    "dataset": name,
+                    "genes": part,
+                    "n": g.size,
+                    "within_type_donor_share_mean": round(float(np.nanmean(wg)), 4),
+                    "median": round(float(np.nanmedian(wg)), 4),
+                    "q90": round(float(np.nanquantile(wg, 0.9)), 4),
+                    "share_over_0.05": round(float(np.nanmean(wg > 0.05)), 3),
+                    "median_mean_count": round(float(np.median(mean[g])), 3),
+                }
+            )
         allw = pd.Series(w)
-        genes.append({"dataset": name, "genes": "all genes", "n": int(allw.notna().sum()),
-                      "within_type_donor_share_mean": round(float(allw.mean()), 4), "median": round(float(allw.median()), 4),
-                      "q90": round(float(allw.quantile(0.9)), 4), "share_over_0.05": round(float((allw > 0.05).mean()), 3),
-                      "median_mean_count": round(float(np.median(mean)), 3)})
+        genes.append(
+            {
+                "dataset": name,
+                "genes": "all genes",
+                "n": int(allw.notna().sum()),
+                "within_type_donor_share_mean": round(float(allw.mean()), 4),
+                "median": round(float(allw.median()), 4),
+                "q90": round(float(allw.quantile(0.9)), 4),
+                "share_over_0.05": round(float((allw > 0.05).mean()), 3),
+                "median_mean_count": round(float(np.median(mean)), 3),
+            }
+        )
         print(pd.DataFrame(genes).to_string(index=False), flush=True)
     df, gf = pd.DataFrame(rows), pd.DataFrame(genes)
     df.to_csv(OUT / "batch_mixing_genes.tsv", sep="\t", index=False)
     gf.to_csv(OUT / "batch_mixing_genes_sets.tsv", sep="\t", index=False)
-    stamp = (f"{time.strftime('%Y-%m-%d %H:%M')} UTC, {time.time() - t0:.0f} s, nice -n 19, 2 shared cores, "
-             f"load {load0:.1f} before, {os.getloadavg()[0]:.1f} after")
-    summ = df.groupby(["dataset", "selection"], sort=False)[["batch_mixing", "within_type_donor_share_mean", "var_batch"]]
-    md = ["# Which genes keep graph_moran's batch mixing below seurat_v3's", "", f"`python benchmarks/batch_mixing_genes.py "
-          f"{' '.join(sys.argv[1:])}` ({stamp})", "", "## Genes of the two selections (graph_moran default rule, seed 0)", "",
-          gf.to_markdown(index=False), "", "## Mixing over selection and evaluation seeds", "",
-          summ.agg(["mean", "min", "max"]).round(4).to_markdown(), "", "## Every row", "", df.to_markdown(index=False), ""]
+    stamp = (
+        f"{time.strftime('%Y-%m-%d %H:%M')} UTC, {time.time() - t0:.0f} s, nice -n 19, 2 shared cores, "
+        f"load {load0:.1f} before, {os.getloadavg()[0]:.1f} after"
+    )
+    summ = df.groupby(["dataset", "selection"], sort=False)[
+        ["batch_mixing", "within_type_donor_share_mean", "var_batch"]
+    ]
+    md = [
+        "# Which genes keep graph_moran's batch mixing below seurat_v3's",
+        "",
+        f"`python benchmarks/batch_mixing_genes.py {' '.join(sys.argv[1:])}` ({stamp})",
+        "",
+        "## Genes of the two selections (graph_moran default rule, seed 0)",
+        "",
+        gf.to_markdown(index=False),
+        "",
+        "## Mixing over selection and evaluation seeds",
+        "",
+        summ.agg(["mean", "min", "max"]).round(4).to_markdown(),
+        "",
+        "## Every row",
+        "",
+        df.to_markdown(index=False),
+        "",
+    ]
     (OUT / "batch_mixing_genes.md").write_text("\n".join(md))
 
 

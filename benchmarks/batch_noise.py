@@ -57,8 +57,11 @@ def replicates(name, args):
             keep = stratified_subsample(labels, int(0.8 * labels.size), random_state=r)
             out.append(("kang", r, counts[keep], labels[keep], batches[keep]))
         return out
-    return [(f"sim_batch_loc{loc}", r, *simulate(args.sim_cells, args.sim_genes, 4, loc, 0.1, seed=r))
-            for loc in args.sim_batch_loc for r in args.replicates]
+    return [
+        (f"sim_batch_loc{loc}", r, *simulate(args.sim_cells, args.sim_genes, 4, loc, 0.1, seed=r))
+        for loc in args.sim_batch_loc
+        for r in args.replicates
+    ]
 
 
 def run_replicate(dataset, rep, counts, labels, batches, args):
@@ -75,15 +78,27 @@ def run_replicate(dataset, rep, counts, labels, batches, args):
                 kw = {"counts": counts} if method == "hvg_seurat_v3" else {}
                 load = os.getloadavg()[0]
                 t = time.perf_counter()
-                sel = (random_genes(X.shape[1], n, rep) if method == "random" else
-                       glfs.select(X, method, n_features_to_select=n, batches=batches, random_state=s, **kw, **extra))
+                sel = (
+                    random_genes(X.shape[1], n, rep)
+                    if method == "random"
+                    else glfs.select(X, method, n_features_to_select=n, batches=batches, random_state=s, **kw, **extra)
+                )
                 sec = time.perf_counter() - t
                 for e in args.eval_seeds:
                     scores = evaluate_with_seed(X, labels, sel, n, batches, args.runs, e)
-                    row = {"dataset": dataset, "replicate": rep, "n_cells": X.shape[0], "n_genes": X.shape[1],
-                           "n_genes_selected": n, "method": case, "selection_seed": s, "eval_seed": e,
-                           "seconds": round(sec, 2), "load1": round(load, 1),
-                           **{k: round(v, 4) for k, v in scores.items()}}
+                    row = {
+                        "dataset": dataset,
+                        "replicate": rep,
+                        "n_cells": X.shape[0],
+                        "n_genes": X.shape[1],
+                        "n_genes_selected": n,
+                        "method": case,
+                        "selection_seed": s,
+                        "eval_seed": e,
+                        "seconds": round(sec, 2),
+                        "load1": round(load, 1),
+                        **{k: round(v, 4) for k, v in scores.items()},
+                    }
                     rows.append(row)
                     print(pd.DataFrame([row]).to_string(index=False, header=len(rows) == 1), flush=True)
     return rows
@@ -107,12 +122,17 @@ def evaluate_with_seed(X, labels, sel, n, batches, runs, seed):
 
     if seed == 0:
         return evaluate(X, labels, sel, n, batches, runs)
-    recs = evaluate_ranking_leiden(X, labels, sel.ranking, feature_grid=[n], n_runs=runs, batches=batches,
-                                   random_state=seed)
+    recs = evaluate_ranking_leiden(
+        X, labels, sel.ranking, feature_grid=[n], n_runs=runs, batches=batches, random_state=seed
+    )
     share_type, share_batch = batch_selection.variance_shares(X, labels, batches, np.flatnonzero(sel.selected))
-    return {"ari": float(np.mean([r["ari"] for r in recs])),
-            "ari_nlabels": float(np.mean([r["ari_nlabels"] for r in recs])),
-            "batch_mixing": recs[0]["batch_mixing"], "var_type": share_type, "var_batch": share_batch}
+    return {
+        "ari": float(np.mean([r["ari"] for r in recs])),
+        "ari_nlabels": float(np.mean([r["ari_nlabels"] for r in recs])),
+        "batch_mixing": recs[0]["batch_mixing"],
+        "var_type": share_type,
+        "var_batch": share_batch,
+    }
 
 
 def _range(s):
@@ -125,9 +145,13 @@ def summary(df) -> list[str]:
     base = df[(df.selection_seed == 0) & (df.eval_seed == 0)]
     for (ds, n), g in base.groupby(["dataset", "n_genes_selected"], sort=False):
         reps = sorted(g.replicate.unique())
-        md += [f"## {ds}, {n} genes ({len(reps)} replicates: {', '.join(map(str, reps))})", "",
-               "| method | ARI (labels' count) mean [min, max] | mixing mean [min, max] | ARI - seurat_v3 | "
-               "mixing - seurat_v3 | var_batch |", "|---|---|---|---|---|---|"]
+        md += [
+            f"## {ds}, {n} genes ({len(reps)} replicates: {', '.join(map(str, reps))})",
+            "",
+            "| method | ARI (labels' count) mean [min, max] | mixing mean [min, max] | ARI - seurat_v3 | "
+            "mixing - seurat_v3 | var_batch |",
+            "|---|---|---|---|---|---|",
+        ]
         ref = g[g.method == REFERENCE].set_index("replicate")
         for m, h in g.groupby("method", sort=False):
             h = h.set_index("replicate")
@@ -135,21 +159,36 @@ def summary(df) -> list[str]:
             dari = h.loc[common, "ari_nlabels"] - ref.loc[common, "ari_nlabels"]
             dmix = h.loc[common, "batch_mixing"] - ref.loc[common, "batch_mixing"]
             paired = (m != REFERENCE) and len(common)
-            md.append(f"| {m} | {_range(h.ari_nlabels)} | {_range(h.batch_mixing)} | "
-                      f"{_range(dari) if paired else '-'} | {_range(dmix) if paired else '-'} | "
-                      f"{h.var_batch.mean():.4f} |")
+            md.append(
+                f"| {m} | {_range(h.ari_nlabels)} | {_range(h.batch_mixing)} | "
+                f"{_range(dari) if paired else '-'} | {_range(dmix) if paired else '-'} | "
+                f"{h.var_batch.mean():.4f} |"
+            )
         md.append("")
     seeds = []
     for key, other in (("selection_seed", "eval_seed"), ("eval_seed", "selection_seed")):
         sub = df[df[other] == 0]
         for (ds, n, m, rep), g in sub.groupby(["dataset", "n_genes_selected", "method", "replicate"], sort=False):
             if g[key].nunique() > 1:
-                seeds.append({"seed": key, "dataset": ds, "n": n, "method": m, "replicate": rep, "seeds": g[key].nunique(),
-                              "ari_range": round(g.ari_nlabels.max() - g.ari_nlabels.min(), 4),
-                              "mixing_range": round(g.batch_mixing.max() - g.batch_mixing.min(), 4)})
+                seeds.append(
+                    {
+                        "seed": key,
+                        "dataset": ds,
+                        "n": n,
+                        "method": m,
+                        "replicate": rep,
+                        "seeds": g[key].nunique(),
+                        "ari_range": round(g.ari_nlabels.max() - g.ari_nlabels.min(), 4),
+                        "mixing_range": round(g.batch_mixing.max() - g.batch_mixing.min(), 4),
+                    }
+                )
     if seeds:
-        md += ["## Spread over seeds (max - min within one replicate)", "",
-               pd.DataFrame(seeds).to_markdown(index=False), ""]
+        md += [
+            "## Spread over seeds (max - min within one replicate)",
+            "",
+            pd.DataFrame(seeds).to_markdown(index=False),
+            "",
+        ]
     return md
 
 
@@ -185,12 +224,16 @@ def main():
         old = pd.concat([old, new], ignore_index=True)
         old.to_csv(tsv, sep="\t", index=False)
         print(f"{' '.join(sys.argv[1:])}: {time.time() - t0:.0f} s, load {load0:.1f} -> {os.getloadavg()[0]:.1f}")
-    md = [f"# Noise of the batch benchmark ({time.strftime('%Y-%m-%d %H:%M')} UTC; rows of batch_noise.tsv, "
-          "each run's command, wall time and load in docs/methods.md)", "",
-          "ARI at the labels' cluster count (Leiden protocol, 2 runs), batch mixing (kNN batch entropy within types), "
-          "500 or 2,000 genes. Paired: each replicate's value less seurat_v3's (with batch_key) on the same "
-          "replicate. Replicates: simulated sets of seeds 0, 1, ...; Kang: all cells (0) and stratified 80 % "
-          "subsamples (1, ...).", ""]
+    md = [
+        f"# Noise of the batch benchmark ({time.strftime('%Y-%m-%d %H:%M')} UTC; rows of batch_noise.tsv, "
+        "each run's command, wall time and load in docs/methods.md)",
+        "",
+        "ARI at the labels' cluster count (Leiden protocol, 2 runs), batch mixing (kNN batch entropy within types), "
+        "500 or 2,000 genes. Paired: each replicate's value less seurat_v3's (with batch_key) on the same "
+        "replicate. Replicates: simulated sets of seeds 0, 1, ...; Kang: all cells (0) and stratified 80 % "
+        "subsamples (1, ...).",
+        "",
+    ]
     (OUT / "batch_noise.md").write_text("\n".join(md + summary(old)))
 
 

@@ -45,8 +45,18 @@ def simulate(n_cells, n_genes, n_batches, loc, scale, seed=0):
 
     per = [n_cells // n_batches] * n_batches
     per[-1] += n_cells - sum(per)
-    sim = simulate_counts(n_cells, n_genes, group_prob=(1 / 6,) * 6, de_prob=0.1, de_fac_loc=0.3, lib_loc=8.0,
-                          batch_cells=per, batch_fac_loc=loc, batch_fac_scale=scale, random_state=seed)
+    sim = simulate_counts(
+        n_cells,
+        n_genes,
+        group_prob=(1 / 6,) * 6,
+        de_prob=0.1,
+        de_fac_loc=0.3,
+        lib_loc=8.0,
+        batch_cells=per,
+        batch_fac_loc=loc,
+        batch_fac_scale=scale,
+        random_state=seed,
+    )
     return sim.counts.tocsr().astype(np.float32), sim.groups, sim.batches.astype(str)
 
 
@@ -74,8 +84,9 @@ def per_batch_pca(X, batches, n):
         return sel, sel.extra["graph"], rows
 
     k, why = graph_min_cells(CELL_GRAPH_NEIGHBORS)
-    return select_by_batch(one, batches, method="graph_moran", n_features=n, higher_is_better=True, min_cells=k,
-                           why_min=why)
+    return select_by_batch(
+        one, batches, method="graph_moran", n_features=n, higher_is_better=True, min_cells=k, why_min=why
+    )
 
 
 def run_one(X, counts, method, n, batches, rule):
@@ -85,7 +96,11 @@ def run_one(X, counts, method, n, batches, rule):
 
     kw = {"counts": counts} if method in COUNT_METHODS else {}
     t = time.perf_counter()
-    if batches is not None and method == "graph_moran" and rule in ("nbatches", "median_rank", "minus_batch_share", "minus_global_local_share"):
+    if (
+        batches is not None
+        and method == "graph_moran"
+        and rule in ("nbatches", "median_rank", "minus_batch_share", "minus_global_local_share")
+    ):
         sel = run_by_batch(method_info(method), X, batches, n_features=n, rule=rule)
     elif rule == "per_batch_pca":
         sel = per_batch_pca(X, batches, n)
@@ -140,11 +155,17 @@ def bench(name, counts, labels, batches, methods, ns, runs, rules, per_batch=Tru
                 sel, sec = run_one(X, counts, method, n, b, rule)
                 seconds[rule] = sec
                 scores = evaluate(X, labels, sel, n, batches, runs)
-                row = {"dataset": name, "n_genes_selected": n, "method": method,
-                       "batches": "no" if b is None else f"yes ({rule})", "seconds": round(sec, 2),
-                       "cost_ratio": round(sec / seconds["none"], 2) if rule != "none" else 1.0,
-                       "load1": round(load, 1), **{k: round(v, 4) for k, v in scores.items()},
-                       "left_out": ",".join(map(str, sel.params.get("batches_left_out", [])))}
+                row = {
+                    "dataset": name,
+                    "n_genes_selected": n,
+                    "method": method,
+                    "batches": "no" if b is None else f"yes ({rule})",
+                    "seconds": round(sec, 2),
+                    "cost_ratio": round(sec / seconds["none"], 2) if rule != "none" else 1.0,
+                    "load1": round(load, 1),
+                    **{k: round(v, 4) for k, v in scores.items()},
+                    "left_out": ",".join(map(str, sel.params.get("batches_left_out", []))),
+                }
                 rows.append(row)
                 print(pd.DataFrame([row]).to_string(index=False, header=len(rows) == 1), flush=True)
     return rows
@@ -160,11 +181,17 @@ def cost(name, counts, labels, batches, methods, n, repeats):
         for _ in range(repeats):
             for key, b in (("no", None), ("yes", batches)):
                 t[key].append(run_one(X, counts, method, n, b, "default")[1])  # each method's default rule
-        row = {"dataset": name, "method": method, "n_genes_selected": n, "repeats": repeats,
-               "best_without_s": round(min(t["no"]), 2), "best_with_s": round(min(t["yes"]), 2),
-               "ratio_best": round(min(t["yes"]) / min(t["no"]), 2),
-               "ratio_median": round(float(np.median(t["yes"]) / np.median(t["no"])), 2),
-               "load1": round(os.getloadavg()[0], 1)}
+        row = {
+            "dataset": name,
+            "method": method,
+            "n_genes_selected": n,
+            "repeats": repeats,
+            "best_without_s": round(min(t["no"]), 2),
+            "best_with_s": round(min(t["yes"]), 2),
+            "ratio_best": round(min(t["yes"]) / min(t["no"]), 2),
+            "ratio_median": round(float(np.median(t["yes"]) / np.median(t["no"])), 2),
+            "load1": round(os.getloadavg()[0], 1),
+        }
         rows.append(row)
         print(pd.DataFrame([row]).to_string(index=False, header=len(rows) == 1), flush=True)
     return rows
@@ -176,29 +203,52 @@ def main():
     ap.add_argument("--methods", nargs="+", default=METHODS)
     ap.add_argument("--n", type=int, nargs="+", default=[500])
     ap.add_argument("--runs", type=int, default=2)
-    ap.add_argument("--rules", nargs="+", default=["nbatches"],
-                    help="graph_moran's combination rules: median_rank (scanpy's seurat_v3 rule) or minus_batch_share "
-                         "(mean within-batch Moran's I less the between-batch share of variance) also run it with that")
-    ap.add_argument("--no-per-batch-pca", action="store_true",
-                    help="leave out graph_moran with a PCA and graphs of each batch's own (the form before the shared embedding)")
+    ap.add_argument(
+        "--rules",
+        nargs="+",
+        default=["nbatches"],
+        help="graph_moran's combination rules: median_rank (scanpy's seurat_v3 rule) or minus_batch_share "
+        "(mean within-batch Moran's I less the between-batch share of variance) also run it with that",
+    )
+    ap.add_argument(
+        "--no-per-batch-pca",
+        action="store_true",
+        help="leave out graph_moran with a PCA and graphs of each batch's own (the form before the shared embedding)",
+    )
     ap.add_argument("--sim-cells", type=int, default=6000)
     ap.add_argument("--sim-genes", type=int, default=3000)
     ap.add_argument("--sim-batches", type=int, default=4)
-    ap.add_argument("--sim-batch-loc", type=float, nargs="+", default=[0.1, 0.2],
-                    help="one simulated set per value (splatter's default batch.facLoc is 0.1)")
+    ap.add_argument(
+        "--sim-batch-loc",
+        type=float,
+        nargs="+",
+        default=[0.1, 0.2],
+        help="one simulated set per value (splatter's default batch.facLoc is 0.1)",
+    )
     ap.add_argument("--sim-batch-scale", type=float, default=0.1)
     ap.add_argument("--out", default="batch_selection")
-    ap.add_argument("--cost-only", action="store_true",
-                    help="only the selection times, alternating without/with batches (--repeats each)")
+    ap.add_argument(
+        "--cost-only",
+        action="store_true",
+        help="only the selection times, alternating without/with batches (--repeats each)",
+    )
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     load0 = os.getloadavg()
     rows = []
     for ds in args.datasets:
-        sets = [("kang", load_kang())] if ds == "kang" else [
-            (f"sim_batch_loc{loc}", simulate(args.sim_cells, args.sim_genes, args.sim_batches, loc, args.sim_batch_scale))
-            for loc in args.sim_batch_loc]
+        sets = (
+            [("kang", load_kang())]
+            if ds == "kang"
+            else [
+                (
+                    f"sim_batch_loc{loc}",
+                    simulate(args.sim_cells, args.sim_genes, args.sim_batches, loc, args.sim_batch_scale),
+                )
+                for loc in args.sim_batch_loc
+            ]
+        )
         for name, data in sets:
             if args.cost_only:
                 rows += cost(name, *data, args.methods, args.n[0], args.repeats)
@@ -214,16 +264,19 @@ def main():
         "",
         f"`python benchmarks/batch_selection.py {' '.join(os.sys.argv[1:])}`; simulated: {args.sim_cells} cells x "
         f"{args.sim_genes} genes, 6 groups (DE probability 0.1), {args.sim_batches} batches, Splat batch factor loc "
-        f"{args.sim_batch_loc} (one set each), scale {args.sim_batch_scale}.  " + (
+        f"{args.sim_batch_loc} (one set each), scale {args.sim_batch_scale}.  "
+        + (
             f"Selection times without and with batches, alternating, {args.repeats} each (after one untimed call); "
-            "ratio_best: best with / best without; ratio_median likewise." if args.cost_only else
-            f"ARI: Leiden at the best resolution / at the labels' cluster count, mean of {args.runs} runs; "
+            "ratio_best: best with / best without; ratio_median likewise."
+            if args.cost_only
+            else f"ARI: Leiden at the best resolution / at the labels' cluster count, mean of {args.runs} runs; "
             "batch_mixing: kNN batch entropy within cell types on the protocol's graph (higher = better mixed); "
             "var_type / var_batch: the selected genes' between-type / between-batch variance as shares of their "
             "total variance (log-normalised, summed over the genes); "
             "cost_ratio: the selection's time with batches over without, one call each (see the cost run).  "
             "graph_moran 'yes (per_batch_pca)': each batch alone with its own PCAs and graphs (the form before the "
-            "shared embedding), combined by the same rule."),
+            "shared embedding), combined by the same rule."
+        ),
         "",
         df.to_markdown(index=False),
         "",

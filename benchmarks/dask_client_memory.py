@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from bench.procfs import status_kb, vm_hwm_gb  # benchmarks/ is the script's directory, so on sys.path
 
 HERE = Path(__file__).resolve().parent
@@ -106,7 +105,6 @@ def run(a) -> dict:
     from distributed import Client, LocalCluster
 
     import glfs
-
     import glfs.graph.neighbors as nb
 
     if a.nprobe:
@@ -115,15 +113,29 @@ def run(a) -> dict:
         import glfs.core.out_of_core as ooc
 
         ooc.STREAM_VALUES = a.stream_values
-    out = {"label": a.label, "workers": a.workers, "worker_mem_gb": a.worker_mem_gb, "chunk": a.chunk,
-           "gene_chunk": a.gene_chunk if a.shards else None, "store": "CSC shards" if a.shards else "h5ad rows",
-           "nprobe": a.nprobe, "no_queuing": a.no_queuing, "stream_values": a.stream_values, "load_before": round(os.getloadavg()[0], 1)}
+    out = {
+        "label": a.label,
+        "workers": a.workers,
+        "worker_mem_gb": a.worker_mem_gb,
+        "chunk": a.chunk,
+        "gene_chunk": a.gene_chunk if a.shards else None,
+        "store": "CSC shards" if a.shards else "h5ad rows",
+        "nprobe": a.nprobe,
+        "no_queuing": a.no_queuing,
+        "stream_values": a.stream_values,
+        "load_before": round(os.getloadavg()[0], 1),
+    }
     if a.no_queuing:  # dask's root-task queuing off: a 1-thread worker hung with 2 tasks waiting on queued roots
         import dask
 
         dask.config.set({"distributed.scheduler.worker-saturation": float("inf")})
-    cluster = LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True,
-                           memory_limit=f"{a.worker_mem_gb}GiB", dashboard_address=":0")
+    cluster = LocalCluster(
+        n_workers=a.workers,
+        threads_per_worker=1,
+        processes=True,
+        memory_limit=f"{a.worker_mem_gb}GiB",
+        dashboard_address=":0",
+    )
     client = Client(cluster)
     client.run(lambda: os.nice(10))
     store = {}
@@ -138,8 +150,12 @@ def run(a) -> dict:
     t2 = time.perf_counter()
     out["client_peak_gb"] = round(vm_hwm_gb(), 3)
     out["worker_peak_gb"] = [round(v, 3) for v in client.run(vm_hwm_gb).values()]
-    out.update(graph_s=round(t1 - t0, 1), score_s=round(t2 - t1, 1), total_s=round(t2 - t0, 1),
-               load_after=round(os.getloadavg()[0], 1))
+    out.update(
+        graph_s=round(t1 - t0, 1),
+        score_s=round(t2 - t1, 1),
+        total_s=round(t2 - t0, 1),
+        load_after=round(os.getloadavg()[0], 1),
+    )
     top = np.argsort(s, kind="stable")[:TOP]
     np.save(Path(a.out_dir) / f"top_{a.label}_{X.shape[0]}.npy", top)
     if "Z" in store:
@@ -159,13 +175,17 @@ def write(row):
     if tsv.exists():
         df = pd.concat([pd.read_csv(tsv, sep="\t"), df], ignore_index=True)
     df.to_csv(tsv, sep="\t", index=False)
-    md = ["# The client's memory while the graph and the Laplacian score run on a LocalCluster (issue 31)", "",
-          "`benchmarks/dask_client_memory.py`: the library's own graph (5-NN heat kernel on 50 PCs, faiss IVF) and "
-          "the Laplacian score of a dask X, each run a fresh process. Memory in GB: the client's VmRSS once the "
-          "cluster is up (`client_start_gb`), its VmHWM after the graph and after the score, each worker's VmHWM "
-          "at the end. Times in s; 2 cores shared with other work; load = 1-minute load average. `label`: the "
-          "tree measured (`before`: main at fda418d, `after`: this change).", "",
-          df.to_markdown(index=False)]
+    md = [
+        "# The client's memory while the graph and the Laplacian score run on a LocalCluster (issue 31)",
+        "",
+        "`benchmarks/dask_client_memory.py`: the library's own graph (5-NN heat kernel on 50 PCs, faiss IVF) and "
+        "the Laplacian score of a dask X, each run a fresh process. Memory in GB: the client's VmRSS once the "
+        "cluster is up (`client_start_gb`), its VmHWM after the graph and after the score, each worker's VmHWM "
+        "at the end. Times in s; 2 cores shared with other work; load = 1-minute load average. `label`: the "
+        "tree measured (`before`: main at fda418d, `after`: this change).",
+        "",
+        df.to_markdown(index=False),
+    ]
     (RESULTS / "dask_client_memory.md").write_text("\n".join(md) + "\n")
 
 
@@ -173,7 +193,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--h5ad", type=Path)
     ap.add_argument("--shards", type=Path, help="a directory of CSC .h5ad shards (2-D tiles, see --gene-chunk)")
-    ap.add_argument("--make-shards", type=Path, help="write --h5ad's cells as CSC shards of --chunk cells here, then stop")
+    ap.add_argument(
+        "--make-shards", type=Path, help="write --h5ad's cells as CSC shards of --chunk cells here, then stop"
+    )
     ap.add_argument("--nprobe", type=int, default=None, help="IVF cells probed per query (default: the library's)")
     ap.add_argument("--chunk", type=int, default=50_000)
     ap.add_argument("--gene-chunk", type=int, default=1000)

@@ -47,7 +47,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from bench.atlas_store import open_store, shard_groups, store_dir, store_facts, write_store
 from bench.procfs import vm_hwm_gb  # benchmarks/ is the script's directory, so on sys.path
 
@@ -84,8 +83,11 @@ def _wrap_steps(store, search_shards: int | None):
 
     def gather_cpu(client, futures, what, labels, fetch=True):
         c0, t0 = client.run(_cpu_seconds), time.perf_counter()
-        stop = search_shards is not None and what in INDEX_STEPS + ("neighbour search",) and (
-            what == "neighbour search" or search_shards == 0)
+        stop = (
+            search_shards is not None
+            and what in INDEX_STEPS + ("neighbour search",)
+            and (what == "neighbour search" or search_shards == 0)
+        )
         if stop and what == "neighbour search":  # query blocks fetched in waves: stop once enough are searched
             store.setdefault("search_t0", t0)
             left = search_shards - store.get("blocks", 0)
@@ -219,8 +221,13 @@ def run(kind: str, a) -> dict:
         from distributed import Client, LocalCluster, get_task_stream
 
         k = int(kind.split("-")[1])
-        cluster = LocalCluster(n_workers=k, threads_per_worker=1, processes=True, memory_limit=f"{a.worker_mem_gb}GiB",
-                               dashboard_address=":0")
+        cluster = LocalCluster(
+            n_workers=k,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=f"{a.worker_mem_gb}GiB",
+            dashboard_address=":0",
+        )
         client = Client(cluster)
         client.run(os.nice, max(0, 10 - os.nice(0)))  # the workers at nice 10 (they inherit this process')
         workers0 = set(client.scheduler_info()["workers"])
@@ -259,7 +266,9 @@ def run(kind: str, a) -> dict:
         out.update(graph_s=round(t1 - t0, 1), score_s=round(t3 - t2, 1), steps=_spans(steps.marks, t0))
         out["top"] = np.argsort(s, kind="stable")[:TOP].tolist()
         if a.save_scores:  # the per-gene scores, for compare_scores
-            out["scores_file"] = str(a.work / f"scores_{a.cells}_{a.only_genes or a.genes}_{out['graph'].split()[0]}_{kind}.npy")
+            out["scores_file"] = str(
+                a.work / f"scores_{a.cells}_{a.only_genes or a.genes}_{out['graph'].split()[0]}_{kind}.npy"
+            )
             np.save(out["scores_file"], s)
     if client is not None:
         stream.__exit__(None, None, None)
@@ -310,18 +319,30 @@ def compare_scores(a) -> dict:
     written to results/dask_cluster_scores_<cells>[_<graph> if not planted].tsv.gz; their top-2,000 overlap and largest relative gap."""
     import pandas as pd
 
-    runs = {k: np.load(max(a.work.glob(f"scores_{a.cells}_*{a.compare}_{k}.npy"), key=lambda p: p.stat().st_mtime))
-            for k in ("cluster-2", "single")}
+    runs = {
+        k: np.load(max(a.work.glob(f"scores_{a.cells}_*{a.compare}_{k}.npy"), key=lambda p: p.stat().st_mtime))
+        for k in ("cluster-2", "single")
+    }
     c, s = runs["cluster-2"], runs["single"]
     both = np.isfinite(c) & np.isfinite(s)
     rel = np.abs(c[both] - s[both]) / np.maximum(np.abs(s[both]), np.finfo(float).tiny)
     top = [set(np.argsort(v, kind="stable")[:TOP].tolist()) for v in (c, s)]
-    facts = {"cells": a.cells, "genes": int(c.size), "same_nan": bool(np.array_equal(np.isnan(c), np.isnan(s))),
-             "max_rel_diff": float(rel.max()), "same_top2000": len(top[0] & top[1]) / TOP,
-             "same_order_top2000": bool(np.array_equal(np.argsort(c, kind="stable")[:TOP], np.argsort(s, kind="stable")[:TOP]))}
+    facts = {
+        "cells": a.cells,
+        "genes": int(c.size),
+        "same_nan": bool(np.array_equal(np.isnan(c), np.isnan(s))),
+        "max_rel_diff": float(rel.max()),
+        "same_top2000": len(top[0] & top[1]) / TOP,
+        "same_order_top2000": bool(
+            np.array_equal(np.argsort(c, kind="stable")[:TOP], np.argsort(s, kind="stable")[:TOP])
+        ),
+    }
     pd.DataFrame({"gene": np.arange(c.size), "cluster_2": c, "single": s}).to_csv(
-        RESULTS / f"dask_cluster_scores_{a.cells}{'' if a.compare == 'planted' else '_' + a.compare}.tsv.gz", sep="\t",
-        index=False, float_format="%.17g")
+        RESULTS / f"dask_cluster_scores_{a.cells}{'' if a.compare == 'planted' else '_' + a.compare}.tsv.gz",
+        sep="\t",
+        index=False,
+        float_format="%.17g",
+    )
     print(json.dumps(facts))
     return facts
 
@@ -333,9 +354,28 @@ def make_store(a):
         print(json.dumps(write_store(a.work, a.cells, a.genes, a.lib_loc, a.shard, part=(i, k))))
         return None
     t0 = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, __file__, "--make-store", "--part", f"{i}/{a.parts}", "--cells", str(a.cells),
-                               "--genes", str(a.genes), "--lib-loc", str(a.lib_loc), "--shard", str(a.shard), "--work",
-                               str(a.work)]) for i in range(a.parts)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--make-store",
+                "--part",
+                f"{i}/{a.parts}",
+                "--cells",
+                str(a.cells),
+                "--genes",
+                str(a.genes),
+                "--lib-loc",
+                str(a.lib_loc),
+                "--shard",
+                str(a.shard),
+                "--work",
+                str(a.work),
+            ]
+        )
+        for i in range(a.parts)
+    ]
     for p in procs:
         p.wait()
     facts = store_facts(store_dir(a.work, a.cells, a.genes, a.lib_loc))
@@ -394,8 +434,9 @@ def main(argv=None):
     rows = []
     for kind in a.runs.split(","):
         load0 = os.getloadavg()[0]
-        cmd = [sys.executable, __file__, "--worker", kind] + [x for x in (argv or sys.argv[1:]) if x != "--runs"
-                                                               and x != a.runs]
+        cmd = [sys.executable, __file__, "--worker", kind] + [
+            x for x in (argv or sys.argv[1:]) if x != "--runs" and x != a.runs
+        ]
         try:
             log_f = a.work / f"{kind}_{a.cells}.log"  # the library's INFO records as they come (progress)
             with log_f.open("w") as err:
@@ -406,9 +447,13 @@ def main(argv=None):
             res = json.loads(lines[-1][7:]) if lines else {"run": kind, "note": (errors or ["no output"])[-1][:300]}
         except subprocess.TimeoutExpired:
             res = {"run": kind, "note": f"stopped after {a.timeout} s"}
-        res.update(nnz=facts["nnz"], layout=f"CSC shards of {a.shard}, tiles of {a.gene_chunk} genes",
-                   worker_mem_gb=a.worker_mem_gb if kind != "single" else None, load_before=round(load0, 1),
-                   load_after=round(os.getloadavg()[0], 1))
+        res.update(
+            nnz=facts["nnz"],
+            layout=f"CSC shards of {a.shard}, tiles of {a.gene_chunk} genes",
+            worker_mem_gb=a.worker_mem_gb if kind != "single" else None,
+            load_before=round(load0, 1),
+            load_after=round(os.getloadavg()[0], 1),
+        )
         print(json.dumps({k: v for k, v in res.items() if k != "top"}), flush=True)
         rows.append(res)
         write([res], rows)
@@ -440,20 +485,47 @@ def render(df):
     df = df.copy()
     if "layout" in df:
         df["layout"] = df["layout"].fillna("h5ad CSR, row chunks")
-    cols = [c for c in ("date", "n_cells", "n_genes", "scored_genes", "nnz", "layout", "run", "graph", "graph_s", "scan_s", "score_s", "client_peak_gb",
-                        "worker_peak_gb", "worker_mem_gb", "workers_replaced", "recall5", "same_top2000", "load_before",
-                        "load_after", "note") if c in df]
-    md = ["# Graph + Laplacian score of a dask X on a LocalCluster (issue 31)", "",
-          "`benchmarks/dask_cluster.py`: the library's own graph (5-NN heat kernel on 50 PCs, faiss IVF) and the "
-          "Laplacian score of a dask X; `single` = no client (blocks stream through the process), `cluster-k` = "
-          "LocalCluster of k worker processes (1 thread each) with the scheduler in the client's process. Times in s, "
-          "memory in GB (VmHWM). 2 shared cores; load = 1-minute load average. Per-step times and task compute "
-          "seconds per kind in the TSV (`steps`, `tasks`); same_top2000: of `single`, the overlap of its top 2,000 "
-          "genes with the cluster run whose graph it scored on; of a cluster run, with the invocation's first.", "",
-          df[cols].to_markdown(index=False)]
+    cols = [
+        c
+        for c in (
+            "date",
+            "n_cells",
+            "n_genes",
+            "scored_genes",
+            "nnz",
+            "layout",
+            "run",
+            "graph",
+            "graph_s",
+            "scan_s",
+            "score_s",
+            "client_peak_gb",
+            "worker_peak_gb",
+            "worker_mem_gb",
+            "workers_replaced",
+            "recall5",
+            "same_top2000",
+            "load_before",
+            "load_after",
+            "note",
+        )
+        if c in df
+    ]
+    md = [
+        "# Graph + Laplacian score of a dask X on a LocalCluster (issue 31)",
+        "",
+        "`benchmarks/dask_cluster.py`: the library's own graph (5-NN heat kernel on 50 PCs, faiss IVF) and the "
+        "Laplacian score of a dask X; `single` = no client (blocks stream through the process), `cluster-k` = "
+        "LocalCluster of k worker processes (1 thread each) with the scheduler in the client's process. Times in s, "
+        "memory in GB (VmHWM). 2 shared cores; load = 1-minute load average. Per-step times and task compute "
+        "seconds per kind in the TSV (`steps`, `tasks`); same_top2000: of `single`, the overlap of its top 2,000 "
+        "genes with the cluster run whose graph it scored on; of a cluster run, with the invocation's first.",
+        "",
+        df[cols].to_markdown(index=False),
+    ]
     out = RESULTS / "dask_cluster.md"
     old = out.read_text() if out.exists() else ""
-    notes = old[old.index(NOTES):] if NOTES in old else NOTES + "\n"  # the hand-written notes below the table are kept
+    notes = old[old.index(NOTES) :] if NOTES in old else NOTES + "\n"  # the hand-written notes below the table are kept
     out.write_text("\n".join(md) + "\n\n" + notes)
 
 

@@ -52,20 +52,30 @@ def compare(X, y, ranking, grid, n_clusters, seeds, n_neighbors=10):
         A = knn_affinity(Xk, n_neighbors)
         t = time.process_time()
         # the per-run form: scikit-learn SpectralClustering on A with each run's seed (ARPACK, 10 k-means starts)
-        slow = np.vstack([spectral_cluster(Xk, n_clusters, random_state=s, affinity=A, eigen_solver="arpack") for s in seeds])
+        slow = np.vstack(
+            [spectral_cluster(Xk, n_clusters, random_state=s, affinity=A, eigen_solver="arpack") for s in seeds]
+        )
         t_slow = time.process_time() - t
         t = time.process_time()
         fast = spectral_cluster_runs(A, n_clusters, seeds)
         t_fast = time.process_time() - t
         a, b = _nmis(y, slow), _nmis(y, fast)
         same = sum(nmi(s_, f_) > 1 - 1e-12 for s_, f_ in zip(slow, fast))
-        rows.append({
-            "k": k, "components": int(connected_components(A, directed=False)[0]), "n_clusters": n_clusters,
-            "nmi_per_run_mean": a.mean(), "nmi_per_run_sd": a.std(ddof=1),
-            "nmi_shared_mean": b.mean(), "nmi_shared_sd": b.std(ddof=1),
-            "diff_mean": b.mean() - a.mean(), "runs_identical_partition": int(same),
-            "cpu_per_run_s": t_slow, "cpu_shared_s": t_fast,
-        })
+        rows.append(
+            {
+                "k": k,
+                "components": int(connected_components(A, directed=False)[0]),
+                "n_clusters": n_clusters,
+                "nmi_per_run_mean": a.mean(),
+                "nmi_per_run_sd": a.std(ddof=1),
+                "nmi_shared_mean": b.mean(),
+                "nmi_shared_sd": b.std(ddof=1),
+                "diff_mean": b.mean() - a.mean(),
+                "runs_identical_partition": int(same),
+                "cpu_per_run_s": t_slow,
+                "cpu_shared_s": t_fast,
+            }
+        )
     return rows
 
 
@@ -106,19 +116,30 @@ def main():
     df.to_csv(OUT / "evaluation_fast_path.tsv", sep="\t", index=False, float_format="%.6g")
     load1 = os.getloadavg()
     by = df.groupby("dataset").agg(
-        cases=("k", "size"), max_abs_diff=("diff_mean", lambda v: np.abs(v).max()),
-        mean_diff=("diff_mean", "mean"), identical_runs=("runs_identical_partition", "sum"),
-        cpu_per_run=("cpu_per_run_s", "sum"), cpu_shared=("cpu_shared_s", "sum"),
+        cases=("k", "size"),
+        max_abs_diff=("diff_mean", lambda v: np.abs(v).max()),
+        mean_diff=("diff_mean", "mean"),
+        identical_runs=("runs_identical_partition", "sum"),
+        cpu_per_run=("cpu_per_run_s", "sum"),
+        cpu_shared=("cpu_shared_s", "sum"),
     )
     n_clusters_note = "components > n_clusters -> per-run form in both columns"
     with open(OUT / "evaluation_fast_path.txt", "w") as fh:
-        fh.write(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load before {load0[0]:.2f}, after {load1[0]:.2f} (os.getloadavg)\n")
+        fh.write(
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load before {load0[0]:.2f}, after {load1[0]:.2f} (os.getloadavg)\n"
+        )
         fh.write(f"{args.n_runs} runs per (dataset, ranking, k); rankings {list(rankings)}; {n_clusters_note}\n")
-        fh.write(f"mean NMI difference shared - per-run: overall max |diff| {np.abs(df['diff_mean']).max():.4f}, "
-                 f"mean {df['diff_mean'].mean():+.4f}, sd of the differences {df['diff_mean'].std(ddof=1):.4f}\n")
-        fh.write(f"CPU: per-run form {df['cpu_per_run_s'].sum():.1f} s, shared {df['cpu_shared_s'].sum():.1f} s "
-                 f"(ratio {df['cpu_per_run_s'].sum() / df['cpu_shared_s'].sum():.2f})\n\n")
-        fh.write(f"cases with more components than clusters (per-run form kept): {int((df['components'] > df['n_clusters']).sum())}\n")
+        fh.write(
+            f"mean NMI difference shared - per-run: overall max |diff| {np.abs(df['diff_mean']).max():.4f}, "
+            f"mean {df['diff_mean'].mean():+.4f}, sd of the differences {df['diff_mean'].std(ddof=1):.4f}\n"
+        )
+        fh.write(
+            f"CPU: per-run form {df['cpu_per_run_s'].sum():.1f} s, shared {df['cpu_shared_s'].sum():.1f} s "
+            f"(ratio {df['cpu_per_run_s'].sum() / df['cpu_shared_s'].sum():.2f})\n\n"
+        )
+        fh.write(
+            f"cases with more components than clusters (per-run form kept): {int((df['components'] > df['n_clusters']).sum())}\n"
+        )
         fh.write(by.to_string(float_format=lambda v: f"{v:.4f}") + "\n")
     print(open(OUT / "evaluation_fast_path.txt").read())
 

@@ -30,14 +30,18 @@ def run(objective, center, kappa, sigma, rep):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            res = glfs.glfs_path(X, W, objective=objective, center=center, beta_init=kappa)  # library defaults otherwise
+            res = glfs.glfs_path(
+                X, W, objective=objective, center=center, beta_init=kappa
+            )  # library defaults otherwise
         except ValueError:
             return float("nan"), float("nan")  # start before the hump: every lam gives beta = 0
     return recovery_score(res.ranking, informative), time.perf_counter() - t
 
 
 def main():
-    print(f"# planted simulation: n={N_SAMPLES}, noise genes={N_NOISE}, replicates={REPS}; score = mean recovery; 'fail' = start before the hump (all gradients > 0), counted as 0 in the mean")
+    print(
+        f"# planted simulation: n={N_SAMPLES}, noise genes={N_NOISE}, replicates={REPS}; score = mean recovery; 'fail' = start before the hump (all gradients > 0), counted as 0 in the mean"
+    )
     print("objective\tcenter\tbeta_init\t" + "\t".join(f"sigma={s}" for s in SIGMAS) + "\tmean\tseconds_per_run")
     rows = [("exact", c, k) for c, k in itertools.product((False, True), (0.7, 1.0, 2.0, 4.0))]
     rows += [("paper", False, 2.0), ("printed", False, 2.0)]

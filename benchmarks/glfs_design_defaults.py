@@ -31,9 +31,17 @@ def main():
     for sigma, rep in itertools.product(SIGMAS, range(REPS)):
         X, informative, _ = make_planted(N_SAMPLES, N_NOISE, sigma, random_state=100 + rep)
         data[sigma, rep] = (X, informative, glfs.similarity_graph(X, n_neighbors=5))
-    print(f"# planted simulation: n={N_SAMPLES}, noise genes={N_NOISE}, replicates={REPS}, k=4; load {os.getloadavg()[0]:.1f}")
-    print("# score = mean recovery score (1 = planted genes on top); reference rows: Laplacian score, LapAOFS (paper lambdas)")
-    print("center\tgraph_weight\tridge\t" + "\t".join(f"sigma={s}" for s in SIGMAS) + "\tmean\tnot_converged\tseconds_per_run")
+    print(
+        f"# planted simulation: n={N_SAMPLES}, noise genes={N_NOISE}, replicates={REPS}, k=4; load {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        "# score = mean recovery score (1 = planted genes on top); reference rows: Laplacian score, LapAOFS (paper lambdas)"
+    )
+    print(
+        "center\tgraph_weight\tridge\t"
+        + "\t".join(f"sigma={s}" for s in SIGMAS)
+        + "\tmean\tnot_converged\tseconds_per_run"
+    )
     for center, gw, ridge in itertools.product((True, False), GRAPH_WEIGHTS, RIDGES):  # noqa: B007
         scores, secs, nc = [], [], 0
         for sigma in SIGMAS:
@@ -63,9 +71,22 @@ def main():
                 sel = glfs.select(Xo, "glfs", graph=W, n_features=4, graph_weight=gw, ridge=ridge, center=center)
                 vals.append(recovery_score(sel.ranking, informative))
             scores.append(np.mean(vals))
-        print(f"shifted {center}\t{gw}\t{ridge}\t" + "\t".join(f"{s:.3f}" for s in scores) + f"\t{np.mean(scores):.3f}", flush=True)
+        print(
+            f"shifted {center}\t{gw}\t{ridge}\t" + "\t".join(f"{s:.3f}" for s in scores) + f"\t{np.mean(scores):.3f}",
+            flush=True,
+        )
     for ref in ("laplacian_score", "lapaofs"):
-        scores = [np.mean([recovery_score(glfs.select(data[s, r][0], ref, graph=data[s, r][2], n_features=4).ranking, data[s, r][1]) for r in range(REPS)]) for s in SIGMAS]
+        scores = [
+            np.mean(
+                [
+                    recovery_score(
+                        glfs.select(data[s, r][0], ref, graph=data[s, r][2], n_features=4).ranking, data[s, r][1]
+                    )
+                    for r in range(REPS)
+                ]
+            )
+            for s in SIGMAS
+        ]
         print(f"# {ref}\t" + "\t".join(f"{s:.3f}" for s in scores) + f"\t{np.mean(scores):.3f}")
 
 

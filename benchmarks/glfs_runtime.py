@@ -136,17 +136,21 @@ def _secs(rec, timeout):
 
 
 def main(timeout, current_only=False):
-    print(f"# glfs_runtime: {time.strftime('%Y-%m-%d %H:%M')}; cores {os.cpu_count()}; "
-          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; previous code = {OLD_COMMIT}; "
-          f"time limit {timeout:.0f} s per call")
+    print(
+        f"# glfs_runtime: {time.strftime('%Y-%m-%d %H:%M')}; cores {os.cpu_count()}; "
+        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; previous code = {OLD_COMMIT}; "
+        f"time limit {timeout:.0f} s per call"
+    )
     print("# load = 1-minute load average just before the call (2 cores: > 2 means other jobs were running)")
     print("# times: wall seconds (CPU seconds of the process); with load L > 2 on 2 cores a process gets about")
     print("# 2/L of a core, so wall time grows with the load while CPU time does not")
     print("# current_s: BLAS threads as the environment sets them (the solver itself uses one BLAS thread below")
     print("# 1,000 samples); current_1t_s / previous_1t_s: OPENBLAS_NUM_THREADS=1 for the whole process")
     print("\n## glfs.select(X, method, graph=W, n_features=100) on 100 x 10,000")
-    print("data\tmethod\tcurrent_s\tcurrent_1t_s\tprevious_1t_s\tspeedup_1t_cpu(wall)\tconverged\tsupport_along_path\t"
-          "recovery\tload_current\tload_current_1t\tload_previous")
+    print(
+        "data\tmethod\tcurrent_s\tcurrent_1t_s\tprevious_1t_s\tspeedup_1t_cpu(wall)\tconverged\tsupport_along_path\t"
+        "recovery\tload_current\tload_current_1t\tload_previous"
+    )
     for kind in ("lognormal", "planted"):
         for method in SELECT_VARIANTS:
             args = ["current", method, kind, 100, 10000, "select"]
@@ -167,9 +171,11 @@ def main(timeout, current_only=False):
             rec, old_rec = ref.get("recovery"), (old or {}).get("recovery")
             rec_s = "-" if rec is None else f"{rec:.3f} (previous {'-' if old_rec is None else f'{old_rec:.3f}'})"
             old_s = "not run" if skip_old else _secs(old, timeout)
-            print(f"{kind}\t{method}\t{_secs(new, timeout)}\t{_secs(new1, timeout)}\t{old_s}\t{ratio}\t"
-                  f"{ref.get('converged')}\t{ref.get('support')}\t{rec_s}\t{l_new:.1f}\t{l_new1:.1f}\t{l_old:.1f}",
-                  flush=True)
+            print(
+                f"{kind}\t{method}\t{_secs(new, timeout)}\t{_secs(new1, timeout)}\t{old_s}\t{ratio}\t"
+                f"{ref.get('converged')}\t{ref.get('support')}\t{rec_s}\t{l_new:.1f}\t{l_new1:.1f}\t{l_old:.1f}",
+                flush=True,
+            )
     print("\n## current code, glfs_path with the defaults, log-normal data of the vendored data sets' shapes")
     print("shape\tobjective\tseconds\tseconds_1t\tconverged\tsupport_along_path\tload")
     for n, d in ((173, 1740), (72, 7129)):
@@ -179,8 +185,11 @@ def main(timeout, current_only=False):
             new = _spawn(args, timeout)
             new1 = _spawn(args, timeout, threads=1)
             ref = new1 or new or {}
-            print(f"{n}x{d}\t{method}\t{_secs(new, timeout)}\t{_secs(new1, timeout)}\t{ref.get('converged')}\t"
-                  f"{ref.get('support')}\t{l_new:.1f}", flush=True)
+            print(
+                f"{n}x{d}\t{method}\t{_secs(new, timeout)}\t{_secs(new1, timeout)}\t{ref.get('converged')}\t"
+                f"{ref.get('support')}\t{l_new:.1f}",
+                flush=True,
+            )
     print(f"\n# finished {time.strftime('%Y-%m-%d %H:%M')}; load {_load():.1f}")
 
 

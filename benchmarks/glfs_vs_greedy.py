@@ -19,8 +19,7 @@ import anndata as ad
 import numpy as np
 import scipy.sparse as sp
 
-from glfs.designs.budgeted import glfs_design, standardise, trace_criterion
-from glfs.designs.budgeted import DEFAULT_CENTER
+from glfs.designs.budgeted import DEFAULT_CENTER, glfs_design, standardise, trace_criterion
 
 KS = (10, 25, 50, 100)
 DATASETS = ("golub", "tcga_gbm", "tcga_gbm_clanc840")
@@ -28,7 +27,9 @@ DATASETS = ("golub", "tcga_gbm", "tcga_gbm_clanc840")
 
 def main(results):
     print(f"# load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("dataset\tn_samples\tn_genes\tk\tgreedy\tglfs\tglfs_vs_greedy_pct\trandom_median\tn_swaps\tconverged\tseconds")
+    print(
+        "dataset\tn_samples\tn_genes\tk\tgreedy\tglfs\tglfs_vs_greedy_pct\trandom_median\tn_swaps\tconverged\tseconds"
+    )
     for name in DATASETS:
         p = Path(results) / name
         if not (p / "prepared.h5ad").exists():
@@ -44,9 +45,14 @@ def main(results):
             r = glfs_design(X, W, k)
             secs = time.perf_counter() - t
             l1, l2 = r.params["lambda1"], r.params["lambda2"]
-            rand = np.median([trace_criterion(Xs, W, rng.choice(d, k, replace=False), lambda1=l1, lambda2=l2) for _ in range(20)])
+            rand = np.median(
+                [trace_criterion(Xs, W, rng.choice(d, k, replace=False), lambda1=l1, lambda2=l2) for _ in range(20)]
+            )
             pct = 100.0 * (r.greedy_criterion - r.criterion) / r.greedy_criterion
-            print(f"{name}\t{n}\t{d}\t{k}\t{r.greedy_criterion:.6g}\t{r.criterion:.6g}\t{pct:.3f}\t{rand:.6g}\t{r.n_swaps}\t{r.converged}\t{secs:.2f}", flush=True)
+            print(
+                f"{name}\t{n}\t{d}\t{k}\t{r.greedy_criterion:.6g}\t{r.criterion:.6g}\t{pct:.3f}\t{rand:.6g}\t{r.n_swaps}\t{r.converged}\t{secs:.2f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

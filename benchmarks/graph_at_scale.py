@@ -89,7 +89,11 @@ def pca(X32, iters, seed=0):
     from sklearn.decomposition import PCA
 
     if iters == "exact":
-        return PCA(n_components=N_PCS, svd_solver="covariance_eigh").fit_transform(X32.astype(np.float64)).astype(np.float32)
+        return (
+            PCA(n_components=N_PCS, svd_solver="covariance_eigh")
+            .fit_transform(X32.astype(np.float64))
+            .astype(np.float32)
+        )
     if iters == "auto":
         return PCA(n_components=N_PCS, svd_solver="auto", random_state=seed).fit_transform(X32)
     return PCA(n_components=N_PCS, svd_solver="randomized", iterated_power=iters, random_state=seed).fit_transform(X32)
@@ -232,8 +236,20 @@ def write_tsv(rows):
             old = list(csv.DictReader(fh, delimiter="\t"))
     new = {(r["data"], str(r["n"]), r["candidate"]) for r in rows}
     keep = [r for r in old if (r["data"], str(r["n"]), r["candidate"]) not in new]
-    cols = ["data", "n", "d", "candidate", "pca_s", "search_s", "knn_recall", "spearman", "top100_overlap",
-            "planted_top", "worst_planted_rank", "load1"]
+    cols = [
+        "data",
+        "n",
+        "d",
+        "candidate",
+        "pca_s",
+        "search_s",
+        "knn_recall",
+        "spearman",
+        "top100_overlap",
+        "planted_top",
+        "worst_planted_rank",
+        "load1",
+    ]
     with open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=cols, delimiter="\t", extrasaction="ignore")
         w.writeheader()
@@ -255,8 +271,18 @@ def split(n, d):
     prof.disable()
     wall = time.perf_counter() - t0
     st = pstats.Stats(prof)
-    want = ["check_X", "_pca", "_knn_brute32", "_knn_ivf", "_symmetrise_max", "laplacian_score", "fit_transform",
-            "_randomized_svd", "constant_features", "check_graph"]
+    want = [
+        "check_X",
+        "_pca",
+        "_knn_brute32",
+        "_knn_ivf",
+        "_symmetrise_max",
+        "laplacian_score",
+        "fit_transform",
+        "_randomized_svd",
+        "constant_features",
+        "check_graph",
+    ]
     print(f"wall {wall:.2f} s (under cProfile)")
     for (file, _, func), (_, _, _, ct, _) in sorted(st.stats.items(), key=lambda kv: -kv[1][3]):
         if func in want and ("glfs" in file or "sklearn" in file):

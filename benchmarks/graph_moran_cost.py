@@ -24,7 +24,6 @@ import time
 import warnings
 
 import pandas as pd
-
 from bench.settings import RESULTS as OUT  # benchmarks/ is the script's directory, so on sys.path
 from bench.timing import best_of
 
@@ -47,8 +46,16 @@ def main():
     rows = []
     load0 = os.getloadavg()
     for d in args.genes:
-        sim = simulate_counts(args.cells, d, group_prob=(1 / 8,) * 8, de_prob=0.05, de_fac_loc=0.3, lib_loc=8.0,
-                              random_state=0, block_cells=10_000)
+        sim = simulate_counts(
+            args.cells,
+            d,
+            group_prob=(1 / 8,) * 8,
+            de_prob=0.05,
+            de_fac_loc=0.3,
+            lib_loc=8.0,
+            random_state=0,
+            block_cells=10_000,
+        )
         base = ad.AnnData(sim.counts)
         base.layers["counts"] = sim.counts.copy()
         sc.pp.normalize_total(base)
@@ -84,8 +91,16 @@ def main():
         if not args.no_own_graph:
             t[f"{args.method}_own_graph"] = best_of(own_graph, args.repeats)
         for step, sec in t.items():
-            rows.append({"n_cells": args.cells, "n_genes": d, "nnz": nnz, "step": step, "seconds": round(sec, 2),
-                         "ratio_to_hvg": round(sec / t["hvg_seurat_v3"], 2)})
+            rows.append(
+                {
+                    "n_cells": args.cells,
+                    "n_genes": d,
+                    "nnz": nnz,
+                    "step": step,
+                    "seconds": round(sec, 2),
+                    "ratio_to_hvg": round(sec / t["hvg_seurat_v3"], 2),
+                }
+            )
         print(pd.DataFrame(rows).tail(len(t)).to_string(index=False), flush=True)
     load1 = os.getloadavg()
     df = pd.DataFrame(rows)

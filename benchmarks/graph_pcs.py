@@ -47,29 +47,52 @@ WORK = Path("/tmp/glfs_atlas")
 N_CELLS, LIB_LOC = 1_000_000, 6.3
 # (step, n_pcs, nprobe or None for the library's rule), in the order they run
 # (the library's defaults: n_pcs None; 50 components and their probes, the defaults until 2026-12-05)
-ATLAS_STEPS = [("hvg", None, None), ("ls", None, None), ("hvg", None, None), ("ls_backed", None, None), ("hvg", None, None),
-               ("ls", 50, None), ("hvg", None, None), ("ls_backed", 50, None), ("hvg", None, None)]
+ATLAS_STEPS = [
+    ("hvg", None, None),
+    ("ls", None, None),
+    ("hvg", None, None),
+    ("ls_backed", None, None),
+    ("hvg", None, None),
+    ("ls", 50, None),
+    ("hvg", None, None),
+    ("ls_backed", 50, None),
+    ("hvg", None, None),
+]
 # the run before the change (2026-12-05 04:29-04:41, main at 7507833: 50 components and max(32, sqrt(nlist)) probes
 # at every dimension), kept as graph_pcs_atlas_probes.tsv: 20 components with 16 and 32 probes against 50 with 32
-PROBE_STEPS = [("hvg", None, None), ("ls", 20, 16), ("hvg", None, None), ("ls_backed", 20, 16), ("hvg", None, None),
-               ("ls", 50, None), ("hvg", None, None), ("ls_backed", 50, None), ("hvg", None, None), ("ls", 20, 32),
-               ("hvg", None, None)]
+PROBE_STEPS = [
+    ("hvg", None, None),
+    ("ls", 20, 16),
+    ("hvg", None, None),
+    ("ls_backed", 20, 16),
+    ("hvg", None, None),
+    ("ls", 50, None),
+    ("hvg", None, None),
+    ("ls_backed", 50, None),
+    ("hvg", None, None),
+    ("ls", 20, 32),
+    ("hvg", None, None),
+]
 RECALL = [(50, 32), (20, 13)]  # the rule's probes (ivf_nprobe) on 50 and on 20 components of a million cells
 PROBE_RECALL = [(50, 32), (20, 32), (20, 24), (20, 16)]
 SWEEP_CELLS, SWEEP_PCS, SWEEP_RATIOS = (50_000, 200_000, 1_000_000), (10, 20, 30, 50), (0.25, 0.5, 0.75, 1.0, 1.5)
 
 
 def panel(seeds=(0, 1)) -> pd.DataFrame:
-    import glfs
     import real_panel as rp
+
+    import glfs
 
     def on_pcs(n):
         def scores(p):
             W = glfs.similarity_graph(p.X, method="exact", n_pcs=n, random_state=0)
-            sel = glfs.select(p.X, "laplacian_score", graph=W, n_features_to_select=min(max(rp.FEATURE_GRID), p.X.shape[1]))
+            sel = glfs.select(
+                p.X, "laplacian_score", graph=W, n_features_to_select=min(max(rp.FEATURE_GRID), p.X.shape[1])
+            )
             pos = np.empty(p.X.shape[1])
             pos[np.asarray(sel.ranking)] = np.arange(p.X.shape[1])
             return -pos  # higher = better, as real_panel's candidates
+
         return scores
 
     rows = []
@@ -78,8 +101,14 @@ def panel(seeds=(0, 1)) -> pd.DataFrame:
         for name in rp.FILES:
             p = rp.Panel(name, rp.CACHE)
             labels = [lab for lab, (s, _, _) in rp.LABELS.items() if s == name]
-            got = rp.run_set(p, labels, ["laplacian_score", "hvg_seurat_v3", "hvg_cell_ranger"],
-                             {"ls_pcs50": on_pcs(50), "ls_pcs20": on_pcs(20)}, n_random=0, floors=False)
+            got = rp.run_set(
+                p,
+                labels,
+                ["laplacian_score", "hvg_seurat_v3", "hvg_cell_ranger"],
+                {"ls_pcs50": on_pcs(50), "ls_pcs20": on_pcs(20)},
+                n_random=0,
+                floors=False,
+            )
             rows += [{**r, "eval_seed": seed} for r in got]
     return pd.DataFrame(rows)
 
@@ -106,12 +135,18 @@ def worker(step: str, n_pcs: int | None, nprobe: int | None) -> dict:
     end = time.perf_counter()
     at = [next((s for s, m in stamps if key in m), None) for key in ("PCA to", "similarity_graph:")]
     split = {"pca_s": at[0] - t, "neighbours_s": at[1] - at[0], "score_s": end - at[1]} if all(at) else {}
-    return {"seconds": end - t, "cpu_s": time.process_time() - c, **split, "load_before": l0,
-            "load_after": os.getloadavg()[0]}
+    return {
+        "seconds": end - t,
+        "cpu_s": time.process_time() - c,
+        **split,
+        "load_before": l0,
+        "load_after": os.getloadavg()[0],
+    }
 
 
-def recall(d: int, nprobe: int, n_queries: int = 5000, k: int = 15, n: int = N_CELLS, nlist: int = 1000,
-           lists=None) -> float:
+def recall(
+    d: int, nprobe: int, n_queries: int = 5000, k: int = 15, n: int = N_CELLS, nlist: int = 1000, lists=None
+) -> float:
     """Recall@k of the library's blocked IVF search (``nlist`` cells, ``nprobe`` probed) on the first d stored
     components of n seeded cells of the million (all of them at n = N_CELLS), against faiss' exact search."""
     import faiss
@@ -153,8 +188,16 @@ def recall_sweep() -> pd.DataFrame:
             lists = ivf_lists(cells(n, d), nlist, 0)
             probes = [(r, int(min(nlist, np.ceil(r * np.sqrt(nlist))))) for r in SWEEP_RATIOS]
             for ratio, nprobe in probes + [("rule", ivf_nprobe(nlist, d))]:  # and the library's rule for d
-                rows.append({"n_cells": n, "n_pcs": d, "nlist": nlist, "nprobe": nprobe, "per_sqrt_nlist": ratio,
-                             "recall@15": recall(d, nprobe, n=n, nlist=nlist, lists=lists)})
+                rows.append(
+                    {
+                        "n_cells": n,
+                        "n_pcs": d,
+                        "nlist": nlist,
+                        "nprobe": nprobe,
+                        "per_sqrt_nlist": ratio,
+                        "recall@15": recall(d, nprobe, n=n, nlist=nlist, lists=lists),
+                    }
+                )
                 print(rows[-1], f"{time.perf_counter() - t:.0f} s", flush=True)
     return pd.DataFrame(rows)
 
@@ -165,8 +208,14 @@ def atlas(steps=ATLAS_STEPS, recalls=RECALL) -> pd.DataFrame:
         args = [sys.executable, __file__, "--worker", step, str(n_pcs), str(nprobe)]
         out = subprocess.run(args, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
         ls = step != "hvg"
-        rows.append({"step": step, "n_pcs": (n_pcs or "default") if ls else "", "nprobe": (nprobe or "rule") if ls else "",
-                     **json.loads(out)})
+        rows.append(
+            {
+                "step": step,
+                "n_pcs": (n_pcs or "default") if ls else "",
+                "nprobe": (nprobe or "rule") if ls else "",
+                **json.loads(out),
+            }
+        )
         print(rows[-1], flush=True)
     for d, nprobe in recalls:
         rows.append({"step": "recall@15", "n_pcs": d, "nprobe": nprobe, "recall": recall(d, nprobe)})
@@ -180,24 +229,44 @@ def render() -> None:
     if p.exists():
         df = pd.read_csv(p, sep="\t")
         per = df.groupby(["eval_seed", "labels", "method"])["score"].mean().unstack("method")
-        lines += ["## The panel: mean score over 200-2,000 genes, per label set and evaluation seed", "",
-                  per.round(3).to_markdown(), "", "Panel mean per evaluation seed:", "",
-                  per.groupby(level=0).mean().round(3).to_markdown(), ""]
-    for name, title in (("graph_pcs_atlas.tsv", "the library's defaults against 50 components"),
-                        ("graph_pcs_atlas_probes.tsv", "before the change: 20 components, 16 or 32 probes")):
+        lines += [
+            "## The panel: mean score over 200-2,000 genes, per label set and evaluation seed",
+            "",
+            per.round(3).to_markdown(),
+            "",
+            "Panel mean per evaluation seed:",
+            "",
+            per.groupby(level=0).mean().round(3).to_markdown(),
+            "",
+        ]
+    for name, title in (
+        ("graph_pcs_atlas.tsv", "the library's defaults against 50 components"),
+        ("graph_pcs_atlas_probes.tsv", "before the change: 20 components, 16 or 32 probes"),
+    ):
         if (RESULTS / name).exists():
-            lines += [f"## 10^6 cells x 20,000 genes, {title} (`{name}`; each step a fresh process, in this order)", "",
-                      "x seurat_v3: the step's seconds over the mean of the seurat_v3 runs just before and after it.", "",
-                      with_ratio(pd.read_csv(RESULTS / name, sep="\t")).to_markdown(index=False, floatfmt=".3g"), ""]
+            lines += [
+                f"## 10^6 cells x 20,000 genes, {title} (`{name}`; each step a fresh process, in this order)",
+                "",
+                "x seurat_v3: the step's seconds over the mean of the seurat_v3 runs just before and after it.",
+                "",
+                with_ratio(pd.read_csv(RESULTS / name, sep="\t")).to_markdown(index=False, floatfmt=".3g"),
+                "",
+            ]
     r = RESULTS / "graph_pcs_recall.tsv"
     if r.exists():
         df = pd.read_csv(r, sep="\t")
         df["nprobe (probes per sqrt(nlist))"] = [f"{p} ({q})" for p, q in zip(df["nprobe"], df["per_sqrt_nlist"])]
-        lines += ["## Recall@15 of the IVF search by components and probes (`graph_pcs_recall.tsv`)", "",
-                  "Seeded cells of the million (all of them at 10^6), the first n_pcs of its 50 stored components; "
-                  "'rule': `ivf_nprobe(nlist, n_pcs)`.", "",
-                  df.pivot_table(index=["n_cells", "n_pcs"], columns="per_sqrt_nlist", values="recall@15",
-                                 aggfunc="first").round(3).to_markdown(), ""]
+        lines += [
+            "## Recall@15 of the IVF search by components and probes (`graph_pcs_recall.tsv`)",
+            "",
+            "Seeded cells of the million (all of them at 10^6), the first n_pcs of its 50 stored components; "
+            "'rule': `ivf_nprobe(nlist, n_pcs)`.",
+            "",
+            df.pivot_table(index=["n_cells", "n_pcs"], columns="per_sqrt_nlist", values="recall@15", aggfunc="first")
+            .round(3)
+            .to_markdown(),
+            "",
+        ]
     (RESULTS / "graph_pcs.md").write_text("\n".join(lines))
 
 

@@ -45,7 +45,12 @@ SETTINGS = {
     "weak_balanced": {"de_fac_loc": 0.1, "de_prob": 0.05, "group_prob": (0.2,) * 5, "lib_loc": 8.0},
     "strong_balanced": {"de_fac_loc": 0.4, "de_prob": 0.05, "group_prob": (0.2,) * 5, "lib_loc": 8.0},
     "weak_rare": {"de_fac_loc": 0.2, "de_prob": 0.05, "group_prob": (0.35, 0.3, 0.2, 0.1, 0.05), "lib_loc": 8.0},
-    "strong_rare_deep": {"de_fac_loc": 0.4, "de_prob": 0.03, "group_prob": (0.4, 0.3, 0.2, 0.07, 0.03), "lib_loc": 10.0},
+    "strong_rare_deep": {
+        "de_fac_loc": 0.4,
+        "de_prob": 0.03,
+        "group_prob": (0.4, 0.3, 0.2, 0.07, 0.03),
+        "lib_loc": 10.0,
+    },
 }
 QUICK = {"quick": {"de_fac_loc": 0.3, "de_prob": 0.05, "group_prob": (0.3, 0.3, 0.2, 0.15, 0.05), "lib_loc": 8.0}}
 BASELINES = ["hvg_seurat", "hvg_cell_ranger", "hvg_seurat_v3", "hvg_pearson_residuals", "deviance", "variance"]
@@ -74,7 +79,9 @@ def pearson_residuals(counts):
 
 def knn_graph(X, genes, n_pcs=50, k=15, seed=0):
     """Binary symmetric 15-NN graph on the principal components of X[:, genes] (scanpy-like)."""
-    return glfs.similarity_graph(X[:, genes], n_neighbors=k, kernel="binary", n_pcs=n_pcs, method="exact", random_state=seed)
+    return glfs.similarity_graph(
+        X[:, genes], n_neighbors=k, kernel="binary", n_pcs=n_pcs, method="exact", random_state=seed
+    )
 
 
 def top(scores, k, higher=True):
@@ -142,10 +149,24 @@ def run_setting(name, params, seed, n_cells, n_genes, ks, n_runs, log):
             rec = float(programme[ranking[:k]].sum() / max(programme.sum(), 1))
             recs = evaluate_ranking_leiden(Xl, labels, ranking, feature_grid=[k], n_runs=n_runs, random_state=seed)
             for r in recs:
-                rows.append({"setting": name, "seed": seed, "selection": m, "n_features": k, "run": r["run"],
-                             "ari": r["ari"], "ari_nlabels": r["ari_nlabels"], "precision": prec, "recall": rec,
-                             "n_genes": d, "n_programme": int(programme.sum())})
-    log(f"{name} seed {seed}: {d} genes ({int(programme.sum())} programme), {len(rankings)} rankings, {time.perf_counter() - t0:.0f} s")
+                rows.append(
+                    {
+                        "setting": name,
+                        "seed": seed,
+                        "selection": m,
+                        "n_features": k,
+                        "run": r["run"],
+                        "ari": r["ari"],
+                        "ari_nlabels": r["ari_nlabels"],
+                        "precision": prec,
+                        "recall": rec,
+                        "n_genes": d,
+                        "n_programme": int(programme.sum()),
+                    }
+                )
+    log(
+        f"{name} seed {seed}: {d} genes ({int(programme.sum())} programme), {len(rankings)} rankings, {time.perf_counter() - t0:.0f} s"
+    )
     return rows
 
 
@@ -172,7 +193,9 @@ def main():
     for seed in seeds:
         for name, params in settings.items():
             rows += run_setting(name, params, seed, n_cells, n_genes, ks, 2, log)
-            pd.DataFrame(rows).to_csv(OUT / f"graph_selection_design{tag}.tsv", sep="\t", index=False)  # partial results kept
+            pd.DataFrame(rows).to_csv(
+                OUT / f"graph_selection_design{tag}.tsv", sep="\t", index=False
+            )  # partial results kept
     df = pd.DataFrame(rows)
     df["selection"] = df["selection"].str.replace(r"random_\d", "random", regex=True)
     mean = df.groupby(["setting", "selection", "n_features"])[["ari_nlabels", "ari", "precision"]].mean().reset_index()
@@ -191,7 +214,12 @@ def main():
         piv["mean"] = piv.mean(axis=1)
         prec = mean[mean.n_features == k].groupby("selection")["precision"].mean()
         piv["precision"] = prec
-        lines += [f"## {k} genes: ari_nlabels by setting (and mean precision)", "", piv.sort_values("mean", ascending=False).round(3).to_markdown(), ""]
+        lines += [
+            f"## {k} genes: ari_nlabels by setting (and mean precision)",
+            "",
+            piv.sort_values("mean", ascending=False).round(3).to_markdown(),
+            "",
+        ]
     (OUT / f"graph_selection_design{tag}.md").write_text("\n".join(lines) + "\n")
     log("wrote " + str(OUT / f"graph_selection_design{tag}.md"))
 

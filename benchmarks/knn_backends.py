@@ -142,8 +142,9 @@ def setting_name(backend: str, build: dict, search: dict) -> str:
     """One row's setting as text, e.g. 'ivf nlist=1 nprobe=32'."""
     b = {k: v for k, v in build.items() if k not in ("order", "kk")}
     tail = {k: build[k] for k in ("kk", "order") if k in build}
-    return " ".join([backend] + [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
-                                 for k, v in {**b, **search, **tail}.items()])
+    return " ".join(
+        [backend] + [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in {**b, **search, **tail}.items()]
+    )
 
 
 CURRENT = "ivf nlist=1 nprobe=32"
@@ -310,9 +311,13 @@ def make_pcs(n: int, work: Path, lib_loc: float) -> dict:
         Z = np.asarray(X @ V, dtype=np.float32) - (pca.mean_ @ pca.components_.T).astype(np.float32)
     t2 = time.perf_counter()
     np.save(_pcs_file(work, n), np.ascontiguousarray(Z, dtype=np.float32))
-    return {"build_s": t2 - t1, "search_s": 0.0, "total_s": t2 - t1,
-            "note": f"read {t1 - t0:.1f} s; X {X.shape[0]} x {X.shape[1]} {type(X).__name__} {X.dtype}, "
-                    f"{X.nnz} non-zeros; PCA output {Z.dtype}"}
+    return {
+        "build_s": t2 - t1,
+        "search_s": 0.0,
+        "total_s": t2 - t1,
+        "note": f"read {t1 - t0:.1f} s; X {X.shape[0]} x {X.shape[1]} {type(X).__name__} {X.dtype}, "
+        f"{X.nnz} non-zeros; PCA output {Z.dtype}",
+    }
 
 
 def make_truth(Z, n: int, work: Path, m: int = N_TRUTH) -> np.ndarray:
@@ -412,8 +417,9 @@ def run_build(backend: str, build: dict, searches: list[dict], Z, ks=KS, qs=None
             if backend == "ivf":
                 index = faiss.IndexIVFFlat(faiss.IndexFlatL2(p), p, nlist)
             elif backend == "ivfsq":  # 8-bit scalar quantiser codes (a quarter of the float32 traffic)
-                index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatL2(p), p, nlist, faiss.ScalarQuantizer.QT_8bit,
-                                                      faiss.METRIC_L2, False)
+                index = faiss.IndexIVFScalarQuantizer(
+                    faiss.IndexFlatL2(p), p, nlist, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_L2, False
+                )
             else:  # 4-bit product quantiser codes searched by SIMD look-up tables (fast scan)
                 index = faiss.IndexIVFPQFastScan(faiss.IndexFlatL2(p), p, nlist, int(build.get("M", p // 2)), 4)
                 index.by_residual = bool(build.get("res", 0))  # codes of x - its cell's centroid (faiss' default: x)
@@ -427,8 +433,13 @@ def run_build(backend: str, build: dict, searches: list[dict], Z, ks=KS, qs=None
                     if build.get("order") == "list" and qs.size == n:  # grouped by list, as the library
                         if order is None:
                             inv = index.invlists
-                            order = np.concatenate([faiss.rev_swig_ptr(inv.get_ids(j), inv.list_size(j)).copy()
-                                                    for j in range(nlist) if inv.list_size(j)])
+                            order = np.concatenate(
+                                [
+                                    faiss.rev_swig_ptr(inv.get_ids(j), inv.list_size(j)).copy()
+                                    for j in range(nlist)
+                                    if inv.list_size(j)
+                                ]
+                            )
                         ind = np.empty((n, k_search), dtype=np.int64)
                         _, ind[order] = index.search(Z[order], k_search)
                     elif build.get("order") == "list" or backend != "ivf":
@@ -487,8 +498,11 @@ def run_build(backend: str, build: dict, searches: list[dict], Z, ks=KS, qs=None
                 with _Timer() as ts:
                     index.expansion_search = s["efs"]
                     m = index.search(Z[qs], k_search, threads=THREADS)
-                    ind = np.where(np.arange(k_search)[None, :] < np.asarray(m.counts)[:, None],
-                                   np.asarray(m.keys).astype(np.int64), -1)
+                    ind = np.where(
+                        np.arange(k_search)[None, :] < np.asarray(m.counts)[:, None],
+                        np.asarray(m.keys).astype(np.int64),
+                        -1,
+                    )
                 yield s, k, k_search, tb, ts, None, f"usearch {usearch.__version__}", ind
     elif backend == "pynndescent":
         import pynndescent
@@ -498,10 +512,17 @@ def run_build(backend: str, build: dict, searches: list[dict], Z, ks=KS, qs=None
 
         def nnd(data, k_search):
             m = data.shape[0]
-            return NNDescent(data, n_neighbors=k_search, metric="euclidean", random_state=0,
-                             n_trees=int(build.get("trees", min(64, 5 + int(round(m**0.5 / 20.0))))),
-                             n_iters=int(build.get("iters", max(5, int(round(np.log2(m)))))),
-                             n_jobs=jobs, low_memory=True, compressed=True)
+            return NNDescent(
+                data,
+                n_neighbors=k_search,
+                metric="euclidean",
+                random_state=0,
+                n_trees=int(build.get("trees", min(64, 5 + int(round(m**0.5 / 20.0))))),
+                n_iters=int(build.get("iters", max(5, int(round(np.log2(m)))))),
+                n_jobs=jobs,
+                low_memory=True,
+                compressed=True,
+            )
 
         with _Timer() as tc:  # numba compilation (and the thread pool) on a tiny problem
             nnd(np.random.default_rng(0).normal(size=(2000, p)).astype(np.float32), 20).neighbor_graph
@@ -579,8 +600,9 @@ def _simd_level():
         return ""
 
 
-def worker(setting: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float, ks, n_truth=N_TRUTH,
-           n_queries=None) -> None:
+def worker(
+    setting: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float, ks, n_truth=N_TRUTH, n_queries=None
+) -> None:
     limit = int(mem_limit_gb * 2**30)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     load0 = load1()
@@ -589,8 +611,15 @@ def worker(setting: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float
             out = make_pcs(n, work, lib_loc)
         except MemoryError as exc:
             out = {"note": f"MemoryError under the {mem_limit_gb:g} GB address-space limit: {exc}"[:300]}
-        out.update({"setting": "pca (library route: ARPACK, 50 PCs)", "k": "", "peak_rss_gb": vm_hwm_gb(),
-                    "load_before": load0, "load_after": load1()})
+        out.update(
+            {
+                "setting": "pca (library route: ARPACK, 50 PCs)",
+                "k": "",
+                "peak_rss_gb": vm_hwm_gb(),
+                "load_before": load0,
+                "load_after": load1(),
+            }
+        )
         print("RESULT " + json.dumps(out), flush=True)
         return
     if EXTRA.is_dir():
@@ -598,10 +627,21 @@ def worker(setting: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float
     Z = np.load(_pcs_file(work, n))
     if setting == "simdprobe":
         for what, t, times in simd_probe(Z):
-            print("RESULT " + json.dumps({"setting": f"probe: {what}", "search_s": t, "simd": _simd_level(),
-                                          "peak_rss_gb": vm_hwm_gb(), "load_before": load0, "load_after": load1(),
-                                          "note": "min of " + ", ".join(f"{x:.3f}" for x in times) + " s"}),
-                  flush=True)
+            print(
+                "RESULT "
+                + json.dumps(
+                    {
+                        "setting": f"probe: {what}",
+                        "search_s": t,
+                        "simd": _simd_level(),
+                        "peak_rss_gb": vm_hwm_gb(),
+                        "load_before": load0,
+                        "load_after": load1(),
+                        "note": "min of " + ", ".join(f"{x:.3f}" for x in times) + " s",
+                    }
+                ),
+                flush=True,
+            )
         return
     q, truth = make_truth(Z, n, work, n_truth)
     qs, pos, scale, sub = None, None, 1.0, ""
@@ -613,29 +653,83 @@ def worker(setting: str, n: int, work: Path, mem_limit_gb: float, lib_loc: float
     backend, build, searches = parse_setting(setting)
     try:
         for s, k, k_search, b, t, c, note, ind in run_build(backend, build, searches, Z, ks, qs):
-            out = {"setting": setting_name(backend, build, s), "k": k, "k_search": k_search, "build_s": b.s,
-                   "search_s": t.s * scale, "total_s": b.s + t.s * scale, "cpu_s": b.cpu + t.cpu * scale,
-                   "compile_s": c, "recall": recall(ind, q, truth, k, Z, pos),
-                   "peak_rss_gb": vm_hwm_gb(), "simd": _simd_level() if backend in ("ivf", "hnsw", "flat", "ivfpqfs", "ivfsq") else "",
-                   "load_before": load0, "load_after": load1(), "note": note + sub}
+            out = {
+                "setting": setting_name(backend, build, s),
+                "k": k,
+                "k_search": k_search,
+                "build_s": b.s,
+                "search_s": t.s * scale,
+                "total_s": b.s + t.s * scale,
+                "cpu_s": b.cpu + t.cpu * scale,
+                "compile_s": c,
+                "recall": recall(ind, q, truth, k, Z, pos),
+                "peak_rss_gb": vm_hwm_gb(),
+                "simd": _simd_level() if backend in ("ivf", "hnsw", "flat", "ivfpqfs", "ivfsq") else "",
+                "load_before": load0,
+                "load_after": load1(),
+                "note": note + sub,
+            }
             print("RESULT " + json.dumps(out), flush=True)
     except MemoryError as exc:
-        print("RESULT " + json.dumps({"setting": setting, "note": f"MemoryError under the {mem_limit_gb:g} GB "
-                                      f"address-space limit: {exc}"[:300], "peak_rss_gb": vm_hwm_gb(),
-                                      "load_before": load0, "load_after": load1()}), flush=True)
+        print(
+            "RESULT "
+            + json.dumps(
+                {
+                    "setting": setting,
+                    "note": f"MemoryError under the {mem_limit_gb:g} GB address-space limit: {exc}"[:300],
+                    "peak_rss_gb": vm_hwm_gb(),
+                    "load_before": load0,
+                    "load_after": load1(),
+                }
+            ),
+            flush=True,
+        )
 
 
 # ---- driver -----------------------------------------------------------------------------------
 
-COLUMNS = ["date", "n_cells", "setting", "k", "k_search", "run", "build_s", "search_s", "total_s", "compile_s",
-           "peak_rss_gb", "recall", "simd", "simd_env", "load_before", "load_after", "note", "cpu_s"]
+COLUMNS = [
+    "date",
+    "n_cells",
+    "setting",
+    "k",
+    "k_search",
+    "run",
+    "build_s",
+    "search_s",
+    "total_s",
+    "compile_s",
+    "peak_rss_gb",
+    "recall",
+    "simd",
+    "simd_env",
+    "load_before",
+    "load_after",
+    "note",
+    "cpu_s",
+]
 
 
 def run_worker(setting, n, args, simd_env=None):
     """One fresh process; return its rows (or one row saying how it failed)."""
-    cmd = [sys.executable, __file__, "--worker", setting, "--cells", str(n), "--work", str(args.work),
-           "--mem-limit-gb", str(args.mem_limit_gb), "--lib-loc", str(args.lib_loc), "--k", *map(str, args.k),
-           "--truth", str(args.truth)] + (["--queries", str(args.queries)] if args.queries else [])
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        setting,
+        "--cells",
+        str(n),
+        "--work",
+        str(args.work),
+        "--mem-limit-gb",
+        str(args.mem_limit_gb),
+        "--lib-loc",
+        str(args.lib_loc),
+        "--k",
+        *map(str, args.k),
+        "--truth",
+        str(args.truth),
+    ] + (["--queries", str(args.queries)] if args.queries else [])
     env = dict(os.environ)
     env.pop("FAISS_SIMD_LEVEL", None)
     if simd_env and simd_env != "unset":
@@ -664,8 +758,15 @@ def append(tsv: Path, row: dict) -> None:
         if new:
             f.write("\t".join(COLUMNS) + "\n")
         vals = [row.get(c) for c in COLUMNS]
-        f.write("\t".join("" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v)).replace("\t", " ")
-                          .replace("\n", " ") for v in vals) + "\n")
+        f.write(
+            "\t".join(
+                ""
+                if v is None
+                else (f"{v:.4g}" if isinstance(v, float) else str(v)).replace("\t", " ").replace("\n", " ")
+                for v in vals
+            )
+            + "\n"
+        )
 
 
 def too_slow(tsv: Path, setting: str, n: int, limit: float):
@@ -700,8 +801,12 @@ def main(argv=None):
     ap.add_argument("--settings", nargs="+", help="build settings to run (default: DEFAULT_SETTINGS)")
     ap.add_argument("--k", type=int, nargs="+", default=list(KS), help="neighbours kept (default 15 5)")
     ap.add_argument("--truth", type=int, default=N_TRUTH, help="seeded cells whose exact neighbours are the truth")
-    ap.add_argument("--queries", type=int, help="search only this many seeded cells (the truth cells among them); "
-                    "search times scaled to all cells (a screen; the tables' full rows search every cell)")
+    ap.add_argument(
+        "--queries",
+        type=int,
+        help="search only this many seeded cells (the truth cells among them); "
+        "search times scaled to all cells (a screen; the tables' full rows search every cell)",
+    )
     ap.add_argument("--repeat", type=int, default=1, help="fresh processes per build (median in the .md)")
     ap.add_argument("--mem-limit-gb", type=float, default=18.0)
     ap.add_argument("--timeout", type=int, default=2400, help="seconds per process")
@@ -718,16 +823,28 @@ def main(argv=None):
         return
     if args.worker:
         _threads()
-        worker(args.worker, args.cells[0], args.work, args.mem_limit_gb, args.lib_loc, tuple(args.k), args.truth,
-               args.queries)
+        worker(
+            args.worker,
+            args.cells[0],
+            args.work,
+            args.mem_limit_gb,
+            args.lib_loc,
+            tuple(args.k),
+            args.truth,
+            args.queries,
+        )
         return
     RESULTS.mkdir(exist_ok=True)
     for n in args.cells:
         if args.pcs:
             jobs = [("pcs", None, 1)]
         elif args.simd_levels:
-            jobs = [(s, lv, r + 1) for r in range(args.repeat) for lv in args.simd_levels
-                    for s in (args.settings or ["simdprobe"])]
+            jobs = [
+                (s, lv, r + 1)
+                for r in range(args.repeat)
+                for lv in args.simd_levels
+                for s in (args.settings or ["simdprobe"])
+            ]
         else:
             settings = args.settings or [s for s in DEFAULT_SETTINGS if s != "flat" or n <= FLAT_MAX_CELLS]
             jobs = [(s, None, r + 1) for r in range(args.repeat) for s in settings]
@@ -741,8 +858,13 @@ def main(argv=None):
             else:
                 rows = run_worker(setting, n, args, simd_env)
             for r in rows:
-                row = {"date": time.strftime("%Y-%m-%d %H:%M"), "n_cells": n, "run": run,
-                       "simd_env": simd_env or "", **r}
+                row = {
+                    "date": time.strftime("%Y-%m-%d %H:%M"),
+                    "n_cells": n,
+                    "run": run,
+                    "simd_env": simd_env or "",
+                    **r,
+                }
                 print(json.dumps(row), flush=True)
                 append(tsv, row)
             render(tsv, md)
@@ -760,10 +882,22 @@ def _fmt(v, spec=".3g"):
 def _machine() -> list[str]:
     import platform
 
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor())
-    flags = next((ln.split(":", 1)[1].split() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                  if ln.startswith("flags")), [])
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    flags = next(
+        (
+            ln.split(":", 1)[1].split()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("flags")
+        ),
+        [],
+    )
     simd = " ".join(f for f in ("avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_fp16") if f in flags)
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     vers = []
@@ -777,8 +911,10 @@ def _machine() -> list[str]:
         except PackageNotFoundError:
             where = EXTRA / f"{pkg}"
             vers.append(f"{pkg} not installed" if not where.exists() else f"{pkg} (in {EXTRA})")
-    return [f"Machine: {cpu}, {os.cpu_count()} cores (shared with other jobs), {mem:.0f} GB RAM; CPU flags {simd}.",
-            f"Python {platform.python_version()}; " + ", ".join(vers) + "."]
+    return [
+        f"Machine: {cpu}, {os.cpu_count()} cores (shared with other jobs), {mem:.0f} GB RAM; CPU flags {simd}.",
+        f"Python {platform.python_version()}; " + ", ".join(vers) + ".",
+    ]
 
 
 def _median_rows(t):
@@ -809,40 +945,53 @@ def render(tsv: Path, md: Path) -> None:
     pcs = t[t["setting"].str.startswith("pca")]
     simd = t[t["simd_env"] != ""]
     main = t[(t["simd_env"] == "") & ~t["setting"].str.startswith("pca")]
-    out = ["# Neighbour-search backends for the cell graph at atlas scale", "",
-           f"Written by `benchmarks/knn_backends.py` from `{tsv.name}` (see the script's docstring for the "
-           "method). Data: the simulated log-normalised counts of `benchmarks/atlas_scale.py` (20,000 genes, 10 "
-           "cell groups, CSR float32), reduced to 50 principal components by the library's own route "
-           "(`glfs.graph.neighbors.nearest_neighbors` with `n_pcs`: ARPACK; in knn_backends.md on every cell, in "
-           "knn_backends_1m.md fitted on 100,000 cells and every cell projected, as the library does now), float32, "
-           "Euclidean. Every index searches all cells against all cells "
-           "(the whole kNN graph), k + 5 candidates (pynndescent: `_knn_approx`'s max(20, 2 (k + 1))), self "
-           "dropped, k kept; 2 threads. Recall@k = mean over 2,000 seeded random cells (knn_backends_1m.md: 10,000) "
-           "of the share of their true k nearest other cells found (truth: exact IndexFlatL2; in knn_backends_1m.md "
-           "the candidates are first ordered by their float64 distances, as the library keeps them). Times in wall seconds: build = index "
-           "construction (IVF: k-means + add; pynndescent: the whole graph), search = all n queries, total = "
-           "both; the library's float64 distance recomputation after the search is not included (the same for "
-           "every backend). Peak = VmHWM of the process (its PCs included; one process runs every search "
-           "setting of one build, so later rows of a build carry the earlier rows' peak). load = 1-minute load "
-           "average when the process started and after the search (2 cores, shared with other jobs: a CI run "
-           "and other sessions' benchmarks ran beside this one; a load above 2 means the backends had less "
-           "than 2 cores). x current = total time of `ivf nlist=1 nprobe=32` (the library's search until commit "
-           "489dcb0; since then it searches in list order, the `order=list` row) at the "
-           "same size and k / the row's total time. CPU s = CPU seconds of the process over build and search "
-           "(all threads; near 2 x total when "
-           "the backend had both cores to itself; OpenMP threads that spin while waiting count too). "
-           "Rows with runs = 3 "
-           "are medians of 3 fresh processes, each column the median of its own values (so build + search need not "
-           "equal total).", ""]
+    out = [
+        "# Neighbour-search backends for the cell graph at atlas scale",
+        "",
+        f"Written by `benchmarks/knn_backends.py` from `{tsv.name}` (see the script's docstring for the "
+        "method). Data: the simulated log-normalised counts of `benchmarks/atlas_scale.py` (20,000 genes, 10 "
+        "cell groups, CSR float32), reduced to 50 principal components by the library's own route "
+        "(`glfs.graph.neighbors.nearest_neighbors` with `n_pcs`: ARPACK; in knn_backends.md on every cell, in "
+        "knn_backends_1m.md fitted on 100,000 cells and every cell projected, as the library does now), float32, "
+        "Euclidean. Every index searches all cells against all cells "
+        "(the whole kNN graph), k + 5 candidates (pynndescent: `_knn_approx`'s max(20, 2 (k + 1))), self "
+        "dropped, k kept; 2 threads. Recall@k = mean over 2,000 seeded random cells (knn_backends_1m.md: 10,000) "
+        "of the share of their true k nearest other cells found (truth: exact IndexFlatL2; in knn_backends_1m.md "
+        "the candidates are first ordered by their float64 distances, as the library keeps them). Times in wall seconds: build = index "
+        "construction (IVF: k-means + add; pynndescent: the whole graph), search = all n queries, total = "
+        "both; the library's float64 distance recomputation after the search is not included (the same for "
+        "every backend). Peak = VmHWM of the process (its PCs included; one process runs every search "
+        "setting of one build, so later rows of a build carry the earlier rows' peak). load = 1-minute load "
+        "average when the process started and after the search (2 cores, shared with other jobs: a CI run "
+        "and other sessions' benchmarks ran beside this one; a load above 2 means the backends had less "
+        "than 2 cores). x current = total time of `ivf nlist=1 nprobe=32` (the library's search until commit "
+        "489dcb0; since then it searches in list order, the `order=list` row) at the "
+        "same size and k / the row's total time. CPU s = CPU seconds of the process over build and search "
+        "(all threads; near 2 x total when "
+        "the backend had both cores to itself; OpenMP threads that spin while waiting count too). "
+        "Rows with runs = 3 "
+        "are medians of 3 fresh processes, each column the median of its own values (so build + search need not "
+        "equal total).",
+        "",
+    ]
     loads = pd.concat([t["load_before"], t["load_after"]]).dropna()
-    out += _machine() + [f"1-minute load average over the run ({t['date'].min()} to {t['date'].max()}): "
-                         f"{loads.min():.1f} to {loads.max():.1f}, median {loads.median():.1f}.", ""]
+    out += _machine() + [
+        f"1-minute load average over the run ({t['date'].min()} to {t['date'].max()}): "
+        f"{loads.min():.1f} to {loads.max():.1f}, median {loads.median():.1f}.",
+        "",
+    ]
     if not pcs.empty:
-        out += ["## Principal components (cached once per size)", "", "| cells | PCA s | peak GB | load | note |",
-                "|---|---|---|---|---|"]
+        out += [
+            "## Principal components (cached once per size)",
+            "",
+            "| cells | PCA s | peak GB | load | note |",
+            "|---|---|---|---|---|",
+        ]
         for _, r in pcs.iterrows():
-            out.append(f"| {r['n_cells']:,} | {_fmt(r['build_s'])} | {_fmt(r['peak_rss_gb'])} | "
-                       f"{_fmt(r['load_before'], '.1f')}-{_fmt(r['load_after'], '.1f')} | {r['note']} |")
+            out.append(
+                f"| {r['n_cells']:,} | {_fmt(r['build_s'])} | {_fmt(r['peak_rss_gb'])} | "
+                f"{_fmt(r['load_before'], '.1f')}-{_fmt(r['load_after'], '.1f')} | {r['note']} |"
+            )
         out.append("")
     m = _median_rows(main) if not main.empty else pd.DataFrame()
     best = {}
@@ -850,10 +999,13 @@ def render(tsv: Path, md: Path) -> None:
         g = m[m["n_cells"] == n]
         cur = {k: g[(g["setting"] == CURRENT) & (g["k"] == k)]["total_s"] for k in ("15", "5")}
         cur = {k: (float(v.iloc[0]) if len(v) and pd.notna(v.iloc[0]) else None) for k, v in cur.items()}
-        out += [f"## {n:,} cells", "",
-                "| setting | recall@15 | build s | search s | total s | CPU s | x current | recall@5 | total s (k=5) | "
-                "x current (k=5) | peak GB | load | runs | note |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        out += [
+            f"## {n:,} cells",
+            "",
+            "| setting | recall@15 | build s | search s | total s | CPU s | x current | recall@5 | total s (k=5) | "
+            "x current (k=5) | peak GB | load | runs | note |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for s in g["setting"].unique():
             a = g[(g["setting"] == s) & (g["k"] == "15")]
             b = g[(g["setting"] == s) & (g["k"] == "5")]
@@ -875,34 +1027,41 @@ def render(tsv: Path, md: Path) -> None:
             note = ref["note"]
             if pd.notna(ref["compile_s"]):
                 note = f"numba compile {ref['compile_s']:.1f} s (warm-up, not in total); " + note
+
             def col(row, c, spec=".3g"):
                 return "" if row is None else _fmt(row[c], spec)
 
-            out.append(f"| {s} | {col(a, 'recall', '.4f')} | {_fmt(ref['build_s'])} | {col(a, 'search_s')} | "
-                       f"{col(a, 'total_s')} | {col(a, 'cpu_s')} | "
-                       f"{ratio(a, '15')} | {_fmt(b['recall'], '.4f') if b is not None else ''} | "
-                       f"{_fmt(b['total_s']) if b is not None else ''} | {ratio(b, '5')} | "
-                       f"{_fmt(max(x['peak_rss_gb'] for x in (a, b) if x is not None))} | {ref['load']} | "
-                       f"{int(ref['runs'])} | {note} |")
+            out.append(
+                f"| {s} | {col(a, 'recall', '.4f')} | {_fmt(ref['build_s'])} | {col(a, 'search_s')} | "
+                f"{col(a, 'total_s')} | {col(a, 'cpu_s')} | "
+                f"{ratio(a, '15')} | {_fmt(b['recall'], '.4f') if b is not None else ''} | "
+                f"{_fmt(b['total_s']) if b is not None else ''} | {ratio(b, '5')} | "
+                f"{_fmt(max(x['peak_rss_gb'] for x in (a, b) if x is not None))} | {ref['load']} | "
+                f"{int(ref['runs'])} | {note} |"
+            )
             if a is not None and pd.notna(a["recall"]) and a["recall"] >= 0.95 and s != "flat":
                 if n not in best or a["total_s"] < best[n][1]["total_s"]:
                     best[n] = (s, a, cur["15"])
         out.append("")
     if not simd.empty:
-        out += ["## Which SIMD level faiss uses", "",
-                "faiss-cpu 1.15.1's Python loader tries the modules `swigfaiss_avx512_spr`, `swigfaiss_avx512` and "
-                "`swigfaiss_avx2` in turn; the wheel ships none of them, so it logs (at INFO) that each could not "
-                "be loaded and then loads the one `swigfaiss` module. That module's libfaiss.so is a "
-                "dynamic-dispatch build (`faiss.get_compile_options()`: `OPTIMIZE DD AVX2 AVX512 AVX512_SPR "
-                "AVX512_VPOPCNT`): it picks the SIMD level of its distance kernels at load time from the CPU, or "
-                "from the environment variable `FAISS_SIMD_LEVEL` (names accepted, from the library's strings and "
-                "`faiss.SIMDLevel_*`: NONE, AVX2, AVX512, AVX512_SPR; ARM_NEON and ARM_SVE are not compiled into "
-                "this x86 build; anything else, including an empty value, aborts the process with `Invalid SIMD "
-                "level string`). `faiss.SIMDConfig.get_level_name()` reports the level in use. Each row below is "
-                "a fresh process with the variable set as shown (`unset` = faiss' own choice); the processes ran "
-                "in turn, level by level, and the whole sequence twice (runs 1 and 2). Cells: seconds of run 1 / "
-                "run 2; `probe` rows are single-threaded and the minimum of 5 calls in the process (less exposed to "
-                "the other jobs than the 2-thread rows).", ""]
+        out += [
+            "## Which SIMD level faiss uses",
+            "",
+            "faiss-cpu 1.15.1's Python loader tries the modules `swigfaiss_avx512_spr`, `swigfaiss_avx512` and "
+            "`swigfaiss_avx2` in turn; the wheel ships none of them, so it logs (at INFO) that each could not "
+            "be loaded and then loads the one `swigfaiss` module. That module's libfaiss.so is a "
+            "dynamic-dispatch build (`faiss.get_compile_options()`: `OPTIMIZE DD AVX2 AVX512 AVX512_SPR "
+            "AVX512_VPOPCNT`): it picks the SIMD level of its distance kernels at load time from the CPU, or "
+            "from the environment variable `FAISS_SIMD_LEVEL` (names accepted, from the library's strings and "
+            "`faiss.SIMDLevel_*`: NONE, AVX2, AVX512, AVX512_SPR; ARM_NEON and ARM_SVE are not compiled into "
+            "this x86 build; anything else, including an empty value, aborts the process with `Invalid SIMD "
+            "level string`). `faiss.SIMDConfig.get_level_name()` reports the level in use. Each row below is "
+            "a fresh process with the variable set as shown (`unset` = faiss' own choice); the processes ran "
+            "in turn, level by level, and the whole sequence twice (runs 1 and 2). Cells: seconds of run 1 / "
+            "run 2; `probe` rows are single-threaded and the minimum of 5 calls in the process (less exposed to "
+            "the other jobs than the 2-thread rows).",
+            "",
+        ]
         levels = list(dict.fromkeys(simd["simd_env"]))
         out += ["| cells | measurement | " + " | ".join(levels) + " |", "|---|---|" + "---|" * len(levels)]
         used = {lv: ", ".join(str(x) for x in simd[simd["simd_env"] == lv]["simd"].dropna().unique()) for lv in levels}
@@ -921,9 +1080,13 @@ def render(tsv: Path, md: Path) -> None:
         out.append(f"\nload during these rows: {simd['load_before'].min():.1f}-{simd['load_after'].max():.1f}.")
         out.append("")
     if best:
-        out += ["## Fastest setting with recall@15 >= 0.95 at each size", "",
-                "| cells | setting | recall@15 | total s | IVF natural order: total s (recall@15) | speedup | "
-                "IVF list order: total s (recall@15) | speedup |", "|---|---|---|---|---|---|---|---|"]
+        out += [
+            "## Fastest setting with recall@15 >= 0.95 at each size",
+            "",
+            "| cells | setting | recall@15 | total s | IVF natural order: total s (recall@15) | speedup | "
+            "IVF list order: total s (recall@15) | speedup |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for n, (s, a, c) in sorted(best.items()):
             cells = []
             for ref in (CURRENT, CURRENT + " order=list"):

@@ -102,11 +102,21 @@ def run(n, work, m_queries, which):
     rows = []
 
     def row(setting, build, search, ind, note, scale=1.0):
-        r = {"cells": n, "setting": setting, "nlist": nlist, "nprobe": nprobe,
-             "recall@15": recall(ind, tq, truth, 15, Z), "recall@5": recall(ind, tq, truth, 5, Z),
-             "build_s": build[1], "build_cpu_s": build[2], "search_s": search[1] * scale,
-             "search_cpu_s": search[2] * scale, "load": f"{build[3]}; {search[3]}", "note": note,
-             "date": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}
+        r = {
+            "cells": n,
+            "setting": setting,
+            "nlist": nlist,
+            "nprobe": nprobe,
+            "recall@15": recall(ind, tq, truth, 15, Z),
+            "recall@5": recall(ind, tq, truth, 5, Z),
+            "build_s": build[1],
+            "build_cpu_s": build[2],
+            "search_s": search[1] * scale,
+            "search_cpu_s": search[2] * scale,
+            "load": f"{build[3]}; {search[3]}",
+            "note": note,
+            "date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+        }
         print(json.dumps(r), flush=True)
         rows.append(r)
 
@@ -116,7 +126,11 @@ def run(n, work, m_queries, which):
         row("blocked (glfs.graph.ivf_blocks)", b, s, s[0], "all cells searched")
         del b, s
     scale = n / qs.size
-    note = f"{qs.size:,} of {n:,} cells searched, search s and CPU s x {scale:.3g}" if qs.size < n else "all cells searched"
+    note = (
+        f"{qs.size:,} of {n:,} cells searched, search s and CPU s x {scale:.3g}"
+        if qs.size < n
+        else "all cells searched"
+    )
     if "ivfflat" in which:
         b = _timed(lambda: nb._ivf_index(Z, nlist, 0))
         s = _timed(lambda: _scan(b[0], b[0], Z, qs, nprobe, qs.size))
@@ -158,19 +172,26 @@ def render(tsv: Path, md: Path) -> None:
     import pandas as pd
 
     t = pd.read_csv(tsv, sep="\t")
-    out = ["# The IVF search in dense blocks against faiss' IVF scans (one run per size)", "",
-           "Written by `benchmarks/knn_blocked.py` from `knn_blocked.tsv` (see the script's docstring). "
-           "k = 15, 20 candidates, 2 threads; seconds wall and CPU (all threads); faiss scans timed on a "
-           "subset of the queries and scaled (note).", "",
-           "| cells | search | nlist | nprobe | recall@15 | recall@5 | build s | build CPU s | search s | "
-           "search CPU s | CPU x blocked | load (build; search) | note | date |", "|" + "---|" * 14]
+    out = [
+        "# The IVF search in dense blocks against faiss' IVF scans (one run per size)",
+        "",
+        "Written by `benchmarks/knn_blocked.py` from `knn_blocked.tsv` (see the script's docstring). "
+        "k = 15, 20 candidates, 2 threads; seconds wall and CPU (all threads); faiss scans timed on a "
+        "subset of the queries and scaled (note).",
+        "",
+        "| cells | search | nlist | nprobe | recall@15 | recall@5 | build s | build CPU s | search s | "
+        "search CPU s | CPU x blocked | load (build; search) | note | date |",
+        "|" + "---|" * 14,
+    ]
     for _, g in t.groupby("cells", sort=True):
         ref = g[g["setting"].str.startswith("blocked")]["search_cpu_s"]
         for _, r in g.iterrows():
             x = f"{r['search_cpu_s'] / ref.iloc[-1]:.2f}" if len(ref) else ""
-            out.append(f"| {r['cells']:,} | {r['setting']} | {r['nlist']} | {r['nprobe']} | {r['recall@15']:.4f} | "
-                       f"{r['recall@5']:.4f} | {r['build_s']:.3g} | {r['build_cpu_s']:.3g} | {r['search_s']:.3g} | "
-                       f"{r['search_cpu_s']:.3g} | {x} | {r['load']} | {r['note']} | {r['date']} |")
+            out.append(
+                f"| {r['cells']:,} | {r['setting']} | {r['nlist']} | {r['nprobe']} | {r['recall@15']:.4f} | "
+                f"{r['recall@5']:.4f} | {r['build_s']:.3g} | {r['build_cpu_s']:.3g} | {r['search_s']:.3g} | "
+                f"{r['search_cpu_s']:.3g} | {x} | {r['load']} | {r['note']} | {r['date']} |"
+            )
     md.write_text("\n".join(out) + "\n" + FINDINGS)
 
 

@@ -50,8 +50,14 @@ def worker(search: str, n: int, pcs: Path, out: Path) -> dict:
         rows, cols, _ = nb._knn_approx(Z, K, 0)
     dt = time.perf_counter() - t0
     np.save(out, cols.reshape(n, K))
-    return {"search": search, "n": n, "seconds": dt, "peak_gb": vm_hwm_gb(), "load_before": load0,
-            "load_after": os.getloadavg()[0]}
+    return {
+        "search": search,
+        "n": n,
+        "seconds": dt,
+        "peak_gb": vm_hwm_gb(),
+        "load_before": load0,
+        "load_after": os.getloadavg()[0],
+    }
 
 
 def recall(found: np.ndarray, truth: np.ndarray) -> float:
@@ -64,20 +70,27 @@ def render(tsv: Path, md: Path) -> None:
     import pandas as pd
 
     t = pd.read_csv(tsv, sep="\t")
-    lines = ["# The neighbour search without faiss: exact brute force or pynndescent", "",
-             "Written by `benchmarks/knn_without_faiss.py` (see its docstring). Each row is one fresh process "
-             "(numba compilation included, as a session's first call pays it); 5 neighbours on 50 principal "
-             "components of the simulated counts of `atlas_scale.py` (the first n cells); 2 shared cores; "
-             "peak = VmHWM of the process (the components included); load = 1-minute load average before/after. "
-             "recall@5 = share of the exact search's 5 neighbours that pynndescent found, over all n cells "
-             "(where the exact search ran). x exact = pynndescent time / exact time at the same n.", "",
-             "| date | cells | search | seconds | x exact | peak GB | recall@5 | load |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# The neighbour search without faiss: exact brute force or pynndescent",
+        "",
+        "Written by `benchmarks/knn_without_faiss.py` (see its docstring). Each row is one fresh process "
+        "(numba compilation included, as a session's first call pays it); 5 neighbours on 50 principal "
+        "components of the simulated counts of `atlas_scale.py` (the first n cells); 2 shared cores; "
+        "peak = VmHWM of the process (the components included); load = 1-minute load average before/after. "
+        "recall@5 = share of the exact search's 5 neighbours that pynndescent found, over all n cells "
+        "(where the exact search ran). x exact = pynndescent time / exact time at the same n.",
+        "",
+        "| date | cells | search | seconds | x exact | peak GB | recall@5 | load |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for _, r in t.iterrows():
         ex = t[(t["n"] == r["n"]) & (t["search"] == "sklearn_exact")]
         ratio = f"{r['seconds'] / ex['seconds'].iloc[-1]:.2f}" if len(ex) and r["search"] != "sklearn_exact" else ""
         rec = "" if pd.isna(r["recall"]) else f"{r['recall']:.4f}"
-        lines.append(f"| {r['date']} | {int(r['n']):,} | {r['search']} | {r['seconds']:.1f} | {ratio} | "
-                     f"{r['peak_gb']:.2f} | {rec} | {r['load_before']:.2f}-{r['load_after']:.2f} |")
+        lines.append(
+            f"| {r['date']} | {int(r['n']):,} | {r['search']} | {r['seconds']:.1f} | {ratio} | "
+            f"{r['peak_gb']:.2f} | {rec} | {r['load_before']:.2f}-{r['load_after']:.2f} |"
+        )
     md.write_text("\n".join(lines) + "\n")
 
 
@@ -102,12 +115,19 @@ def main(argv=None):
             if search == "sklearn_exact" and n > args.exact_max:
                 continue
             out = args.work / f"{search}_{n}.npy"
-            res = subprocess.run([sys.executable, __file__, "--pcs", str(args.pcs), "--worker", search, str(n), str(out)],
-                                 capture_output=True, text=True, check=True)
+            res = subprocess.run(
+                [sys.executable, __file__, "--pcs", str(args.pcs), "--worker", search, str(n), str(out)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             row = json.loads(res.stdout.strip().splitlines()[-1])
             graphs[search] = np.load(out)
-            row["recall"] = (recall(graphs[search], graphs["sklearn_exact"])
-                             if search == "pynndescent" and "sklearn_exact" in graphs else None)
+            row["recall"] = (
+                recall(graphs[search], graphs["sklearn_exact"])
+                if search == "pynndescent" and "sklearn_exact" in graphs
+                else None
+            )
             row = {"date": time.strftime("%Y-%m-%d %H:%M"), **row}
             print(json.dumps(row), flush=True)
             new = not tsv.exists()

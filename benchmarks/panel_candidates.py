@@ -61,7 +61,9 @@ def _graph(panel, which):
     if which == "own":
         import glfs
 
-        return _memo(panel, "own_graph", lambda: glfs.select(panel.X, "graph_moran", n_features_to_select=1).extra["graph"])
+        return _memo(
+            panel, "own_graph", lambda: glfs.select(panel.X, "graph_moran", n_features_to_select=1).extra["graph"]
+        )
     if which == "crgraph":
         from glfs.scores.moran import cell_graph
 
@@ -73,8 +75,11 @@ def _graph(panel, which):
 def _cell_ranger(panel):
     import glfs
 
-    return _memo(panel, "cr", lambda: glfs.select(panel.X, "hvg_cell_ranger",
-                                                   n_features_to_select=min(2000, panel.X.shape[1])).scores)
+    return _memo(
+        panel,
+        "cr",
+        lambda: glfs.select(panel.X, "hvg_cell_ranger", n_features_to_select=min(2000, panel.X.shape[1])).scores,
+    )
 
 
 def _ranks(s):
@@ -105,8 +110,15 @@ def rank_cr_moran(p):
 def _seurat_v3(panel):
     import glfs
 
-    return _memo(panel, "v3", lambda: glfs.select(panel.X, "hvg_seurat_v3", counts=panel.counts,
-                                                   n_features_to_select=min(2000, panel.X.shape[1])).scores)
+    return _memo(
+        panel,
+        "v3",
+        lambda: (
+            glfs.select(
+                panel.X, "hvg_seurat_v3", counts=panel.counts, n_features_to_select=min(2000, panel.X.shape[1])
+            ).scores
+        ),
+    )
 
 
 def rank_v3_moran(p):
@@ -144,6 +156,7 @@ def smoothdisp_bin_scanpy(p):
         res = graph_autocorrelation(sp.csr_matrix(E), p.graph)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.log(np.clip(res.moran_i, 1e-12, None) * var / mean)
+
     return mean_bin_standardise(_memo(p, "smoothdisp", f), gene_means(p))
 
 

@@ -70,13 +70,18 @@ def leave_one_dataset_out(S: pd.DataFrame, family, panel, grid) -> pd.DataFrame:
     rows = []
     for h in panel:
         train = [s for s in panel if s != h]
-        train_score = pd.Series(
-            {m: np.nanmean([S.loc[m, (s, k)] for s in train for k in grid]) for m in family}
-        )
+        train_score = pd.Series({m: np.nanmean([S.loc[m, (s, k)] for s in train for k in grid]) for m in family})
         chosen = family[int(np.argmax(train_score.to_numpy()))]
         held = {f"k={k}": float(S.loc[chosen, (h, k)]) for k in grid}
-        rows.append({"held_out": h, "chosen": chosen, "train_score": float(train_score[chosen]), **held,
-                     "held_out_mean": float(np.mean(list(held.values())))})
+        rows.append(
+            {
+                "held_out": h,
+                "chosen": chosen,
+                "train_score": float(train_score[chosen]),
+                **held,
+                "held_out_mean": float(np.mean(list(held.values()))),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -99,7 +104,9 @@ def lodo_table(res: pd.DataFrame, S: pd.DataFrame, panel, grid) -> pd.DataFrame:
     if "random" in S.index:
         out["random_held_out_mean"] = [np.mean([S.loc["random", (f, k)] for k in grid]) for f in out["held_out"]]
     if hvg and "random" in S.index:
-        out["wins"] = (out["held_out_mean"] >= out["hvg_held_out_mean"]) & (out["held_out_mean"] > out["random_held_out_mean"])
+        out["wins"] = (out["held_out_mean"] >= out["hvg_held_out_mean"]) & (
+            out["held_out_mean"] > out["random_held_out_mean"]
+        )
     mean = {c: out[c].mean() for c in out.columns if out[c].dtype.kind == "f"}
     mean.update({"held_out": "mean", "chosen": "", **({"hvg": ""} if hvg else {})})
     if "wins" in out:
@@ -124,6 +131,13 @@ def head_to_head(S: pd.DataFrame, reference: str, members, panel, grid) -> pd.Da
         chosen = [h for h, c in zip(res["held_out"], res["chosen"]) if c == m]
         won = [h for h in chosen if held[m][h] > held[reference][h]]
         diff = {h: held[m][h] - held[reference][h] for h in panel}
-        rows.append({"design": m, **{f"{h} - ref": v for h, v in diff.items()}, "mean - ref": float(np.mean(list(diff.values()))),
-                     "chosen in folds": ", ".join(chosen) or "-", "wins held out": f"{len(won)}/{len(chosen)}"})
+        rows.append(
+            {
+                "design": m,
+                **{f"{h} - ref": v for h, v in diff.items()},
+                "mean - ref": float(np.mean(list(diff.values()))),
+                "chosen in folds": ", ".join(chosen) or "-",
+                "wins held out": f"{len(won)}/{len(chosen)}",
+            }
+        )
     return pd.DataFrame(rows).sort_values("mean - ref", ascending=False)

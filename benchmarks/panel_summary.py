@@ -33,10 +33,18 @@ def panel_summary(df: pd.DataFrame) -> pd.DataFrame:
     methods = [m for m in df["method"].unique() if m in METHODS] + [RANDOM]
     for k in ADVICE_COUNTS:
         for m in methods:
-            vals = [per.get((s, ALL_GENES, int(genes[s]))) if k >= genes[s] else per.get((s, m, k)) for s in genes.index]
+            vals = [
+                per.get((s, ALL_GENES, int(genes[s]))) if k >= genes[s] else per.get((s, m, k)) for s in genes.index
+            ]
             if all(v is not None for v in vals):
-                rows.append({"method": RANDOM_GENES if m == RANDOM else m, "n_genes": k,
-                             "mean_score": round(float(sum(vals) / len(vals)), 4), "n_sets": len(vals)})
+                rows.append(
+                    {
+                        "method": RANDOM_GENES if m == RANDOM else m,
+                        "n_genes": k,
+                        "mean_score": round(float(sum(vals) / len(vals)), 4),
+                        "n_sets": len(vals),
+                    }
+                )
     return pd.DataFrame(rows)
 
 

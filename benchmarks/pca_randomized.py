@@ -47,6 +47,7 @@ N_PCS = 50
 # randomized PCA solver: 10 oversamples, 7 power iterations (n_pcs < a tenth of the smaller side), LU
 # normalisation between iterations, QR at the end; float32 for float32 data, the mean summed in float64.
 
+
 def _t_times_dense_kernel():
     import numba
 
@@ -67,7 +68,9 @@ def _t_times_dense_kernel():
 
 def _t_times_dense(S, P, kernel, max_parts=8):
     n_parts = int(min(max_parts, max(1, S.nnz // max(1, S.shape[1] * P.shape[1]))))
-    part = kernel(S.indptr, S.indices, S.data, np.ascontiguousarray(P), np.zeros((n_parts, S.shape[1], P.shape[1]), P.dtype))
+    part = kernel(
+        S.indptr, S.indices, S.data, np.ascontiguousarray(P), np.zeros((n_parts, S.shape[1], P.shape[1]), P.dtype)
+    )
     return part.sum(axis=0)
 
 
@@ -140,21 +143,42 @@ def run(args):
     (V1, _), t1, c1, l1 = _timed(lambda: arpack(S1))
     del S1
     ref = _captured(S0, ma, Va)
-    for name, V, t, c, ld in (("ARPACK, subsample seed 0 (the library)", Va, ta, ca, la),
-                              ("randomized, subsample seed 0", Vr, tr, cr, lr),
-                              ("ARPACK, subsample seed 1", V1, t1, c1, l1)):
+    for name, V, t, c, ld in (
+        ("ARPACK, subsample seed 0 (the library)", Va, ta, ca, la),
+        ("randomized, subsample seed 0", Vr, tr, cr, lr),
+        ("ARPACK, subsample seed 1", V1, t1, c1, l1),
+    ):
         lo, mean_cos = _angles(Va, V)
-        out.append({**base, "step": f"fit: {name}", "seconds": t, "CPU s": c, "load": ld, "min cos vs ARPACK": lo,
-                    "mean cos vs ARPACK": mean_cos, "variance captured vs ARPACK": _captured(S0, ma, V) / ref})
+        out.append(
+            {
+                **base,
+                "step": f"fit: {name}",
+                "seconds": t,
+                "CPU s": c,
+                "load": ld,
+                "min cos vs ARPACK": lo,
+                "mean cos vs ARPACK": mean_cos,
+                "variance captured vs ARPACK": _captured(S0, ma, V) / ref,
+            }
+        )
     V32 = Vr.astype(np.float32)
     Zs, ts, cs, ls = _timed(lambda: np.asarray(X @ V32))
     Zn, tn, cn, ln = _timed(lambda: project_block(X, V32))
     equal = bool(np.array_equal(Zs, Zn))
     del Zs, Zn
     out.append({**base, "step": "projection: scipy X @ V", "seconds": ts, "CPU s": cs, "load": ls})
-    out.append({**base, "step": "projection: times_dense", "seconds": tn, "CPU s": cn, "load": ln,
-                "note": f"bit-equal to scipy: {equal}"})
+    out.append(
+        {
+            **base,
+            "step": "projection: times_dense",
+            "seconds": tn,
+            "CPU s": cn,
+            "load": ln,
+            "note": f"bit-equal to scipy: {equal}",
+        }
+    )
     if args.old_graph:
+
         def fit(S, n_pcs, random_state):  # the library's _fit_components with the randomized solver
             V, mean = randomized_components(sp.csr_matrix(S), n_pcs, random_state)
             return V.astype(np.float32), (mean @ V).astype(np.float32)
@@ -170,15 +194,39 @@ def run(args):
         from scipy.stats import spearmanr
 
         top = len(set(np.argsort(s_new)[:2000]) & set(np.argsort(s_old)[:2000])) / 2000
-        out.append({**base, "step": "graph: similarity_graph(X) with the randomized fit", "seconds": tg,
-                    "CPU s": cg, "load": lg, "edge share vs ARPACK": _edge_share(W, old), "top2000 vs ARPACK": top,
-                    "spearman vs ARPACK": float(spearmanr(s_new, s_old)[0]), "note": f"ARPACK graph: {args.old_graph.name}"})
+        out.append(
+            {
+                **base,
+                "step": "graph: similarity_graph(X) with the randomized fit",
+                "seconds": tg,
+                "CPU s": cg,
+                "load": lg,
+                "edge share vs ARPACK": _edge_share(W, old),
+                "top2000 vs ARPACK": top,
+                "spearman vs ARPACK": float(spearmanr(s_new, s_old)[0]),
+                "note": f"ARPACK graph: {args.old_graph.name}",
+            }
+        )
     return out
 
 
-COLUMNS = ["date", "cells", "fit cells", "genes", "step", "seconds", "CPU s", "load", "min cos vs ARPACK",
-           "mean cos vs ARPACK", "variance captured vs ARPACK", "edge share vs ARPACK", "top2000 vs ARPACK",
-           "spearman vs ARPACK", "note"]
+COLUMNS = [
+    "date",
+    "cells",
+    "fit cells",
+    "genes",
+    "step",
+    "seconds",
+    "CPU s",
+    "load",
+    "min cos vs ARPACK",
+    "mean cos vs ARPACK",
+    "variance captured vs ARPACK",
+    "edge share vs ARPACK",
+    "top2000 vs ARPACK",
+    "spearman vs ARPACK",
+    "note",
+]
 
 
 def _write(rows, tsv, md):
@@ -189,8 +237,10 @@ def _write(rows, tsv, md):
         df = pd.concat([d for d in (pd.read_csv(tsv, sep="\t"), df) if len(d)], ignore_index=True)
     df.to_csv(tsv, sep="\t", index=False, float_format="%.6g")
     body = df.dropna(axis=1, how="all").to_markdown(index=False, floatfmt=".4g")
-    md.write_text(f"# The PCA fit on a subsample: ARPACK against randomized subspace iteration\n\nWritten by "
-                  f"`benchmarks/pca_randomized.py` (its docstring says how) from `pca_randomized.tsv`.\n\n{body}\n")
+    md.write_text(
+        f"# The PCA fit on a subsample: ARPACK against randomized subspace iteration\n\nWritten by "
+        f"`benchmarks/pca_randomized.py` (its docstring says how) from `pca_randomized.tsv`.\n\n{body}\n"
+    )
 
 
 def main():

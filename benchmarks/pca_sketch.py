@@ -58,8 +58,16 @@ def worker(args):
     seconds = time.perf_counter() - t0
     out = Path(args.work) / f"sketch_graph_{tag}_{args.fit}_{args.seed}.npz"
     sp.save_npz(out, W)
-    rec = json.dumps({"fit": args.fit, "seed": args.seed, "seconds": seconds, "peak_gb": vm_hwm_gb(),
-                      "load": [load0, os.getloadavg()[0]], "graph": str(out)})
+    rec = json.dumps(
+        {
+            "fit": args.fit,
+            "seed": args.seed,
+            "seconds": seconds,
+            "peak_gb": vm_hwm_gb(),
+            "load": [load0, os.getloadavg()[0]],
+            "graph": str(out),
+        }
+    )
     out.with_suffix(".json").write_text(rec)
     print(rec)
 
@@ -74,6 +82,7 @@ def compare(args, runs):
     from scipy.stats import spearmanr
 
     import glfs
+
     _, log_f, tag = atlas_files(Path(args.work), args.cells, args.lib_loc)
     X = ad.read_h5ad(log_f).X
     with h5py.File(log_f) as f:
@@ -91,10 +100,16 @@ def compare(args, runs):
         a, b = full != 0, W != 0
         i, j = W.nonzero()
         ok = np.isfinite(scores[0, 0]) & np.isfinite(scores[key])
-        rows.append({**r, "cells": args.cells, "edge_share": a.multiply(b).nnz / a.nnz,
-                     "purity": float(np.mean(groups[i] == groups[j])),
-                     "top2000": len(top[0, 0] & top[key]) / 2000,
-                     "spearman": float(spearmanr(scores[0, 0][ok], scores[key][ok]).statistic)})
+        rows.append(
+            {
+                **r,
+                "cells": args.cells,
+                "edge_share": a.multiply(b).nnz / a.nnz,
+                "purity": float(np.mean(groups[i] == groups[j])),
+                "top2000": len(top[0, 0] & top[key]) / 2000,
+                "spearman": float(spearmanr(scores[0, 0][ok], scores[key][ok]).statistic),
+            }
+        )
     return rows
 
 
@@ -108,23 +123,27 @@ def write(rows):
     df.to_csv(tsv, sep="\t", index=False, mode="a", header=not tsv.exists())
     allrows = pd.read_csv(tsv, sep="\t")
     lines = [
-        "# The PCA of an out-of-core X fitted on a subsample (issue 21)", "",
+        "# The PCA of an out-of-core X fitted on a subsample (issue 21)",
+        "",
         "Written by `benchmarks/pca_sketch.py`. Simulated counts (atlas_scale.py: 10 groups, log-normalised), "
         "graph = `glfs.similarity_graph(X, random_state=0)` (5-NN heat kernel on 50 PCs, faiss IVF). fit = cells "
         "the PCA was fitted on (0: the in-memory X, every cell: the reference); the others read the backed .h5ad "
         "(fit on a seeded subsample, every cell projected). edge share = share of the reference's edges kept; "
         "purity = edges within one simulated group; top2000 = overlap of the 2,000 best Laplacian-score genes "
         "with the reference's; spearman = rank correlation of all scores. Peak = VmHWM of the graph's process "
-        "(data included); load = 1-minute load average before/after (2 shared cores).", "",
+        "(data included); load = 1-minute load average before/after (2 shared cores).",
+        "",
         "| date | cells | fit | seed | seconds | peak GB | edge share | purity | top2000 | spearman | load |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for _, r in allrows.iterrows():
         load = json.loads(r["load"]) if isinstance(r["load"], str) else r["load"]
         seed = int(r["seed"]) if "seed" in r and r["seed"] == r["seed"] else 0
-        lines.append(f"| {r['date']} | {int(r['cells']):,} | {'all (in memory)' if r['fit'] == 0 else f'{int(r.fit):,}'} | {seed} | "
-                     f"{r['seconds']:.1f} | {r['peak_gb']:.2f} | {r['edge_share']:.3f} | {r['purity']:.4f} | "
-                     f"{r['top2000']:.3f} | {r['spearman']:.4f} | {load[0]:.1f}-{load[1]:.1f} |")
+        lines.append(
+            f"| {r['date']} | {int(r['cells']):,} | {'all (in memory)' if r['fit'] == 0 else f'{int(r.fit):,}'} | {seed} | "
+            f"{r['seconds']:.1f} | {r['peak_gb']:.2f} | {r['edge_share']:.3f} | {r['purity']:.4f} | "
+            f"{r['top2000']:.3f} | {r['spearman']:.4f} | {load[0]:.1f}-{load[1]:.1f} |"
+        )
     (RESULTS / "pca_sketch.md").write_text("\n".join(lines) + "\n")
 
 
@@ -150,12 +169,27 @@ def main():
         if done.exists() and not args.rerun:
             runs.append(json.loads(done.read_text()))
         else:
-            cmd = [sys.executable, __file__, "--worker", "--fit", str(m), "--seed", str(seed), "--cells", str(args.cells),
-                   "--lib-loc", str(args.lib_loc), "--work", args.work]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--worker",
+                "--fit",
+                str(m),
+                "--seed",
+                str(seed),
+                "--cells",
+                str(args.cells),
+                "--lib-loc",
+                str(args.lib_loc),
+                "--work",
+                args.work,
+            ]
             out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
             runs.append(json.loads(out))
         print(runs[-1], flush=True)
-    write([{k: (json.dumps(v) if k == "load" else v) for k, v in r.items() if k != "graph"} for r in compare(args, runs)])
+    write(
+        [{k: (json.dumps(v) if k == "load" else v) for k, v in r.items() if k != "graph"} for r in compare(args, runs)]
+    )
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import yaml
-
 from bench.settings import RESULTS, ROOT
 
 sys.path.insert(0, str(ROOT / "src"))
@@ -36,8 +35,10 @@ from glfs_workflow.files import read_tsv  # noqa: E402
 from glfs_workflow.which import which_method  # noqa: E402
 
 # (result file, protocol, the table of its floor) per evaluated kind
-EVALUATIONS = {"spectral": ("clustering_nmi.tsv", "clustering_random.tsv"),
-               "leiden": ("clustering_leiden.tsv", "leiden_random.tsv")}
+EVALUATIONS = {
+    "spectral": ("clustering_nmi.tsv", "clustering_random.tsv"),
+    "leiden": ("clustering_leiden.tsv", "leiden_random.tsv"),
+}
 
 
 def protocols() -> tuple[dict, dict]:
@@ -50,9 +51,13 @@ def protocols() -> tuple[dict, dict]:
 
 def counts(cfg: dict) -> dict:
     """The run counts a protocol sets."""
-    return {"clustering_runs": cfg["clustering"]["n_runs"], "floor_draws": cfg["random_floor"]["n_draws"],
-            "leiden_runs": cfg["leiden"]["n_runs"], "leiden_draws": cfg["leiden"]["random_draws"],
-            "replicates": cfg["simulation"]["replicates"]}
+    return {
+        "clustering_runs": cfg["clustering"]["n_runs"],
+        "floor_draws": cfg["random_floor"]["n_draws"],
+        "leiden_runs": cfg["leiden"]["n_runs"],
+        "leiden_draws": cfg["leiden"]["random_draws"],
+        "replicates": cfg["simulation"]["replicates"],
+    }
 
 
 def light_rows(name: str, df: pd.DataFrame, c: dict) -> pd.DataFrame:
@@ -77,11 +82,15 @@ def conclusions(cdf, rdf, protocol, n_genes) -> dict:
     m = wm.methods.set_index("method")
     uns = m[~m["supervised"]]
     return {
-        "best": wm.best, "within": set(wm.within_noise),
+        "best": wm.best,
+        "within": set(wm.within_noise),
         "above_floor": set(uns.index[uns["above_floor"] > 0]),
         "above_hvg": set(uns.index[uns["scaled"] > 1]) if wm.hvg else None,
         "order": list(uns.sort_values("mean", ascending=False).index),
-        "sd": float(np.nanmean(m["sd"])), "floor_sd": wm.floor_sd, "n_runs": wm.n_runs, "n_draws": wm.n_draws,
+        "sd": float(np.nanmean(m["sd"])),
+        "floor_sd": wm.floor_sd,
+        "n_runs": wm.n_runs,
+        "n_draws": wm.n_draws,
     }
 
 
@@ -119,8 +128,13 @@ def recovery_limits(rec: pd.DataFrame) -> pd.DataFrame:
     for m, d in rec.groupby("method", sort=False):
         full = d.groupby(["sigma", "n_noise"])["score"].min() >= 1.0
         full = full.reset_index()
-        out.append({"method": m, "max sigma": full.loc[full["score"], "sigma"].max(),
-                    "max N": full.loc[full["score"], "n_noise"].max()})
+        out.append(
+            {
+                "method": m,
+                "max sigma": full.loc[full["score"], "sigma"].max(),
+                "max N": full.loc[full["score"], "n_noise"].max(),
+            }
+        )
     return pd.DataFrame(out).set_index("method")
 
 
@@ -130,8 +144,17 @@ def check_light_run(full: Path, light_dir: Path, light: dict) -> list[str]:
     for path in sorted(light_dir.glob("*/*.tsv")):
         name = path.name
         ref = full / path.relative_to(light_dir)
-        if name not in ("clustering_nmi.tsv", "clustering_random.tsv", "clustering_leiden.tsv", "leiden_random.tsv",
-                        "recovery.tsv") or not ref.exists():
+        if (
+            name
+            not in (
+                "clustering_nmi.tsv",
+                "clustering_random.tsv",
+                "clustering_leiden.tsv",
+                "leiden_random.tsv",
+                "recovery.tsv",
+            )
+            or not ref.exists()
+        ):
             continue
         n += 1
         a = read_tsv(path)
@@ -150,14 +173,21 @@ def main() -> None:
     light_cfg, full_cfg = protocols()
     light, full = counts(light_cfg), counts(full_cfg)
     datasets = [d for d in light_cfg["run"] if (args.full / d).is_dir()]
-    lines = ["# The light default protocol against the full one (benchmarks/protocol_light.py)", "", args.note, "",
-             f"Full (config/full.yaml): {full}.  Light (config.yaml, the default run): {light}.", "",
-             "Runs/draws: the runs per gene count and the floor's draws; best and within noise: the report's "
-             "`which_method`; floor / HVG flips: methods whose grid-averaged mean changes side of the random floor "
-             "or of the best HVG flavour (scaled 1); order moves: unsupervised methods whose place in the order of "
-             "means changes; sd: mean sd over runs of the methods, and the floor's sd over draws.", "",
-             "| dataset | protocol | runs/draws | best | within noise | floor flips | HVG flips | order moves | sd | floor sd |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# The light default protocol against the full one (benchmarks/protocol_light.py)",
+        "",
+        args.note,
+        "",
+        f"Full (config/full.yaml): {full}.  Light (config.yaml, the default run): {light}.",
+        "",
+        "Runs/draws: the runs per gene count and the floor's draws; best and within noise: the report's "
+        "`which_method`; floor / HVG flips: methods whose grid-averaged mean changes side of the random floor "
+        "or of the best HVG flavour (scaled 1); order moves: unsupervised methods whose place in the order of "
+        "means changes; sd: mean sd over runs of the methods, and the floor's sd over draws.",
+        "",
+        "| dataset | protocol | runs/draws | best | within noise | floor flips | HVG flips | order moves | sd | floor sd |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for d in datasets:
         lines += compare_dataset(args.full, d, light)
     rec = args.full / "simulation" / "recovery.tsv"
@@ -166,11 +196,18 @@ def main() -> None:
         a, b = recovery_limits(df), recovery_limits(light_rows("recovery.tsv", df, light))
         changed = [m for m in a.index if not a.loc[m].equals(b.loc[m])]
         key = ["method", "sigma", "n_noise"]
-        moved = (df.groupby(key)["score"].mean() - light_rows("recovery.tsv", df, light).groupby(key)["score"].mean()).abs()
-        lines += ["", f"Simulation ({full['replicates']} -> {light['replicates']} replicates): full-recovery limits "
-                  f"(largest sigma at N = 1000, largest N at sigma = 0.2) changed for: {', '.join(changed) or 'none'}; "
-                  f"the mean Score of {int((moved > 0).sum())} of {moved.size} (method, grid point) cells moved, by at "
-                  f"most {moved.max():.3f}.", "", a.join(b, rsuffix=" (light)").to_markdown()]
+        moved = (
+            df.groupby(key)["score"].mean() - light_rows("recovery.tsv", df, light).groupby(key)["score"].mean()
+        ).abs()
+        lines += [
+            "",
+            f"Simulation ({full['replicates']} -> {light['replicates']} replicates): full-recovery limits "
+            f"(largest sigma at N = 1000, largest N at sigma = 0.2) changed for: {', '.join(changed) or 'none'}; "
+            f"the mean Score of {int((moved > 0).sum())} of {moved.size} (method, grid point) cells moved, by at "
+            f"most {moved.max():.3f}.",
+            "",
+            a.join(b, rsuffix=" (light)").to_markdown(),
+        ]
     if args.light:
         lines += ["", *check_light_run(args.full, args.light, light)]
     (RESULTS / "protocol_light.md").write_text("\n".join(lines) + "\n")

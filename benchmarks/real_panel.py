@@ -76,7 +76,10 @@ EVAL_SEED = SEED
 #: set -> (file, sha256 of resources/README.md)
 FILES = {
     "bladder": ("mouse_bladder_2100.h5ad", "1336faa6ca5c03afbf3850d0345046c009bd538d202ae8752b045870dc346d71"),
-    "zeisel": ("zeisel2015_mouse_cortex_4000g.h5ad", "d77a542df9b1c5a0d991b555e80f4022049363bbf44fc094937ab4875e55b3d0"),
+    "zeisel": (
+        "zeisel2015_mouse_cortex_4000g.h5ad",
+        "d77a542df9b1c5a0d991b555e80f4022049363bbf44fc094937ab4875e55b3d0",
+    ),
     "kang": ("kang2018_pbmc_5donors_2511g.h5ad", "f7c9689455b5857877fea7380938e9535b1261227a525906d0d41e77dc6b43ad"),
     "stoeckius": ("stoeckius2017_cbmc_500g.h5ad", "654709383062885be6dd1d55b8bd7cace7e550e6d3be4f340b9688633a9ed815"),
 }
@@ -93,8 +96,22 @@ PANEL = ("bladder", "zeisel", "kang", "stoeckius")
 SCANPY_GRAPH = ("graph_moran",)
 NOT_METHODS = ("random", "all_genes")
 COLUMNS = [
-    "labels", "set", "label_source", "method", "draw", "n_features", "run", "ari", "ari_nlabels", "kmeans_ari", "nmi",
-    "score", "select_seconds", "n_cells", "n_genes", "load1",
+    "labels",
+    "set",
+    "label_source",
+    "method",
+    "draw",
+    "n_features",
+    "run",
+    "ari",
+    "ari_nlabels",
+    "kmeans_ari",
+    "nmi",
+    "score",
+    "select_seconds",
+    "n_cells",
+    "n_genes",
+    "load1",
 ]
 
 log = logging.getLogger("real_panel")
@@ -105,8 +122,11 @@ def default_methods() -> list[str]:
     import glfs
 
     out = [
-        name for name, m in glfs.METHODS.items()
-        if (m.family == "score" and not m.needs_labels) or m.family == "hvg" or (m.family == "baseline" and m.needs_counts)
+        name
+        for name, m in glfs.METHODS.items()
+        if (m.family == "score" and not m.needs_labels)
+        or m.family == "hvg"
+        or (m.family == "baseline" and m.needs_counts)
     ]
     return out + (["variance"] if "variance" not in out else [])
 
@@ -203,8 +223,9 @@ class Panel:
                 graph = self.graph if how == "scanpy" else None
                 t = time.perf_counter()  # scanpy's graph is the user's, not the method's time
                 k = min(max(FEATURE_GRID), self.X.shape[1])
-                sel = glfs.select(self.X, base, graph=graph, n_features_to_select=k, counts=self.counts,
-                                  random_state=SEED)
+                sel = glfs.select(
+                    self.X, base, graph=graph, n_features_to_select=k, counts=self.counts, random_state=SEED
+                )
                 ranking = np.asarray(sel.ranking)
         sec = time.perf_counter() - t
         np.savez(path, ranking=ranking, seconds=sec)
@@ -235,8 +256,9 @@ def eval_key(ranking, k: int, seed: int, n_runs: int) -> str:
     return hashlib.sha1(top.tobytes() + json.dumps([int(k), seed, n_runs, MAX_CELLS]).encode()).hexdigest()[:16]
 
 
-def run_set(p: Panel, label_sets, methods, candidates, n_random: int, grid=FEATURE_GRID,
-            floors: bool = True) -> list[dict]:
+def run_set(
+    p: Panel, label_sets, methods, candidates, n_random: int, grid=FEATURE_GRID, floors: bool = True
+) -> list[dict]:
     """Rows of every selection on one set, for each of its label sets (and of random and all genes if ``floors``)."""
     from glfs.evaluate import random_gene_orders
 
@@ -247,12 +269,26 @@ def run_set(p: Panel, label_sets, methods, candidates, n_random: int, grid=FEATU
     def add(labels, method, draw, recs, sec):
         for r in recs:
             score = np.mean([r["ari"], r["ari_nlabels"], r["kmeans_ari"]])
-            rows.append({
-                "labels": labels, "set": p.name, "label_source": LABELS[labels][2], "method": method, "draw": draw,
-                "n_features": r["n_features"], "run": r["run"], "ari": r["ari"], "ari_nlabels": r["ari_nlabels"],
-                "kmeans_ari": r["kmeans_ari"], "nmi": r["nmi"], "score": score, "select_seconds": sec, "n_cells": n,
-                "n_genes": d, "load1": os.getloadavg()[0],
-            })
+            rows.append(
+                {
+                    "labels": labels,
+                    "set": p.name,
+                    "label_source": LABELS[labels][2],
+                    "method": method,
+                    "draw": draw,
+                    "n_features": r["n_features"],
+                    "run": r["run"],
+                    "ari": r["ari"],
+                    "ari_nlabels": r["ari_nlabels"],
+                    "kmeans_ari": r["kmeans_ari"],
+                    "nmi": r["nmi"],
+                    "score": score,
+                    "select_seconds": sec,
+                    "n_cells": n,
+                    "n_genes": d,
+                    "load1": os.getloadavg()[0],
+                }
+            )
 
     named = [(m, None) for m in methods] + list(candidates.items())
     for method, fn in named:
@@ -265,9 +301,19 @@ def run_set(p: Panel, label_sets, methods, candidates, n_random: int, grid=FEATU
             t = time.perf_counter()
             recs = p.evaluate(labels, ranking, grid, seed=EVAL_SEED)
             add(labels, method, np.nan, recs, sec)
-            log.info("%s/%s: %-26s select %6.2f s, eval %5.1f s, score %s", p.name, labels, method, sec,
-                     time.perf_counter() - t, " ".join(f"{r['n_features']}:{np.mean([r['ari'], r['ari_nlabels'], r['kmeans_ari']]):.3f}"
-                                                       for r in recs if r["run"] == 0))
+            log.info(
+                "%s/%s: %-26s select %6.2f s, eval %5.1f s, score %s",
+                p.name,
+                labels,
+                method,
+                sec,
+                time.perf_counter() - t,
+                " ".join(
+                    f"{r['n_features']}:{np.mean([r['ari'], r['ari_nlabels'], r['kmeans_ari']]):.3f}"
+                    for r in recs
+                    if r["run"] == 0
+                ),
+            )
     for labels in label_sets if floors else []:
         for i, (s_i, order) in enumerate(random_gene_orders(d, n_random, SEED) if n_random else []):
             add(labels, "random", i, p.evaluate(labels, order, grid, seed=s_i), 0.0)
@@ -280,8 +326,12 @@ def run_set(p: Panel, label_sets, methods, candidates, n_random: int, grid=FEATU
 
 def complete_ks(S, rows, sets) -> list[int]:
     """The gene counts at which every given row has a score on every given set."""
-    return [k for k in FEATURE_GRID if all((s, k) in S.columns for s in sets)
-            and np.isfinite(S.loc[list(rows), [(s, k) for s in sets]].to_numpy()).all()]
+    return [
+        k
+        for k in FEATURE_GRID
+        if all((s, k) in S.columns for s in sets)
+        and np.isfinite(S.loc[list(rows), [(s, k) for s in sets]].to_numpy()).all()
+    ]
 
 
 def write_summary(df: pd.DataFrame, run: str, path: Path) -> None:
@@ -290,7 +340,10 @@ def write_summary(df: pd.DataFrame, run: str, path: Path) -> None:
     methods = list(dict.fromkeys(df["method"]))
     panel = [s for s in PANEL if s in set(S.columns.get_level_values("labels"))]
     lines = [
-        "# The real development panel (`benchmarks/real_panel.py`)", "", run, "",
+        "# The real development panel (`benchmarks/real_panel.py`)",
+        "",
+        run,
+        "",
         "Protocol: scanpy normalize_total + log1p; each selection's ranking evaluated by "
         "`glfs.evaluate.evaluate_ranking_leiden` (PCA 50 on the top k genes, 15-NN, Leiden over resolutions "
         f"0.2-2.0, k-means; {N_RUNS} run(s), seed {SEED}; sets above {MAX_CELLS} cells evaluated on a stratified "
@@ -298,11 +351,13 @@ def write_summary(df: pd.DataFrame, run: str, path: Path) -> None:
         "at the labels' cluster count and of k-means. Where k >= the set's genes, every selection is all genes "
         "(the all-genes value is shown). random = mean of the seeded draws. `graph_moran@scanpy` = graph_moran "
         "given scanpy's graph (HVG seurat 2,000 -> PCA 50 -> 15-NN). Rows named `cand:` are the mean-bias designs "
-        "of `benchmarks/panel_candidates.py`. An empty cell was not evaluated (time).", "",
+        "of `benchmarks/panel_candidates.py`. An empty cell was not evaluated (time).",
+        "",
         "Label bias: Bladder, Zeisel and Kang's cell types were found by clustering RNA on variable genes, "
         "which favours HVG-like selections in any evaluation against them; Stoeckius' types come from RNA and "
         "surface protein (CITE-seq), partly independent of RNA-only selection. Kang's donors (genotype "
-        "demultiplexing) are independent of RNA but are a batch, not a type: they are not a label set here.", "",
+        "demultiplexing) are independent of RNA but are a batch, not a type: they are not a label set here.",
+        "",
     ]
     for k in FEATURE_GRID:
         t = S.xs(k, axis=1, level="k").reindex(methods).dropna(how="all")
@@ -310,17 +365,33 @@ def write_summary(df: pd.DataFrame, run: str, path: Path) -> None:
         if t.empty:
             continue
         t["panel mean"] = t[[s for s in panel if s in t.columns]].mean(axis=1, skipna=False)
-        lines += [f"## Score at {k} genes", "", t.sort_values("panel mean", ascending=False).to_markdown(floatfmt=".3f"),
-                  ""]
-    mean_k = pd.DataFrame({k: S.xs(k, axis=1, level="k")[panel].mean(axis=1, skipna=False)
-                           for k in FEATURE_GRID}).reindex(methods).dropna(axis=1, how="all")
-    lines += [f"## Panel mean ({len(panel)} sets) by k", "", mean_k.sort_values(mean_k.columns[-1], ascending=False)
-              .to_markdown(floatfmt=".3f"), ""]
+        lines += [
+            f"## Score at {k} genes",
+            "",
+            t.sort_values("panel mean", ascending=False).to_markdown(floatfmt=".3f"),
+            "",
+        ]
+    mean_k = (
+        pd.DataFrame({k: S.xs(k, axis=1, level="k")[panel].mean(axis=1, skipna=False) for k in FEATURE_GRID})
+        .reindex(methods)
+        .dropna(axis=1, how="all")
+    )
+    lines += [
+        f"## Panel mean ({len(panel)} sets) by k",
+        "",
+        mean_k.sort_values(mean_k.columns[-1], ascending=False).to_markdown(floatfmt=".3f"),
+        "",
+    ]
     lines += lodo_section(S, panel) if len(panel) >= 2 else []
     sec = df[~df["method"].isin(NOT_METHODS)].groupby(["method", "set"])["select_seconds"].first()
-    lines += ["## Selection time (s, wall, under the load above; a cached ranking keeps its first time)", "",
-              "For `cand:` rows, scanpy's graph is not counted.", "",
-              sec.unstack("set").to_markdown(floatfmt=".2f"), ""]
+    lines += [
+        "## Selection time (s, wall, under the load above; a cached ranking keeps its first time)",
+        "",
+        "For `cand:` rows, scanpy's graph is not counted.",
+        "",
+        sec.unstack("set").to_markdown(floatfmt=".2f"),
+        "",
+    ]
     path.write_text("\n".join(lines))
 
 
@@ -329,30 +400,45 @@ def lodo_section(S, panel=PANEL) -> list[str]:
     methods = [m for m in S.index if m not in NOT_METHODS]
     registered = [m for m in methods if not m.startswith("cand:")]
     graph = [m for m in methods if m.startswith("cand:") or m.startswith("graph_moran")]
-    out = ["## Leave-one-dataset-out", "",
-           "Each fold chooses, on the other three sets (mean score over the gene counts shown), the best of a "
-           "family, and scores that choice on the held-out set; `hvg` is the HVG flavour chosen the same way. "
-           "`wins`: the choice scores at least the HVG choice and more than random genes, held out (mean over k). "
-           "A choice counts only if it wins held out.", ""]
-    for title, family in (("registered selections", registered),
-                          ("HVG flavours", [m for m in methods if m.startswith("hvg_")]),
-                          ("graph designs (candidates and graph_moran)", graph if len(graph) > 2 else []),
-                          ("everything", methods if len(graph) > 2 else [])):
+    out = [
+        "## Leave-one-dataset-out",
+        "",
+        "Each fold chooses, on the other three sets (mean score over the gene counts shown), the best of a "
+        "family, and scores that choice on the held-out set; `hvg` is the HVG flavour chosen the same way. "
+        "`wins`: the choice scores at least the HVG choice and more than random genes, held out (mean over k). "
+        "A choice counts only if it wins held out.",
+        "",
+    ]
+    for title, family in (
+        ("registered selections", registered),
+        ("HVG flavours", [m for m in methods if m.startswith("hvg_")]),
+        ("graph designs (candidates and graph_moran)", graph if len(graph) > 2 else []),
+        ("everything", methods if len(graph) > 2 else []),
+    ):
         if not family:
             continue
         ks = complete_ks(S, family + ["random"] if "random" in S.index else family, panel)
         if not ks:
             continue
         res = leave_one_dataset_out(S, family, panel, ks)
-        out += [f"### Family: {title} (k = {', '.join(map(str, ks))})", "",
-                lodo_table(res, S, panel, ks).to_markdown(index=False, floatfmt=".3f"), ""]
+        out += [
+            f"### Family: {title} (k = {', '.join(map(str, ks))})",
+            "",
+            lodo_table(res, S, panel, ks).to_markdown(index=False, floatfmt=".3f"),
+            "",
+        ]
     ref, others = "hvg_seurat_v3", [m for m in methods if m != "hvg_seurat_v3"]
     ks = complete_ks(S, [ref, *others], panel) if ref in S.index else []
     if ks:
-        out += [f"### Each selection against {ref} alone (k = {', '.join(map(str, ks))})", "",
-                "Held-out mean score minus seurat_v3's on each set; the folds whose other sets choose the "
-                "design over seurat_v3 (a tie keeps seurat_v3), and how many of those it wins held out.", "",
-                head_to_head(S, ref, others, panel, ks).to_markdown(index=False, floatfmt="+.3f"), ""]
+        out += [
+            f"### Each selection against {ref} alone (k = {', '.join(map(str, ks))})",
+            "",
+            "Held-out mean score minus seurat_v3's on each set; the folds whose other sets choose the "
+            "design over seurat_v3 (a tie keeps seurat_v3), and how many of those it wins held out.",
+            "",
+            head_to_head(S, ref, others, panel, ks).to_markdown(index=False, floatfmt="+.3f"),
+            "",
+        ]
     return out
 
 
@@ -372,15 +458,26 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", nargs="*", default=list(FILES), choices=list(FILES))
     ap.add_argument("--methods", nargs="*", default=None, help="registered methods (default: every single-cell one)")
-    ap.add_argument("--candidates", nargs="*", default=None,
-                    help="also the designs of benchmarks/panel_candidates.py (all of CANDIDATES, or these names)")
+    ap.add_argument(
+        "--candidates",
+        nargs="*",
+        default=None,
+        help="also the designs of benchmarks/panel_candidates.py (all of CANDIDATES, or these names)",
+    )
     ap.add_argument("--skip", nargs="*", default=[], help="methods to leave out")
     ap.add_argument("--labels", nargs="*", default=None, help="label sets (default: all of the sets')")
-    ap.add_argument("--eval-seed", type=int, default=SEED,
-                    help="the evaluation's seed for the selections (another seed writes real_panel_seed<N>.*)")
+    ap.add_argument(
+        "--eval-seed",
+        type=int,
+        default=SEED,
+        help="the evaluation's seed for the selections (another seed writes real_panel_seed<N>.*)",
+    )
     ap.add_argument("--n-random", type=int, default=2)
-    ap.add_argument("--no-floors", action="store_true",
-                    help="skip random and all genes (their rows in the .tsv stay): a run of new selections only")
+    ap.add_argument(
+        "--no-floors",
+        action="store_true",
+        help="skip random and all genes (their rows in the .tsv stay): a run of new selections only",
+    )
     ap.add_argument("--grid", type=int, nargs="*", default=list(FEATURE_GRID), help="gene counts evaluated")
     ap.add_argument("--cache", type=Path, default=CACHE)
     ap.add_argument("--fresh", action="store_true", help="recompute the cached rankings")
@@ -422,9 +519,11 @@ def main(argv=None) -> int:
     df = pd.concat([keep, new], ignore_index=True) if len(keep) else new
     args.out.mkdir(parents=True, exist_ok=True)
     df.to_csv(tsv, sep="\t", index=False, float_format="%.6g")
-    run = (f"Run {datetime.now():%Y-%m-%d %H:%M} (sets {', '.join(args.sets)}): wall {(time.perf_counter() - t0) / 60:.1f} min, "
-           f"load (1 min) {load0:.2f} at start, {os.getloadavg()[0]:.2f} at end, {os.cpu_count()} CPUs, nice 10; "
-           f"{_versions()}.")
+    run = (
+        f"Run {datetime.now():%Y-%m-%d %H:%M} (sets {', '.join(args.sets)}): wall {(time.perf_counter() - t0) / 60:.1f} min, "
+        f"load (1 min) {load0:.2f} at start, {os.getloadavg()[0]:.2f} at end, {os.cpu_count()} CPUs, nice 10; "
+        f"{_versions()}."
+    )
     write_summary(df, run, md)
     return 0
 

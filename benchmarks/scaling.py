@@ -52,8 +52,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench.procfs import reset_peak, status_kb  # noqa: E402
-from bench.timing import uptime  # noqa: E402
 from bench.simulated import MARKERS_PER_CLUSTER, planted_genes, simulate_lognorm  # noqa: E402
+from bench.timing import uptime  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -176,15 +176,19 @@ def worker(spec):
 
     warm = True  # run a second time in the same process
     if case == "graph":
+
         def run():
             return graph()
     elif case == "graph+ls":
+
         def run():
             return glfs.laplacian_score(X, graph())
     elif case == "graph_exact+ls":  # exact search on all genes
+
         def run():
             return glfs.laplacian_score(X, graph(method="exact"))
     elif case == "graph_approx+ls":  # the approximate index on 50 principal components (forced)
+
         def run():
             return glfs.laplacian_score(X, graph(method="approx"))
     elif case == "skfeature_graph+ls":
@@ -197,7 +201,9 @@ def worker(spec):
         t_sk = float(np.sqrt(np.mean(dist**2) / 2))
 
         def run():
-            Wk = construct_W(X, metric="euclidean", neighbor_mode="knn", weight_mode="heat_kernel", k=N_NEIGHBORS, t=t_sk)
+            Wk = construct_W(
+                X, metric="euclidean", neighbor_mode="knn", weight_mode="heat_kernel", k=N_NEIGHBORS, t=t_sk
+            )
             return lap_score(X, W=Wk, mode="index")  # feature indices, best (smallest score) first
     elif case in ("gearys_c", "morans_i"):
         import scanpy as sc
@@ -409,7 +415,9 @@ def cell(r):
 
 def summary(rows, info, up_start, up_end, args):
     by = {(int(r["n_cells"]), int(r["n_genes"]), r["case"]): r for r in rows}
-    sizes = sorted({(int(r["n_cells"]), int(r["n_genes"])) for r in rows if (int(r["n_cells"]), int(r["n_genes"])) != GOAL})
+    sizes = sorted(
+        {(int(r["n_cells"]), int(r["n_genes"])) for r in rows if (int(r["n_cells"]), int(r["n_genes"])) != GOAL}
+    )
     lines = [
         "# Scaling: every method at single-cell scale",
         "",
@@ -474,7 +482,9 @@ def summary(rows, info, up_start, up_end, args):
             continue
         lines.append(
             f"| {case} | "
-            + " | ".join(str(v.get("planted_top")) if v and v.get("planted_top") not in (None, "") else "-" for v in vals)
+            + " | ".join(
+                str(v.get("planted_top")) if v and v.get("planted_top") not in (None, "") else "-" for v in vals
+            )
             + " |"
         )
     lines += ["", "## Notes on rows that did not run", ""]
@@ -509,7 +519,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="*", default=SIZES)
     ap.add_argument("--genes", type=int, default=N_GENES)
-    ap.add_argument("--cases", nargs="*", default=None, help="subset of cases (default: all), e.g. graph hvg select:ufi")
+    ap.add_argument(
+        "--cases", nargs="*", default=None, help="subset of cases (default: all), e.g. graph hvg select:ufi"
+    )
     ap.add_argument("--no-goal", action="store_true", help="skip the 10,000 x 500 goal case")
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--mem-gb", type=float, default=8.0)
@@ -530,7 +542,9 @@ def main(argv=None):
         return
     if args.summary_only:
         meta = json.loads(info_path.read_text())
-        md.write_text(summary(rows, meta["machine"], meta["uptime_start"], meta["uptime_end"], argparse.Namespace(**meta["args"])))
+        md.write_text(
+            summary(rows, meta["machine"], meta["uptime_start"], meta["uptime_end"], argparse.Namespace(**meta["args"]))
+        )
         return
     run_at = time.strftime("%Y-%m-%dT%H:%M:%S")
     up_start = uptime()
@@ -538,7 +552,9 @@ def main(argv=None):
     cases = args.cases or ALL_CASES
     plan = []
     if not args.no_goal and (args.cases is None or any(c in GRAPH_CASES + ["skfeature_graph+ls"] for c in cases)):
-        plan += [(*GOAL, c) for c in ("graph+ls", "graph_exact+ls", "graph_approx+ls", "skfeature_graph+ls") if c in cases]
+        plan += [
+            (*GOAL, c) for c in ("graph+ls", "graph_exact+ls", "graph_approx+ls", "skfeature_graph+ls") if c in cases
+        ]
     for n in args.sizes:
         order = ["graph"] + [c for c in cases if c != "graph"]  # the graph first: the other cases load it
         plan += [(n, args.genes, c) for c in order if c in cases or c == "graph"]

@@ -58,8 +58,16 @@ SETS = {  # name -> (file, label column)
     "cbmc": ("stoeckius2017_cbmc_500g.h5ad", "label"),
     "kang": ("kang2018_pbmc_5donors_2511g.h5ad", "label"),
 }
-SELECTIONS = ("hvg_seurat", "hvg_cell_ranger", "hvg_seurat_v3", "hvg_pearson_residuals", "deviance", "variance",
-              "laplacian_score", "graph_moran")
+SELECTIONS = (
+    "hvg_seurat",
+    "hvg_cell_ranger",
+    "hvg_seurat_v3",
+    "hvg_pearson_residuals",
+    "deviance",
+    "variance",
+    "laplacian_score",
+    "graph_moran",
+)
 FEATURE_GRID = (200, 500, 2000)
 VARIANTS = {"sim_splat": 1.0, "sim_fitted": None, "sim_matched": None}  # counterpart -> estimate_params(bcv_trend=...)
 #: sim_matched: the fitted counterpart with every group's log fold changes scaled by the lambda of this grid whose
@@ -84,9 +92,22 @@ def evaluate(data: str, counts, labels, args) -> list[dict]:
     rows = []
 
     def add(method, draw, recs, sec):
-        rows.extend({"data": data, "method": method, "draw": draw, "n_features": r["n_features"], "run": r["run"],
-                     "ari": r["ari"], "ari_nlabels": r["ari_nlabels"], "kmeans_ari": r["kmeans_ari"], "score": _score(r),
-                     "select_seconds": sec, "load1": os.getloadavg()[0]} for r in recs)
+        rows.extend(
+            {
+                "data": data,
+                "method": method,
+                "draw": draw,
+                "n_features": r["n_features"],
+                "run": r["run"],
+                "ari": r["ari"],
+                "ari_nlabels": r["ari_nlabels"],
+                "kmeans_ari": r["kmeans_ari"],
+                "score": _score(r),
+                "select_seconds": sec,
+                "load1": os.getloadavg()[0],
+            }
+            for r in recs
+        )
 
     for m in SELECTIONS:
         try:
@@ -99,10 +120,18 @@ def evaluate(data: str, counts, labels, args) -> list[dict]:
             continue
         add(m, np.nan, evaluate_ranking_leiden(Xl, labels, ranking, feature_grid=grid, n_runs=args.n_runs), sec)
     for i, (s_i, order) in enumerate(random_gene_orders(d, args.n_random, 0)):
-        add("random", i, evaluate_ranking_leiden(Xl, labels, order, feature_grid=grid, n_runs=args.n_runs,
-                                                 random_state=s_i), 0.0)
-    add("all_genes", np.nan, evaluate_ranking_leiden(Xl, labels, np.arange(d), feature_grid=("all",),
-                                                     n_runs=args.n_runs), 0.0)
+        add(
+            "random",
+            i,
+            evaluate_ranking_leiden(Xl, labels, order, feature_grid=grid, n_runs=args.n_runs, random_state=s_i),
+            0.0,
+        )
+    add(
+        "all_genes",
+        np.nan,
+        evaluate_ranking_leiden(Xl, labels, np.arange(d), feature_grid=("all",), n_runs=args.n_runs),
+        0.0,
+    )
     return rows
 
 
@@ -156,15 +185,25 @@ def run_set(name: str, args) -> tuple[list[dict], dict]:
     for variant in args.variants:
         t = time.perf_counter()
         p = estimate_params(counts, labels, bcv_trend=VARIANTS[variant])
-        kw, lam, eta2 = matched_kwargs(p, counts, labels) if variant == "sim_matched" else (p.simulate_kwargs(), 1.0, np.nan)
+        kw, lam, eta2 = (
+            matched_kwargs(p, counts, labels) if variant == "sim_matched" else (p.simulate_kwargs(), 1.0, np.nan)
+        )
         sim = simulate_counts(**kw, random_state=0)
-        params[variant] = {"de_scale": lam, "eta2_real": eta2, "eta2_sim": separation(sim.counts, sim.groups), **{k: getattr(p, k) for k in PARAM_KEYS}, "dropout_mid": p.dropout_mid,
-                           "de_prob_mean": float(np.mean(p.de_prob)), "de_fac_loc_mean": float(np.mean(p.de_fac_loc)),
-                           "de_fac_scale_mean": float(np.mean(p.de_fac_scale)), "estimate_seconds": time.perf_counter() - t,
-                           "bcv_level_measured": p.diagnostics["bcv_level_measured"],
-                           "zero_excess": p.diagnostics["zero_excess"],
-                           "nonzero_real": counts.nnz / np.prod(counts.shape),
-                           "nonzero_sim": sim.counts.nnz / np.prod(sim.counts.shape)}
+        params[variant] = {
+            "de_scale": lam,
+            "eta2_real": eta2,
+            "eta2_sim": separation(sim.counts, sim.groups),
+            **{k: getattr(p, k) for k in PARAM_KEYS},
+            "dropout_mid": p.dropout_mid,
+            "de_prob_mean": float(np.mean(p.de_prob)),
+            "de_fac_loc_mean": float(np.mean(p.de_fac_loc)),
+            "de_fac_scale_mean": float(np.mean(p.de_fac_scale)),
+            "estimate_seconds": time.perf_counter() - t,
+            "bcv_level_measured": p.diagnostics["bcv_level_measured"],
+            "zero_excess": p.diagnostics["zero_excess"],
+            "nonzero_real": counts.nnz / np.prod(counts.shape),
+            "nonzero_sim": sim.counts.nnz / np.prod(sim.counts.shape),
+        }
         rows += [dict(r, set=name) for r in evaluate(variant, sim.counts, sim.groups, args)]
         log.info("%s %s: %.0f s", name, variant, time.perf_counter() - t)
     return rows, params
@@ -232,24 +271,40 @@ def write_summary(df: pd.DataFrame, params: dict, info: dict, path: Path) -> Non
     means = method_means(df)
     panel = panel_means()
     lines = [
-        "# Simulator calibration (`benchmarks/sim_calibration.py`)", "",
+        "# Simulator calibration (`benchmarks/sim_calibration.py`)",
+        "",
         f"Run {info['date']}; wall time {info['wall_s'] / 60:.1f} min; load (1 min) {info['load_start']:.1f} at start, "
         f"{info['load_end']:.1f} at end, {info['cpus']} CPUs; at most {info['max_cells']} cells per set (stratified), "
         f"{info['n_runs']} Leiden/k-means run per k, k in {list(FEATURE_GRID)}. Versions: {info['versions']}."
-        + "".join(f" Rows of {m} (merged: they replace this run's rows of those sets)." for m in info.get("merged", [])), "",
+        + "".join(
+            f" Rows of {m} (merged: they replace this run's rows of those sets)." for m in info.get("merged", [])
+        ),
+        "",
         "Score = mean of Leiden ARI (best resolution), Leiden ARI (labels' cluster count) and k-means ARI, averaged "
         "over k (random: also over draws). `real` = the set's subsample; `sim_splat` = its counterpart with Splat's "
-        "BCV trend (`bcv_trend` 1, as splatter's `splatEstimate`); `sim_fitted` = the trend's weight fitted too.", "",
-        "## Rank agreement (Spearman, selections incl. random, all genes left out)", "",
-        agreement(means).to_markdown(floatfmt=".2f"), "",
+        "BCV trend (`bcv_trend` 1, as splatter's `splatEstimate`); `sim_fitted` = the trend's weight fitted too.",
+        "",
+        "## Rank agreement (Spearman, selections incl. random, all genes left out)",
+        "",
+        agreement(means).to_markdown(floatfmt=".2f"),
+        "",
     ]
     if panel is not None:
         joined = panel.join(means, how="inner")
-        lines += ["Against the panel benchmark's table (`real_panel.tsv`, all cells, its runs):", "",
-                  agreement(joined, ref="panel").to_markdown(floatfmt=".2f"), ""]
+        lines += [
+            "Against the panel benchmark's table (`real_panel.tsv`, all cells, its runs):",
+            "",
+            agreement(joined, ref="panel").to_markdown(floatfmt=".2f"),
+            "",
+        ]
     lines += ["## Mean score per set and selection", "", means.unstack("set").to_markdown(floatfmt=".3f"), ""]
     if params:
-        lines += ["## Estimated parameters (per set and counterpart)", "", _param_table(params).to_markdown(floatfmt=".3g"), ""]
+        lines += [
+            "## Estimated parameters (per set and counterpart)",
+            "",
+            _param_table(params).to_markdown(floatfmt=".3g"),
+            "",
+        ]
     path.write_text("\n".join(lines))
 
 
@@ -263,8 +318,13 @@ def main(argv=None) -> int:
     ap.add_argument("--n-random", type=int, default=2)
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--summary-only", action="store_true")
-    ap.add_argument("--merge", nargs="*", type=Path, default=[],
-                    help="with --summary-only: also read the .tsv/.json of these output folders (sets run apart or re-run; their rows replace this run's)")
+    ap.add_argument(
+        "--merge",
+        nargs="*",
+        type=Path,
+        default=[],
+        help="with --summary-only: also read the .tsv/.json of these output folders (sets run apart or re-run; their rows replace this run's)",
+    )
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
     for noisy in ("glfs", "scanpy", "anndata", "numba"):
@@ -281,7 +341,8 @@ def main(argv=None) -> int:
             mi = more["info"]
             meta["info"].setdefault("merged", []).append(
                 f"{', '.join(sorted(more['params']))}: run {mi['date']}, wall time {mi['wall_s'] / 60:.1f} min, load "
-                f"{mi['load_start']:.1f} at start, {mi['load_end']:.1f} at end")
+                f"{mi['load_start']:.1f} at start, {mi['load_end']:.1f} at end"
+            )
         # a merged run's rows replace every row of this run for the same set and data (a set re-run)
         for i in range(1, len(frames)):
             redone = pd.MultiIndex.from_frame(frames[i][["set", "data"]])
@@ -291,8 +352,14 @@ def main(argv=None) -> int:
         pj.write_text(json.dumps(meta, indent=1, default=float))
         write_summary(df, meta["params"], meta["info"], md)
         return 0
-    info = {"date": datetime.now().strftime("%Y-%m-%d %H:%M"), "load_start": os.getloadavg()[0], "cpus": os.cpu_count(),
-            "versions": versions(), "max_cells": args.max_cells, "n_runs": args.n_runs}
+    info = {
+        "date": datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "load_start": os.getloadavg()[0],
+        "cpus": os.cpu_count(),
+        "versions": versions(),
+        "max_cells": args.max_cells,
+        "n_runs": args.n_runs,
+    }
     t0 = time.perf_counter()
     rows, params = [], {}
     args.out.mkdir(parents=True, exist_ok=True)

@@ -69,7 +69,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-
 from bench.singlecell import lognorm, run_selection, scanpy_graph, versions  # benchmarks/ is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,16 +91,39 @@ SETTINGS = {
 FULL_EXTRA = {
     "smallfc_balanced": {"de_fac_loc": 0.1, "de_prob": 0.1, "group_prob": BALANCED, "lib_loc": 8.0},
     "fewgenes_rare": {"de_fac_loc": 0.3, "de_prob": 0.05, "group_prob": RARE, "lib_loc": 8.0},
-    "mixed_rare": {"de_fac_loc": (0.1, 0.1, 0.2, 0.3, 0.3), "de_prob": (0.05, 0.05, 0.1, 0.1, 0.1), "group_prob": RARE,
-                   "lib_loc": 8.0},
+    "mixed_rare": {
+        "de_fac_loc": (0.1, 0.1, 0.2, 0.3, 0.3),
+        "de_prob": (0.05, 0.05, 0.1, 0.1, 0.1),
+        "group_prob": RARE,
+        "lib_loc": 8.0,
+    },
     "sparse_deep_rare": {"de_fac_loc": 0.1, "de_prob": 0.02, "group_prob": RARE, "lib_loc": 11.0},
 }
 QUICK = {"quick_rare": {"de_fac_loc": 0.3, "de_prob": 0.1, "group_prob": RARE, "lib_loc": 8.0}}
 
 COLUMNS = [
-    "data", "data_kind", "setting", "seed", "method", "draw", "n_features", "run", "ari", "ari_nlabels", "nmi",
-    "nmi_nlabels", "precision_at_k", "recall_at_k", "select_seconds", "graph_seconds", "n_cells", "n_genes",
-    "n_programme", "params", "status", "load1",
+    "data",
+    "data_kind",
+    "setting",
+    "seed",
+    "method",
+    "draw",
+    "n_features",
+    "run",
+    "ari",
+    "ari_nlabels",
+    "nmi",
+    "nmi_nlabels",
+    "precision_at_k",
+    "recall_at_k",
+    "select_seconds",
+    "graph_seconds",
+    "n_cells",
+    "n_genes",
+    "n_programme",
+    "params",
+    "status",
+    "load1",
 ]
 NOT_METHODS = ("random", "all_genes")
 
@@ -117,7 +139,11 @@ def default_methods() -> list[str]:
 
     out = []
     for name, m in glfs.METHODS.items():
-        if (m.family == "score" and not m.needs_labels) or m.family == "hvg" or (m.family == "baseline" and m.needs_counts):
+        if (
+            (m.family == "score" and not m.needs_labels)
+            or m.family == "hvg"
+            or (m.family == "baseline" and m.needs_counts)
+        ):
             out.append(name)
     return out + (["variance"] if "variance" not in out else [])
 
@@ -125,7 +151,9 @@ def default_methods() -> list[str]:
 # ---- one data set ---------------------------------------------------------------------------
 
 
-def evaluate_dataset(data, kind, setting, params, seed, counts, labels, structured, methods, args, scanpy_graph_methods):
+def evaluate_dataset(
+    data, kind, setting, params, seed, counts, labels, structured, methods, args, scanpy_graph_methods
+):
     """Rows of every selection on one data set."""
     from glfs.evaluate import evaluate_ranking_leiden, random_gene_orders
 
@@ -136,7 +164,12 @@ def evaluate_dataset(data, kind, setting, params, seed, counts, labels, structur
     Xl = lognorm(counts)
     log.info("%s: %d cells x %d genes, lognorm %.1f s", data, n, d, time.perf_counter() - t0)
     common = {
-        "data": data, "data_kind": kind, "setting": setting, "seed": seed, "n_cells": n, "n_genes": d,
+        "data": data,
+        "data_kind": kind,
+        "setting": setting,
+        "seed": seed,
+        "n_cells": n,
+        "n_genes": d,
         "n_programme": int(structured.sum()) if structured is not None else np.nan,
         "params": json.dumps(params, sort_keys=True),
     }
@@ -149,12 +182,25 @@ def evaluate_dataset(data, kind, setting, params, seed, counts, labels, structur
             if structured is not None:
                 hit = structured[ranking[:k]].sum()
                 prec, rec = hit / k, hit / max(1, structured.sum())
-            rows.append({
-                **common, "method": method, "draw": draw, "n_features": k, "run": r["run"], "ari": r["ari"],
-                "ari_nlabels": r["ari_nlabels"], "nmi": r["nmi"], "nmi_nlabels": r["nmi_nlabels"],
-                "precision_at_k": prec, "recall_at_k": rec, "select_seconds": select_s, "graph_seconds": graph_s,
-                "status": status, "load1": os.getloadavg()[0],
-            })
+            rows.append(
+                {
+                    **common,
+                    "method": method,
+                    "draw": draw,
+                    "n_features": k,
+                    "run": r["run"],
+                    "ari": r["ari"],
+                    "ari_nlabels": r["ari_nlabels"],
+                    "nmi": r["nmi"],
+                    "nmi_nlabels": r["nmi_nlabels"],
+                    "precision_at_k": prec,
+                    "recall_at_k": rec,
+                    "select_seconds": select_s,
+                    "graph_seconds": graph_s,
+                    "status": status,
+                    "load1": os.getloadavg()[0],
+                }
+            )
 
     adata_graph, graph_s = (None, np.nan)
     if scanpy_graph_methods & set(methods):
@@ -163,20 +209,38 @@ def evaluate_dataset(data, kind, setting, params, seed, counts, labels, structur
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # constant genes, scanpy's notes: not the benchmark's business
-                ranking, sec = run_selection(m, Xl, counts, k_max, seed, adata_graph if m in scanpy_graph_methods else None)
+                ranking, sec = run_selection(
+                    m, Xl, counts, k_max, seed, adata_graph if m in scanpy_graph_methods else None
+                )
         except Exception as exc:  # a failing method is recorded, the run goes on
             log.warning("%s: %s failed: %s", data, m, exc)
-            rows.append({**common, "method": m, "draw": np.nan, "n_features": np.nan, "run": np.nan,
-                         "status": f"error: {type(exc).__name__}: {exc}"[:300], "load1": os.getloadavg()[0]})
+            rows.append(
+                {
+                    **common,
+                    "method": m,
+                    "draw": np.nan,
+                    "n_features": np.nan,
+                    "run": np.nan,
+                    "status": f"error: {type(exc).__name__}: {exc}"[:300],
+                    "load1": os.getloadavg()[0],
+                }
+            )
             continue
         recs = evaluate_ranking_leiden(Xl, labels, ranking, feature_grid=grid, n_runs=args.n_runs, random_state=seed)
         add(m, np.nan, ranking, recs, sec, graph_s if m in scanpy_graph_methods else np.nan)
-        log.info("%s: %-22s select %6.2f s, ARI %s", data, m, sec,
-                 " ".join(f"{k}:{np.mean([r['ari'] for r in recs if r['n_features'] == k]):.3f}" for k in grid))
+        log.info(
+            "%s: %-22s select %6.2f s, ARI %s",
+            data,
+            m,
+            sec,
+            " ".join(f"{k}:{np.mean([r['ari'] for r in recs if r['n_features'] == k]):.3f}" for k in grid),
+        )
     for i, (s_i, order) in enumerate(random_gene_orders(d, args.n_random, seed)):
         recs = evaluate_ranking_leiden(Xl, labels, order, feature_grid=grid, n_runs=args.n_runs, random_state=s_i)
         add("random", i, order, recs, 0.0)
-    recs = evaluate_ranking_leiden(Xl, labels, np.arange(d), feature_grid=("all",), n_runs=args.n_runs, random_state=seed)
+    recs = evaluate_ranking_leiden(
+        Xl, labels, np.arange(d), feature_grid=("all",), n_runs=args.n_runs, random_state=seed
+    )
     add("all_genes", np.nan, np.arange(d), recs, 0.0)
     log.info("%s: done in %.0f s", data, time.perf_counter() - t0)
     return rows
@@ -233,28 +297,40 @@ def write_summary(df: pd.DataFrame, run: str, path: Path) -> None:
         f"{N_RUNS} runs). `ari` = ARI at the best resolution (chosen with the labels, optimistic); "
         "`ari_nlabels` = at the cluster count nearest the number of labels. Random = mean over seeded draws; "
         "all_genes = every gene (the same value in both k columns). Simulated settings (Splat model, "
-        "`glfs.simulation.scsim.simulate_counts`): " + "; ".join(
-            f"`{s}` {json.loads(p)}" for s, p in df[df["data_kind"] == "simulated"].groupby("setting")["params"].first().items()
-        ) + ".",
+        "`glfs.simulation.scsim.simulate_counts`): "
+        + "; ".join(
+            f"`{s}` {json.loads(p)}"
+            for s, p in df[df["data_kind"] == "simulated"].groupby("setting")["params"].first().items()
+        )
+        + ".",
         "",
         "**`mouse_bladder` is a development set** (data_kind = development): the team has seen it; "
         "nothing may be tuned on it, and its numbers are a sanity check, not evidence for a default.",
         "",
     ]
-    for value, title in (("ari", "Mean ARI at the best resolution"), ("ari_nlabels", "Mean ARI at the number of labels")):
+    for value, title in (
+        ("ari", "Mean ARI at the best resolution"),
+        ("ari_nlabels", "Mean ARI at the number of labels"),
+    ):
         lines += [f"## {title}", "", _table(df, value, order).to_markdown(floatfmt=".3f"), ""]
-    ranks = pd.DataFrame({
-        "mean rank (ari)": _ranks(df, "ari"),
-        "mean rank (ari_nlabels)": _ranks(df, "ari_nlabels"),
-        "mean rank sim (ari)": _ranks(df[df["data_kind"] == "simulated"], "ari"),
-    })
+    ranks = pd.DataFrame(
+        {
+            "mean rank (ari)": _ranks(df, "ari"),
+            "mean rank (ari_nlabels)": _ranks(df, "ari_nlabels"),
+            "mean rank sim (ari)": _ranks(df[df["data_kind"] == "simulated"], "ari"),
+        }
+    )
     ok = df[df["status"] == "ok"]
     sim = ok[ok["data_kind"] == "simulated"]
     ranks["precision@500"] = sim[sim["n_features"] == 500].groupby("method")["precision_at_k"].mean()
     ranks["recall@2000"] = sim[sim["n_features"] == 2000].groupby("method")["recall_at_k"].mean()
     per_call = ok.drop_duplicates(["data", "seed", "method"])
-    ranks["select s (sim, mean)"] = per_call[per_call["data_kind"] == "simulated"].groupby("method")["select_seconds"].mean()
-    ranks["select s (bladder)"] = per_call[per_call["data_kind"] == "development"].groupby("method")["select_seconds"].mean()
+    ranks["select s (sim, mean)"] = (
+        per_call[per_call["data_kind"] == "simulated"].groupby("method")["select_seconds"].mean()
+    )
+    ranks["select s (bladder)"] = (
+        per_call[per_call["data_kind"] == "development"].groupby("method")["select_seconds"].mean()
+    )
     ranks = ranks.reindex([m for m in order if m in ranks.index]).sort_values("mean rank (ari)")
     lines += [
         "## Mean rank, recovery and time",
@@ -273,21 +349,30 @@ def write_summary(df: pd.DataFrame, run: str, path: Path) -> None:
     ]
     bad = df[df["status"] != "ok"]
     if len(bad):
-        lines += ["## Failures", ""] + [f"- {r.data} seed {r.seed}, {r.method}: {r.status}" for r in bad.itertuples()] + [""]
+        lines += (
+            ["## Failures", ""] + [f"- {r.data} seed {r.seed}, {r.method}: {r.status}" for r in bad.itertuples()] + [""]
+        )
     path.write_text("\n".join(lines))
-
-
-
 
 
 def _commit() -> str:
     """HEAD, and which of the files this run depends on differ from it (uncommitted)."""
-    files = ["benchmarks/singlecell_selection.py", "src/glfs/scsim.py", "src/glfs/api.py", "src/glfs/evaluate.py",
-             "src/glfs/leiden.py", "src/glfs/clustering.py"]
+    files = [
+        "benchmarks/singlecell_selection.py",
+        "src/glfs/scsim.py",
+        "src/glfs/api.py",
+        "src/glfs/evaluate.py",
+        "src/glfs/leiden.py",
+        "src/glfs/clustering.py",
+    ]
     try:
         git = ["git", "-C", str(ROOT)]
-        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run([*git, "status", "--porcelain", "--", *files], capture_output=True, text=True, check=True).stdout
+        head = subprocess.run(
+            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--", *files], capture_output=True, text=True, check=True
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         return "?"
     changed = [line[3:] for line in dirty.splitlines()]
@@ -302,10 +387,14 @@ def main(argv=None) -> int:
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="one small simulated setting, one seed")
     mode.add_argument("--full", action="store_true", help="bigger grid: more settings, 10,000 genes, 3 seeds")
-    ap.add_argument("--real", action=argparse.BooleanOptionalAction, default=True, help="the mouse-bladder development set")
+    ap.add_argument(
+        "--real", action=argparse.BooleanOptionalAction, default=True, help="the mouse-bladder development set"
+    )
     ap.add_argument("--methods", nargs="*", default=[], help="more registered methods, by name")
     ap.add_argument("--only-methods", nargs="*", default=None, help="run these methods instead of the default list")
-    ap.add_argument("--scanpy-graph", nargs="*", default=[], help="methods given scanpy's graph (obsp) instead of their own")
+    ap.add_argument(
+        "--scanpy-graph", nargs="*", default=[], help="methods given scanpy's graph (obsp) instead of their own"
+    )
     ap.add_argument("--n-random", type=int, default=3, help="random-gene draws per data set")
     ap.add_argument("--n-runs", type=int, default=N_RUNS, help="Leiden runs per k")
     ap.add_argument("--out", type=Path, default=RESULTS)
@@ -339,8 +428,12 @@ def main(argv=None) -> int:
     else:
         settings, n_cells, genes, seeds = SETTINGS, 2000, [5000], [0, 1]
     info = {
-        "date": datetime.now().strftime("%Y-%m-%d %H:%M"), "mode": "quick" if args.quick else "full" if args.full else "default",
-        "load_start": os.getloadavg()[0], "cpus": os.cpu_count(), "versions": versions(), "commit": _commit(),
+        "date": datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "mode": "quick" if args.quick else "full" if args.full else "default",
+        "load_start": os.getloadavg()[0],
+        "cpus": os.cpu_count(),
+        "versions": versions(),
+        "commit": _commit(),
     }
     log.info("methods: %s; load %.2f", methods, info["load_start"])
     t_start = time.perf_counter()
@@ -357,8 +450,19 @@ def main(argv=None) -> int:
     if args.real:
         a = ad.read_h5ad(REAL)
         counts = sp.csr_matrix(a.X, dtype=np.float32)
-        rows += evaluate_dataset("mouse_bladder", "development", "mouse_bladder", {"file": REAL.name}, 0, counts,
-                                 np.asarray(a.obs["cell_type"]), None, methods, args, scanpy_graph_methods)
+        rows += evaluate_dataset(
+            "mouse_bladder",
+            "development",
+            "mouse_bladder",
+            {"file": REAL.name},
+            0,
+            counts,
+            np.asarray(a.obs["cell_type"]),
+            None,
+            methods,
+            args,
+            scanpy_graph_methods,
+        )
         save()
     for name, params in settings.items():
         for d in genes:
@@ -366,8 +470,19 @@ def main(argv=None) -> int:
                 sim = simulate_counts(n_cells, d, random_state=seed, **params)
                 data = f"{name}_{d}g_s{seed}"
                 p = {**params, "n_cells": n_cells, "n_genes": d}
-                rows += evaluate_dataset(data, "simulated", name if len(genes) == 1 else f"{name}_{d}g", p, seed,
-                                         sim.counts, sim.groups, sim.structured, methods, args, scanpy_graph_methods)
+                rows += evaluate_dataset(
+                    data,
+                    "simulated",
+                    name if len(genes) == 1 else f"{name}_{d}g",
+                    p,
+                    seed,
+                    sim.counts,
+                    sim.groups,
+                    sim.structured,
+                    methods,
+                    args,
+                    scanpy_graph_methods,
+                )
                 save()
     save()
     log.info("done in %.1f min, load %.2f", (time.perf_counter() - t_start) / 60, os.getloadavg()[0])

@@ -77,20 +77,43 @@ def main(argv=None) -> int:
         for k in args.genes:
             A = knn_affinity(Xn[:, order[:k]], 10)
             ref = None
-            for name, solver, tol in [("arpack", "arpack", None), ("lobpcg_scipy_tol", "lobpcg", None), ("lobpcg_eigen_tol", "lobpcg", EIGEN_TOL)]:
+            for name, solver, tol in [
+                ("arpack", "arpack", None),
+                ("lobpcg_scipy_tol", "lobpcg", None),
+                ("lobpcg_eigen_tol", "lobpcg", EIGEN_TOL),
+            ]:
                 U, dt, m, sd, missed = _case(A, yn, solver, tol, seeds)
                 ref = U if ref is None else ref
                 angle = float(np.degrees(sla.subspace_angles(ref, U).max()))
-                rows.append({"n_cells": n, "top_genes": k, "solver": name, "time_s": round(dt, 2), "max_angle_deg": angle,
-                             "nmi_mean": round(m, 4), "nmi_sd": round(sd, 4), "missed_tol": missed, "load1": os.getloadavg()[0]})
+                rows.append(
+                    {
+                        "n_cells": n,
+                        "top_genes": k,
+                        "solver": name,
+                        "time_s": round(dt, 2),
+                        "max_angle_deg": angle,
+                        "nmi_mean": round(m, 4),
+                        "nmi_sd": round(sd, 4),
+                        "missed_tol": missed,
+                        "load1": os.getloadavg()[0],
+                    }
+                )
                 print(rows[-1], flush=True)
     df = pd.DataFrame(rows)
     args.out.mkdir(parents=True, exist_ok=True)
     df.to_csv(args.out / "spectral_solvers.tsv", sep="\t", index=False)
-    head = (f"Load (1 min) at start {load_start[0]:.2f}, at end {os.getloadavg()[0]:.2f}; {os.cpu_count()} CPUs. "
-            f"EIGEN_TOL = {EIGEN_TOL:g}. Angles are to the ARPACK subspace; NMI is the mean over 10 k-means seeds.")
-    text = ["# Spectral embedding: ARPACK vs LOBPCG (`benchmarks/spectral_solvers.py`)", "", head, "",
-            df.drop(columns="load1").to_markdown(index=False, floatfmt=".3g"), ""]
+    head = (
+        f"Load (1 min) at start {load_start[0]:.2f}, at end {os.getloadavg()[0]:.2f}; {os.cpu_count()} CPUs. "
+        f"EIGEN_TOL = {EIGEN_TOL:g}. Angles are to the ARPACK subspace; NMI is the mean over 10 k-means seeds."
+    )
+    text = [
+        "# Spectral embedding: ARPACK vs LOBPCG (`benchmarks/spectral_solvers.py`)",
+        "",
+        head,
+        "",
+        df.drop(columns="load1").to_markdown(index=False, floatfmt=".3g"),
+        "",
+    ]
     (args.out / "spectral_solvers.md").write_text("\n".join(text))
     return 0
 

@@ -22,7 +22,6 @@ import os
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-
 from bench.settings import RESULTS as OUT  # benchmarks/ is the script's directory, so on sys.path
 from bench.timing import best_of
 
@@ -73,14 +72,21 @@ def main():
     W = ring_graph(args.cells)
     glfs.laplacian_score(X[:2000], W[:2000, :2000])  # compile the kernels first
     t_check = best_of(lambda: the_check(X), args.repeats)
-    t_scipy = best_of(lambda: sp.csr_matrix((X.data, X.indices, X.indptr), shape=X.shape).check_format(full_check=True),
-                      args.repeats)
+    t_scipy = best_of(
+        lambda: sp.csr_matrix((X.data, X.indices, X.indptr), shape=X.shape).check_format(full_check=True), args.repeats
+    )
     t_ls = best_of(lambda: glfs.laplacian_score(X, W), max(1, args.repeats - 1))
     load1 = os.getloadavg()
     row = {
-        "n_cells": args.cells, "n_genes": args.genes, "nnz": X.nnz, "check_s": round(t_check, 3),
-        "scipy_full_check_s": round(t_scipy, 3), "laplacian_score_s": round(t_ls, 3),
-        "check_over_score": round(t_check / t_ls, 4), "load_before": round(load0[0], 1), "load_after": round(load1[0], 1),
+        "n_cells": args.cells,
+        "n_genes": args.genes,
+        "nnz": X.nnz,
+        "check_s": round(t_check, 3),
+        "scipy_full_check_s": round(t_scipy, 3),
+        "laplacian_score_s": round(t_ls, 3),
+        "check_over_score": round(t_check / t_ls, 4),
+        "load_before": round(load0[0], 1),
+        "load_after": round(load1[0], 1),
         "cpus": os.cpu_count(),
     }
     OUT.mkdir(exist_ok=True)

@@ -90,11 +90,17 @@ def main():
                 text = write_matrix(path, kind, int(mb * 2**20))
                 r = measure(path)
                 peak = (r["peak_kb"] - r["base_kb"]) * 1024
-                rows.append({
-                    "kind": kind, "text_bytes": text, "gzip_bytes": path.stat().st_size, "shape": "x".join(map(str, r["shape"])),
-                    "base_rss_mb": round(r["base_kb"] / 1024, 1), "parse_peak_mb": round(peak / 2**20, 1),
-                    "peak_per_text_byte": round(peak / text, 2),
-                })
+                rows.append(
+                    {
+                        "kind": kind,
+                        "text_bytes": text,
+                        "gzip_bytes": path.stat().st_size,
+                        "shape": "x".join(map(str, r["shape"])),
+                        "base_rss_mb": round(r["base_kb"] / 1024, 1),
+                        "parse_peak_mb": round(peak / 2**20, 1),
+                        "peak_per_text_byte": round(peak / text, 2),
+                    }
+                )
                 print(rows[-1], flush=True)
     load1 = os.getloadavg()
     df = pd.DataFrame(rows)

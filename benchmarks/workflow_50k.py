@@ -30,7 +30,9 @@ def main(argv=None) -> int:
     import pandas as pd
 
     X, labels, _ = simulate_lognorm(args.n_cells, args.n_genes, seed=0)
-    obs = pd.DataFrame({"cluster": pd.Categorical([f"c{int(c)}" for c in labels])}, index=[f"cell{i}" for i in range(args.n_cells)])
+    obs = pd.DataFrame(
+        {"cluster": pd.Categorical([f"c{int(c)}" for c in labels])}, index=[f"cell{i}" for i in range(args.n_cells)]
+    )
     var = pd.DataFrame(index=[f"g{j}" for j in range(args.n_genes)])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_name(args.out.name + ".part")

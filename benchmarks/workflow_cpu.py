@@ -23,10 +23,9 @@ import time
 from pathlib import Path
 
 import pandas as pd
-
 from bench.settings import RESULTS, ROOT
 
-HOOK = '''import atexit, os, resource, sys, time
+HOOK = """import atexit, os, resource, sys, time
 _out, _t0 = os.environ.get("CPUHOOK_OUT"), time.time()
 def _job():
     sm = getattr(sys.modules.get("__main__"), "snakemake", None)
@@ -42,7 +41,7 @@ def _report():
                 f"{os.getloadavg()[0]:.1f}\\t{_job()}\\n")
 if _out:
     atexit.register(_report)
-'''
+"""
 COLUMNS = ["start", "wall_s", "cpu_s", "children_cpu_s", "load1", "job"]
 
 
@@ -68,25 +67,35 @@ def summarize(old_path, new_path, note: str) -> None:
     """benchmarks/results/workflow_cpu.{tsv,md}: CPU s per job and per rule, old and new."""
     old, new = read_cpu(old_path), read_cpu(new_path)
     jobs = old.set_index("job")[["cpu_s", "wall_s"]].join(
-        new.set_index("job")[["cpu_s", "wall_s"]], lsuffix="_old", rsuffix="_new", how="outer")
+        new.set_index("job")[["cpu_s", "wall_s"]], lsuffix="_old", rsuffix="_new", how="outer"
+    )
     jobs.sort_values("cpu_s_new", ascending=False).to_csv(RESULTS / "workflow_cpu.tsv", sep="\t", float_format="%.2f")
     # per rule, each side over its own jobs (a rule may run as more or fewer jobs on one side)
-    rules = pd.concat({side: df.groupby("rule")["cpu_s"].agg(["sum", "count"]) for side, df in (("old", old), ("new", new))},
-                      axis=1).fillna(0)
+    rules = pd.concat(
+        {side: df.groupby("rule")["cpu_s"].agg(["sum", "count"]) for side, df in (("old", old), ("new", new))}, axis=1
+    ).fillna(0)
     rules.columns = ["old_cpu_s", "old_jobs", "new_cpu_s", "new_jobs"]
     rules = rules.assign(old_new=lambda d: d.old_cpu_s / d.new_cpu_s).sort_values("new_cpu_s", ascending=False)
     own = {side: snakemake_cpu(p) for side, p in (("old", old_path), ("new", new_path))}
     lines = [
-        "# The default workflow's CPU time rule by rule: old commit against new", "",
-        note, "",
+        "# The default workflow's CPU time rule by rule: old commit against new",
+        "",
+        note,
+        "",
         f"Jobs: old {len(old)}, new {len(new)}; CPU s in the jobs: old {old.cpu_s.sum():.1f}, new {new.cpu_s.sum():.1f} "
         f"(old/new {old.cpu_s.sum() / new.cpu_s.sum():.2f}); in snakemake's own process: old {own['old']:.1f}, new "
         f"{own['new']:.1f}. Load (1 min) at the jobs' ends: old {old.load1.min():.1f}-{old.load1.max():.1f}, "
-        f"new {new.load1.min():.1f}-{new.load1.max():.1f}.", "",
-        "| rule | old jobs | new jobs | old CPU s | new CPU s | old/new |", "|---|---|---|---|---|---|",
-        *[f"| {r} | {int(x.old_jobs)} | {int(x.new_jobs)} | {x.old_cpu_s:.1f} | {x.new_cpu_s:.1f} | "
-          f"{f'{x.old_new:.2f}' if x.new_cpu_s > 0 else '-'} |" for r, x in rules.iterrows()],
-        "", "Per job (CPU s and wall s of each side): workflow_cpu.tsv.",
+        f"new {new.load1.min():.1f}-{new.load1.max():.1f}.",
+        "",
+        "| rule | old jobs | new jobs | old CPU s | new CPU s | old/new |",
+        "|---|---|---|---|---|---|",
+        *[
+            f"| {r} | {int(x.old_jobs)} | {int(x.new_jobs)} | {x.old_cpu_s:.1f} | {x.new_cpu_s:.1f} | "
+            f"{f'{x.old_new:.2f}' if x.new_cpu_s > 0 else '-'} |"
+            for r, x in rules.iterrows()
+        ],
+        "",
+        "Per job (CPU s and wall s of each side): workflow_cpu.tsv.",
     ]
     (RESULTS / "workflow_cpu.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -113,9 +122,11 @@ def run_both(old: str, work: Path, extra: str) -> tuple[Path, Path, str]:
             sys.exit(f"the {side} run failed: {work / (side + '.log')}")
         log.close()
         walls[side] = time.time() - t0
-    note = (f"Run {time.strftime('%Y-%m-%d %H:%M', time.gmtime(t0))} UTC, `snakemake --cores 2 {extra}`, niced, "
-            f"old = {old}, new = HEAD; wall old {walls['old']:.0f} s, new {walls['new']:.0f} s (together on "
-            f"2 cores), load {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end.")
+    note = (
+        f"Run {time.strftime('%Y-%m-%d %H:%M', time.gmtime(t0))} UTC, `snakemake --cores 2 {extra}`, niced, "
+        f"old = {old}, new = HEAD; wall old {walls['old']:.0f} s, new {walls['new']:.0f} s (together on "
+        f"2 cores), load {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end."
+    )
     return records["old"], records["new"], note
 
 

@@ -16,10 +16,10 @@ import anndata
 import numpy as np
 import pandas as pd
 
-from glfs_workflow.files import write_tsv
-from glfs_workflow.logs import log_to
 from glfs.api import METHODS, classifier_rows
 from glfs.evaluate import baseline_classifiers, cv_splitter, evaluate_classifier, laprls_random_floor
+from glfs_workflow.files import write_tsv
+from glfs_workflow.logs import log_to
 
 COLUMNS = ["method", "cv_errors", "cv_n", "test_errors", "test_n", "n_genes", "params"]
 
@@ -62,7 +62,9 @@ try:
         raise ValueError(msg)
     seed = int(par.seed)
     cv = cv_splitter(y[train], int(par.cv_folds), random_state=seed)
-    log.info("train %d / test %d samples, %d genes, %d-fold CV", train.sum(), (~train).sum(), X.shape[1], cv.get_n_splits())
+    log.info(
+        "train %d / test %d samples, %d genes, %d-fold CV", train.sum(), (~train).sum(), X.shape[1], cv.get_n_splits()
+    )
     variants = list(par.glfs_variants)
     if variants and np.unique(y).size != 2:
         log.warning("GLFSClassifier is a two-class classifier; %d classes here: no GLFS rows", np.unique(y).size)
@@ -76,8 +78,14 @@ try:
         except (ValueError, np.linalg.LinAlgError) as exc:
             # one failing classifier must not hide the others: an explicit row says why
             log.exception("%s failed", name)
-            r = {"cv_errors": None, "cv_n": int(train.sum()), "test_errors": None, "test_n": int((~train).sum()),
-                 "n_genes": None, "params": {"error": f"{type(exc).__name__}: {exc}"}}
+            r = {
+                "cv_errors": None,
+                "cv_n": int(train.sum()),
+                "test_errors": None,
+                "test_n": int((~train).sum()),
+                "n_genes": None,
+                "params": {"error": f"{type(exc).__name__}: {exc}"},
+            }
         r["params"] = json.dumps(r["params"], sort_keys=True, default=str)
         log.info("%s: %s", name, r)
         rows.append({"method": name, **r})
@@ -87,8 +95,9 @@ try:
     ref = next((m for m in [r for v in variants for r in reversed(classifier_rows(v))] if n_by.get(m)), None)
     if ref is not None:
         draws = int(par.random_floor["classification_draws"])
-        r = laprls_random_floor(X, y, train, cv, int(min(n_by[ref], X.shape[1])), draws=draws, random_state=seed,
-                                reference=ref)
+        r = laprls_random_floor(
+            X, y, train, cv, int(min(n_by[ref], X.shape[1])), draws=draws, random_state=seed, reference=ref
+        )
         log.info("random_genes (%d genes as %s): %s", r["n_genes"], ref, r)
         rows.append({"method": "random_genes", **r, "params": json.dumps(r["params"], sort_keys=True)})
     else:

@@ -35,7 +35,9 @@ try:
         labels = np.asarray(adata.obs["label"].astype(str))
         kwargs = clustering_kwargs(par.clustering, n_clusters=par.n_clusters, random_state=par.seed)
         seen = {}  # gene sets two methods share (and all genes) are evaluated once
-        df = evaluate_rankings(inp.tables, lambda r: evaluate_ranking(adata.X, labels, r, cache=seen, **kwargs), score="nmi")
+        df = evaluate_rankings(
+            inp.tables, lambda r: evaluate_ranking(adata.X, labels, r, cache=seen, **kwargs), score="nmi"
+        )
         records = evaluate_random_floor(adata.X, labels, n_draws=int(par.n_draws), protocol="spectral", **kwargs)
         floor = pd.DataFrame.from_records(records)
         floor.insert(0, "method", "random_genes")

@@ -52,7 +52,9 @@ try:
     kwargs = {**leiden_kwargs(par.leiden, par.seed), "batches": batches}
     log.info("Leiden protocol on %s (%s), %d methods, gene counts %s", inp.adata, how, len(inp.tables), grid)
     df = evaluate_rankings(
-        inp.tables, lambda ranking: evaluate_ranking_leiden(X, labels, ranking, feature_grid=grid, **kwargs), score="ari"
+        inp.tables,
+        lambda ranking: evaluate_ranking_leiden(X, labels, ranking, feature_grid=grid, **kwargs),
+        score="ari",
     )
     write_tsv(pd.DataFrame(columns=LEIDEN_COLUMNS) if df is None else with_batch_mixing(df)[LEIDEN_COLUMNS], out.leiden)
     write_tsv(floor_table(X, labels, adata.n_vars, grid, int(par.leiden["random_draws"]), kwargs, how), out.floor)

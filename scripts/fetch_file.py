@@ -7,9 +7,9 @@ provenance record atomically.  On any error nothing is written.
 import logging
 import sys
 
-from glfs_workflow.logs import log_to
 from glfs_workflow.fetch import fetch_dataset_files
 from glfs_workflow.files import write_json_atomic
+from glfs_workflow.logs import log_to
 
 
 def main(smk):
@@ -20,7 +20,10 @@ def main(smk):
         write_json_atomic(prov, smk.output.provenance)  # a full disk: one DiskFullError line
     except Exception as exc:
         # every message says something: a MemoryError (or any error) with an empty text gets its type
-        text = str(exc).strip() or f"{type(exc).__name__} (no further message) while fetching the files of dataset {smk.wildcards.dataset!r}"
+        text = (
+            str(exc).strip()
+            or f"{type(exc).__name__} (no further message) while fetching the files of dataset {smk.wildcards.dataset!r}"
+        )
         log.error("%s", text)
         sys.stderr.write(f"fetch_dataset {smk.wildcards.dataset}: {text}\n")
         raise SystemExit(1) from None

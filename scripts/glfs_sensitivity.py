@@ -21,15 +21,27 @@ import pandas as pd
 import scipy.sparse as sp
 
 import glfs
-from glfs_workflow.files import write_tsv
-from glfs_workflow.logs import log_to
 from glfs.designs.budgeted import DEFAULT_GRAPH_WEIGHT
 from glfs.evaluate import evaluate_ranking
 from glfs_workflow.evaluation import clustering_kwargs
+from glfs_workflow.files import write_tsv
+from glfs_workflow.logs import log_to
 
 COLUMNS = [
-    "graph_weight", "is_default", "lambda1", "lambda2", "n_selected", "criterion", "greedy_criterion",
-    "converged", "n_swaps", "k", "nmi_mean", "nmi_sd", "nmi_max_mean", "n_runs",
+    "graph_weight",
+    "is_default",
+    "lambda1",
+    "lambda2",
+    "n_selected",
+    "criterion",
+    "greedy_criterion",
+    "converged",
+    "n_swaps",
+    "k",
+    "nmi_mean",
+    "nmi_sd",
+    "nmi_max_mean",
+    "n_runs",
 ]
 
 log = log_to(snakemake.log[0])  # noqa: F821
@@ -50,28 +62,40 @@ try:
         kwargs["feature_grid"] = list(par.feature_grid)
         seen = {}  # a top-k gene set that two graph weights share is clustered once
         for gw in par.graph_weights:
-            sel = glfs.select(adata.X, method=par.method, graph=W, n_features=n_features, graph_weight=float(gw), **params)
+            sel = glfs.select(
+                adata.X, method=par.method, graph=W, n_features=n_features, graph_weight=float(gw), **params
+            )
             p = dict(sel.params)
-            records = pd.DataFrame.from_records(evaluate_ranking(adata.X, labels, np.asarray(sel.ranking), cache=seen, **kwargs))
+            records = pd.DataFrame.from_records(
+                evaluate_ranking(adata.X, labels, np.asarray(sel.ranking), cache=seen, **kwargs)
+            )
             for k, g in records.groupby("n_features"):
-                rows.append({
-                    "graph_weight": float(gw),
-                    "is_default": bool(np.isclose(float(gw), default)),
-                    "lambda1": p["lambda1"],
-                    "lambda2": p["lambda2"],
-                    "n_selected": int(np.sum(sel.selected)),
-                    "criterion": p["criterion"],
-                    "greedy_criterion": p["greedy_criterion"],
-                    "converged": bool(p["converged"]),
-                    "n_swaps": int(p["n_swaps"]),
-                    "k": int(k),
-                    "nmi_mean": float(g["nmi"].mean()),
-                    "nmi_sd": float(g["nmi"].std(ddof=1)) if len(g) > 1 else float("nan"),
-                    "nmi_max_mean": float(g["nmi_max"].mean()),
-                    "n_runs": int(len(g)),
-                })
-            log.info("graph_weight %g: lambda1 %.4g, criterion %.6g, converged %s, NMI %s", gw, p["lambda1"],
-                     p["criterion"], p["converged"], records.groupby("n_features")["nmi"].mean().round(3).to_dict())
+                rows.append(
+                    {
+                        "graph_weight": float(gw),
+                        "is_default": bool(np.isclose(float(gw), default)),
+                        "lambda1": p["lambda1"],
+                        "lambda2": p["lambda2"],
+                        "n_selected": int(np.sum(sel.selected)),
+                        "criterion": p["criterion"],
+                        "greedy_criterion": p["greedy_criterion"],
+                        "converged": bool(p["converged"]),
+                        "n_swaps": int(p["n_swaps"]),
+                        "k": int(k),
+                        "nmi_mean": float(g["nmi"].mean()),
+                        "nmi_sd": float(g["nmi"].std(ddof=1)) if len(g) > 1 else float("nan"),
+                        "nmi_max_mean": float(g["nmi_max"].mean()),
+                        "n_runs": int(len(g)),
+                    }
+                )
+            log.info(
+                "graph_weight %g: lambda1 %.4g, criterion %.6g, converged %s, NMI %s",
+                gw,
+                p["lambda1"],
+                p["criterion"],
+                p["converged"],
+                records.groupby("n_features")["nmi"].mean().round(3).to_dict(),
+            )
     write_tsv(pd.DataFrame(rows, columns=COLUMNS), snakemake.output[0])  # noqa: F821
 except Exception:
     log.exception("glfs_sensitivity failed")

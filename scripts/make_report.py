@@ -24,9 +24,16 @@ try:
         log.warning("%s", msg)
         sys.stderr.write(f"make_report: WARNING: {msg}\n")
     figures = {Path(p).stem: p for p in out.figures}
-    html = build_report(nest_inputs(dict(snakemake.input.items())), run=dict(par.run), config=config,  # noqa: F821
-                        benchmarks=list(par.benchmarks), figures_out=figures, which_method_out=out.which,
-                        replaced=previous, n_jobs=snakemake.threads)  # noqa: F821
+    html = build_report(
+        nest_inputs(dict(snakemake.input.items())),
+        run=dict(par.run),
+        config=config,  # noqa: F821
+        benchmarks=list(par.benchmarks),
+        figures_out=figures,
+        which_method_out=out.which,
+        replaced=previous,
+        n_jobs=snakemake.threads,
+    )  # noqa: F821
     with atomic_path(out.html) as tmp:
         Path(tmp).write_text(html, encoding="utf-8")
     write_report_record(par.record, config, report_html=out.html)

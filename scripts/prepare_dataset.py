@@ -9,10 +9,10 @@ import logging
 import sys
 import warnings
 
-from glfs_workflow.logs import log_to
 from glfs_workflow.datasets import prepare_dataset
 from glfs_workflow.fetch import check_provenance
 from glfs_workflow.files import write_h5ad_atomic
+from glfs_workflow.logs import log_to
 
 
 def main(smk):
@@ -28,8 +28,12 @@ def main(smk):
             # no graph check here (graph.n_neighbors is not a param of this rule, so changing
             # a graph setting does not re-run it): build_graph checks k < n_samples
             adata = prepare_dataset(
-                name, smk.params.dataset, paths, provenance=prov,
-                max_expanded_gb=smk.params.max_expanded_gb, mem_mb=smk.resources.mem_mb,
+                name,
+                smk.params.dataset,
+                paths,
+                provenance=prov,
+                max_expanded_gb=smk.params.max_expanded_gb,
+                mem_mb=smk.resources.mem_mb,
             )
         write_h5ad_atomic(adata, smk.output.h5ad)  # a full disk: one DiskFullError line, no traceback
     except Exception as exc:

@@ -54,8 +54,14 @@ try:
         params = dict(par.method_params[method])
         log.info("%s on %s: X %d x %d, n_features=%d, params=%s", method, inp.adata, *adata.shape, n_features, params)
         sel = glfs.tl.selection(
-            adata, method, n_features, labels_key="label", default_graph=graph, random_state=int(par.seed),
-            batch_key=batch_key, **params,
+            adata,
+            method,
+            n_features,
+            labels_key="label",
+            default_graph=graph,
+            random_state=int(par.seed),
+            batch_key=batch_key,
+            **params,
         )
         log.info("%s: selected %d genes", method, int(np.sum(sel.selected)))
         write_tsv(selection_table(sel, adata.var_names), table)

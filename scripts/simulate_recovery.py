@@ -7,9 +7,9 @@ each method's table; ``params.methods`` and ``output`` are in the same order.
 
 import pandas as pd
 
+from glfs.simulation.simulate import recovery_experiment, simulation_grid
 from glfs_workflow.files import write_tsv
 from glfs_workflow.logs import log_to
-from glfs.simulation.simulate import recovery_experiment, simulation_grid
 
 log = log_to(snakemake.log[0])  # noqa: F821
 try:
@@ -18,7 +18,9 @@ try:
     points = simulation_grid(sim["sigma_grid"], sim["n_noise_at_sigma"], sim["n_noise_grid"], sim["sigma_at_n_noise"])
     graph_params = {k: v for k, v in dict(par.graph).items() if v is not None}
     for method, path in zip(par.methods, snakemake.output, strict=True):  # noqa: F821
-        log.info("%s: %d grid points x %d replicates, n_samples=%d", method, len(points), sim["replicates"], sim["n_samples"])
+        log.info(
+            "%s: %d grid points x %d replicates, n_samples=%d", method, len(points), sim["replicates"], sim["n_samples"]
+        )
         records = recovery_experiment(
             method,
             points,

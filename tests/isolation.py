@@ -28,7 +28,7 @@ def _send(fd, obj) -> None:
     os.write(fd, struct.pack("<Q", len(data)))
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _recv(fd):
@@ -117,8 +117,9 @@ def run_in_child(fn, *args, timeout=120, **kwargs):
     ("signal", signal number) when a signal ended the child, or ("timeout", None) past ``timeout`` s."""
     global _SERVER
     if _SERVER is None or _SERVER.poll() is not None:
-        env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue",
-                   PYTHONPATH=os.pathsep.join([p for p in sys.path if p]))
+        env = dict(
+            os.environ, NUMBA_THREADING_LAYER="workqueue", PYTHONPATH=os.pathsep.join([p for p in sys.path if p])
+        )
         _SERVER = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
     _send(_SERVER.stdin.fileno(), (fn.__module__, fn.__name__, args, kwargs, timeout))
     out = _recv(_SERVER.stdout.fileno())

@@ -20,7 +20,9 @@ def adata(planted):
     X, groups = planted
     a = ad.AnnData(
         X=X.copy(),
-        obs=pd.DataFrame({"label": pd.Categorical([f"g{g}" for g in groups])}, index=[f"s{i}" for i in range(X.shape[0])]),
+        obs=pd.DataFrame(
+            {"label": pd.Categorical([f"g{g}" for g in groups])}, index=[f"s{i}" for i in range(X.shape[0])]
+        ),
         var=pd.DataFrame(index=[f"gene{j}" for j in range(X.shape[1])]),
     )
     return a
@@ -85,7 +87,10 @@ def test_inplace_false_leaves_adata_unchanged(adata):
         ({"method": "nope", "n_features": 2}, r"method must be one of"),
         ({"method": "laplacian_score", "n_features": 2, "obsp": "connectivities"}, r"sc.pp.neighbors"),
         ({"method": "variance", "n_features": 2, "layer": "counts"}, r"layer must name one of"),
-        ({"method": "fisher_score", "n_features": 2, "labels_key": "subtype"}, r"labels_key must name an adata.obs column"),
+        (
+            {"method": "fisher_score", "n_features": 2, "labels_key": "subtype"},
+            r"labels_key must name an adata.obs column",
+        ),
     ],
 )
 def test_failed_call_leaves_adata_unchanged(adata, kwargs, match):
@@ -132,7 +137,9 @@ def test_h5ad_roundtrip(adata, tmp_path):
 def test_feature_selector_in_pipeline(planted):
     X, groups = planted
     y = (groups == 0).astype(int)
-    pipe = Pipeline([("select", FeatureSelector(method="laplacian_score", n_features_to_select=3)), ("clf", LogisticRegression())])
+    pipe = Pipeline(
+        [("select", FeatureSelector(method="laplacian_score", n_features_to_select=3)), ("clf", LogisticRegression())]
+    )
     pipe.fit(X, y)
     sel = pipe.named_steps["select"]
     assert sel.get_support().sum() == 3
@@ -163,7 +170,10 @@ def test_select_accepts_an_anndata(adata):
     np.testing.assert_array_equal(a.ranking, b.ranking)
     np.testing.assert_allclose(a.scores, b.scores)
     empty = ad.AnnData(obs=pd.DataFrame(index=["a", "b"]), var=pd.DataFrame(index=["g"]))
-    with pytest.raises(ValueError, match=r"X is an AnnData whose \.X is None; pass adata\.layers\[\.\.\.\], or use glfs\.tl\.select\(adata, layer=\.\.\.\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"X is an AnnData whose \.X is None; pass adata\.layers\[\.\.\.\], or use glfs\.tl\.select\(adata, layer=\.\.\.\)",
+    ):
         glfs.select(empty, "variance", n_features=1)
 
 
@@ -227,11 +237,22 @@ def test_package_names_resolve_to_their_objects():
 
     import glfs
 
-    homes = {"lapaofs": "designs.optimal", "lapdofs": "designs.optimal", "glfs": "designs.gradient",
-             "glfs_objective": "designs.gradient", "glfs_path": "designs.gradient", "laprls_fit": "designs.gradient",
-             "glfs_design": "designs.budgeted", "lkr_score": "scores.lkr", "spca_score": "scores.baselines",
-             "q_alpha": "scores.baselines", "laplacian_score": "scores.genewise", "similarity_graph": "graph.similarity",
-             "GLFSClassifier": "sklearn", "FeatureSelector": "sklearn"}
+    homes = {
+        "lapaofs": "designs.optimal",
+        "lapdofs": "designs.optimal",
+        "glfs": "designs.gradient",
+        "glfs_objective": "designs.gradient",
+        "glfs_path": "designs.gradient",
+        "laprls_fit": "designs.gradient",
+        "glfs_design": "designs.budgeted",
+        "lkr_score": "scores.lkr",
+        "spca_score": "scores.baselines",
+        "q_alpha": "scores.baselines",
+        "laplacian_score": "scores.genewise",
+        "similarity_graph": "graph.similarity",
+        "GLFSClassifier": "sklearn",
+        "FeatureSelector": "sklearn",
+    }
     for name, mod in homes.items():
         assert getattr(glfs, name) is getattr(importlib.import_module(f"glfs.{mod}"), name), name
     for name in glfs.__all__:
@@ -265,4 +286,6 @@ def test_graph_and_evaluate_export_their_modules_names():
     for m in (classify, clustering, leiden, mixing):
         assert all(getattr(ev, n) is getattr(m, n) for n in m.__all__), m.__name__
     assert set(ev.__all__) - {n for m in (classify, clustering, leiden, mixing) for n in m.__all__} == {
-        "random_gene_orders", "evaluate_random_floor"}
+        "random_gene_orders",
+        "evaluate_random_floor",
+    }

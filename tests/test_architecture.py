@@ -15,19 +15,83 @@ SRC = ROOT / "src"
 # Layer of each module (lower = more basic).  A module may import its own layer or below.
 LAYERS = {
     "glfs": {
-        0: ["core", "core.result", "core._sparse_kernels", "core._validation", "core.out_of_core", "core.limits",
-            "core.value_checks", "core._progress", "core.structure", "core.cluster"],
-        1: ["graph", "graph.similarity", "graph.neighbors", "graph.sharded", "graph.ivf_blocks", "scores", "scores.genewise", "scores.baselines",
-            "scores.lkr", "scores.hvg", "scores.moran", "scores.batches", "scores.binned", "designs", "designs.optimal", "designs.ufi", "designs.gradient",
-            "designs.gradient_model", "designs.gradient_solver", "designs.gradient_path", "designs.budgeted",
-            "simulation", "simulation.scsim", "simulation._counts",
-            "simulation.estimate", "simulation.estimate_batch"],
-        2: ["api", "evaluate", "evaluate.clustering", "evaluate.spectral", "evaluate.leiden", "evaluate.classify", "evaluate.mixing"],
+        0: [
+            "core",
+            "core.result",
+            "core._sparse_kernels",
+            "core._validation",
+            "core.out_of_core",
+            "core.limits",
+            "core.value_checks",
+            "core._progress",
+            "core.structure",
+            "core.cluster",
+        ],
+        1: [
+            "graph",
+            "graph.similarity",
+            "graph.neighbors",
+            "graph.sharded",
+            "graph.ivf_blocks",
+            "scores",
+            "scores.genewise",
+            "scores.baselines",
+            "scores.lkr",
+            "scores.hvg",
+            "scores.moran",
+            "scores.batches",
+            "scores.binned",
+            "designs",
+            "designs.optimal",
+            "designs.ufi",
+            "designs.gradient",
+            "designs.gradient_model",
+            "designs.gradient_solver",
+            "designs.gradient_path",
+            "designs.budgeted",
+            "simulation",
+            "simulation.scsim",
+            "simulation._counts",
+            "simulation.estimate",
+            "simulation.estimate_batch",
+        ],
+        2: [
+            "api",
+            "evaluate",
+            "evaluate.clustering",
+            "evaluate.spectral",
+            "evaluate.leiden",
+            "evaluate.classify",
+            "evaluate.mixing",
+        ],
         3: ["simulation.simulate"],
         4: ["tl", "sklearn", "anndata_writers", "__init__"],
     },
-    "glfs_workflow": {5: ["errors", "memory", "readers", "preprocessing", "files", "logs", "which", "findings", "figures", "report_tables",
-                          "sections", "render", "record", "fetch", "datasets", "vendored", "tables", "evaluation", "report_inputs", "report", "__init__"]},
+    "glfs_workflow": {
+        5: [
+            "errors",
+            "memory",
+            "readers",
+            "preprocessing",
+            "files",
+            "logs",
+            "which",
+            "findings",
+            "figures",
+            "report_tables",
+            "sections",
+            "render",
+            "record",
+            "fetch",
+            "datasets",
+            "vendored",
+            "tables",
+            "evaluation",
+            "report_inputs",
+            "report",
+            "__init__",
+        ]
+    },
 }
 LAYER = {(pkg, m): lay for pkg, layers in LAYERS.items() for lay, mods in layers.items() for m in mods}
 
@@ -86,7 +150,9 @@ def test_no_import_points_up(pkg):
             if dep_pkg == "snakemake":
                 bad.append(f"{pkg}/{path.name}:{line} imports snakemake (only scripts and rules may)")
             elif LAYER.get((dep_pkg, dep), -1) > own:
-                bad.append(f"{pkg}/{path.name}:{line} (layer {own}) imports {dep_pkg}.{dep} (layer {LAYER[(dep_pkg, dep)]})")
+                bad.append(
+                    f"{pkg}/{path.name}:{line} (layer {own}) imports {dep_pkg}.{dep} (layer {LAYER[(dep_pkg, dep)]})"
+                )
     assert not bad, "\n".join(bad)
 
 
@@ -95,7 +161,13 @@ def test_scripts_import_no_other_script():
     bad = []
     for path in sorted((ROOT / "scripts").glob("*.py")):
         for n in ast.walk(ast.parse(path.read_text())):
-            mods = [n.module] if isinstance(n, ast.ImportFrom) and n.module else [a.name for a in getattr(n, "names", [])] if isinstance(n, ast.Import) else []
+            mods = (
+                [n.module]
+                if isinstance(n, ast.ImportFrom) and n.module
+                else [a.name for a in getattr(n, "names", [])]
+                if isinstance(n, ast.Import)
+                else []
+            )
             bad += [f"{path.name}:{n.lineno} imports {m}" for m in mods if m.split(".")[0] in names]
     assert not bad, "\n".join(bad)
 
@@ -123,17 +195,28 @@ def _function_level_own_imports(path: Path) -> list[str]:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for n in ast.walk(fn):
-            if isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").split(".")[0] in ("glfs", "glfs_workflow")):
+            if isinstance(n, ast.ImportFrom) and (
+                n.level or (n.module or "").split(".")[0] in ("glfs", "glfs_workflow")
+            ):
                 bad.append(f"{n.lineno}: {'.' * n.level}{n.module or ''} (in {fn.name})")
             elif isinstance(n, ast.Import):
-                bad += [f"{n.lineno}: {a.name} (in {fn.name})" for a in n.names
-                        if a.name.split(".")[0] in ("glfs", "glfs_workflow")]
+                bad += [
+                    f"{n.lineno}: {a.name} (in {fn.name})"
+                    for a in n.names
+                    if a.name.split(".")[0] in ("glfs", "glfs_workflow")
+                ]
     return sorted(set(bad))
 
 
 def test_the_library_imports_its_own_modules_at_the_top():
-    bad = [f"{p.relative_to(ROOT)}:{b}" for p in sorted((SRC / "glfs").rglob("*.py")) for b in _function_level_own_imports(p)]
-    assert not bad, "imports of glfs modules inside functions (import them at the top of the module):\n" + "\n".join(bad)
+    bad = [
+        f"{p.relative_to(ROOT)}:{b}"
+        for p in sorted((SRC / "glfs").rglob("*.py"))
+        for b in _function_level_own_imports(p)
+    ]
+    assert not bad, "imports of glfs modules inside functions (import them at the top of the module):\n" + "\n".join(
+        bad
+    )
 
 
 def test_the_checker_sees_a_function_level_import(tmp_path):
@@ -146,7 +229,9 @@ def test_the_checker_sees_a_function_level_import(tmp_path):
         "    def g(self):\n        import glfs.graph.sharded\n        from . import files\n"
     )
     assert _function_level_own_imports(f) == [
-        "13: glfs.graph.sharded (in g)", "14: . (in g)", "7: glfs.core.cluster (in f)",
+        "13: glfs.graph.sharded (in g)",
+        "14: . (in g)",
+        "7: glfs.core.cluster (in f)",
     ]
 
 
@@ -176,7 +261,9 @@ def _glfs_imports(path: Path):
         return
     text = path.read_text()
     for m in _SMK_FROM.finditer(text):
-        names = [w.split()[0] for w in m.group(2).split("#")[0].strip("() \n").replace("\n", ",").split(",") if w.split()]
+        names = [
+            w.split()[0] for w in m.group(2).split("#")[0].strip("() \n").replace("\n", ",").split(",") if w.split()
+        ]
         yield text.count("\n", 0, m.start()) + 1, m.group(1), names
     for m in _SMK_IMPORT.finditer(text):
         for mod in (w.split()[0] for w in m.group(1).split("#")[0].split(",") if w.split()):
@@ -219,7 +306,10 @@ def test_the_checker_sees_a_private_import(tmp_path):
         "from glfs.api import METHODS as _METHODS\nfrom .helpers import _private_helper\n"
     )
     assert _private_imports(f) == [
-        "1: glfs._limits", "3: glfs.core._validation", "4: glfs.graph.similarity._pca", "5: glfs._LAZY",
+        "1: glfs._limits",
+        "3: glfs.core._validation",
+        "4: glfs.graph.similarity._pca",
+        "5: glfs._LAZY",
     ]
     rule = tmp_path / "rules.smk"
     rule.write_text(

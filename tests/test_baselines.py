@@ -158,7 +158,9 @@ def test_spca_records_whether_it_converged(solver, caplog):
     assert sel.extra["converged"] is False and sel.extra["n_iter"] == 1
 
 
-@pytest.mark.parametrize(("method", "params"), [("q_alpha", {"max_iter": 1, "tol": 1e-14}), ("spca", {"max_iter": 1, "tol": 1e-14})])
+@pytest.mark.parametrize(
+    ("method", "params"), [("q_alpha", {"max_iter": 1, "tol": 1e-14}), ("spca", {"max_iter": 1, "tol": 1e-14})]
+)
 def test_unconverged_iterative_methods_are_flagged_in_the_anndata(method, params):
     """tl.select and the workflow's annotate step (from the JSON sidecar) both put converged/n_iter
     into uns[method]["params"]; a converged solve says so too."""
@@ -180,8 +182,13 @@ def test_unconverged_iterative_methods_are_flagged_in_the_anndata(method, params
     assert c.uns[method]["params"]["converged"] is True and c.uns[method]["params"]["n_iter"] < 500
 
 
-@pytest.mark.parametrize(("fn", "what"), [(lambda X: q_alpha(X, max_iter=4, tol=1e-14), "q_alpha"),
-                                          (lambda X: spca_score(X, max_iter=4, tol=1e-14), "spca (zou)")])
+@pytest.mark.parametrize(
+    ("fn", "what"),
+    [
+        (lambda X: q_alpha(X, max_iter=4, tol=1e-14), "q_alpha"),
+        (lambda X: spca_score(X, max_iter=4, tol=1e-14), "spca (zou)"),
+    ],
+)
 def test_long_iterations_log_progress(fn, what, monkeypatch, caplog):
     """Long loops (q_alpha took 254 s on 50,000 cells) log their iteration; here every iteration is 'long'."""
     import logging
@@ -201,7 +208,10 @@ def test_long_iterations_log_progress(fn, what, monkeypatch, caplog):
 def test_spca_on_fewer_samples_than_components_says_which_parameter(n):
     """Issue 30 (low): spca on 2-3 cells named only its internal n_components; now the method and the way out."""
     X = np.random.default_rng(0).normal(size=(n, 10))
-    with pytest.raises(ValueError, match=rf"spca: X has {n} samples x 10 genes; sparse PCA with 4 components \(the default\) "
-                                         rf"needs at least 4 of each. Pass n_components={n} or fewer"):
+    with pytest.raises(
+        ValueError,
+        match=rf"spca: X has {n} samples x 10 genes; sparse PCA with 4 components \(the default\) "
+        rf"needs at least 4 of each. Pass n_components={n} or fewer",
+    ):
         glfs.select(X, method="spca", n_features=3)
     assert glfs.select(X, method="spca", n_features=3, n_components=n).indices.size == 3

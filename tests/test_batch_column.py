@@ -39,10 +39,15 @@ def test_batch_column_gives_obs_batch_and_the_dataset_record(tmp_path):
 @pytest.mark.parametrize(
     ("obs", "match"),
     [
-        ({"cell_type": ["t0", "t1"] * 6}, r"a\.h5ad: obs column 'donor' \(config key datasets\.cells\.batch_column\) "
-                                          r"not found; obs columns are \['cell_type'"),
-        ({"cell_type": ["t0", "t1"] * 6, "donor": ["d1", None, "d2", "NA"] + ["d1"] * 8},
-         r"obs column 'donor' \(config key datasets\.cells\.batch_column\): no batch for 2 of 12 samples: \['c1', 'c3'\]"),
+        (
+            {"cell_type": ["t0", "t1"] * 6},
+            r"a\.h5ad: obs column 'donor' \(config key datasets\.cells\.batch_column\) "
+            r"not found; obs columns are \['cell_type'",
+        ),
+        (
+            {"cell_type": ["t0", "t1"] * 6, "donor": ["d1", None, "d2", "NA"] + ["d1"] * 8},
+            r"obs column 'donor' \(config key datasets\.cells\.batch_column\): no batch for 2 of 12 samples: \['c1', 'c3'\]",
+        ),
     ],
 )
 def test_bad_batch_columns_are_refused_naming_them(tmp_path, obs, match):

@@ -56,6 +56,7 @@ def _quiet(fn, *args, **kw):
 
 # ---- the combination, worked by hand ---------------------------------------------------------------
 
+
 def test_combination_by_hand():
     # three batches rank five genes; each selects its top 2
     rankings = [[0, 1, 2, 3, 4], [1, 0, 3, 2, 4], [4, 1, 0, 2, 3]]
@@ -77,6 +78,7 @@ def test_combination_refuses_an_unknown_rule():
 
 
 # ---- the tests of the issue --------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("method", RANKED)
 def test_one_batch_is_the_plain_result_exactly(method):
@@ -105,8 +107,10 @@ def test_per_batch_scores_are_each_batch_scored_alone(method):
     mean = np.nanmean(sel.extra["batch_scores"], axis=0)
     if method == "graph_moran":
         np.testing.assert_array_equal(sel.extra["mean_moran_i"], mean)
-        mean = mean - (np.nan_to_num(sel.extra["between_batch_share"], nan=0.0)
-                       + np.nan_to_num(sel.extra["local_batch_share"], nan=0.0))
+        mean = mean - (
+            np.nan_to_num(sel.extra["between_batch_share"], nan=0.0)
+            + np.nan_to_num(sel.extra["local_batch_share"], nan=0.0)
+        )
     np.testing.assert_allclose(sel.scores, mean, rtol=0, atol=0)
     assert not np.allclose(sel.scores, sel.extra["batch_scores"][-1], equal_nan=True)
 
@@ -169,6 +173,7 @@ def test_every_batch_too_small_is_refused_with_the_sizes():
 
 
 # ---- graphs ------------------------------------------------------------------------------------------
+
 
 def _brute_within(Z, b, k):
     """Edges (i, j), i < j, of the binary kNN graph searched within each batch on Z: every pair of distances
@@ -315,7 +320,9 @@ def test_minus_batch_share_keeps_out_a_type_marker_that_shifts_more_with_the_bat
 
 def test_minus_batch_share_through_select_and_its_refusals():
     X, b = _data()
-    via_select = _quiet(glfs.select, X, "graph_moran", n_features_to_select=9, batches=b, batch_rule="minus_batch_share")
+    via_select = _quiet(
+        glfs.select, X, "graph_moran", n_features_to_select=9, batches=b, batch_rule="minus_batch_share"
+    )
     _same(via_select, _run(X, b, "minus_batch_share"))
     # graph_moran's default with batches (glfs.scores.moran.BATCH_RULE); the rank rule on request
     default = _quiet(glfs.select, X, "graph_moran", n_features_to_select=9, batches=b)
@@ -330,8 +337,14 @@ def test_minus_batch_share_through_select_and_its_refusals():
         with pytest.raises(ValueError, match="combines batches: pass batches"):
             glfs.select(X, "graph_moran", n_features_to_select=9, batch_rule=rule)
     with pytest.raises(ValueError, match="with a given graph"):
-        glfs.select(X, "graph_moran", graph=glfs.similarity_graph(X), n_features_to_select=9, batches=b,
-                    batch_rule="minus_batch_share")
+        glfs.select(
+            X,
+            "graph_moran",
+            graph=glfs.similarity_graph(X),
+            n_features_to_select=9,
+            batches=b,
+            batch_rule="minus_batch_share",
+        )
 
 
 def test_a_given_graph_is_cut_to_each_batch():
@@ -359,6 +372,7 @@ def test_moran_is_never_infinite_on_genes_constant_or_nearly_so_within_a_batch()
 
 
 # ---- refusals ----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("method", "kw", "match"),
@@ -435,6 +449,7 @@ def test_seurat_v3_leaves_out_a_batch_its_loess_cannot_fit(caplog):
 
 # ---- adapters ------------------------------------------------------------------------------------------
 
+
 def test_feature_selector_takes_batches_in_fit_and_in_a_pipeline():
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import Pipeline
@@ -447,7 +462,9 @@ def test_feature_selector_takes_batches_in_fit_and_in_a_pipeline():
     np.testing.assert_array_equal(fs.get_support(), expected)
     assert not fs.get_support()[SHIFT]
     y = (X[:, 0] > np.median(X[:, 0])).astype(int)
-    pipe = Pipeline([("select", FeatureSelector(method="variance", n_features_to_select=9)), ("clf", LogisticRegression())])
+    pipe = Pipeline(
+        [("select", FeatureSelector(method="variance", n_features_to_select=9)), ("clf", LogisticRegression())]
+    )
     pipe.fit(X, y, select__batches=b)
     np.testing.assert_array_equal(pipe.named_steps["select"].get_support(), expected)
 
@@ -566,8 +583,9 @@ def test_neighbourhoods_equal_the_brute_force_with_ties_and_a_small_batch(monkey
         got, want = _as_groups(rows, cols, 40, 3), _groups_written_out(Z, codes, k)
         for key in want:
             np.testing.assert_array_equal(got[key], want[key], err_msg=f"k={k}, (cell, batch)={key}")
-    np.testing.assert_allclose(local_batch_share(X, codes, Z, 4), _share_written_out(X, codes, Z, 4),
-                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        local_batch_share(X, codes, Z, 4), _share_written_out(X, codes, Z, 4), rtol=1e-9, atol=1e-12
+    )
 
 
 def test_share_with_cells_left_out_and_one_batch_equals_the_brute_force():
@@ -650,8 +668,11 @@ def test_local_batch_share_is_the_neighbourhood_anova_written_out():
     assert np.isnan(got[4])
     left = np.where(codes == 1, -1, codes)  # a batch left out: the share over the other cells, codes 0 and 2
     keep = codes != 1
-    np.testing.assert_allclose(local_batch_share(X, left, Z, k),
-                               local_batch_share(X[keep], np.where(codes[keep] == 2, 1, 0), Z[keep], k), rtol=1e-12)
+    np.testing.assert_allclose(
+        local_batch_share(X, left, Z, k),
+        local_batch_share(X[keep], np.where(codes[keep] == 2, 1, 0), Z[keep], k),
+        rtol=1e-12,
+    )
     one = local_batch_share(X, np.zeros(n, int), Z, k)
     assert np.isnan(one[4]) and np.all(np.delete(one, 4) == 0)
 
@@ -689,13 +710,27 @@ def test_minus_global_local_share_adds_the_local_share_and_is_plain_with_one_bat
 def test_minus_global_local_share_builds_the_same_first_graph_on_its_components():
     # the first graph is searched on the components the local share was computed on: the graph cell_graph builds
     X, b = _data()
-    sel = _quiet(glfs.select, X, "graph_moran", n_features_to_select=5, graph_from="all_genes", batches=b,
-                 batch_rule="minus_global_local_share")
+    sel = _quiet(
+        glfs.select,
+        X,
+        "graph_moran",
+        n_features_to_select=5,
+        graph_from="all_genes",
+        batches=b,
+        batch_rule="minus_global_local_share",
+    )
     assert (sel.extra["graph"] != cell_graph(X, batches=b)).nnz == 0
     left = np.array(b, dtype=object)
     left[:3] = "tiny"  # a batch of 3 cells, left out: the components of the other cells
-    sel = _quiet(glfs.select, X, "graph_moran", n_features_to_select=5, graph_from="all_genes", batches=left,
-                 batch_rule="minus_global_local_share")
+    sel = _quiet(
+        glfs.select,
+        X,
+        "graph_moran",
+        n_features_to_select=5,
+        graph_from="all_genes",
+        batches=left,
+        batch_rule="minus_global_local_share",
+    )
     keep = np.flatnonzero(left != "tiny")
     W = cell_graph(X[keep], batches=left[keep])
     assert sel.params["batches_left_out"] == ["tiny"]

@@ -33,9 +33,11 @@ def _adata(seed=0, per_batch=(60, 60, 60), d=30):
         other[np.ix_(types == t, np.arange(10 + 3 * t, 13 + 3 * t))] += 3.0
     mu[:, SHIFT] += 8.0 * np.unique(donors, return_inverse=True)[1]
     counts = rng.poisson(mu).astype(np.float32)
-    a = ad.AnnData(X=np.log1p(counts).astype(np.float64), obs=pd.DataFrame({"donor": donors, "type": types.astype(str)},
-                                                                            index=[f"c{i}" for i in range(n)]),
-                   var=pd.DataFrame(index=[f"g{j}" for j in range(d)]))
+    a = ad.AnnData(
+        X=np.log1p(counts).astype(np.float64),
+        obs=pd.DataFrame({"donor": donors, "type": types.astype(str)}, index=[f"c{i}" for i in range(n)]),
+        var=pd.DataFrame(index=[f"g{j}" for j in range(d)]),
+    )
     a.layers["counts"] = sp.csr_matrix(counts)
     a.layers["other"] = other + rng.normal(size=(n, d))
     return a
@@ -51,8 +53,14 @@ def _quiet(fn, *args, **kw):
 def test_batch_key_writes_the_selection_within_batches(method):
     a = _adata()
     _quiet(glfs.tl.select, a, method, 9, batch_key="donor")
-    expected = _quiet(glfs.select, a.X, method, n_features_to_select=9, batches=a.obs["donor"].to_numpy(),
-                      counts=a.layers["counts"] if method == "deviance" else None)
+    expected = _quiet(
+        glfs.select,
+        a.X,
+        method,
+        n_features_to_select=9,
+        batches=a.obs["donor"].to_numpy(),
+        counts=a.layers["counts"] if method == "deviance" else None,
+    )
     np.testing.assert_array_equal(a.var[method].to_numpy(), expected.selected)
     np.testing.assert_array_equal(a.var[f"{method}_nbatches"].to_numpy(), expected.extra["nbatches"])
     assert a.var[f"{method}_intersection"].dtype == bool and not a.var[method].iloc[SHIFT]
@@ -66,8 +74,14 @@ def test_graph_morans_batch_rule_is_passed_and_recorded():
     a = _adata()
     a.X[:, 0] += 12.0 * np.unique(a.obs["donor"], return_inverse=True)[1]  # a type marker shifted by the donor
     _quiet(glfs.tl.select, a, "graph_moran", 9, batch_key="donor", batch_rule="minus_batch_share")
-    expected = _quiet(glfs.select, a.X, "graph_moran", n_features_to_select=9, batches=a.obs["donor"].to_numpy(),
-                      batch_rule="minus_batch_share")
+    expected = _quiet(
+        glfs.select,
+        a.X,
+        "graph_moran",
+        n_features_to_select=9,
+        batches=a.obs["donor"].to_numpy(),
+        batch_rule="minus_batch_share",
+    )
     np.testing.assert_array_equal(a.var["graph_moran"].to_numpy(), expected.selected)
     assert a.uns["graph_moran"]["params"]["batch_rule"] == "minus_batch_share" and not a.var["graph_moran"].iloc[0]
 
@@ -152,7 +166,12 @@ def test_twice_the_same_genes_and_nothing_changed(method):
     pytest.importorskip("scanpy")
     a = _adata(per_batch=(100, 100, 100), d=120, seed=3)
     a.obsp["connectivities"] = glfs.similarity_graph(a.X, n_neighbors=10)
-    X0, counts0, other0, W0 = a.X.copy(), a.layers["counts"].copy(), a.layers["other"].copy(), a.obsp["connectivities"].copy()
+    X0, counts0, other0, W0 = (
+        a.X.copy(),
+        a.layers["counts"].copy(),
+        a.layers["other"].copy(),
+        a.obsp["connectivities"].copy(),
+    )
     first = _quiet(glfs.tl.select, a, method, 15, batch_key="donor", inplace=False)
     second = _quiet(glfs.tl.select, a, method, 15, batch_key="donor", inplace=False)
     pd.testing.assert_frame_equal(first, second)

@@ -19,8 +19,12 @@ import pytest
 
 BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
 RESULTS = BENCH_DIR / "results"
-RESULT_FILES = ("run_benchmarks.tsv", "run_benchmarks_agreement.tsv", "run_benchmarks_run_info.json",
-                "run_benchmarks.md")
+RESULT_FILES = (
+    "run_benchmarks.tsv",
+    "run_benchmarks_agreement.tsv",
+    "run_benchmarks_run_info.json",
+    "run_benchmarks.md",
+)
 
 sys.path.insert(0, str(BENCH_DIR))
 from bench import measure, report, results  # noqa: E402

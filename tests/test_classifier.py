@@ -144,7 +144,7 @@ def test_selection_inside_each_fold_never_sees_held_out_labels(monkeypatch):
     codes = (y == "AML").astype(int)
     folds = list(StratifiedKFold(n_splits=4, shuffle=True, random_state=7).split(X, codes))
     assert len(calls) == 1 + len(folds)
-    for (Xa, ya), (tr, te) in zip(calls[1:], folds):
+    for (Xa, ya), (tr, _te) in zip(calls[1:], folds):
         np.testing.assert_array_equal(Xa, X[tr])  # only the fold's training samples ...
         np.testing.assert_array_equal(ya, codes[tr].astype(float))  # ... and only their labels
     # and the fold's selection is a function of those alone: changing held-out labels leaves it unchanged
@@ -181,8 +181,11 @@ def test_too_many_neighbours_are_refused_not_capped():
     refuses it; it was capped at n - 1 before, a different graph than the one asked for."""
     X, y, _, _ = _two_class(seed=5)
     X, y = X[:8], np.tile([0, 1], 4)
-    with pytest.raises(ValueError, match=r"n_neighbors must be smaller than the number of samples the graph is built "
-                                         r"on \(\d+: all of X, or a training fold of the cv=2 folds\); got 7"):
+    with pytest.raises(
+        ValueError,
+        match=r"n_neighbors must be smaller than the number of samples the graph is built "
+        r"on \(\d+: all of X, or a training fold of the cv=2 folds\); got 7",
+    ):
         glfs.GLFSClassifier(n_neighbors=7, cv=2, n_genes_grid=(2,)).fit(X, y)
     glfs.GLFSClassifier(n_neighbors=3, cv=2, n_genes_grid=(2,)).fit(X, y)  # 4 samples per training fold: runs
 
@@ -221,8 +224,8 @@ def test_laprls_random_floor_separable_and_noise():
 def test_laprls_random_floor_is_the_supervised_classifier_on_those_genes():
     """With every gene drawn (n_genes = d), each draw is LapRLS with the class graph of the training
     labels on all genes: its test errors equal the ones of laprls_fit written out here."""
-    from glfs.evaluate import cv_splitter, laprls_random_floor
     from glfs.designs.gradient import laprls_fit
+    from glfs.evaluate import cv_splitter, laprls_random_floor
 
     X, y, train = _shifted_classes(0.6, seed=2, n=80, d=6)
     cv = cv_splitter(y[train], 4, random_state=0)

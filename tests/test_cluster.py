@@ -40,8 +40,14 @@ def _scores(X, W, groups):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConstantFeatureWarning)
         g = graph_autocorrelation(X, W)
-        return {"laplacian": laplacian_score(X, W), "moran_i": g.moran_i, "moran_z": g.z,
-                "variance": variance_score(X), "fisher": fisher_score(X, groups), "deviance": deviance_score(X)}
+        return {
+            "laplacian": laplacian_score(X, W),
+            "moran_i": g.moran_i,
+            "moran_z": g.z,
+            "variance": variance_score(X),
+            "fisher": fisher_score(X, groups),
+            "deviance": deviance_score(X),
+        }
 
 
 def _chunked(X, kind):
@@ -143,7 +149,8 @@ def _failing_chunks(X, fail_on_call):
     """A dask X whose first chunk raises on its ``fail_on_call``-th computation (1 = the validation scan)."""
     _CALLS.update(n=0, fail_on=fail_on_call)
     return da.from_array(X, chunks=(100, X.shape[1]), asarray=False).map_blocks(
-        _fail_first_chunk, dtype=X.dtype, meta=X[:0])
+        _fail_first_chunk, dtype=X.dtype, meta=X[:0]
+    )
 
 
 @pytest.mark.parametrize("fail_on_call", [1, 2])
@@ -171,7 +178,8 @@ def test_a_lost_worker_is_recovered_or_fails_never_partial():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cl:
         with distributed.Client(cl) as c:
             dx = da.from_array(X, chunks=(100, X.shape[1]), asarray=False).map_blocks(
-                _close_worker_once, dtype=X.dtype, meta=X[:0])
+                _close_worker_once, dtype=X.dtype, meta=X[:0]
+            )
             try:
                 got = laplacian_score(dx, W)
             except RuntimeError as e:  # allowed: a clear error, never a partial result
@@ -250,8 +258,7 @@ def test_tiles_the_workers_never_hold_the_matrix(monkeypatch, caplog):
     import glfs.graph.neighbors as nb
 
     n, d = 8000, 4000
-    X = da.map_blocks(_sparse_tile, chunks=((2000,) * 4, (250,) * 16), dtype=np.float64,
-                      meta=sp.csr_matrix((0, 0)))
+    X = da.map_blocks(_sparse_tile, chunks=((2000,) * 4, (250,) * 16), dtype=np.float64, meta=sp.csr_matrix((0, 0)))
     whole = int(0.2 * n * d) * 12  # CSR: 8-byte values, 4-byte indices
     monkeypatch.setattr(ooc, "STREAM_VALUES", int(0.2 * n * d) // 16)  # blocks of 1 column of tiles
     monkeypatch.setattr(nb, "PCA_FIT_SAMPLES", 800)
@@ -273,8 +280,9 @@ def test_tiles_the_workers_never_hold_the_matrix(monkeypatch, caplog):
             finally:
                 tracemalloc.stop()
     blocks = [r.getMessage() for r in caplog.records if r.getMessage().startswith("laplacian_score: genes")]
-    assert sorted(m.split(" done")[0] for m in blocks) == sorted(f"laplacian_score: genes {a}-{a + 249}"
-                                                                  for a in range(0, d, 250))
+    assert sorted(m.split(" done")[0] for m in blocks) == sorted(
+        f"laplacian_score: genes {a}-{a + 249}" for a in range(0, d, 250)
+    )
     assert max(peaks) < whole / 2, (peaks, whole)
     np.testing.assert_allclose(got, laplacian_score(X.compute(), W), rtol=1e-6)
 

@@ -9,10 +9,10 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from test_cluster import _chunked, _graph, _planted
 
 import glfs
 from glfs import ConstantFeatureWarning
-from test_cluster import _chunked, _graph, _planted
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -62,8 +62,12 @@ def test_one_batch_is_the_plain_result_on_the_cluster(dask_client):
         got = _select(dx, method, one, W)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConstantFeatureWarning)
-            plain = glfs.select(dx, method, n_features_to_select=8, **({"graph": W} if method != "variance" and
-                                                                          method != "deviance" else {}))
+            plain = glfs.select(
+                dx,
+                method,
+                n_features_to_select=8,
+                **({"graph": W} if method != "variance" and method != "deviance" else {}),
+            )
         np.testing.assert_allclose(got.scores, plain.scores, rtol=1e-12, equal_nan=True, err_msg=method)
         np.testing.assert_array_equal(got.ranking, plain.ranking)
 
@@ -80,8 +84,9 @@ def test_graph_within_batches_on_the_cluster_equals_the_streamed_graph(dask_clie
     gp = {"n_pcs": 10, "method": "approx", "n_neighbors": 8}
 
     def run():
-        return _select(da.from_array(X, chunks=(250, 60), asarray=False), "laplacian_score", batches, None,
-                       graph_params=gp)
+        return _select(
+            da.from_array(X, chunks=(250, 60), asarray=False), "laplacian_score", batches, None, graph_params=gp
+        )
 
     got = run()
     with pytest.MonkeyPatch.context() as m:  # no client: every block streams through this process
@@ -108,8 +113,9 @@ def test_tl_select_with_batch_key_on_the_cluster(dask_client):
     pd = pytest.importorskip("pandas")
     X, groups = _planted(seed=4)
     W = _graph(X, groups)
-    obs = pd.DataFrame({"donor": np.random.default_rng(6).choice(["x", "y"], X.shape[0])},
-                       index=[f"c{i}" for i in range(X.shape[0])])
+    obs = pd.DataFrame(
+        {"donor": np.random.default_rng(6).choice(["x", "y"], X.shape[0])}, index=[f"c{i}" for i in range(X.shape[0])]
+    )
     out = []
     for x in (_chunked(X, "sparse-rows"), X):
         a = ad.AnnData(X=x, obs=obs.copy())
@@ -120,5 +126,6 @@ def test_tl_select_with_batch_key_on_the_cluster(dask_client):
         out.append(a.var)
     assert "laplacian_score_nbatches" in out[1].columns and list(out[0].columns) == list(out[1].columns)
     for col in out[1].columns:
-        np.testing.assert_allclose(out[0][col].to_numpy(float), out[1][col].to_numpy(float), rtol=1e-6,
-                                   equal_nan=True, err_msg=col)
+        np.testing.assert_allclose(
+            out[0][col].to_numpy(float), out[1][col].to_numpy(float), rtol=1e-6, equal_nan=True, err_msg=col
+        )

@@ -8,12 +8,12 @@ import threading
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from test_out_of_core_graph import _planted
 
 import glfs
-import glfs.graph.neighbors as nb
 import glfs.graph.ivf_blocks as ivf_blocks
+import glfs.graph.neighbors as nb
 import glfs.graph.sharded as sharded
-from test_out_of_core_graph import _planted
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -122,8 +122,12 @@ def test_select_without_a_graph_on_the_cluster(dask_client):
     """glfs.select of a dask X with no graph given: the graph and the score both on the cluster, the
     planted genes first."""
     X, groups = _planted(1200, 60, 2)
-    sel = glfs.select(da.from_array(X, chunks=(300, 60), asarray=False), "laplacian_score", n_features_to_select=18,
-                      graph_params={"n_pcs": 10, "method": "approx", "n_neighbors": 8})
+    sel = glfs.select(
+        da.from_array(X, chunks=(300, 60), asarray=False),
+        "laplacian_score",
+        n_features_to_select=18,
+        graph_params={"n_pcs": 10, "method": "approx", "n_neighbors": 8},
+    )
     assert set(np.flatnonzero(sel.selected)) == set(range(18))
 
 

@@ -22,7 +22,12 @@ def function_code_lines(fn: ast.AST, lines: list[str]) -> int:
     """Lines of a function that are code: not its docstring, not blank, not only a comment."""
     skip = set()
     body = fn.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         skip = set(range(body[0].lineno, body[0].end_lineno + 1))
     count = 0
     for i in range(fn.lineno, fn.end_lineno + 1):
@@ -45,8 +50,11 @@ def long_functions(path: Path, limit: int = MAX_FUNCTION_CODE_LINES) -> list[str
 
 
 def test_no_file_over_the_limit():
-    big = [f"{p.relative_to(ROOT)}: {n} lines" for p in _sources()
-           if (n := len(p.read_text().splitlines())) > MAX_FILE_LINES]
+    big = [
+        f"{p.relative_to(ROOT)}: {n} lines"
+        for p in _sources()
+        if (n := len(p.read_text().splitlines())) > MAX_FILE_LINES
+    ]
     assert not big, f"files over {MAX_FILE_LINES} lines (split them by concern):\n" + "\n".join(big)
 
 
@@ -60,7 +68,9 @@ def test_the_counter_counts_code_only(tmp_path):
     lines and comments are not counted."""
     body = "\n".join(f"    x{i} = {i}" for i in range(81))
     f = tmp_path / "m.py"
-    f.write_text(f'def long():\n    """Doc\n\n    string."""\n    # a comment\n\n{body}\n\ndef short():\n    """Doc."""\n    return 1\n')
+    f.write_text(
+        f'def long():\n    """Doc\n\n    string."""\n    # a comment\n\n{body}\n\ndef short():\n    """Doc."""\n    return 1\n'
+    )
     tree = ast.parse(f.read_text())
     lines = f.read_text().splitlines()
     counts = {n.name: function_code_lines(n, lines) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
@@ -72,4 +82,3 @@ def test_the_counter_counts_code_only(tmp_path):
         assert long_functions(f, limit=82) == []
     finally:
         ROOT = old
-

@@ -73,7 +73,7 @@ def test_swap_deltas_match_direct_traces():
     D = ex.deltas()
     base = _trace_naive(Xs, W, [0, 3, 5, 7], l1, l2)
     assert ex.trace == pytest.approx(base, rel=1e-10)
-    for p, i in enumerate(ex.S):
+    for p, _i in enumerate(ex.S):
         for j in range(12):
             S2 = list(ex.S)
             if j in S2:
@@ -115,9 +115,15 @@ def test_relaxed_criterion_equals_trace_at_vertices_and_gradient_by_finite_diffe
         e = np.zeros(8)
         e[i] = h
         if b[i] > 0:
-            fd = (relaxed_criterion(b + e, X, W, lambda1=l1, lambda2=l2)[0] - relaxed_criterion(b - e, X, W, lambda1=l1, lambda2=l2)[0]) / (2 * h)
+            fd = (
+                relaxed_criterion(b + e, X, W, lambda1=l1, lambda2=l2)[0]
+                - relaxed_criterion(b - e, X, W, lambda1=l1, lambda2=l2)[0]
+            ) / (2 * h)
         else:  # one-sided at the boundary
-            fd = (relaxed_criterion(b + e, X, W, lambda1=l1, lambda2=l2)[0] - relaxed_criterion(b, X, W, lambda1=l1, lambda2=l2)[0]) / h
+            fd = (
+                relaxed_criterion(b + e, X, W, lambda1=l1, lambda2=l2)[0]
+                - relaxed_criterion(b, X, W, lambda1=l1, lambda2=l2)[0]
+            ) / h
         assert g[i] == pytest.approx(fd, rel=1e-4)
 
 
@@ -216,7 +222,9 @@ def test_bad_inputs_through_select():
     X, W = _toy(n=20, d=10, seed=0)
     with pytest.raises(ValueError, match="parameter 'lam' is not a parameter of method 'glfs'"):
         glfs.select(X, "glfs", graph=W, n_features=3, lam=0.1)
-    with pytest.raises(ValueError, match=r"n_features_to_select must be an integer in \[1, 10\] for method 'glfs' .*; got None"):
+    with pytest.raises(
+        ValueError, match=r"n_features_to_select must be an integer in \[1, 10\] for method 'glfs' .*; got None"
+    ):
         glfs.select(X, "glfs", graph=W)
 
 

@@ -21,7 +21,6 @@ from glfs.evaluate import (
     stratified_subsample,
 )
 
-
 # ---- accuracy ---------------------------------------------------------------
 
 
@@ -369,7 +368,9 @@ def test_evaluate_classifier_uses_an_estimators_own_cv_errors():
             return self
 
     X, y = _two_class(n=20)
-    r = evaluate_classifier(TunesLam(strategy="most_frequent"), X[:10], y[:10], X[10:], y[10:], cv=cv_splitter(y[:10], 5))
+    r = evaluate_classifier(
+        TunesLam(strategy="most_frequent"), X[:10], y[:10], X[10:], y[10:], cv=cv_splitter(y[:10], 5)
+    )
     assert r["cv_errors"] == 4
     assert r["params"] == {"lam": 0.5}
 
@@ -416,7 +417,9 @@ def test_loo_1nn_uses_the_principal_component_search_for_many_samples(monkeypatc
     X, y = _blobs_big(n=400, d=60)
     exact = loo_1nn_accuracy(X, y)
     calls = []
-    real = nb._knn_brute32  # at scale: exact search on APPROX_N_PCS components (glfs.graph.neighbors.choose_neighbor_method)
+    real = (
+        nb._knn_brute32
+    )  # at scale: exact search on APPROX_N_PCS components (glfs.graph.neighbors.choose_neighbor_method)
     monkeypatch.setattr(nb, "_knn_brute32", lambda *a, **k: calls.append(a[0].shape) or real(*a, **k))
     monkeypatch.setattr(nb, "AUTO_APPROX_MIN_SAMPLES", 100)
     approx = loo_1nn_accuracy(X, y)
@@ -528,9 +531,9 @@ def test_spectral_cluster_runs_matches_the_per_run_form_in_distribution():
 
 def test_spectral_cluster_runs_keeps_per_run_embeddings_when_components_exceed_clusters():
     """More components than clusters: the eigensolver's start picks the basis, so each run keeps its own."""
-    from glfs.evaluate.clustering import _spectral_labels, spectral_cluster_runs
-
     import scipy.sparse as sp
+
+    from glfs.evaluate.clustering import _spectral_labels, spectral_cluster_runs
 
     blocks = [np.ones((8, 8)) - np.eye(8)] * 6  # six disconnected cliques, 4 clusters wanted
     A = sp.csr_matrix(sp.block_diag(blocks))
@@ -579,7 +582,10 @@ def test_nmi_pair_of_identical_partitions_is_at_most_one():
         (lambda X: stratified_subsample(np.zeros(45), 1), r"max_samples must be an integer >= 2; got 1"),
         (lambda X: stratified_subsample(np.zeros(45), 10.0), r"max_samples must be an integer >= 2; got 10\.0"),
         (lambda X: spectral_cluster(X, 3, eigen_solver="amg"), r"eigen_solver must be one of .*; got 'amg'"),
-        (lambda X: evaluate_ranking(X, np.arange(45) % 3, np.arange(X.shape[1]), eigen_solver="ARPACK"), r"eigen_solver must be one of .*; got 'ARPACK'"),
+        (
+            lambda X: evaluate_ranking(X, np.arange(45) % 3, np.arange(X.shape[1]), eigen_solver="ARPACK"),
+            r"eigen_solver must be one of .*; got 'ARPACK'",
+        ),
     ],
 )
 def test_bad_scalars_of_the_evaluation(call, match):
@@ -646,7 +652,10 @@ def test_lobpcg_that_misses_its_tolerance_is_flagged(monkeypatch, caplog):
     X, _ = _mixture(n=120, d=6, shift=3.0, seed=8)
     A = ev.knn_affinity(X, 10)
     monkeypatch.setattr(spectral, "EIGEN_TOL", 1e-30)
-    with caplog.at_level(logging.WARNING, logger="glfs.evaluate.spectral"), pytest.warns(ConvergenceWarning, match="did not reach eigen_tol=1e-30"):
+    with (
+        caplog.at_level(logging.WARNING, logger="glfs.evaluate.spectral"),
+        pytest.warns(ConvergenceWarning, match="did not reach eigen_tol=1e-30"),
+    ):
         ev.spectral_cluster_runs(A, 4, run_seeds(0, 2), eigen_solver="lobpcg")
     assert any("LOBPCG did not reach" in r.getMessage() for r in caplog.records)
     monkeypatch.setattr(spectral, "EIGEN_TOL", 1e-8)
@@ -666,19 +675,32 @@ def test_random_floor_is_random_orders_scored_by_the_methods_protocol():
 
     X, y = _mixture(n=150, d=12, seed=3)
     y = np.array(["a", "b", "c", "d"])[y]
-    kw = {"feature_grid": [2, 5], "n_clusters": None, "n_runs": 7, "affinity_neighbors": 8,
-          "random_state": 11, "max_samples": 100, "eigen_solver": "auto"}
+    kw = {
+        "feature_grid": [2, 5],
+        "n_clusters": None,
+        "n_runs": 7,
+        "affinity_neighbors": 8,
+        "random_state": 11,
+        "max_samples": 100,
+        "eigen_solver": "auto",
+    }
     got = evaluate_random_floor(X, y, n_draws=3, protocol="spectral", **kw)
     keep = stratified_subsample(y, 100, 11)
     want = []
     for i, (s, order) in enumerate(random_gene_orders(12, 3, 11)):
-        recs = evaluate_ranking(X[keep], y[keep], order, feature_grid=[2, 5], n_runs=1, affinity_neighbors=8, random_state=s)
+        recs = evaluate_ranking(
+            X[keep], y[keep], order, feature_grid=[2, 5], n_runs=1, affinity_neighbors=8, random_state=s
+        )
         want += [{**r, "draw": i} for r in recs]
     assert got == want
     assert len(got) == 3 * 2 and {r["draw"] for r in got} == {0, 1, 2}
     # the subsample is the methods' one: the same cells as evaluate_ranking(max_samples=100, random_state=11)
-    one = evaluate_ranking(X, y, random_gene_orders(12, 1, 11)[0][1], feature_grid=[5], n_runs=1, random_state=11, max_samples=100)
-    assert one == evaluate_ranking(X[keep], y[keep], random_gene_orders(12, 1, 11)[0][1], feature_grid=[5], n_runs=1, random_state=11)
+    one = evaluate_ranking(
+        X, y, random_gene_orders(12, 1, 11)[0][1], feature_grid=[5], n_runs=1, random_state=11, max_samples=100
+    )
+    assert one == evaluate_ranking(
+        X[keep], y[keep], random_gene_orders(12, 1, 11)[0][1], feature_grid=[5], n_runs=1, random_state=11
+    )
 
 
 def test_random_floor_bad_inputs():

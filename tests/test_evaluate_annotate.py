@@ -27,7 +27,9 @@ def test_table_round_trip(tmp_path):
     t = selection_table(sel, genes)
     assert list(t.columns) == ["gene", "score", "rank", "selected", "weight"]
     write_tsv(t, tmp_path / "s.tsv")
-    back = selection_from_table(pd.read_csv(tmp_path / "s.tsv", sep="\t"), selection_meta(sel, n_features=4, graph="knn"))
+    back = selection_from_table(
+        pd.read_csv(tmp_path / "s.tsv", sep="\t"), selection_meta(sel, n_features=4, graph="knn")
+    )
     assert np.array_equal(back.ranking, sel.ranking)
     assert np.array_equal(back.selected, sel.selected)
     np.testing.assert_array_equal(np.isnan(back.scores), np.isnan(sel.scores))
@@ -68,7 +70,9 @@ def test_write_selection_leaves_adata_unchanged_on_mismatch():
 
 def test_weight_key():
     anndata = pytest.importorskip("anndata")
-    sel = glfs.core.result.make_selection("glfs_exact", np.arange(4.0), higher_is_better=True, n_features=2, weights=[0, 0, 1, 2])
+    sel = glfs.core.result.make_selection(
+        "glfs_exact", np.arange(4.0), higher_is_better=True, n_features=2, weights=[0, 0, 1, 2]
+    )
     a = anndata.AnnData(X=np.zeros((3, 4)))
     write_selection(a, sel, weight_key="glfs_exact_weight")
     assert "glfs_weight" not in a.var
@@ -127,14 +131,31 @@ def test_atomic_outputs_get_umask_permissions(tmp_path):
 
 # ---------------------------------------------------------------- issue 11: names users really have
 
-ODD_IDS = ["NA", "007", "null", "1e3", "True", "nan", "N/A", "-nan", "", "00123", "G\tTAB", "G\nNL", 'say "hi"', "$\\alpha$"]
+ODD_IDS = [
+    "NA",
+    "007",
+    "null",
+    "1e3",
+    "True",
+    "nan",
+    "N/A",
+    "-nan",
+    "",
+    "00123",
+    "G\tTAB",
+    "G\nNL",
+    'say "hi"',
+    "$\\alpha$",
+]
 
 
 def test_tables_read_back_ids_as_text(tmp_path):
     from glfs_workflow.files import read_tsv
 
     d = len(ODD_IDS)
-    sel = glfs.core.result.make_selection("variance", np.r_[np.nan, np.arange(d - 1.0)], higher_is_better=True, n_features=3)
+    sel = glfs.core.result.make_selection(
+        "variance", np.r_[np.nan, np.arange(d - 1.0)], higher_is_better=True, n_features=3
+    )
     t = selection_table(sel, ODD_IDS)
     write_tsv(t, tmp_path / "s.tsv")
     back = read_tsv(tmp_path / "s.tsv")

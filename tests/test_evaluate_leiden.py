@@ -23,10 +23,20 @@ pytest.importorskip("scanpy")
 pytest.importorskip("igraph")
 
 KEYS = {
-    "n_features", "run", "seed",
-    "ari", "nmi", "resolution", "n_clusters",
-    "ari_nlabels", "nmi_nlabels", "resolution_nlabels", "n_clusters_nlabels", "nlabels_reached",
-    "kmeans_ari", "kmeans_nmi",
+    "n_features",
+    "run",
+    "seed",
+    "ari",
+    "nmi",
+    "resolution",
+    "n_clusters",
+    "ari_nlabels",
+    "nmi_nlabels",
+    "resolution_nlabels",
+    "n_clusters_nlabels",
+    "nlabels_reached",
+    "kmeans_ari",
+    "kmeans_nmi",
 }
 N_GROUPS, PER_GROUP, N_MARKERS, N_NOISE = 4, 150, 40, 200
 GRID = (2, N_MARKERS)  # 2: the genes themselves (no PCA); 40: the markers
@@ -183,8 +193,14 @@ def test_leiden_runs_are_scanpys_leiden(planted, monkeypatch, private_api):
         assert len(got) == len(resolutions)
         for resolution, membership in zip(resolutions, got):
             ref = sc.tl.leiden(
-                adata, resolution=resolution, flavor="igraph", n_iterations=2, directed=False,
-                random_state=seed, key_added="ref", copy=True,
+                adata,
+                resolution=resolution,
+                flavor="igraph",
+                n_iterations=2,
+                directed=False,
+                random_state=seed,
+                key_added="ref",
+                copy=True,
             ).obs["ref"]
             # the same partition: a one-to-one map between labels (scanpy's names are strings)
             pairs = set(zip(membership.tolist(), ref.astype(str)))
@@ -265,7 +281,10 @@ def test_bad_inputs(kwargs, match):
 
 @pytest.mark.parametrize(
     ("args", "match"),
-    [((0, 3, 0), "n_genes must be a positive integer; got 0"), ((10, 0, 0), "n_draws must be a positive integer; got 0")],
+    [
+        ((0, 3, 0), "n_genes must be a positive integer; got 0"),
+        ((10, 0, 0), "n_draws must be a positive integer; got 0"),
+    ],
 )
 def test_random_gene_orders_bad_inputs(args, match):
     with pytest.raises(ValueError, match=match):
@@ -283,8 +302,17 @@ def test_leiden_random_floor_is_random_orders_scored_by_the_protocol(planted):
     keep = stratified_subsample(y, 400, 5)
     want = []
     for i, (s, order) in enumerate(random_gene_orders(X.shape[1], 2, 5)):
-        recs = evaluate_ranking_leiden(X[keep], y[keep], order, feature_grid=[30], n_runs=2, resolutions=[0.5, 1.0],
-                                       n_pcs=10, n_neighbors=10, random_state=s)
+        recs = evaluate_ranking_leiden(
+            X[keep],
+            y[keep],
+            order,
+            feature_grid=[30],
+            n_runs=2,
+            resolutions=[0.5, 1.0],
+            n_pcs=10,
+            n_neighbors=10,
+            random_state=s,
+        )
         want += [{**r, "draw": i} for r in recs]
     assert got == want and len(got) == 2 * 2
 
@@ -294,8 +322,9 @@ def test_a_label_count_never_reached_is_marked_and_warned(planted, caplog):
     more clusters than the 4 labels allow within 1) marks its *_nlabels figures and says the count reached."""
     X, y = planted
     with caplog.at_level(logging.INFO, logger="glfs.evaluate.leiden"):
-        far = evaluate_ranking_leiden(X, y, np.arange(X.shape[1]), feature_grid=(N_MARKERS,), n_runs=1,
-                                      resolutions=(50.0,), random_state=3)
+        far = evaluate_ranking_leiden(
+            X, y, np.arange(X.shape[1]), feature_grid=(N_MARKERS,), n_runs=1, resolutions=(50.0,), random_state=3
+        )
     assert far[0]["n_clusters_nlabels"] >= 6 and far[0]["nlabels_reached"] is False
     text = caplog.text
     assert f"({far[0]['n_clusters_nlabels']:.1f} clusters on average" in text
@@ -325,5 +354,7 @@ def test_pynndescent_kernels_get_numba_disk_cache():
         "print(type(d.euclidean._cache).__name__, type(s.sparse_euclidean._cache).__name__,"
         " type(d.squared_euclidean._cache).__name__, numba.njit is dec.njit, type(f._cache).__name__)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, check=True
+    ).stdout
     assert out.split() == ["FunctionCache", "FunctionCache", "FunctionCache", "True", "NullCache"]

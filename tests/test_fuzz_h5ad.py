@@ -70,7 +70,13 @@ def _clean_reading(path):
             n, d = (int(s) for s in f["X"].attrs["shape"])
     except Exception:  # noqa: BLE001 - an unreadable file: no clean reading
         return None
-    if (n, d) != (N, D) or indptr.size != n + 1 or indptr[0] != 0 or indptr[-1] != indices.size or indices.size != data.size:
+    if (
+        (n, d) != (N, D)
+        or indptr.size != n + 1
+        or indptr[0] != 0
+        or indptr[-1] != indices.size
+        or indices.size != data.size
+    ):
         return None
     if any(indptr[i + 1] < indptr[i] for i in range(n)):
         return None

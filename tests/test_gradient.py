@@ -8,9 +8,9 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-from glfs import ConstantFeatureWarning
 import glfs.designs.gradient_model as gradient_model
 import glfs.designs.gradient_path as gradient_path
+from glfs import ConstantFeatureWarning
 from glfs.designs.gradient import KKT_TOL, GLFSConvergenceWarning, glfs_objective
 from glfs.designs.gradient_model import _m_matrix
 from glfs.graph.similarity import laplacian
@@ -249,15 +249,30 @@ def test_chosen_point_and_ranking_come_from_converged_points():
     ref = glfs.glfs_path(X, W, objective="exact", n_lams=2)
     lams = [ref.path[0][0], ref.path[1][0], 1e-4 * ref.path[1][0]]
     prob = gradient_path._Problem(
-        X, W, objective="exact", lambda1=gradient_model.DEFAULT_LAMBDA1, lambda2=gradient_model.DEFAULT_LAMBDA2,
-        center=gradient_model.DEFAULT_CENTER, scale=gradient_model.DEFAULT_SCALE, beta_init=ref.path_weights[1], max_iter=20,
+        X,
+        W,
+        objective="exact",
+        lambda1=gradient_model.DEFAULT_LAMBDA1,
+        lambda2=gradient_model.DEFAULT_LAMBDA2,
+        center=gradient_model.DEFAULT_CENTER,
+        scale=gradient_model.DEFAULT_SCALE,
+        beta_init=ref.path_weights[1],
+        max_iter=20,
     )
     lams = gradient_path._lam_grid(prob, lams, 3, gradient_model.DEFAULT_LAM_RATIO)
     with pytest.warns(GLFSConvergenceWarning, match="1 of 3 path points"):
         # pick=120: what glfs(n_features=120) asks of the path
         res = gradient_path._path_result(
-            prob, lams, gradient_path._run_path(prob, lams), rank_by="weight", lam_ratio=gradient_model.DEFAULT_LAM_RATIO,
-            search_C=gradient_model.DEFAULT_SEARCH_C, center=False, scale="unit", beta_init=ref.path_weights[1], pick=120,
+            prob,
+            lams,
+            gradient_path._run_path(prob, lams),
+            rank_by="weight",
+            lam_ratio=gradient_model.DEFAULT_LAM_RATIO,
+            search_C=gradient_model.DEFAULT_SEARCH_C,
+            center=False,
+            scale="unit",
+            beta_init=ref.path_weights[1],
+            pick=120,
         )
     assert res.converged == (True, True, False)
     assert res.lam == lams[1]  # no converged point has 120 genes: the last converged one

@@ -30,8 +30,9 @@ def sim():
     """600 cells x 1,200 genes, 4 groups (10-40 %), strong programmes (the Splat model): a setting a correct
     implementation must get right (measured 2026-11-25: precision 1.0 at 100 genes, 99 % of the graph within
     groups; at de_fac_loc 0.4 / lib_loc 8 it gets .42 and 58 %, still the best of the selections there)."""
-    s = simulate_counts(600, 1200, group_prob=(0.4, 0.3, 0.2, 0.1), de_prob=0.05, de_fac_loc=1.0,
-                        lib_loc=9.0, random_state=3)
+    s = simulate_counts(
+        600, 1200, group_prob=(0.4, 0.3, 0.2, 0.1), de_prob=0.05, de_fac_loc=1.0, lib_loc=9.0, random_state=3
+    )
     keep = np.asarray((s.counts > 0).sum(axis=0)).ravel() >= 3
     counts = s.counts[:, keep]
     return counts, _lognorm(counts), s.programme.any(axis=0)[keep], s.groups
@@ -114,7 +115,9 @@ def test_sparse_and_dense_input_agree_on_a_given_graph(sim):
         warnings.simplefilter("ignore")
         a = glfs.select(X, "graph_moran", graph=W, n_features_to_select=30)
         b = glfs.select(X.toarray(), "graph_moran", graph=W, n_features_to_select=30)
-    np.testing.assert_allclose(a.scores, b.scores, rtol=1e-9, atol=1e-10, equal_nan=True)  # sums over non-zeros vs centred columns
+    np.testing.assert_allclose(
+        a.scores, b.scores, rtol=1e-9, atol=1e-10, equal_nan=True
+    )  # sums over non-zeros vs centred columns
     np.testing.assert_array_equal(a.selected, b.selected)
 
 

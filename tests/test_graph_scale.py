@@ -56,7 +56,10 @@ def data():
 
 
 HAS_FAISS = nb.exact_backend() == "faiss"
-APPROX_BACKENDS = ["pynndescent", pytest.param("faiss", marks=pytest.mark.skipif(not HAS_FAISS, reason="faiss-cpu not installed"))]
+APPROX_BACKENDS = [
+    "pynndescent",
+    pytest.param("faiss", marks=pytest.mark.skipif(not HAS_FAISS, reason="faiss-cpu not installed")),
+]
 
 
 @pytest.fixture(scope="module", params=APPROX_BACKENDS)
@@ -153,7 +156,10 @@ def brute_force_knn(Z, k):
     return [set(np.argsort(D[i], kind="stable")[:k]) for i in range(Z.shape[0])], np.sort(D, axis=1)[:, :k] ** 0.5
 
 
-BACKENDS = ["sklearn", pytest.param("faiss", marks=pytest.mark.skipif(nb.exact_backend() != "faiss", reason="faiss-cpu not installed"))]
+BACKENDS = [
+    "sklearn",
+    pytest.param("faiss", marks=pytest.mark.skipif(nb.exact_backend() != "faiss", reason="faiss-cpu not installed")),
+]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -355,13 +361,21 @@ def test_sparse_input_approx(data, use_backend):
 
 
 BAD = [
-    ("unknown method", lambda X: glfs.similarity_graph(X, method="fast"), r"method must be one of \('auto', 'exact', 'approx'\); got 'fast'"),
+    (
+        "unknown method",
+        lambda X: glfs.similarity_graph(X, method="fast"),
+        r"method must be one of \('auto', 'exact', 'approx'\); got 'fast'",
+    ),
     (
         "approx metric",
         lambda X: glfs.similarity_graph(X, method="approx", metric="manhattan"),
         r"metric must be 'euclidean' or 'cosine' for the approximate search \(method='approx'\); got 'manhattan'",
     ),
-    ("approx n_pcs", lambda X: glfs.similarity_graph(X, method="approx", n_pcs=0), r"n_pcs must be an integer in \[1, 8\]"),
+    (
+        "approx n_pcs",
+        lambda X: glfs.similarity_graph(X, method="approx", n_pcs=0),
+        r"n_pcs must be an integer in \[1, 8\]",
+    ),
 ]
 
 

@@ -23,7 +23,11 @@ BAD = [
     ({"t": "1"}, ParameterTypeError, r"t \(heat-kernel width\) must be a positive number; got '1' \(str\)"),
     ({"t": float("inf")}, ValueError, r"t \(heat-kernel width\) must be a positive number; got inf"),
     ({"t": 0}, ValueError, r"t \(heat-kernel width\) must be a positive number; got 0"),
-    ({"kernel": "snf", "mu": True}, ParameterTypeError, r"mu \(SNF kernel\) must be a positive number; got True \(bool\)"),
+    (
+        {"kernel": "snf", "mu": True},
+        ParameterTypeError,
+        r"mu \(SNF kernel\) must be a positive number; got True \(bool\)",
+    ),
     ({"kernel": "snf", "mu": float("nan")}, ValueError, r"mu \(SNF kernel\) must be a positive number; got nan"),
     ({"kernel": "snf", "mu": -2}, ValueError, r"mu \(SNF kernel\) must be a positive number; got -2"),
 ]
@@ -35,12 +39,15 @@ def test_bad_scalar_arguments(kwargs, error, match):
         glfs.similarity_graph(X, **kwargs)
 
 
-@pytest.mark.parametrize(("kwargs", "same_as"), [
-    ({"t": 3}, {"t": 3.0}),
-    ({"t": np.float64(0.7)}, {"t": 0.7}),
-    ({"kernel": "snf", "mu": np.float32(0.5)}, {"kernel": "snf", "mu": 0.5}),
-    ({"n_neighbors": np.int64(4)}, {"n_neighbors": 4}),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "same_as"),
+    [
+        ({"t": 3}, {"t": 3.0}),
+        ({"t": np.float64(0.7)}, {"t": 0.7}),
+        ({"kernel": "snf", "mu": np.float32(0.5)}, {"kernel": "snf", "mu": 0.5}),
+        ({"n_neighbors": np.int64(4)}, {"n_neighbors": 4}),
+    ],
+)
 def test_numpy_and_int_scalars_give_the_same_graph(kwargs, same_as):
     a, b = glfs.similarity_graph(X, **kwargs), glfs.similarity_graph(X, **same_as)
     assert (a != b).nnz == 0

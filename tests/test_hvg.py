@@ -183,7 +183,11 @@ def test_counts_of_another_shape_are_refused(data):
 @pytest.mark.parametrize(
     ("method", "params", "match"),
     [
-        ("hvg_seurat", {"span": 0.3}, r"parameter 'span' is not a parameter of method 'hvg_seurat'; its parameters are \['n_bins'\]"),
+        (
+            "hvg_seurat",
+            {"span": 0.3},
+            r"parameter 'span' is not a parameter of method 'hvg_seurat'; its parameters are \['n_bins'\]",
+        ),
         ("hvg_seurat_v3", {"n_bins": 20}, r"its parameters are \['span'\]"),
         ("deviance", {"theta": 1}, "parameter 'theta' is not a parameter of method 'deviance'; it takes none"),
     ],
@@ -215,7 +219,9 @@ def adata(data):
 def test_tl_select_reads_the_counts_layer(adata, data):
     counts, lognorm, _ = data
     glfs.tl.select(adata, "hvg_seurat_v3", 30)
-    np.testing.assert_array_equal(adata.var["hvg_seurat_v3"].to_numpy(), _scanpy_mask("hvg_seurat_v3", counts, lognorm, 30))
+    np.testing.assert_array_equal(
+        adata.var["hvg_seurat_v3"].to_numpy(), _scanpy_mask("hvg_seurat_v3", counts, lognorm, 30)
+    )
     assert adata.uns["hvg_seurat_v3"]["params"]["counts"] == "layers:counts"
 
 
@@ -333,8 +339,14 @@ def test_the_counts_check_reads_a_large_matrix_in_blocks():
 
     rng = np.random.default_rng(0)
     nnz = 1 << 24  # 64 MB of float32 values: a floor of all of them would be 64 MB
-    X = sp.csr_matrix((rng.poisson(2.0, nnz).astype(np.float32) + 1, rng.integers(0, 1000, nnz),
-                       np.linspace(0, nnz, 20_001).astype(np.int64)), shape=(20_000, 1000))
+    X = sp.csr_matrix(
+        (
+            rng.poisson(2.0, nnz).astype(np.float32) + 1,
+            rng.integers(0, 1000, nnz),
+            np.linspace(0, nnz, 20_001).astype(np.int64),
+        ),
+        shape=(20_000, 1000),
+    )
     tracemalloc.start()
     try:
         assert holds_counts(X)

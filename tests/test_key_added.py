@@ -20,8 +20,13 @@ def _adata():
     return a
 
 
-@pytest.mark.parametrize(("key", "said"), [("gene_ids", r"var\['gene_ids'\] \(object, e.g. 'ENSG0000'\)"),
-                                           ("highly_variable", r"var\['highly_variable'\] \(3 genes marked\)")])
+@pytest.mark.parametrize(
+    ("key", "said"),
+    [
+        ("gene_ids", r"var\['gene_ids'\] \(object, e.g. 'ENSG0000'\)"),
+        ("highly_variable", r"var\['highly_variable'\] \(3 genes marked\)"),
+    ],
+)
 def test_key_added_over_a_user_column_warns_naming_it(key, said):
     a = _adata()
     with pytest.warns(UserWarning, match=said + rf" is replaced by the 'variance' selection \(key_added='{key}'\)"):
@@ -31,7 +36,10 @@ def test_key_added_over_a_user_column_warns_naming_it(key, said):
 
 def test_mark_highly_variable_says_the_same():
     a = _adata()
-    with pytest.warns(UserWarning, match=r"var\['highly_variable'\] \(3 genes marked\) is replaced by the 'variance' selection \(mark_highly_variable=True\)"):
+    with pytest.warns(
+        UserWarning,
+        match=r"var\['highly_variable'\] \(3 genes marked\) is replaced by the 'variance' selection \(mark_highly_variable=True\)",
+    ):
         glfs.tl.select(a, method="variance", n_features=2, mark_highly_variable=True)
 
 

@@ -196,7 +196,7 @@ def test_supervised_loo_residuals_equal_coefficient_form(center):
     expected = _dense_form(X, B.toarray(), np.ones(45), center)
     np.testing.assert_allclose(lkr_score(X, labels=labels, center=center), expected, rtol=1e-8)
     # the default width, computed without the N x N distances, equals the one from them
-    from glfs.scores.lkr import _class_groups, _within_class_h, _row_sq_norms
+    from glfs.scores.lkr import _class_groups, _row_sq_norms, _within_class_h
 
     assert _within_class_h(X, _row_sq_norms(X), _class_groups(labels, 45)) == pytest.approx(h, rel=1e-10)
 
@@ -217,13 +217,28 @@ def test_unsupervised_gene_blocks_equal_dense_form(monkeypatch):
 @pytest.mark.parametrize(
     ("sizes", "d", "kw", "match"),
     [
-        ([30000, 20000], 10, {}, r"lkr_score_supervised: the kernel of the largest class \(30000 x 30000, three such matrices\) would need 20\.1 GB, above the size limit of 4 GB.*unsupervised lkr_score"),
+        (
+            [30000, 20000],
+            10,
+            {},
+            r"lkr_score_supervised: the kernel of the largest class \(30000 x 30000, three such matrices\) would need 20\.1 GB, above the size limit of 4 GB.*unsupervised lkr_score",
+        ),
         # 50,000 cells in 8 classes: the kernels fit (0.9 GB) but the work does not: 8 (6250^3 + 4 6250^2 2000) = 4.5e12
-        ([6250] * 8, 2000, {}, r"8 classes of up to 6250 samples x 2000 genes need 4\.5e\+12 floating-point operations.*size limit of 2e\+12"),
+        (
+            [6250] * 8,
+            2000,
+            {},
+            r"8 classes of up to 6250 samples x 2000 genes need 4\.5e\+12 floating-point operations.*size limit of 2e\+12",
+        ),
         ([2500] * 8, 2000, {}, None),  # 20,000 cells in 8 classes: 5.3e11
         ([38, 34], 7129, {}, None),  # Golub
         ([40, 30], 1, {"limit_gb": 1e-5}, r"largest class \(40 x 40.*size limit of 1e-05 GB"),
-        ([40, 30], 1, {"max_flops": 1e4}, r"2 classes of up to 40 samples x 1 genes need 1\.0e\+05 .*size limit of 1e\+04"),
+        (
+            [40, 30],
+            1,
+            {"max_flops": 1e4},
+            r"2 classes of up to 40 samples x 1 genes need 1\.0e\+05 .*size limit of 1e\+04",
+        ),
     ],
 )
 def test_supervised_size_limit(sizes, d, kw, match):

@@ -45,8 +45,10 @@ def test_separated_batches_score_zero_and_random_neighbours_near_one():
     n, k = 600, 15
     types = rng.integers(0, 3, n)
     batches = rng.integers(0, 4, n)
-    own = [rng.choice(np.flatnonzero((types == types[i]) & (batches == batches[i]) & (np.arange(n) != i)), k)
-           for i in range(n)]
+    own = [
+        rng.choice(np.flatnonzero((types == types[i]) & (batches == batches[i]) & (np.arange(n) != i)), k)
+        for i in range(n)
+    ]
     assert knn_batch_mixing(_graph(own, n), types, batches)["batch_mixing"] == 0.0
     rand = [rng.choice(np.flatnonzero((types == types[i]) & (np.arange(n) != i)), k, replace=False) for i in range(n)]
     mixed = knn_batch_mixing(_graph(rand, n), types, batches)["batch_mixing"]
@@ -73,8 +75,9 @@ def test_the_leiden_protocol_reports_batch_mixing():
     X = rng.normal(size=(n, d))
     X[:, :3] += 4.0 * np.eye(3)[types]  # genes 0-2 mark the types
     X[:, 3] += 6.0 * batches  # gene 3 separates the batches
-    with_batch = evaluate_ranking_leiden(X, types, np.r_[3, 0, 1, 2, np.arange(4, d)], feature_grid=[4], n_runs=1,
-                                         batches=batches)
+    with_batch = evaluate_ranking_leiden(
+        X, types, np.r_[3, 0, 1, 2, np.arange(4, d)], feature_grid=[4], n_runs=1, batches=batches
+    )
     without = evaluate_ranking_leiden(X, types, np.arange(d), feature_grid=[3], n_runs=1, batches=batches)
     assert with_batch[0]["batch_mixing"] < 0.2 < 0.8 < without[0]["batch_mixing"]
     assert "batch_mixing" not in evaluate_ranking_leiden(X, types, np.arange(d), feature_grid=[3], n_runs=1)[0]
@@ -85,10 +88,24 @@ def test_the_report_table_puts_batch_mixing_beside_the_ari_and_is_absent_without
 
     from glfs_workflow.report_tables import batch_mixing_table
 
-    cdf = pd.DataFrame({"method": ["a", "a", "a", "b"], "n_features": [500, 500, 2000, 500], "run": [0, 1, 0, 0],
-                        "ari_nlabels": [0.5, 0.7, 0.8, 0.4], "batch_mixing": [0.2, 0.4, 0.9, 0.6]})
-    rdf = pd.DataFrame({"method": ["random_genes"] * 2, "n_features": [500, 500], "draw": [0, 1],
-                        "ari_nlabels": [0.1, 0.3], "batch_mixing": [0.8, 1.0]})
+    cdf = pd.DataFrame(
+        {
+            "method": ["a", "a", "a", "b"],
+            "n_features": [500, 500, 2000, 500],
+            "run": [0, 1, 0, 0],
+            "ari_nlabels": [0.5, 0.7, 0.8, 0.4],
+            "batch_mixing": [0.2, 0.4, 0.9, 0.6],
+        }
+    )
+    rdf = pd.DataFrame(
+        {
+            "method": ["random_genes"] * 2,
+            "n_features": [500, 500],
+            "draw": [0, 1],
+            "ari_nlabels": [0.1, 0.3],
+            "batch_mixing": [0.8, 1.0],
+        }
+    )
     t = batch_mixing_table(cdf, rdf)
     assert list(t.columns) == ["ARI@500", "mixing@500", "ARI@2000", "mixing@2000"]
     assert t.loc["a", "ARI@500"] == 0.6 and t.loc["a", "mixing@500"] == 0.3 and t.loc["a", "mixing@2000"] == 0.9

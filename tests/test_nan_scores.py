@@ -28,7 +28,9 @@ def _counts_with_empty_cell(n=60, d=30, seed=0):
 def test_pearson_residuals_refuse_empty_cells():
     pytest.importorskip("scanpy")
     C = _counts_with_empty_cell()
-    with pytest.raises(ValueError, match=r"hvg_pearson_residuals: 2 of 60 cells have no counts \(e.g. rows \[3, 17\]\).*filter_cells"):
+    with pytest.raises(
+        ValueError, match=r"hvg_pearson_residuals: 2 of 60 cells have no counts \(e.g. rows \[3, 17\]\).*filter_cells"
+    ):
         glfs.select(C, method="hvg_pearson_residuals", n_features=5)
 
 
@@ -38,7 +40,10 @@ def test_pearson_residuals_all_nan_are_never_selected_in_gene_order(monkeypatch)
     from glfs.scores import hvg
 
     monkeypatch.setattr(hvg, "_refuse_empty_cells", lambda X: None)
-    with pytest.raises(ValueError, match=r"hvg_pearson_residuals: scores are NaN for 30 of 30 genes .* of the selected genes have no score"):
+    with pytest.raises(
+        ValueError,
+        match=r"hvg_pearson_residuals: scores are NaN for 30 of 30 genes .* of the selected genes have no score",
+    ):
         glfs.select(_counts_with_empty_cell(), method="hvg_pearson_residuals", n_features=5)
 
 
@@ -52,8 +57,11 @@ def _with_constant_genes(n=40, d=10, constant=(0, 2, 3, 5, 6, 7, 8, 9), seed=1):
 def test_fewer_scored_genes_than_asked_is_refused_with_the_reason():
     X = _with_constant_genes()
     W = glfs.similarity_graph(X[:, [1, 4]], n_neighbors=5)
-    with pytest.raises(ValueError, match=r"laplacian_score: scores are NaN for 8 of 10 genes \(e.g. columns \[0, 2, 3, 5, 6\]\), "
-                                         r"so only 2 can be selected by their score, fewer than the 5 asked; .*constant.*Ask for at most 2 genes"):
+    with pytest.raises(
+        ValueError,
+        match=r"laplacian_score: scores are NaN for 8 of 10 genes \(e.g. columns \[0, 2, 3, 5, 6\]\), "
+        r"so only 2 can be selected by their score, fewer than the 5 asked; .*constant.*Ask for at most 2 genes",
+    ):
         glfs.select(X, graph=W, method="laplacian_score", n_features=5)
     sel = glfs.select(X, graph=W, method="laplacian_score", n_features=2)  # as many as can be scored: allowed
     assert sorted(sel.indices.tolist()) == [1, 4]
@@ -61,10 +69,16 @@ def test_fewer_scored_genes_than_asked_is_refused_with_the_reason():
 
 def test_make_selection_refuses_a_selected_gene_without_score_and_keeps_explicit_rankings():
     scores = np.array([np.nan, 2.0, 1.0, np.nan])
-    with pytest.raises(ValueError, match=r"m: scores are NaN for 2 of 4 genes .*1 of the selected genes have no score .*; because\."):
-        make_selection("m", scores, higher_is_better=True, n_features=2, selected=[True, True, False, False], nan_reason="because")
+    with pytest.raises(
+        ValueError, match=r"m: scores are NaN for 2 of 4 genes .*1 of the selected genes have no score .*; because\."
+    ):
+        make_selection(
+            "m", scores, higher_is_better=True, n_features=2, selected=[True, True, False, False], nan_reason="because"
+        )
     # a method with its own ranking (GLFS: the genes that never enter the path have no entry lam) is not refused
-    sel = make_selection("m", scores, higher_is_better=True, n_features=3, ranking=[1, 2, 0, 3], selected=[False, True, True, False])
+    sel = make_selection(
+        "m", scores, higher_is_better=True, n_features=3, ranking=[1, 2, 0, 3], selected=[False, True, True, False]
+    )
     assert sel.indices.tolist() == [1, 2]
 
 
@@ -93,4 +107,3 @@ def test_lapaofs_at_huge_graph_weights_is_refused_not_filled_in_gene_order():
     W = glfs.similarity_graph(X, n_neighbors=5) * 1e300
     with pytest.raises(ValueError, match=r"lapaofs: scores are NaN for \d+ of 60 genes .*overflowed"):
         glfs.select(X, graph=W, method="lapaofs", n_features=5)
-

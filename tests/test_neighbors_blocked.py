@@ -4,10 +4,10 @@ the same centres, and the same result for any thread count, query block or dista
 
 import numpy as np
 import pytest
+from test_graph_scale import brute_force_knn, knn_ivf_on_1_and_2_threads, knn_sets, latent_clusters, recall
 
 import glfs.graph.ivf_blocks as ib
 import glfs.graph.neighbors as nb
-from test_graph_scale import brute_force_knn, knn_ivf_on_1_and_2_threads, knn_sets, latent_clusters, recall
 
 faiss = pytest.importorskip("faiss")
 

@@ -121,16 +121,21 @@ def test_the_planted_genes_come_first(data):
     assert set(np.argsort(s)[:5]) == set(range(5))
 
 
-@pytest.mark.parametrize("method, why", [
-    ("lapaofs", "it needs X in memory"),
-    ("hvg_seurat", "it needs X in memory"),
-    ("graph_moran", "it builds its own graph in memory: pass graph="),
-])
+@pytest.mark.parametrize(
+    "method, why",
+    [
+        ("lapaofs", "it needs X in memory"),
+        ("hvg_seurat", "it needs X in memory"),
+        ("graph_moran", "it builds its own graph in memory: pass graph="),
+    ],
+)
 def test_methods_that_cannot_stream_say_so(data, method, why):
     X, W, groups, files = data
     backed = ad.read_h5ad(files["csr"], backed="r")
-    pattern = (rf"method '{method}' cannot stream an out-of-core X \(an AnnData backed CSR matrix 600 x 150, "
-               rf"float32\): {why}")
+    pattern = (
+        rf"method '{method}' cannot stream an out-of-core X \(an AnnData backed CSR matrix 600 x 150, "
+        rf"float32\): {why}"
+    )
     with pytest.raises(ValueError, match=pattern):
         glfs.select(backed.X, method, n_features_to_select=5)
     with pytest.raises(ValueError, match=pattern):
@@ -141,8 +146,11 @@ def test_methods_that_cannot_stream_say_so(data, method, why):
 def test_other_functions_refuse_out_of_core_with_the_way_out(data):
     X, W, groups, files = data
     src = da.from_array(X, chunks=(100, 150))
-    with pytest.raises(ValueError, match=r"X is an out-of-core matrix \(a dask sparse matrix 600 x 150, float32\); "
-                                         r"this function needs it in memory. Load it first .*X.compute\(\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"X is an out-of-core matrix \(a dask sparse matrix 600 x 150, float32\); "
+        r"this function needs it in memory. Load it first .*X.compute\(\)",
+    ):
         glfs.lapaofs(src, W, n_features=3)
 
 
@@ -151,7 +159,10 @@ def test_non_finite_values_are_found_while_streaming(tmp_path):
     X = X.tolil()
     X[30, 4] = np.nan
     src = da.from_array(sp.csr_matrix(X), chunks=(20, 20))
-    with pytest.raises(ValueError, match=r"X must contain only finite values; got 1 NaN or infinite entries, first at row 30, column 4 \(value nan\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"X must contain only finite values; got 1 NaN or infinite entries, first at row 30, column 4 \(value nan\)",
+    ):
         glfs.variance_score(src)
 
 
@@ -168,8 +179,10 @@ def test_peak_memory_does_not_grow_with_the_matrix(tmp_path, monkeypatch):
         ad.AnnData(X=X).write_h5ad(f)
         sizes[d] = (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) / 2**20
         backed = ad.read_h5ad(f, backed="r")
-        for name, fn in (("laplacian_score", lambda: glfs.laplacian_score(backed.X, W)),
-                         ("moran", lambda: graph_autocorrelation(backed.X, W))):
+        for name, fn in (
+            ("laplacian_score", lambda backed=backed: glfs.laplacian_score(backed.X, W)),
+            ("moran", lambda backed=backed: graph_autocorrelation(backed.X, W)),
+        ):
             tracemalloc.start()
             try:
                 with warnings.catch_warnings():
@@ -316,8 +329,11 @@ def test_a_failed_write_names_the_space_and_the_ways_out(data, split_dir, monkey
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(ooc, "open", full, raising=False)  # the module's file writes
-    with pytest.raises(OSError, match=r"writing the split of an AnnData backed CSR matrix 600 x 150, float32 to .*"
-                                      r"No space left on device.*needs 0.0 GB: set TMPDIR .*SPILL = False"):
+    with pytest.raises(
+        OSError,
+        match=r"writing the split of an AnnData backed CSR matrix 600 x 150, float32 to .*"
+        r"No space left on device.*needs 0.0 GB: set TMPDIR .*SPILL = False",
+    ):
         glfs.variance_score(ad.read_h5ad(files["csr"], backed="r").X)
     assert not list(split_dir.iterdir())
 
@@ -339,8 +355,11 @@ def test_the_validation_scan_counts_and_finds_the_largest_value(tmp_path, dtype)
     if np.dtype(dtype).kind == "f":
         X.data[X.indptr[299]] = np.inf  # a stored entry of the last row
         ad.AnnData(X=X).write_h5ad(tmp_path / "inf.h5ad")
-        with pytest.raises(ValueError, match=r"inf.h5ad:/X\) must contain only finite values; got 1 NaN or infinite entries, first at row 299, "
-                           rf"column {X.indices[X.indptr[299]]} \(value inf\)"):
+        with pytest.raises(
+            ValueError,
+            match=r"inf.h5ad:/X\) must contain only finite values; got 1 NaN or infinite entries, first at row 299, "
+            rf"column {X.indices[X.indptr[299]]} \(value inf\)",
+        ):
             ooc.OutOfCore(ad.read_h5ad(tmp_path / "inf.h5ad", backed="r").X).validate()
 
 

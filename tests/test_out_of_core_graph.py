@@ -11,8 +11,8 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-import glfs.graph.neighbors as nb
 import glfs.core.out_of_core as ooc
+import glfs.graph.neighbors as nb
 from glfs import ConstantFeatureWarning
 
 ad = pytest.importorskip("anndata")
@@ -149,12 +149,18 @@ def test_the_subsample_is_the_seeded_uniform_draw(data, monkeypatch):
         np.testing.assert_array_equal(S, X[rows].toarray(), err_msg=name)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    # method="auto" takes 20 components for an out-of-core X at any size (tests/test_backed_readme.py); exact on all genes cannot stream
-    ({"method": "exact"}, r"an out-of-core X \(an AnnData backed CSR matrix 900 x 120, float32\) gets its graph from principal "
-                          r"components .* got n_pcs=None.*pass n_pcs, e.g. 20"),
-    ({"n_pcs": N_PCS, "kernel": "cosine", "method": "approx"}, r"got n_pcs=10, metric='cosine'.*use kernel='heat'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        # method="auto" takes 20 components for an out-of-core X at any size (tests/test_backed_readme.py); exact on all genes cannot stream
+        (
+            {"method": "exact"},
+            r"an out-of-core X \(an AnnData backed CSR matrix 900 x 120, float32\) gets its graph from principal "
+            r"components .* got n_pcs=None.*pass n_pcs, e.g. 20",
+        ),
+        ({"n_pcs": N_PCS, "kernel": "cosine", "method": "approx"}, r"got n_pcs=10, metric='cosine'.*use kernel='heat'"),
+    ],
+)
 def test_what_cannot_stream_says_so(data, kwargs, match):
     X, groups, files = data
     with pytest.raises(ValueError, match=match):

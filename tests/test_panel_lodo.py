@@ -20,14 +20,29 @@ def _table(values, n_genes=None):
     rows = []
     for (m, s, k), scores in values.items():
         for r, v in enumerate(scores):
-            rows.append({"method": m, "labels": s, "set": s, "n_features": k, "run": r, "score": v,
-                         "n_genes": n_genes.get(s, 10_000)})
+            rows.append(
+                {
+                    "method": m,
+                    "labels": s,
+                    "set": s,
+                    "n_features": k,
+                    "run": r,
+                    "score": v,
+                    "n_genes": n_genes.get(s, 10_000),
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def test_score_matrix_means_runs_and_fills_all_genes_where_k_reaches_the_set():
-    vals = {("m1", "a", 200): [0.2, 0.4], ("m1", "a", 500): [0.5], ("all_genes", "a", 300): [0.9],
-            ("m1", "b", 200): [0.1], ("all_genes", "b", 9000): [0.7], ("m1", "b", 500): [0.6]}
+    vals = {
+        ("m1", "a", 200): [0.2, 0.4],
+        ("m1", "a", 500): [0.5],
+        ("all_genes", "a", 300): [0.9],
+        ("m1", "b", 200): [0.1],
+        ("all_genes", "b", 9000): [0.7],
+        ("m1", "b", 500): [0.6],
+    }
     S = score_matrix(_table(vals, {"a": 300, "b": 9000}), GRID)
     assert S.loc["m1", ("a", 200)] == pytest.approx(0.3)
     assert S.loc["m1", ("a", 500)] == pytest.approx(0.9)  # 500 >= the set's 300 genes: all genes
@@ -65,8 +80,14 @@ def test_the_choice_changes_with_the_fold():
 
 
 def test_lodo_table_compares_with_hvg_chosen_the_same_way_and_random():
-    S = _matrix({"x": [0.8, 0.8, 0.8, 0.3], "hvg_a": [0.7, 0.7, 0.7, 0.7], "hvg_b": [0.1, 0.1, 0.1, 0.9],
-                 "random": [0.2, 0.2, 0.2, 0.4]})
+    S = _matrix(
+        {
+            "x": [0.8, 0.8, 0.8, 0.3],
+            "hvg_a": [0.7, 0.7, 0.7, 0.7],
+            "hvg_b": [0.1, 0.1, 0.1, 0.9],
+            "random": [0.2, 0.2, 0.2, 0.4],
+        }
+    )
     res = leave_one_dataset_out(S, ["x"], PANEL, GRID)
     t = lodo_table(res, S, PANEL, GRID)
     assert list(t["hvg"][:4]) == ["hvg_a"] * 4

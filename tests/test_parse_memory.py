@@ -40,8 +40,11 @@ def test_configured_max_expanded_gb_refuses_a_gzip_matrix_before_parsing(tmp_pat
     path.write_bytes(gzip.compress(text.encode()))
     cap_gb = 4096 / 2**30  # 4,096 bytes, far below the text
     assert len(text) > 4096
-    with pytest.raises(readers.DataError, match=r"m\.tsv\.gz: gzip-compressed text expands to more than 4096 bytes "
-                       r"\(the limit, fetch\.max_expanded_gb\); stopped there.* raise fetch\.max_expanded_gb or store the matrix as \.h5ad"):
+    with pytest.raises(
+        readers.DataError,
+        match=r"m\.tsv\.gz: gzip-compressed text expands to more than 4096 bytes "
+        r"\(the limit, fetch\.max_expanded_gb\); stopped there.* raise fetch\.max_expanded_gb or store the matrix as \.h5ad",
+    ):
         datasets.prepare_dataset("d", _cfg(), {"expression": path}, max_expanded_gb=cap_gb)
 
 
@@ -71,9 +74,12 @@ def test_a_plain_matrix_larger_than_the_memory_allows_is_refused_by_its_size(tmp
     path = tmp_path / "m.tsv"
     path.write_text(text)
     assert len(text) > MB // 13
-    with pytest.raises(readers.DataError, match=rf"m\.tsv: reading this text matrix \({len(text)} bytes of text\) would take at least "
-                       r"[0-9.]+ GB .* more than the 0\.00 GB of the job's memory \(mem_mb = 1,.*refused before parsing. "
-                       r"Give the job more memory \(resources\.prepare\.mem_mb .*\), or convert the matrix to \.h5ad"):
+    with pytest.raises(
+        readers.DataError,
+        match=rf"m\.tsv: reading this text matrix \({len(text)} bytes of text\) would take at least "
+        r"[0-9.]+ GB .* more than the 0\.00 GB of the job's memory \(mem_mb = 1,.*refused before parsing. "
+        r"Give the job more memory \(resources\.prepare\.mem_mb .*\), or convert the matrix to \.h5ad",
+    ):
         datasets.prepare_dataset("d", _cfg(), {"expression": path}, mem_mb=1)
 
 
@@ -85,7 +91,10 @@ def test_many_small_values_are_counted_before_parsing(tmp_path, monkeypatch, no_
     path = tmp_path / "m.tsv.gz"
     path.write_bytes(gzip.compress(text.encode()))
     assert len(text) <= mem // 13
-    with pytest.raises(readers.DataError, match=rf"m\.tsv\.gz: reading this text matrix \({len(text)} bytes of text, {n_values} values\)"):
+    with pytest.raises(
+        readers.DataError,
+        match=rf"m\.tsv\.gz: reading this text matrix \({len(text)} bytes of text, {n_values} values\)",
+    ):
         readers.read_matrix(path, mem_mb=mem / MB)
 
 
@@ -94,7 +103,10 @@ def test_a_gzip_matrix_is_streamed_only_up_to_the_memory_cap(tmp_path, monkeypat
     body = b"gene\tS0\tS1\n" + b"G0\t1\t2\n" * (1 << 19)  # 4 MB of text, compressed to a few kB
     path = tmp_path / "m.tsv.gz"
     path.write_bytes(gzip.compress(body))
-    with pytest.raises(readers.DataError, match=r"m\.tsv\.gz: reading this text matrix \(more than 80659 bytes of text \(stopped there\)\)"):
+    with pytest.raises(
+        readers.DataError,
+        match=r"m\.tsv\.gz: reading this text matrix \(more than 80659 bytes of text \(stopped there\)\)",
+    ):
         readers.read_matrix(path, mem_mb=1, keys={"memory": "more memory"})
 
 
@@ -125,9 +137,12 @@ def test_a_dense_x_declared_huge_in_a_small_h5ad_is_refused_before_reading(tmp_p
     monkeypatch.setattr(ad, "read_h5ad", no_read)
     monkeypatch.setattr(memory, "rss_bytes", lambda: 0)
     need = 30_000 * 40_000 * (4 + 8) / 2**30  # float32 as stored + the float64 copy
-    with pytest.raises(readers.DataError, match=rf"huge\.h5ad: X is a dense 30000 x 40000 float32 matrix: reading it takes at least "
-                       rf"{need:.2f} GB of memory .* more than the 3\.91 GB of the job's memory \(mem_mb = 4000.*refused before reading. "
-                       r"Give the job more memory \(resources\.prepare\.mem_mb"):
+    with pytest.raises(
+        readers.DataError,
+        match=rf"huge\.h5ad: X is a dense 30000 x 40000 float32 matrix: reading it takes at least "
+        rf"{need:.2f} GB of memory .* more than the 3\.91 GB of the job's memory \(mem_mb = 4000.*refused before reading. "
+        r"Give the job more memory \(resources\.prepare\.mem_mb",
+    ):
         datasets.prepare_dataset("d", {"format": "h5ad"}, {"expression": path}, mem_mb=4000)
 
 
@@ -138,7 +153,10 @@ def test_h5ad_size_from_metadata_matches_what_it_loads(tmp_path):
     X = sp.random(50, 40, density=0.1, format="csr", dtype=np.float32, random_state=0)
     ad.AnnData(X).write_h5ad(tmp_path / "s.h5ad")
     ad.AnnData(X.toarray()).write_h5ad(tmp_path / "d.h5ad")
-    assert memory.h5ad_matrix_bytes(tmp_path / "s.h5ad") == (X.nnz * (4 + 4 + 12), f"a sparse 50 x 40 matrix with {X.nnz} stored values")
+    assert memory.h5ad_matrix_bytes(tmp_path / "s.h5ad") == (
+        X.nnz * (4 + 4 + 12),
+        f"a sparse 50 x 40 matrix with {X.nnz} stored values",
+    )
     assert memory.h5ad_matrix_bytes(tmp_path / "d.h5ad") == (50 * 40 * (4 + 8), "a dense 50 x 40 float32 matrix")
     assert memory.h5ad_matrix_bytes(tmp_path / "d.h5ad", layer="none") is None  # the reader names a missing layer
     m = readers.read_matrix(tmp_path / "d.h5ad", mem_mb=4000)
@@ -170,7 +188,10 @@ def test_an_h5ad_is_not_written_to_a_disk_without_room_for_it(tmp_path, monkeypa
         raise AssertionError("written")
 
     monkeypatch.setattr(ad.AnnData, "write_h5ad", no_write)
-    with pytest.raises(files.DiskFullError, match=rf"no space left on device while writing {re.escape(str(tmp_path / 'out' / 'x.h5ad'))} "
-                       rf"\(about {need} bytes needed, {need - 1} free; refused before writing\)"):
+    with pytest.raises(
+        files.DiskFullError,
+        match=rf"no space left on device while writing {re.escape(str(tmp_path / 'out' / 'x.h5ad'))} "
+        rf"\(about {need} bytes needed, {need - 1} free; refused before writing\)",
+    ):
         files.write_h5ad_atomic(a, tmp_path / "out" / "x.h5ad")
     assert list((tmp_path / "out").iterdir()) == []

@@ -15,8 +15,7 @@ import pandas as pd
 import pytest
 
 from glfs.core.value_checks import looks_like_counts
-from glfs_workflow import preprocessing, readers
-from glfs_workflow import datasets, fetch, files, vendored
+from glfs_workflow import datasets, fetch, files, preprocessing, readers, vendored
 
 RES = Path(__file__).resolve().parents[1] / "resources"
 GOLUB = RES / "golub"
@@ -143,7 +142,12 @@ def test_stategra_labels_agree_with_clanc840():
 def test_clanc840():
     m = vendored.read_clanc840(GBM / "TCGA_unified_CORE_ClaNC840.txt")
     assert m.X.shape == (173, 840)
-    assert m.obs["label"].value_counts().to_dict() == {"Proneural": 53, "Neural": 26, "Classical": 38, "Mesenchymal": 56}
+    assert m.obs["label"].value_counts().to_dict() == {
+        "Proneural": 53,
+        "Neural": 26,
+        "Classical": 38,
+        "Mesenchymal": 56,
+    }
     assert m.var["go_subtype"].value_counts().to_dict() == {"MES": 216, "PN": 178, "CL": 162, "": 155, "NL": 129}
     assert -10.06 < m.X.min() < -10.04 and 13.21 < m.X.max() < 13.23
     assert "DHRS9" in m.genes and "FLJ22655" in m.genes  # around the empty line 251
@@ -151,8 +155,12 @@ def test_clanc840():
 
 def test_prepare_golub_anndata():
     cfg = {
-        "format": "golub", "sample_column": "patient", "label_column": "cancer", "preprocess": "none",
-        "split": {"train_patients": list(range(1, 39))}, "note": "n",
+        "format": "golub",
+        "sample_column": "patient",
+        "label_column": "cancer",
+        "preprocess": "none",
+        "split": {"train_patients": list(range(1, 39))},
+        "note": "n",
     }
     paths = {
         "expression": GOLUB / "data_set_ALL_AML_train.csv",
@@ -172,10 +180,14 @@ def test_prepare_golub_anndata():
 def test_tcga_patient_matching_and_drop_unlabelled():
     tab = readers.read_labels(GBM / "TCGAbiolinks_lgg.gbm.subtype.tsv", "patient", "Original.Subtype")
     m = readers.Matrix(
-        np.zeros((3, 2)), ["TCGA-02-0003-01", "TCGA.06.0132.01", "TCGA-XX-0000-01"], ["g1", "g2"],
+        np.zeros((3, 2)),
+        ["TCGA-02-0003-01", "TCGA.06.0132.01", "TCGA-XX-0000-01"],
+        ["g1", "g2"],
         pd.DataFrame(index=["g1", "g2"]),
     )
-    out, rep = datasets.attach_labels(m, tab, match="tcga_patient", label_map={"G-CIMP": "Proneural"}, drop_unlabelled=True)
+    out, rep = datasets.attach_labels(
+        m, tab, match="tcga_patient", label_map={"G-CIMP": "Proneural"}, drop_unlabelled=True
+    )
     assert out.samples == ["TCGA-02-0003-01", "TCGA.06.0132.01"]
     assert rep["n_samples_unlabelled_dropped"] == 1
     assert rep["n_label_rows_unmatched"] > 1000  # LGG patients etc. ignored
@@ -187,7 +199,16 @@ def _u133a_like(tmp_path):
     """A small file in the layout of Xena's HT_HG-U133A.gz (genes x samples, gzip TSV)."""
     import gzip
 
-    samples = ["TCGA-02-0003-01", "TCGA-02-0010-01", "TCGA-DU-7014-01", "TCGA-ZZ-9999-01", "TCGA-02-0004-01", "TCGA-06-0132-01", "TCGA-02-0014-01", "TCGA-02-0003-11"]
+    samples = [
+        "TCGA-02-0003-01",
+        "TCGA-02-0010-01",
+        "TCGA-DU-7014-01",
+        "TCGA-ZZ-9999-01",
+        "TCGA-02-0004-01",
+        "TCGA-06-0132-01",
+        "TCGA-02-0014-01",
+        "TCGA-02-0003-11",
+    ]
     rng = np.random.default_rng(0)
     X = rng.normal(7, 1, (5, len(samples))).round(4)
     lines = ["sample\t" + "\t".join(samples)] + [f"GENE{i}\t" + "\t".join(map(str, r)) for i, r in enumerate(X)]
@@ -236,7 +257,9 @@ def test_generic_formats_agree(tmp_path):
         fh.write("#1.2\n5\t8\nName\tDescription\t" + "\t".join(df.index) + "\n")
         for g in df.columns:
             fh.write(f"{g}\tdesc {g}\t" + "\t".join(map(str, df[g])) + "\n")
-    ad.AnnData(X=df.to_numpy(), obs=pd.DataFrame(index=df.index), var=pd.DataFrame(index=df.columns)).write_h5ad(tmp_path / "d.h5ad")
+    ad.AnnData(X=df.to_numpy(), obs=pd.DataFrame(index=df.index), var=pd.DataFrame(index=df.columns)).write_h5ad(
+        tmp_path / "d.h5ad"
+    )
     got = [
         readers.read_matrix(tmp_path / "a.tsv"),
         readers.read_matrix(tmp_path / "b.csv.gz", orientation="samples_by_genes"),
@@ -327,7 +350,9 @@ def test_dataset_has_labels_follows_the_config():
     assert datasets.dataset_has_labels({"expression": "data/x.h5ad", "label_column": "c"})
     assert not datasets.dataset_has_labels({"expression": "data/x.h5ad"})
     assert not datasets.dataset_has_labels({"expression": "x.tsv", "label_column": "c"})  # needs a labels table
-    assert datasets.dataset_has_labels({"expression": {"url": "https://h/get?id=3", "filename": "x.h5ad"}, "label_column": "c"})
+    assert datasets.dataset_has_labels(
+        {"expression": {"url": "https://h/get?id=3", "filename": "x.h5ad"}, "label_column": "c"}
+    )
     assert datasets.dataset_has_labels({"expression": "x.rda", "format": "stategra", "extra_files": {}})
     assert datasets.dataset_has_labels({"expression": "x.txt", "format": "clanc840"})
 
@@ -335,12 +360,21 @@ def test_dataset_has_labels_follows_the_config():
 @pytest.mark.parametrize(
     "obs,cfg,match",
     [
-        ({"cell_type": ["a", "b"] * 4}, {"label_column": "kind"},
-         r"a\.h5ad: obs column 'kind' \(config key label_column\) not found; obs columns are \['cell_type'\]"),
-        ({"cell_type": pd.Categorical(["a", "b", None, "a", "b", "a", None, "b"])}, {"label_column": "cell_type"},
-         r"a\.h5ad: obs column 'cell_type' \(config key label_column\): no label for 2 of 8 samples: \['s2', 's6'\]"),
-        ({"cell_type": ["a", "b", "a", "NA", "b", "a", "a", "b"]}, {"label_column": "cell_type"},
-         r"obs column 'cell_type'.*no label for 1 of 8 samples: \['s3'\]"),
+        (
+            {"cell_type": ["a", "b"] * 4},
+            {"label_column": "kind"},
+            r"a\.h5ad: obs column 'kind' \(config key label_column\) not found; obs columns are \['cell_type'\]",
+        ),
+        (
+            {"cell_type": pd.Categorical(["a", "b", None, "a", "b", "a", None, "b"])},
+            {"label_column": "cell_type"},
+            r"a\.h5ad: obs column 'cell_type' \(config key label_column\): no label for 2 of 8 samples: \['s2', 's6'\]",
+        ),
+        (
+            {"cell_type": ["a", "b", "a", "NA", "b", "a", "a", "b"]},
+            {"label_column": "cell_type"},
+            r"obs column 'cell_type'.*no label for 1 of 8 samples: \['s3'\]",
+        ),
     ],
 )
 def test_h5ad_bad_labels(tmp_path, obs, cfg, match):
@@ -362,7 +396,10 @@ def test_label_counts_round_trip_from_a_labels_table(tmp_path):
     df = _planted_frame()
     df.T.to_csv(tmp_path / "m.tsv", sep="\t")
     pd.DataFrame({"sample": df.index, "kind": ["a/b", "c"] * 4}).to_csv(tmp_path / "l.tsv", sep="\t", index=False)
-    a = _prepare({"expression": "m.tsv", "labels": "l.tsv", "label_column": "kind"}, {"expression": tmp_path / "m.tsv", "labels": tmp_path / "l.tsv"})
+    a = _prepare(
+        {"expression": "m.tsv", "labels": "l.tsv", "label_column": "kind"},
+        {"expression": tmp_path / "m.tsv", "labels": tmp_path / "l.tsv"},
+    )
     a.write_h5ad(tmp_path / "p.h5ad")
     lc = ad.read_h5ad(tmp_path / "p.h5ad").uns["dataset"]["label_counts"]
     assert list(lc["labels"]) == ["a/b", "c"] and [int(c) for c in lc["counts"]] == [4, 4]
@@ -425,8 +462,16 @@ def test_normalize_log1p_agrees_with_scanpy():
 @pytest.mark.parametrize(
     "X,method,match",
     [
-        (np.array([[1.0, -2.0], [3.0, 4.0]]), "log1p", r"preprocess 'log1p' needs non-negative values; gene 'b' has -2\.0 at sample 's0'"),
-        (np.array([[0.0, 0.0], [3.0, 4.0]]), "normalize_log1p", r"preprocess 'normalize_log1p': sample 's0' has a total of 0"),
+        (
+            np.array([[1.0, -2.0], [3.0, 4.0]]),
+            "log1p",
+            r"preprocess 'log1p' needs non-negative values; gene 'b' has -2\.0 at sample 's0'",
+        ),
+        (
+            np.array([[0.0, 0.0], [3.0, 4.0]]),
+            "normalize_log1p",
+            r"preprocess 'normalize_log1p': sample 's0' has a total of 0",
+        ),
     ],
 )
 def test_log1p_bad_values(X, method, match):
@@ -436,8 +481,13 @@ def test_log1p_bad_values(X, method, match):
 
 @pytest.mark.parametrize("value", [0.0, 3.5])
 def test_all_constant_matrix_rejected_in_preparation(tmp_path, value):
-    pd.DataFrame(np.full((4, 6), value), index=[f"g{j}" for j in range(4)], columns=[f"s{i}" for i in range(6)]).to_csv(tmp_path / "m.tsv", sep="\t")
-    with pytest.raises(readers.DataError, match=rf"m\.tsv: every one of the 4 genes is constant across the 6 samples.*nothing to select"):
+    pd.DataFrame(np.full((4, 6), value), index=[f"g{j}" for j in range(4)], columns=[f"s{i}" for i in range(6)]).to_csv(
+        tmp_path / "m.tsv", sep="\t"
+    )
+    with pytest.raises(
+        readers.DataError,
+        match=r"m\.tsv: every one of the 4 genes is constant across the 6 samples.*nothing to select",
+    ):
         _prepare({"expression": "m.tsv"}, {"expression": tmp_path / "m.tsv"})
 
 
@@ -471,7 +521,9 @@ def test_unclosed_quote_names_the_file_line(tmp_path, skip, fmt):
     bad = skip + 21  # 0-based index of file line 22 + skip
     lines[bad] = lines[bad].replace("\t1", '\t"1', 1)
     (tmp_path / f"m.{fmt}").write_text("\n".join(lines) + "\n")
-    with pytest.raises(readers.DataError, match=rf"m\.{fmt}: unclosed quote: the '\"' opened on line {bad + 1} is never closed"):
+    with pytest.raises(
+        readers.DataError, match=rf"m\.{fmt}: unclosed quote: the '\"' opened on line {bad + 1} is never closed"
+    ):
         readers.read_matrix(tmp_path / f"m.{fmt}")
 
 
@@ -497,6 +549,7 @@ def test_disk_full_is_one_clear_error(tmp_path, monkeypatch):
     with pytest.raises(files.DiskFullError, match=r"^no space left on device while writing .*p\.h5ad$"):
         files.write_h5ad_atomic(a, tmp_path / "p.h5ad")
     assert list(tmp_path.iterdir()) == []
+
     # an h5py-style error (errno in the text, wrapped by anndata) is recognised too
     def wrapped(self, path, *args, **kwargs):
         try:
@@ -508,11 +561,11 @@ def test_disk_full_is_one_clear_error(tmp_path, monkeypatch):
     with pytest.raises(files.DiskFullError, match=r"no space left on device while writing"):
         files.write_h5ad_atomic(a, tmp_path / "p.h5ad")
     with pytest.raises(files.DiskFullError):
-        with files._atomic_path(tmp_path / "t.json") as tmp:
+        with files._atomic_path(tmp_path / "t.json"):
             raise OSError(errno.ENOSPC, "No space left on device")
     # any other error passes through unchanged
     with pytest.raises(PermissionError):
-        with files._atomic_path(tmp_path / "t.json") as tmp:
+        with files._atomic_path(tmp_path / "t.json"):
             raise PermissionError(errno.EACCES, "denied")
 
 
@@ -532,8 +585,6 @@ def test_scripts_report_a_full_disk_in_one_line(tmp_path, monkeypatch, restore_l
     import scipy.sparse as sp
 
     import glfs
-    from glfs_workflow.files import write_tsv
-    from glfs_workflow.tables import selection_meta, selection_table
 
     scripts = RES.parent / "scripts"
     df = _planted_frame()
@@ -543,9 +594,12 @@ def test_scripts_report_a_full_disk_in_one_line(tmp_path, monkeypatch, restore_l
     monkeypatch.setattr(ad.AnnData, "write_h5ad", _enospc)
     mod = runpy.run_path(str(scripts / "prepare_dataset.py"))
     smk = NS(
-        wildcards=NS(dataset="d"), input=NS(provenance=str(tmp_path / "prov.json")),
-        output=NS(h5ad=str(tmp_path / "out/prepared.h5ad")), log=[str(tmp_path / "prep.log")],
-        params=NS(dataset={"expression": str(tmp_path / "m.tsv")}, max_expanded_gb=10), resources=NS(mem_mb=4000),
+        wildcards=NS(dataset="d"),
+        input=NS(provenance=str(tmp_path / "prov.json")),
+        output=NS(h5ad=str(tmp_path / "out/prepared.h5ad")),
+        log=[str(tmp_path / "prep.log")],
+        params=NS(dataset={"expression": str(tmp_path / "m.tsv")}, max_expanded_gb=10),
+        resources=NS(mem_mb=4000),
     )
     with pytest.raises(SystemExit) as e:
         mod["main"](smk)
@@ -562,10 +616,14 @@ def test_scripts_report_a_full_disk_in_one_line(tmp_path, monkeypatch, restore_l
     sp.save_npz(tmp_path / "graph.npz", glfs.similarity_graph(a.X))
     monkeypatch.setattr(ad.AnnData, "write_h5ad", _enospc)
     smk = NS(
-        wildcards=NS(dataset="d"), input=NS(adata=str(tmp_path / "prepared.h5ad"), graph=str(tmp_path / "graph.npz")),
+        wildcards=NS(dataset="d"),
+        input=NS(adata=str(tmp_path / "prepared.h5ad"), graph=str(tmp_path / "graph.npz")),
         params=NS(methods=["variance"], n_features=2, method_params={"variance": {}}, seed=0, graph={"n_neighbors": 2}),
-        output=NS(tables=[str(tmp_path / "sel/variance.tsv")], metas=[str(tmp_path / "sel/variance.json")],
-                  adata=str(tmp_path / "res/adata.h5ad")),
+        output=NS(
+            tables=[str(tmp_path / "sel/variance.tsv")],
+            metas=[str(tmp_path / "sel/variance.json")],
+            adata=str(tmp_path / "res/adata.h5ad"),
+        ),
         log=[str(tmp_path / "sel.log")],
     )
     (tmp_path / "res").mkdir()
@@ -599,11 +657,23 @@ def test_gct_reference_file_reads(tmp_path):
     "text,match",
     [
         # no "#1.2": the dimension line would be skipped as the version and a data row read as the header
-        (_gct(head=(None, None)), r"m\.gct: line 1 is '3\\t4', expected '#1\.2': a \.gct file starts with its version line"),
+        (
+            _gct(head=(None, None)),
+            r"m\.gct: line 1 is '3\\t4', expected '#1\.2': a \.gct file starts with its version line",
+        ),
         (_gct(head=("#1.3", None)), r"m\.gct: line 1 is '#1\.3': GCT version 1\.3 is not read here"),
-        (_gct(head=("#1.2", "3 genes")), r"m\.gct: line 2 is '3 genes', expected the numbers of rows and sample columns"),
-        (_gct(head=("#1.2", "5\t4")), r"m\.gct: line 2 says 5 rows x 4 sample columns, but the file has 3 data rows \(lines 4-6\) and 4 sample columns \(line 3\)"),
-        (_gct(head=("#1.2", "3\t2")), r"m\.gct: line 2 says 3 rows x 2 sample columns, but the file has 3 data rows \(lines 4-6\) and 4 sample columns \(line 3\)"),
+        (
+            _gct(head=("#1.2", "3 genes")),
+            r"m\.gct: line 2 is '3 genes', expected the numbers of rows and sample columns",
+        ),
+        (
+            _gct(head=("#1.2", "5\t4")),
+            r"m\.gct: line 2 says 5 rows x 4 sample columns, but the file has 3 data rows \(lines 4-6\) and 4 sample columns \(line 3\)",
+        ),
+        (
+            _gct(head=("#1.2", "3\t2")),
+            r"m\.gct: line 2 says 3 rows x 2 sample columns, but the file has 3 data rows \(lines 4-6\) and 4 sample columns \(line 3\)",
+        ),
     ],
     ids=["no_version", "version_1_3", "bad_dims", "rows_disagree", "columns_disagree"],
 )
@@ -635,12 +705,36 @@ def test_utf8_bom_is_stripped_everywhere(tmp_path):
 @pytest.mark.parametrize(
     "name,content,match",
     [
-        ("m.tsv", "gene\tS0\nG0\t1\n".encode("utf-16"), r"m\.tsv: this file is UTF-16 text \(byte-order mark\); convert it to UTF-8"),
-        ("m.tsv", "gene\tS0\nG0\t1\n".encode("utf-16-le"), r"m\.tsv: this file looks like UTF-16 text without a byte-order mark.*convert it to UTF-8"),
-        ("m.tsv", __import__("bz2").compress(b"gene\tS0\nG0\t1\n"), r"m\.tsv: this file is bz2-compressed; convert it to gzip"),
-        ("m.tsv.bz2", __import__("bz2").compress(b"gene\tS0\nG0\t1\n"), r"m\.tsv\.bz2: this file is bz2-compressed; convert it to gzip"),
-        ("m.tsv", __import__("lzma").compress(b"gene\tS0\nG0\t1\n"), r"m\.tsv: this file is xz-compressed; convert it to gzip"),
-        ("m.tsv.gz", __import__("gzip").compress("gene\tS0\nG0\t1\n".encode("utf-16")), r"m\.tsv\.gz: this file is UTF-16 text \(byte-order mark\); convert it to UTF-8"),
+        (
+            "m.tsv",
+            "gene\tS0\nG0\t1\n".encode("utf-16"),
+            r"m\.tsv: this file is UTF-16 text \(byte-order mark\); convert it to UTF-8",
+        ),
+        (
+            "m.tsv",
+            "gene\tS0\nG0\t1\n".encode("utf-16-le"),
+            r"m\.tsv: this file looks like UTF-16 text without a byte-order mark.*convert it to UTF-8",
+        ),
+        (
+            "m.tsv",
+            __import__("bz2").compress(b"gene\tS0\nG0\t1\n"),
+            r"m\.tsv: this file is bz2-compressed; convert it to gzip",
+        ),
+        (
+            "m.tsv.bz2",
+            __import__("bz2").compress(b"gene\tS0\nG0\t1\n"),
+            r"m\.tsv\.bz2: this file is bz2-compressed; convert it to gzip",
+        ),
+        (
+            "m.tsv",
+            __import__("lzma").compress(b"gene\tS0\nG0\t1\n"),
+            r"m\.tsv: this file is xz-compressed; convert it to gzip",
+        ),
+        (
+            "m.tsv.gz",
+            __import__("gzip").compress("gene\tS0\nG0\t1\n".encode("utf-16")),
+            r"m\.tsv\.gz: this file is UTF-16 text \(byte-order mark\); convert it to UTF-8",
+        ),
     ],
     ids=["utf16_bom", "utf16_no_bom", "bz2_magic", "bz2_name", "xz", "utf16_in_gzip"],
 )
@@ -656,7 +750,10 @@ def test_other_encodings_and_compressions_are_named(tmp_path, name, content, mat
 @pytest.mark.parametrize("value", ["1e309", "-1e309", "2E+400"])
 def test_overflowing_number_is_named_as_such(tmp_path, value):
     (tmp_path / "m.tsv").write_text(f"gene\tS0\tS1\nG0\t1\t2\nG1\t3\t{value}\n")
-    with pytest.raises(readers.DataError, match=rf"m\.tsv: value '{re.escape(value)}' at gene 'G1' \(line 3\), sample 'S1' \(column 3\) overflows: its magnitude is beyond the largest float64"):
+    with pytest.raises(
+        readers.DataError,
+        match=rf"m\.tsv: value '{re.escape(value)}' at gene 'G1' \(line 3\), sample 'S1' \(column 3\) overflows: its magnitude is beyond the largest float64",
+    ):
         readers.read_matrix(tmp_path / "m.tsv")
 
 
@@ -666,7 +763,10 @@ def test_gzip_expansion_is_bounded(tmp_path):
     body = b"gene\tS0\tS1\n" + b"G0\t1\t2\n" + b"0" * (4 << 20)
     (tmp_path / "m.tsv.gz").write_bytes(gzip.compress(body))
     assert (tmp_path / "m.tsv.gz").stat().st_size < 50_000
-    with pytest.raises(readers.DataError, match=r"m\.tsv\.gz: gzip-compressed text expands to more than 1048576 bytes \(the limit, max_expanded_bytes\); stopped there"):
+    with pytest.raises(
+        readers.DataError,
+        match=r"m\.tsv\.gz: gzip-compressed text expands to more than 1048576 bytes \(the limit, max_expanded_bytes\); stopped there",
+    ):
         readers.read_matrix(tmp_path / "m.tsv.gz", max_expanded_bytes=1 << 20)
     with pytest.raises(readers.DataError, match=r"m\.tsv\.gz: gzip-compressed text expands to more than 1048576 bytes"):
         readers.read_table(tmp_path / "m.tsv.gz", max_expanded_bytes=1 << 20)
@@ -680,7 +780,9 @@ def test_memory_error_and_empty_messages_name_the_file(tmp_path, monkeypatch):
         raise MemoryError()
 
     monkeypatch.setattr(readers.pd, "read_csv", oom)
-    with pytest.raises(readers.DataError, match=r"m\.tsv: out of memory while reading this file \(\d+ bytes on disk\)") as err:
+    with pytest.raises(
+        readers.DataError, match=r"m\.tsv: out of memory while reading this file \(\d+ bytes on disk\)"
+    ) as err:
         readers.read_matrix(tmp_path / "m.tsv")
     assert str(err.value).strip()
     with pytest.raises(readers.DataError, match=r"m\.tsv: out of memory while reading this file"):
@@ -709,16 +811,33 @@ def _labelled(tmp_path, labels, extra=None, X=None):
 @pytest.mark.parametrize(
     "labels,extra,match",
     [
-        (["c"] * 8, {}, r"l\.tsv: column 'kind' \(config key label_column\): all 8 samples have the label 'c' \(label counts \{'c': 8\}\); "
-         r"the clustering evaluation needs at least 2 classes"),
-        (["a", "b"] * 4, {"label_map": {"a": "x", "b": "x"}},
-         r"l\.tsv: column 'kind' \(config key label_column\): all 8 samples have the label 'x' after label_map \(label counts \{'x': 8\}\)"),
-        ([f"p{i}" for i in range(8)], {},
-         r"l\.tsv: column 'kind' \(config key label_column\): each of the 8 samples has a label of its own \(8 classes of 1 sample: "
-         r"\['p0', 'p1', 'p2', 'p3', 'p4'\] \.\.\.\); the clustering evaluation needs fewer classes than samples"),
-        (["a", "b"] * 4, {"n_clusters": 8},
-         r"config key datasets\.d\.n_clusters = 8: must be smaller than the 8 samples \(spectral clustering needs fewer clusters than samples\)"),
-        (["a", "b"] * 4, {"n_clusters": 9}, r"config key datasets\.d\.n_clusters = 9: must be smaller than the 8 samples"),
+        (
+            ["c"] * 8,
+            {},
+            r"l\.tsv: column 'kind' \(config key label_column\): all 8 samples have the label 'c' \(label counts \{'c': 8\}\); "
+            r"the clustering evaluation needs at least 2 classes",
+        ),
+        (
+            ["a", "b"] * 4,
+            {"label_map": {"a": "x", "b": "x"}},
+            r"l\.tsv: column 'kind' \(config key label_column\): all 8 samples have the label 'x' after label_map \(label counts \{'x': 8\}\)",
+        ),
+        (
+            [f"p{i}" for i in range(8)],
+            {},
+            r"l\.tsv: column 'kind' \(config key label_column\): each of the 8 samples has a label of its own \(8 classes of 1 sample: "
+            r"\['p0', 'p1', 'p2', 'p3', 'p4'\] \.\.\.\); the clustering evaluation needs fewer classes than samples",
+        ),
+        (
+            ["a", "b"] * 4,
+            {"n_clusters": 8},
+            r"config key datasets\.d\.n_clusters = 8: must be smaller than the 8 samples \(spectral clustering needs fewer clusters than samples\)",
+        ),
+        (
+            ["a", "b"] * 4,
+            {"n_clusters": 9},
+            r"config key datasets\.d\.n_clusters = 9: must be smaller than the 8 samples",
+        ),
     ],
     ids=["one_class", "one_class_after_label_map", "own_class_each", "n_clusters_eq_n", "n_clusters_gt_n"],
 )
@@ -734,15 +853,24 @@ def test_labels_that_can_be_clustered_pass(tmp_path):
 
 def test_h5ad_one_class_names_the_obs_column(tmp_path):
     p = _h5ad(tmp_path / "a.h5ad", {"ct": ["a", "b", None, "a", None, "a", "b", None]})
-    with pytest.raises(readers.DataError, match=r"a\.h5ad: obs column 'ct' \(config key label_column\): all 5 samples have the label 'a' after label_map"):
-        _prepare({"expression": str(p), "label_column": "ct", "drop_unlabelled": True, "label_map": {"b": "a"}}, {"expression": p})
+    with pytest.raises(
+        readers.DataError,
+        match=r"a\.h5ad: obs column 'ct' \(config key label_column\): all 5 samples have the label 'a' after label_map",
+    ):
+        _prepare(
+            {"expression": str(p), "label_column": "ct", "drop_unlabelled": True, "label_map": {"b": "a"}},
+            {"expression": p},
+        )
 
 
 @pytest.mark.parametrize(
     "scale,match",
     [
-        (1e154, r"m\.tsv: values up to \d\.\d+e\+154 in absolute value \(gene 'g\d', sample 's\d'\); the methods need the largest "
-         r"\|value\| in \[1e-50, 1e\+50\]"),
+        (
+            1e154,
+            r"m\.tsv: values up to \d\.\d+e\+154 in absolute value \(gene 'g\d', sample 's\d'\); the methods need the largest "
+            r"\|value\| in \[1e-50, 1e\+50\]",
+        ),
         (1e-200, r"m\.tsv: values only up to \d\.\d+e-200 in absolute value \(gene 'g\d', sample 's\d'\)"),
     ],
 )
@@ -758,8 +886,11 @@ def test_h5ad_with_more_cells_than_genes_gets_no_orientation_warning(tmp_path):
     p = _h5ad(tmp_path / "cells.h5ad", n=30, d=6)
     a = _prepare({"expression": str(p)}, {"expression": p})
     assert "samples >" not in str(a.uns["dataset"].get("warnings", ""))
-    pd.DataFrame(np.random.default_rng(1).normal(size=(6, 30)), index=[f"g{j}" for j in range(6)],
-                 columns=[f"s{i}" for i in range(30)]).to_csv(tmp_path / "m.tsv", sep="\t")
+    pd.DataFrame(
+        np.random.default_rng(1).normal(size=(6, 30)),
+        index=[f"g{j}" for j in range(6)],
+        columns=[f"s{i}" for i in range(30)],
+    ).to_csv(tmp_path / "m.tsv", sep="\t")
     t = _prepare({"expression": "m.tsv"}, {"expression": tmp_path / "m.tsv"})
     assert "30 samples > 6 genes" in str(t.uns["dataset"]["warnings"])
 
@@ -773,15 +904,21 @@ def test_a_preparation_error_names_the_file_and_is_logged_once(tmp_path, capsys,
 
     (tmp_path / "m.tsv").write_text("gene\tS0\tS1\tS2\tS3\nG0\t1\t2\t0\t4\nG1\t3\t1\t0\t2\nG2\t5\t0\t0\t1\n")
     spec = {"expression": str(tmp_path / "m.tsv"), "preprocess": "normalize_log1p"}
-    with pytest.raises(readers.DataError, match=rf"^{re.escape(str(tmp_path / 'm.tsv'))}: preprocess 'normalize_log1p': "
-                       r"sample 'S2' has a total of 0 over all genes"):
+    with pytest.raises(
+        readers.DataError,
+        match=rf"^{re.escape(str(tmp_path / 'm.tsv'))}: preprocess 'normalize_log1p': "
+        r"sample 'S2' has a total of 0 over all genes",
+    ):
         datasets.prepare_dataset("d", spec, {"expression": tmp_path / "m.tsv"})
     prov = fetch.fetch_dataset_files("d", {"expression": str(tmp_path / "m.tsv")})
     (tmp_path / "prov.json").write_text(json.dumps(prov))
     smk = NS(
-        wildcards=NS(dataset="d"), input=NS(provenance=str(tmp_path / "prov.json")),
-        output=NS(h5ad=str(tmp_path / "out/prepared.h5ad")), log=[str(tmp_path / "prep.log")],
-        params=NS(dataset=spec, max_expanded_gb=10), resources=NS(mem_mb=4000),
+        wildcards=NS(dataset="d"),
+        input=NS(provenance=str(tmp_path / "prov.json")),
+        output=NS(h5ad=str(tmp_path / "out/prepared.h5ad")),
+        log=[str(tmp_path / "prep.log")],
+        params=NS(dataset=spec, max_expanded_gb=10),
+        resources=NS(mem_mb=4000),
     )
     mod = runpy.run_path(str(RES.parent / "scripts" / "prepare_dataset.py"))
     with pytest.raises(SystemExit):

@@ -18,7 +18,9 @@ def test_committed_summary_is_rebuilt_from_the_committed_rows(stem, tmp_path):
     tsv = BENCH / "results" / f"{stem}.tsv"
     if not md.exists():
         pytest.skip(f"{md} not present")
-    pytest.importorskip("tabulate")  # pandas' to_markdown; snakemake brings it with the [test] extra; .ci/minimums has none of the extras
+    pytest.importorskip(
+        "tabulate"
+    )  # pandas' to_markdown; snakemake brings it with the [test] extra; .ci/minimums has none of the extras
     old = md.read_text()
     run = next(line for line in old.splitlines() if line.startswith("Run "))
     out = tmp_path / "x.md"

@@ -10,7 +10,6 @@ rendering tests in tests/workflow/test_report_glfs.py).
 from __future__ import annotations
 
 import json
-
 from types import SimpleNamespace
 
 import numpy as np
@@ -29,8 +28,18 @@ def _clustering(means: dict, grid=(10, 50, 200), runs=3, spread=0.01):
     for m, by_k in means.items():
         for k in grid:
             for r in range(runs):
-                rows.append({"method": m, "n_features": k, "run": r, "nmi": by_k[k] + spread * (r - (runs - 1) / 2),
-                             "nmi_max": by_k[k] / 2, "kmeans_acc": 0.5, "kmeans_nmi": 0.1, "loo_1nn_acc": 0.6})
+                rows.append(
+                    {
+                        "method": m,
+                        "n_features": k,
+                        "run": r,
+                        "nmi": by_k[k] + spread * (r - (runs - 1) / 2),
+                        "nmi_max": by_k[k] / 2,
+                        "kmeans_acc": 0.5,
+                        "kmeans_nmi": 0.1,
+                        "loo_1nn_acc": 0.6,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -41,20 +50,34 @@ def _random(means: dict, sds: dict, draws=5):
     z = (z - z.mean()) / z.std(ddof=1)
     for k in means:
         for i in range(draws):
-            rows.append({"method": "random_genes", "n_features": k, "draw": i, "run": 0,
-                         "nmi": means[k] + sds[k] * z[i], "nmi_max": 0.0, "kmeans_acc": 0.3, "kmeans_nmi": 0.0,
-                         "loo_1nn_acc": 0.4, "seed": i})
+            rows.append(
+                {
+                    "method": "random_genes",
+                    "n_features": k,
+                    "draw": i,
+                    "run": 0,
+                    "nmi": means[k] + sds[k] * z[i],
+                    "nmi_max": 0.0,
+                    "kmeans_acc": 0.3,
+                    "kmeans_nmi": 0.0,
+                    "loo_1nn_acc": 0.4,
+                    "seed": i,
+                }
+            )
     return pd.DataFrame(rows)
 
 
 GRID = (10, 50, 200)
 FLOOR = _random({10: 0.20, 50: 0.20, 200: 0.30}, {10: 0.05, 50: 0.05, 200: 0.0})
-CDF = _clustering({
-    "good": {10: 0.60, 50: 0.50, 200: 0.30},     # far above mean + sd everywhere
-    "within": {10: 0.22, 50: 0.24, 200: 0.30},   # above the mean, below mean + sd
-    "bad": {10: 0.05, 50: 0.10, 200: 0.30},      # below the random mean
-    "sup": {10: 0.90, 50: 0.90, 200: 0.30},      # a supervised reference
-}, grid=GRID)
+CDF = _clustering(
+    {
+        "good": {10: 0.60, 50: 0.50, 200: 0.30},  # far above mean + sd everywhere
+        "within": {10: 0.22, 50: 0.24, 200: 0.30},  # above the mean, below mean + sd
+        "bad": {10: 0.05, 50: 0.10, 200: 0.30},  # below the random mean
+        "sup": {10: 0.90, 50: 0.90, 200: 0.30},  # a supervised reference
+    },
+    grid=GRID,
+)
 
 
 def test_floor_summary_mean_and_sd_over_draws():
@@ -98,15 +121,19 @@ def test_clustering_facts_sort_methods_against_the_floor():
 
 
 def test_clustering_facts_near_zero_only_when_every_unsupervised_method_is():
-    low = _clustering({"a": {10: 0.02, 50: 0.05, 200: 0.3}, "b": {10: 0.01, 50: 0.08, 200: 0.3},
-                       "sup": {10: 0.9, 50: 0.9, 200: 0.3}}, grid=GRID)
+    low = _clustering(
+        {"a": {10: 0.02, 50: 0.05, 200: 0.3}, "b": {10: 0.01, 50: 0.08, 200: 0.3}, "sup": {10: 0.9, 50: 0.9, 200: 0.3}},
+        grid=GRID,
+    )
     u = F.clustering_facts(low, FLOOR, supervised=["sup"])["unsupervised"]
     assert u["all_near_zero"] and u["best"] == {"method": "b", "nmi": pytest.approx(0.08), "k": 50}
     high = _clustering({"a": {10: 0.02, 50: 0.15, 200: 0.3}}, grid=GRID)
     assert not F.clustering_facts(high, FLOOR)["unsupervised"]["all_near_zero"]
     # some but not all near 0: they are named, lowest peak first
-    mixed = _clustering({"a": {10: 0.02, 50: 0.15, 200: 0.3}, "b": {10: 0.01, 50: 0.05, 200: 0.3},
-                         "c": {10: 0.03, 50: 0.09, 200: 0.3}}, grid=GRID)
+    mixed = _clustering(
+        {"a": {10: 0.02, 50: 0.15, 200: 0.3}, "b": {10: 0.01, 50: 0.05, 200: 0.3}, "c": {10: 0.03, 50: 0.09, 200: 0.3}},
+        grid=GRID,
+    )
     u = F.clustering_facts(mixed, FLOOR)["unsupervised"]
     assert not u["all_near_zero"] and u["near"] == ["b", "c"] and u["n_methods"] == 3
     assert u["threshold"] == F.NEAR_ZERO_NMI
@@ -124,14 +151,24 @@ def test_clustering_facts_without_floor():
         ({"glfs": ["RPS4Y1", "DDX3Y", "EGFR"], "ls": ["EGFR", "PDGFRA"]}, None, {"glfs": ["RPS4Y1", "DDX3Y"]}),
         ({"glfs": ["EGFR", "PDGFRA"]}, None, {}),
         # probe ids: the symbol is in the data's description
-        ({"glfs": ["M58459_at", "X00351_at"]}, {"M58459_at": "RPS4Y1 Ribosomal protein S4, Y-linked"}, {"glfs": ["M58459_at"]}),
+        (
+            {"glfs": ["M58459_at", "X00351_at"]},
+            {"M58459_at": "RPS4Y1 Ribosomal protein S4, Y-linked"},
+            {"glfs": ["M58459_at"]},
+        ),
         # a symbol inside a longer word is not a hit
         ({"glfs": ["UTYX1", "XISTR"]}, None, {}),
         # Golub-style descriptions: the first word is the (old) symbol, or the text says Y-linked;
         # "Sry-Related ..." (SOX12) is not SRY
-        ({"glfs": ["a_at", "b_at", "c_at"]}, {"a_at": "TDF Zinc finger protein Y-linked (ZFY)",
-                                               "b_at": "Sry-Related Hmg-Box 12 Protein (Gb:X73039)",
-                                               "c_at": "TSPY Testis specific protein"}, {"glfs": ["a_at", "c_at"]}),
+        (
+            {"glfs": ["a_at", "b_at", "c_at"]},
+            {
+                "a_at": "TDF Zinc finger protein Y-linked (ZFY)",
+                "b_at": "Sry-Related Hmg-Box 12 Protein (Gb:X73039)",
+                "c_at": "TSPY Testis specific protein",
+            },
+            {"glfs": ["a_at", "c_at"]},
+        ),
         ({"v": ["XIST", "KDM5D"]}, None, {"v": ["XIST", "KDM5D"]}),
     ],
 )
@@ -159,8 +196,13 @@ def _path(lams, sizes, objective=None, converged=None):
 
 @pytest.mark.parametrize(
     ("sizes", "direction"),
-    [([1368, 454, 30, 1], "shrinks"), ([1, 5, 7, 7], "grows"), ([3, 1, 4, 2], "mixed"), ([2, 2, 2, 2], "flat"),
-     ([1, 1, 1, 1], "flat")],
+    [
+        ([1368, 454, 30, 1], "shrinks"),
+        ([1, 5, 7, 7], "grows"),
+        ([3, 1, 4, 2], "mixed"),
+        ([2, 2, 2, 2], "flat"),
+        ([1, 1, 1, 1], "flat"),
+    ],
 )
 def test_path_facts_direction(sizes, direction):
     lams = [27.7, 16.6, 9.95, 5.97]
@@ -219,15 +261,23 @@ def test_convergence_records_table_and_facts():
 
 
 def test_collapse_facts_use_the_path_numbers():
-    paths = {("gbm", "glfs_exact"): _path([3.0, 2.0, 1.0], [0, 1, 1], objective=[0.0, 0.25, 0.5]),
-             ("gbm", "glfs_paper"): _path([3.0, 2.0], [2, 5], objective=[-0.1, 0.2])}
+    paths = {
+        ("gbm", "glfs_exact"): _path([3.0, 2.0, 1.0], [0, 1, 1], objective=[0.0, 0.25, 0.5]),
+        ("gbm", "glfs_paper"): _path([3.0, 2.0], [2, 5], objective=[-0.1, 0.2]),
+    }
     f = F.collapse_facts(paths)
     exact, paper = f["entries"]
     # the exact reading: objective 0.25..0.5 at its 2 non-empty points, all above beta = 0's 0
-    assert exact == {"kind": "exact", "dataset": "gbm", "method": "glfs_exact", "min": 0.25, "max": 0.5,
-                     "n_nonempty": 2, "all_positive": True}
-    assert paper == {"kind": "negative", "dataset": "gbm", "method": "glfs_paper", "n_negative": 1, "n": 2,
-                     "min": -0.1}
+    assert exact == {
+        "kind": "exact",
+        "dataset": "gbm",
+        "method": "glfs_exact",
+        "min": 0.25,
+        "max": 0.5,
+        "n_nonempty": 2,
+        "all_positive": True,
+    }
+    assert paper == {"kind": "negative", "dataset": "gbm", "method": "glfs_paper", "n_negative": 1, "n": 2, "min": -0.1}
     assert f["single"] == [("gbm", [("glfs_exact", 2, 3)])]
 
 
@@ -235,10 +285,10 @@ def test_side_by_side_methods_come_from_the_registry():
     glfs = [m for m, info in METHODS.items() if info.is_glfs]
     methods = F.side_by_side_methods()
     assert methods[: len(glfs)] == glfs and len(methods) == len(glfs) + 2
-    for m in methods[len(glfs):]:
+    for m in methods[len(glfs) :]:
         info = METHODS[m]
         assert info.needs_graph and not info.needs_labels and not info.is_glfs
-    assert {METHODS[m].family for m in methods[len(glfs):]} == {"score", "optimal_design"}
+    assert {METHODS[m].family for m in methods[len(glfs) :]} == {"score", "optimal_design"}
 
 
 def test_classifier_rows_of_the_registry():
@@ -254,8 +304,17 @@ def test_classifier_rows_of_the_registry():
 
 
 def test_side_by_side_has_the_floor_row():
-    tab = T.side_by_side(_clustering({"glfs": {10: 0.4, 50: 0.4, 200: 0.3}, "laplacian_score": {10: 0.3, 50: 0.3, 200: 0.3},
-                                      "variance": {10: 0.9, 50: 0.9, 200: 0.3}}, grid=GRID), FLOOR)
+    tab = T.side_by_side(
+        _clustering(
+            {
+                "glfs": {10: 0.4, 50: 0.4, 200: 0.3},
+                "laplacian_score": {10: 0.3, 50: 0.3, 200: 0.3},
+                "variance": {10: 0.9, 50: 0.9, 200: 0.3},
+            },
+            grid=GRID,
+        ),
+        FLOOR,
+    )
     assert tab["method"].tolist()[:2] == ["glfs", "laplacian_score"]  # variance is not in the side-by-side set
     assert tab.columns.tolist() == ["method", "NMI@10", "NMI@50"]
     assert tab.iloc[-1]["method"].startswith("random genes (floor, 5 draws)")
@@ -272,8 +331,16 @@ def test_nmi_summary_with_floor_marks_where_methods_clear_it():
 
 
 def test_greedy_facts():
-    ok = pd.DataFrame({"k": [10, 25], "greedy_criterion": [1.0, 2.0], "criterion": [1.0, 1.9], "pct_lower": [0.0, 5.0],
-                       "n_swaps": [0, 2], "converged": [True, True]})
+    ok = pd.DataFrame(
+        {
+            "k": [10, 25],
+            "greedy_criterion": [1.0, 2.0],
+            "criterion": [1.0, 1.9],
+            "pct_lower": [0.0, 5.0],
+            "n_swaps": [0, 2],
+            "converged": [True, True],
+        }
+    )
     f = F.greedy_facts({"d": ok})
     assert f["n_cases"] == 2 and f["worse"] == [] and f["n_equal"] == 1 and f["not_converged"] == []
     assert f["best"] == {"pct": 5.0, "dataset": "d", "k": 25}
@@ -286,14 +353,36 @@ def test_sensitivity_facts_and_table():
     rows = []
     for gw, nmi10 in [(0.0, 0.30), (0.1, 0.20), (1.0, 0.40)]:
         for k, nmi in [(10, nmi10), (50, 0.5)]:
-            rows.append({"graph_weight": gw, "is_default": gw == 0.1, "lambda1": gw / 5, "lambda2": 1.0,
-                         "n_selected": 50, "criterion": 1 + gw, "greedy_criterion": 1 + gw, "converged": True,
-                         "n_swaps": 0, "k": k, "nmi_mean": nmi, "nmi_sd": 0.01, "nmi_max_mean": nmi, "n_runs": 3})
+            rows.append(
+                {
+                    "graph_weight": gw,
+                    "is_default": gw == 0.1,
+                    "lambda1": gw / 5,
+                    "lambda2": 1.0,
+                    "n_selected": 50,
+                    "criterion": 1 + gw,
+                    "greedy_criterion": 1 + gw,
+                    "converged": True,
+                    "n_swaps": 0,
+                    "k": k,
+                    "nmi_mean": nmi,
+                    "nmi_sd": 0.01,
+                    "nmi_max_mean": nmi,
+                    "n_runs": 3,
+                }
+            )
     sens = pd.DataFrame(rows)
     k10 = F.sensitivity_facts(sens, "gbm")["per_k"][0]
     # at 10 genes: lowest 0.20 (weight 0.1, the default: two weights above it, rank 3 of 3), highest 0.40 (weight 1)
-    assert k10 == {"k": 10, "lo_nmi": 0.2, "lo_weight": 0.1, "hi_nmi": 0.4, "hi_weight": 1.0,
-                   "default": {"weight": 0.1, "nmi": 0.2, "rank": 3, "n": 3}, "without_graph": 0.3}
+    assert k10 == {
+        "k": 10,
+        "lo_nmi": 0.2,
+        "lo_weight": 0.1,
+        "hi_nmi": 0.4,
+        "hi_weight": 1.0,
+        "default": {"weight": 0.1, "nmi": 0.2, "rank": 3, "n": 3},
+        "without_graph": 0.3,
+    }
     assert F.sensitivity_facts(sens, "gbm")["not_converged"] == []
     tab = sensitivity_table(sens)
     assert tab["graph_weight"].tolist() == [0.0, 0.1, 1.0]
@@ -307,11 +396,22 @@ def _cls(rows):
 
 
 def test_classification_facts_compare_with_random_genes():
-    rnd = json.dumps({"statistic": "median over 21 seeded random gene sets", "n_genes_as": "glfs_supervised",
-                      "test_errors_range": [2, 12]})
-    c = _cls([("glfs_supervised", 1, 38, 1, 34, 8, "{}"), ("glfs", 5, 38, 9, 34, 16, "{}"),
-              ("elastic_net", 2, 38, 2, 34, 20, "{}"), ("random_genes", 6, 38, 6, 34, 8, rnd),
-              ("linear_svm", None, 38, None, 34, None, "{}")])
+    rnd = json.dumps(
+        {
+            "statistic": "median over 21 seeded random gene sets",
+            "n_genes_as": "glfs_supervised",
+            "test_errors_range": [2, 12],
+        }
+    )
+    c = _cls(
+        [
+            ("glfs_supervised", 1, 38, 1, 34, 8, "{}"),
+            ("glfs", 5, 38, 9, 34, 16, "{}"),
+            ("elastic_net", 2, 38, 2, 34, 20, "{}"),
+            ("random_genes", 6, 38, 6, 34, 8, rnd),
+            ("linear_svm", None, 38, None, 34, None, "{}"),
+        ]
+    )
     f = F.classification_facts(c)
     assert f["failed"] == ["linear_svm"] and f["test_n"] == 34
     assert f["best_errors"] == 1 and f["best"] == ["glfs_supervised"]
@@ -321,17 +421,28 @@ def test_classification_facts_compare_with_random_genes():
     assert r["fewer"] == ["glfs_supervised", "elastic_net"] and r["not_fewer"] == ["glfs"]
     # the GLFS rows, the supervised one first, with the table's numbers
     assert [(g["method"], g["n_genes"], g["test_errors"], g["cv_errors"], g["cv_n"]) for g in f["glfs"]] == [
-        ("glfs_supervised", 8, 1, 1, 38), ("glfs", 16, 9, 5, 38)]
+        ("glfs_supervised", 8, 1, 1, 38),
+        ("glfs", 16, 9, 5, 38),
+    ]
     every_failed = _cls([("glfs", None, 38, None, 34, None, "{}")])
     assert F.classification_facts(every_failed) == {"failed": ["glfs"], "test_n": None}
 
 
 def test_provenance_table_and_facts():
-    prov = {"created": "t", "files": {
-        "expression": {"sha256": "ab" * 32, "expected_sha256": "AB" * 32, "source": "mirror", "path": "p", "size": 3},
-        "labels": {"sha256": "cd" * 32, "expected_sha256": "ef" * 32, "source": "download"},
-        "extra": {"sha256": "12" * 32, "source": "mirror"},
-    }}
+    prov = {
+        "created": "t",
+        "files": {
+            "expression": {
+                "sha256": "ab" * 32,
+                "expected_sha256": "AB" * 32,
+                "source": "mirror",
+                "path": "p",
+                "size": 3,
+            },
+            "labels": {"sha256": "cd" * 32, "expected_sha256": "ef" * 32, "source": "download"},
+            "extra": {"sha256": "12" * 32, "source": "mirror"},
+        },
+    }
     t = F.provenance_table(prov).set_index("file")
     assert t.loc["expression", "checksum"] == "matches expected"
     assert t.loc["labels", "checksum"] == "MISMATCH"
@@ -343,30 +454,60 @@ def test_provenance_table_and_facts():
 
 
 def test_simulation_and_runtime_facts():
-    sim = pd.DataFrame({"method": ["a", "a", "b", "b"], "sigma": [0.1, 0.5, 0.1, 0.5], "n_noise": [10] * 4,
-                        "replicate": [0] * 4, "score": [1.0, 1.0, 1.0, 0.25]})
+    sim = pd.DataFrame(
+        {
+            "method": ["a", "a", "b", "b"],
+            "sigma": [0.1, 0.5, 0.1, 0.5],
+            "n_noise": [10] * 4,
+            "replicate": [0] * 4,
+            "score": [1.0, 1.0, 1.0, 0.25],
+        }
+    )
     f = F.simulation_facts(sim)
     assert f["perfect"] == ["a"] and f["lowest"] == ("b", pytest.approx((1.0 + 0.25) / 2))
     assert f["highest"] == ("a", 1.0)
-    rt = pd.DataFrame({"rule": ["x", "y"], "jobs": [1, 2], "total_s": [30.0, 10.0], "max_s": [30.0, 6.0],
-                       "slowest_job": ["x1", "y2"], "max_rss_mb": [1.0, 1.0]})
-    assert F.runtime_facts(rt) == {"total": 40.0, "rule": "x", "rule_s": 30.0, "pct": pytest.approx(75.0),
-                                   "slowest_job": "x1", "max_s": 30.0}
+    rt = pd.DataFrame(
+        {
+            "rule": ["x", "y"],
+            "jobs": [1, 2],
+            "total_s": [30.0, 10.0],
+            "max_s": [30.0, 6.0],
+            "slowest_job": ["x1", "y2"],
+            "max_rss_mb": [1.0, 1.0],
+        }
+    )
+    assert F.runtime_facts(rt) == {
+        "total": 40.0,
+        "rule": "x",
+        "rule_s": 30.0,
+        "pct": pytest.approx(75.0),
+        "slowest_job": "x1",
+        "max_s": 30.0,
+    }
 
 
 def test_paper_facts_count_rank_one_points():
-    rows = [{"kind": "gbm_rank", "rank": 1}, {"kind": "gbm_rank", "rank": 3},
-            {"kind": "classification", "glfs": True, "method": "glfs_supervised", "dataset": "golub"},
-            {"kind": "classification", "glfs": False, "method": "elastic_net", "dataset": "golub"},
-            {"kind": "sigma", "method": "glfs"}]
+    rows = [
+        {"kind": "gbm_rank", "rank": 1},
+        {"kind": "gbm_rank", "rank": 3},
+        {"kind": "classification", "glfs": True, "method": "glfs_supervised", "dataset": "golub"},
+        {"kind": "classification", "glfs": False, "method": "elastic_net", "dataset": "golub"},
+        {"kind": "sigma", "method": "glfs"},
+    ]
     f = F.paper_facts(rows)
     assert f["ranks"] == [1, 3] and f["n_first"] == 1
     assert [r["method"] for r in f["glfs_rows"]] == ["glfs_supervised"]
 
 
 def test_paper_vs_run_rows_carry_their_values():
-    cdf = _clustering({"glfs": {10: 0.5, 50: 0.4, 200: 0.3}, "variance": {10: 0.6, 50: 0.3, 200: 0.3},
-                       "fisher_score": {10: 0.9, 50: 0.9, 200: 0.3}}, grid=GRID)
+    cdf = _clustering(
+        {
+            "glfs": {10: 0.5, 50: 0.4, 200: 0.3},
+            "variance": {10: 0.6, 50: 0.3, 200: 0.3},
+            "fisher_score": {10: 0.9, 50: 0.9, 200: 0.3},
+        },
+        grid=GRID,
+    )
     rows = T.paper_vs_run_rows({"clustering": {"tcga_gbm": cdf, "golub": cdf}, "supervised": ["fisher_score"]})
     # GBM only; at 10 genes variance (0.6) is above glfs (0.5): rank 2 of the 2 unsupervised methods
     assert [(r["kind"], r["dataset"], r["rank"]) for r in rows] == [("gbm_rank", "tcga_gbm", 2)]
@@ -398,14 +539,34 @@ def test_sections_need_no_other_section_first():
     from glfs_workflow.report_inputs import DatasetResults, Provenance
     from glfs_workflow.sections import dataset_section, glfs_section, paper_vs_run_section
 
-    rows = [{"method": m, "n_features": k, "run": 0, "nmi": v, "nmi_max": v, "kmeans_acc": v, "kmeans_nmi": v,
-             "loo_1nn_acc": v, "seed": 0}
-            for m, v in (("glfs", 0.6), ("laplacian_score", 0.4), ("lapaofs", 0.5)) for k in (10, 50, 100)]
+    rows = [
+        {
+            "method": m,
+            "n_features": k,
+            "run": 0,
+            "nmi": v,
+            "nmi_max": v,
+            "kmeans_acc": v,
+            "kmeans_nmi": v,
+            "loo_1nn_acc": v,
+            "seed": 0,
+        }
+        for m, v in (("glfs", 0.6), ("laplacian_score", 0.4), ("lapaofs", 0.5))
+        for k in (10, 50, 100)
+    ]
     ad = anndata.AnnData(np.zeros((4, 3)))
-    ds = DatasetResults(name="tcga_gbm", labelled=True, methods=("glfs", "laplacian_score", "lapaofs"),
-                        heatmap_method=None, adata=ad, given=frozenset({"adata", "clustering"}),
-                        tables={"clustering": pd.DataFrame(rows)}, selections={}, metas={},
-                        provenance=Provenance(None))
+    ds = DatasetResults(
+        name="tcga_gbm",
+        labelled=True,
+        methods=("glfs", "laplacian_score", "lapaofs"),
+        heatmap_method=None,
+        adata=ad,
+        given=frozenset({"adata", "clustering"}),
+        tables={"clustering": pd.DataFrame(rows)},
+        selections={},
+        metas={},
+        provenance=Provenance(None),
+    )
     first = glfs_section([ds], "glfs_exact", None)
     paper_first = paper_vs_run_section([ds], "glfs_exact", [], {}, None, None, None)
     section, figures = dataset_section(ds, [])
@@ -446,7 +607,8 @@ def test_figures_drawn_on_two_processes_are_the_ones_drawn_in_one():
     from glfs_workflow.report import draw_figures
 
     rng = np.random.default_rng(0)
-    drawings = {f"fig{i}": (lambda v=rng.random(5 + i), t=f"figure {i}": _bars(v, t)) for i in range(5)}
+    values = [rng.random(5 + i) for i in range(5)]
+    drawings = {f"fig{i}": (lambda v=values[i], t=f"figure {i}": _bars(v, t)) for i in range(5)}
     one = draw_figures(drawings, 1)
     two = draw_figures(drawings, 2)
     assert list(two) == list(drawings) and two == one

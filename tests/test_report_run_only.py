@@ -37,8 +37,21 @@ from glfs_workflow import sections as S
 
 REPO = Path(__file__).resolve().parents[1]
 
-ALL_METHODS = ["glfs", "glfs_paper", "glfs_exact", "glfs_printed", "laplacian_score", "lapaofs", "lapdofs",
-               "lkr_score", "ufi", "variance", "spca", "q_alpha", "fisher_score"]
+ALL_METHODS = [
+    "glfs",
+    "glfs_paper",
+    "glfs_exact",
+    "glfs_printed",
+    "laplacian_score",
+    "lapaofs",
+    "lapdofs",
+    "lkr_score",
+    "ufi",
+    "variance",
+    "spca",
+    "q_alpha",
+    "fisher_score",
+]
 
 
 def _layout(**kw) -> dict:
@@ -49,20 +62,29 @@ def _layout(**kw) -> dict:
             {"name": "mine", "labelled": True, "methods": ["glfs", "laplacian_score", "variance", "fisher_score"]},
             {"name": "cells", "labelled": False, "methods": ["variance", "laplacian_score"]},
         ],
-        "glfs_method": None, "supervised": ["fisher_score", "lkr_score_supervised"], "classification": {},
-        "simulation": None, "simulation_methods": [], "benchmarks": [], "provenance": {},
+        "glfs_method": None,
+        "supervised": ["fisher_score", "lkr_score_supervised"],
+        "classification": {},
+        "simulation": None,
+        "simulation_methods": [],
+        "benchmarks": [],
+        "provenance": {},
     }
     lay.update(kw)
     return lay
 
 
 CONFIG = {  # config.yaml merged with a user's file: top-level methods, golub and the simulation are config.yaml's
-    "run": ["mine", "cells"], "seed": 0, "methods": ALL_METHODS,
+    "run": ["mine", "cells"],
+    "seed": 0,
+    "methods": ALL_METHODS,
     "classification": {"datasets": ["golub"], "cv_folds": 10},
     "simulation": {"enabled": True, "methods": ["glfs", "variance"], "replicates": 2},
-    "datasets": {"golub": {"format": "golub"}, "mine": {"expression": "m.tsv", "methods": ["glfs", "laplacian_score",
-                                                                                            "variance", "fisher_score"]},
-                 "cells": {"expression": "c.h5ad", "methods": ["variance", "laplacian_score"]}},
+    "datasets": {
+        "golub": {"format": "golub"},
+        "mine": {"expression": "m.tsv", "methods": ["glfs", "laplacian_score", "variance", "fisher_score"]},
+        "cells": {"expression": "c.h5ad", "methods": ["variance", "laplacian_score"]},
+    },
 }
 
 
@@ -71,8 +93,10 @@ CONFIG = {  # config.yaml merged with a user's file: top-level methods, golub an
 
 def test_run_summary_counts_what_each_dataset_ran():
     s = F.run_summary(_layout())
-    assert s["methods"] == {"mine": ["glfs", "laplacian_score", "variance", "fisher_score"],
-                            "cells": ["variance", "laplacian_score"]}
+    assert s["methods"] == {
+        "mine": ["glfs", "laplacian_score", "variance", "fisher_score"],
+        "cells": ["variance", "laplacian_score"],
+    }
     assert s["n_methods"] == 4  # distinct methods run over the datasets, not config["methods"] (13)
     assert s["labelled"] == ["mine"] and s["classification"] == [] and s["simulation_methods"] == []
     run = S.run_section(s, CONFIG)
@@ -86,8 +110,11 @@ def test_what_was_run_names_only_this_runs_datasets_classification_and_simulatio
     assert set(shown["datasets"]) == {"mine", "cells"} and shown["classification"]["datasets"] == []
     assert "golub" not in run["config"]  # not run: not in the configuration shown either
     # with a classification and a simulation in the run, they are shown
-    lay = _layout(classification={"mine": "results/mine/classification.tsv"},
-                  simulation="results/simulation/recovery.tsv", simulation_methods=["glfs", "variance"])
+    lay = _layout(
+        classification={"mine": "results/mine/classification.tsv"},
+        simulation="results/simulation/recovery.tsv",
+        simulation_methods=["glfs", "variance"],
+    )
     run = S.run_section(F.run_summary(lay), CONFIG)
     assert json.loads(run["classification"]) == {"datasets": ["mine"], "cv_folds": 10}
     assert run["simulation"]["methods"] == ["glfs", "variance"]
@@ -96,16 +123,24 @@ def test_what_was_run_names_only_this_runs_datasets_classification_and_simulatio
 
 def test_what_was_run_states_the_run_counts_of_the_evaluations_that_ran():
     """Issue 27: the default run's protocol is lighter than the full one; the report says its run counts."""
-    cfg = {**CONFIG, "clustering": {"n_runs": 3}, "random_floor": {"n_draws": 10},
-           "leiden": {"n_runs": 2, "random_draws": 3}}
+    cfg = {
+        **CONFIG,
+        "clustering": {"n_runs": 3},
+        "random_floor": {"n_draws": 10},
+        "leiden": {"n_runs": 2, "random_draws": 3},
+    }
     run = S.run_section(F.run_summary(_layout()), cfg)  # "mine" is labelled and spectral; "cells" has no labels
-    assert run["counts"] == ("spectral clustering 3 runs per gene count, random floor 10 draws "
-                             "(the full protocol: --configfile config/full.yaml)")
+    assert run["counts"] == (
+        "spectral clustering 3 runs per gene count, random floor 10 draws "
+        "(the full protocol: --configfile config/full.yaml)"
+    )
     cfg["datasets"] = {**cfg["datasets"], "mine": {**cfg["datasets"]["mine"], "evaluation": "leiden"}}
     lay = _layout(simulation="results/simulation/recovery.tsv", simulation_methods=["glfs"])
     run = S.run_section(F.run_summary(lay), cfg)
-    assert run["counts"] == ("Leiden 2 runs per gene count, 3 random draws; simulation 2 replicates per grid point "
-                             "(the full protocol: --configfile config/full.yaml)")
+    assert run["counts"] == (
+        "Leiden 2 runs per gene count, 3 random draws; simulation 2 replicates per grid point "
+        "(the full protocol: --configfile config/full.yaml)"
+    )
     cfg["simulation"] = {**cfg["simulation"], "replicates": 1}
     assert "simulation 1 replicate per grid point" in S.run_section(F.run_summary(lay), cfg)["counts"]
 
@@ -124,8 +159,11 @@ def test_runtime_table_counts_only_the_jobs_of_this_run(tmp_path):
     _bench(b / "select_features/mine_variance.tsv", 2.0)
     _bench(b / "select_features/mine_glfs_exact.tsv", 100.0)  # an earlier run's method
     _bench(b / "classify_samples/golub.tsv", 50.0)  # an earlier run's dataset
-    this_run = [str(b / "prepare_dataset/mine.tsv"), str(b / "select_features/mine_variance.tsv"),
-                str(b / "select_features/mine_glfs.tsv")]  # the last: no file (e.g. benchmarks/ cleaned)
+    this_run = [
+        str(b / "prepare_dataset/mine.tsv"),
+        str(b / "select_features/mine_variance.tsv"),
+        str(b / "select_features/mine_glfs.tsv"),
+    ]  # the last: no file (e.g. benchmarks/ cleaned)
     rt = T.runtime_table(this_run).set_index("rule")
     assert sorted(rt.index) == ["prepare_dataset", "select_features"]
     assert rt["jobs"].sum() == 2 and rt["total_s"].sum() == pytest.approx(3.0)
@@ -144,12 +182,16 @@ def test_no_checksum_given_is_not_counted_as_a_failure():
     assert F.checksum_counts({"mine": none_given}) == {"checked": 0, "match": 0, "mismatch": [], "unchecked": 1}
     f = F.provenance_facts({"mine": none_given})
     assert (f["checked"], f["unchecked"]) == (0, 1)
-    mixed = F.provenance_table({"files": {
-        "expression": {"sha256": "ab" * 32, "expected_sha256": "ab" * 32},
-        "labels": {"sha256": "cd" * 32, "expected_sha256": "ef" * 32},
-        "extra": {"sha256": "12" * 32}}})
-    assert F.checksum_counts({"mine": mixed}) == {"checked": 2, "match": 1, "mismatch": ["mine/labels"],
-                                                  "unchecked": 1}
+    mixed = F.provenance_table(
+        {
+            "files": {
+                "expression": {"sha256": "ab" * 32, "expected_sha256": "ab" * 32},
+                "labels": {"sha256": "cd" * 32, "expected_sha256": "ef" * 32},
+                "extra": {"sha256": "12" * 32},
+            }
+        }
+    )
+    assert F.checksum_counts({"mine": mixed}) == {"checked": 2, "match": 1, "mismatch": ["mine/labels"], "unchecked": 1}
     assert F.provenance_facts({"mine": mixed})["checked"] == 2
 
 
@@ -161,11 +203,19 @@ INTERNAL = re.compile(r"\bissues?\b|\bitem \d|\bround (one|two|three)\b|\bsessio
 def _user_facing_strings(path: Path) -> list[str]:
     """String constants of a module that are not docstrings (docstrings are for developers)."""
     tree = ast.parse(path.read_text())
-    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
-                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
-                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
-    return [n.value for n in ast.walk(tree)
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings]
+    docstrings = {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef))
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+        and isinstance(n.body[0].value, ast.Constant)
+    }
+    return [
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
+    ]
 
 
 REPORT_MODULES = ["report", "findings", "which", "report_tables", "sections", "figures", "render", "record"]
@@ -205,9 +255,14 @@ def _number(label: str) -> float:
     return float(label.replace(",", "").replace("\u2212", "-"))
 
 
-@pytest.mark.parametrize("counts, lam_range", [([30, 20, 12, 6, 3, 1, 1, 0], (-3, 1)),
-                                               ([7000, 900, 120, 30, 6, 1, 0, 0], (-3, 1)),
-                                               ([3, 2, 1], (np.log10(0.2), np.log10(0.5)))])
+@pytest.mark.parametrize(
+    "counts, lam_range",
+    [
+        ([30, 20, 12, 6, 3, 1, 1, 0], (-3, 1)),
+        ([7000, 900, 120, 30, 6, 1, 0, 0], (-3, 1)),
+        ([3, 2, 1], (np.log10(0.2), np.log10(0.5))),
+    ],
+)
 def test_sparsity_path_axes_are_plain_numbers_and_counts_not_negative(monkeypatch, counts, lam_range):
     lam = np.logspace(*lam_range, len(counts))
     fig = _drawn(monkeypatch, G.figure_paths, {"glfs_exact": pd.DataFrame({"lam": lam, "n_selected": counts})}, "d")
@@ -217,8 +272,11 @@ def test_sparsity_path_axes_are_plain_numbers_and_counts_not_negative(monkeypatc
     yticks = [t for t in ax.get_yticks() if lo <= t <= hi]
     assert min(yticks) >= 0 and 0 in yticks
     for axis, (vmin, vmax) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, (lo, hi))):
-        shown = [(loc, t.get_text()) for loc, t in zip(axis.get_majorticklocs(), axis.get_ticklabels())
-                 if vmin <= loc <= vmax and t.get_text()]
+        shown = [
+            (loc, t.get_text())
+            for loc, t in zip(axis.get_majorticklocs(), axis.get_ticklabels())
+            if vmin <= loc <= vmax and t.get_text()
+        ]
         assert len(shown) >= 2
         for loc, text in shown:  # no '$\mathdefault{10^{-1}}$': the number itself
             assert _number(text) == pytest.approx(loc), text
@@ -294,8 +352,20 @@ def _copy_workflow(wd: Path):
 
 def _dag(wd: Path, cfg: dict) -> dict:
     (wd / "test_config.json").write_text(json.dumps(cfg))
-    proc = subprocess.run([sys.executable, "-c", _DAG_SCRIPT, str(wd), str(wd / "tests/workflow/tiny/config.yaml"),
-                           str(wd / "test_config.json")], capture_output=True, text=True, timeout=600, cwd=wd)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _DAG_SCRIPT,
+            str(wd),
+            str(wd / "tests/workflow/tiny/config.yaml"),
+            str(wd / "test_config.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=wd,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (line,) = [x for x in proc.stdout.splitlines() if x.startswith("JSON")]
     return json.loads(line[4:])
@@ -309,8 +379,10 @@ def test_layout_benchmarks_are_the_dags_jobs_and_report_dir_holds_the_report(tmp
         "classification": {"datasets": ["tiny"], "cv_folds": 3},
         "simulation": {"enabled": True, "methods": ["variance", "laplacian_score", "fisher_score"]},
         "report_dir": "results/mine",
-        "datasets": {"tiny": {"evaluation": "both", "feature_grid": [3, 9]},
-                     "tiny_unlabelled": {"methods": ["variance", "fisher_score"]}},
+        "datasets": {
+            "tiny": {"evaluation": "both", "feature_grid": [3, 9]},
+            "tiny_unlabelled": {"methods": ["variance", "fisher_score"]},
+        },
     }
     dag = _dag(tmp_path, cfg)
     par = dag["params"]
@@ -334,4 +406,8 @@ def test_layout_benchmarks_are_the_dags_jobs_and_report_dir_holds_the_report(tmp
     assert ins["simulation"] == "results/simulation/recovery.tsv"
     # the figure outputs are the figures of the datasets' results
     assert {Path(o).name for o in outs if "/figures/" in o} == {
-        "nmi_tiny.png", "leiden_tiny.png", "heatmap_tiny.png", "simulation.png"}
+        "nmi_tiny.png",
+        "leiden_tiny.png",
+        "heatmap_tiny.png",
+        "simulation.png",
+    }

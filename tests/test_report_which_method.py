@@ -58,11 +58,28 @@ def _leiden(means=MEANS, grid=GRID, score="ari_nlabels"):
         for k in grid:
             for r, z in enumerate((-1.0, 0.0, 1.0)):
                 v = by_k[k] + d * z
-                rows.append({"method": m, "n_features": k, "run": r, "seed": r, "ari": min(v + 0.1, 1.0),
-                             "nmi": v, "resolution": 1.0, "n_clusters": 4, score: v, "nmi_nlabels": v,
-                             "resolution_nlabels": 1.0, "n_clusters_nlabels": 4, "kmeans_ari": v, "kmeans_nmi": v,
-                             # the spectral protocol's further columns (clustering_nmi.tsv)
-                             "nmi_max": v, "kmeans_acc": 0.5, "loo_1nn_acc": 0.5})
+                rows.append(
+                    {
+                        "method": m,
+                        "n_features": k,
+                        "run": r,
+                        "seed": r,
+                        "ari": min(v + 0.1, 1.0),
+                        "nmi": v,
+                        "resolution": 1.0,
+                        "n_clusters": 4,
+                        score: v,
+                        "nmi_nlabels": v,
+                        "resolution_nlabels": 1.0,
+                        "n_clusters_nlabels": 4,
+                        "kmeans_ari": v,
+                        "kmeans_nmi": v,
+                        # the spectral protocol's further columns (clustering_nmi.tsv)
+                        "nmi_max": v,
+                        "kmeans_acc": 0.5,
+                        "loo_1nn_acc": 0.5,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -77,12 +94,32 @@ def _floor(mean=0.20, sd=0.02, grid=GRID, draws=5, score="ari_nlabels", all_gene
         for i in range(draws):
             for r in range(2):
                 v = m + sd * z[i]
-                rows.append({"method": "random_genes", "n_features": k, "draw": i, "run": r, "seed": i,
-                             "ari": v, "nmi": v, score: v})
+                rows.append(
+                    {
+                        "method": "random_genes",
+                        "n_features": k,
+                        "draw": i,
+                        "run": r,
+                        "seed": i,
+                        "ari": v,
+                        "nmi": v,
+                        score: v,
+                    }
+                )
     if all_genes is not None:
         for r, dz in enumerate((-0.01, 0.0, 0.01)):
-            rows.append({"method": F.ALL_GENES, "n_features": N_GENES, "draw": 0, "run": r, "seed": r,
-                         "ari": all_genes + dz, "nmi": all_genes + dz, score: all_genes + dz})
+            rows.append(
+                {
+                    "method": F.ALL_GENES,
+                    "n_features": N_GENES,
+                    "draw": 0,
+                    "run": r,
+                    "seed": r,
+                    "ari": all_genes + dz,
+                    "nmi": all_genes + dz,
+                    score: all_genes + dz,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -125,8 +162,8 @@ def test_scaled_scores_by_hand(wm):
         "B": ((0.62 - 0.20) / 0.30, (0.66 - 0.20) / 0.40),  # 1.4, 1.15
         "D": ((0.55 - 0.20) / 0.30, (0.55 - 0.20) / 0.40),  # 1.1667, 0.875
         "C": ((0.10 - 0.20) / 0.30, (0.12 - 0.20) / 0.40),  # -0.3333, -0.2
-        HVG1: ((0.40 - 0.20) / 0.30, 1.0),                   # 0.6667, 1
-        HVG2: (1.0, (0.40 - 0.20) / 0.40),                   # 1, 0.5
+        HVG1: ((0.40 - 0.20) / 0.30, 1.0),  # 0.6667, 1
+        HVG2: (1.0, (0.40 - 0.20) / 0.40),  # 1, 0.5
     }
     per_k = wm.per_k.set_index(["method", "n_features"])["scaled"]
     means = wm.methods.set_index("method")["scaled"]
@@ -244,14 +281,28 @@ def _dataset(d, name, *, leiden=True, spectral=False):
 
     d.mkdir()
     n = 12
-    ad = anndata.AnnData(X=np.random.default_rng(0).normal(size=(n, N_GENES)),
-                         obs=pd.DataFrame({"label": np.repeat(["a", "b"], n // 2)}, index=[f"s{i}" for i in range(n)]),
-                         var=pd.DataFrame(index=[f"g{i}" for i in range(N_GENES)]))
+    ad = anndata.AnnData(
+        X=np.random.default_rng(0).normal(size=(n, N_GENES)),
+        obs=pd.DataFrame({"label": np.repeat(["a", "b"], n // 2)}, index=[f"s{i}" for i in range(n)]),
+        var=pd.DataFrame(index=[f"g{i}" for i in range(N_GENES)]),
+    )
     ad.write_h5ad(d / "adata.h5ad")
-    entry = {"name": name, "labelled": True, "methods": list(MEANS), "adata": str(d / "adata.h5ad"),
-             "selections": {}, "metas": {}, "clustering": None, "random_floor": None, "leiden": None,
-             "leiden_random": None, "sensitivity": None, "glfs_vs_greedy": None, "glfs_path": None,
-             "heatmap_method": None}
+    entry = {
+        "name": name,
+        "labelled": True,
+        "methods": list(MEANS),
+        "adata": str(d / "adata.h5ad"),
+        "selections": {},
+        "metas": {},
+        "clustering": None,
+        "random_floor": None,
+        "leiden": None,
+        "leiden_random": None,
+        "sensitivity": None,
+        "glfs_vs_greedy": None,
+        "glfs_path": None,
+        "heatmap_method": None,
+    }
     if leiden:
         _leiden().to_csv(d / "clustering_leiden.tsv", sep="\t", index=False)
         _floor().to_csv(d / "leiden_random.tsv", sep="\t", index=False)
@@ -261,8 +312,9 @@ def _dataset(d, name, *, leiden=True, spectral=False):
         means = {m: ({**by_k, N_GENES: 0.8}, s) for m, (by_k, s) in MEANS.items()}
         means["D"] = ({100: 0.75, 200: 0.75, N_GENES: 0.8}, 0.01)
         _leiden(means, grid=(*GRID, N_GENES), score="nmi").to_csv(d / "clustering_nmi.tsv", sep="\t", index=False)
-        _floor(grid=(*GRID, N_GENES), score="nmi", all_genes=None).to_csv(d / "clustering_random.tsv", sep="\t",
-                                                                          index=False)
+        _floor(grid=(*GRID, N_GENES), score="nmi", all_genes=None).to_csv(
+            d / "clustering_random.tsv", sep="\t", index=False
+        )
         entry.update(clustering=str(d / "clustering_nmi.tsv"), random_floor=str(d / "clustering_random.tsv"))
     return entry
 
@@ -271,10 +323,14 @@ def _inputs(tmp_path, datasets):
     """The report's inputs and run facts for these layout entries (no paper table, no simulation)."""
     files = {"datasets": {}, "paper_table": None, "simulation": None}
     for e in datasets:
-        files["datasets"][e["name"]] = {k: e[k] for k in ("adata", "clustering", "random_floor", "leiden",
-                                                           "leiden_random") if e[k]}
-    run = {"datasets": [{k: e[k] for k in ("name", "labelled", "methods", "heatmap_method")} for e in datasets],
-           "glfs_method": None, "simulation_methods": []}
+        files["datasets"][e["name"]] = {
+            k: e[k] for k in ("adata", "clustering", "random_floor", "leiden", "leiden_random") if e[k]
+        }
+    run = {
+        "datasets": [{k: e[k] for k in ("name", "labelled", "methods", "heatmap_method")} for e in datasets],
+        "glfs_method": None,
+        "simulation_methods": [],
+    }
     return files, run
 
 
@@ -293,8 +349,11 @@ def test_report_builds_for_leiden_only_and_both(tmp_path):
     assert bo["best"] == "D" and bo["within"] == []
     assert bo["best_scaled"] == pytest.approx(((0.75 - 0.2) / 0.30 + (0.75 - 0.2) / 0.40) / 2)
     # the figures are drawn, not placeholders (a placeholder is 1.2 inches high)
-    figures = {"leiden_sc": str(tmp_path / "leiden_sc.png"), "leiden_bo": str(tmp_path / "leiden_bo.png"),
-               "nmi_bo": str(tmp_path / "nmi_bo.png")}
+    figures = {
+        "leiden_sc": str(tmp_path / "leiden_sc.png"),
+        "leiden_bo": str(tmp_path / "leiden_bo.png"),
+        "nmi_bo": str(tmp_path / "nmi_bo.png"),
+    }
     R.write_figures(figures, ctx["figures"])
     for path in figures.values():
         assert _png_height(path) > 250, path
@@ -304,10 +363,14 @@ def test_report_builds_for_leiden_only_and_both(tmp_path):
     for anchor in ("which-sc-leiden", "which-bo-leiden", "which-bo-spectral"):
         assert f"id='{anchor}'" in html, anchor
     assert "which-sc-spectral" not in html
-    assert html.index("id='which-") > html.index("<h2>What was run</h2>") > html.index("<h2>Which selection should I use?</h2>")
+    assert (
+        html.index("id='which-")
+        > html.index("<h2>What was run</h2>")
+        > html.index("<h2>Which selection should I use?</h2>")
+    )
     md = R.render_markdown(ctx)
     assert md.count("\n## ") == 3
-    sc_md = md[md.index("## sc ("):md.index("## bo")]
+    sc_md = md[md.index("## sc (") : md.index("## bo")]
     row = next(line for line in sc_md.splitlines() if line.startswith("| B (within noise)"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1:] == ["0.640", "1.27", "1", "2"]  # mean, scaled (1.4 + 1.15) / 2, rank at 100 and 200

@@ -136,7 +136,9 @@ def test_readme_single_cell_snippet(prepared):
         sc.pp.neighbors(adata)  # scanpy's graph
         glfs.tl.select(adata, "laplacian_score", 200, obsp="connectivities", key_added="ls")  # on scanpy's graph
         glfs.tl.select(adata, "hvg_seurat_v3", 200)  # scanpy's HVG flavour, from layers["counts"]
-        glfs.tl.select(adata, "laplacian_score", 200, obsp="connectivities", key_added="ls_hv", mark_highly_variable=True)
+        glfs.tl.select(
+            adata, "laplacian_score", 200, obsp="connectivities", key_added="ls_hv", mark_highly_variable=True
+        )
         sc.pp.pca(adata, n_comps=N_PCS)  # uses var["highly_variable"]: the glfs selection
     assert adata.uns["hvg_seurat_v3"]["params"]["counts"] == "layers:counts"
     np.testing.assert_array_equal(adata.var["highly_variable"].to_numpy(), adata.var["ls_hv"].to_numpy())

@@ -51,10 +51,14 @@ def test_graph_with_a_diagonal(data, block_size):
     # the upper-triangle product must add the diagonal back (label_graph keeps W_ii = 1 / n_l)
     X, W = data
     Wd = W + sp.diags(np.linspace(0.1, 2.0, X.shape[0]))
-    np.testing.assert_allclose(glfs.laplacian_score(X, Wd, block_size=block_size), naive_laplacian_score(X, Wd), rtol=1e-10)
+    np.testing.assert_allclose(
+        glfs.laplacian_score(X, Wd, block_size=block_size), naive_laplacian_score(X, Wd), rtol=1e-10
+    )
     groups = np.arange(X.shape[0]) % 4
     Wl = glfs.label_graph(groups)
-    np.testing.assert_allclose(glfs.laplacian_score(X, Wl, block_size=block_size), naive_laplacian_score(X, Wl), rtol=1e-10)
+    np.testing.assert_allclose(
+        glfs.laplacian_score(X, Wl, block_size=block_size), naive_laplacian_score(X, Wl), rtol=1e-10
+    )
 
 
 def test_input_array_is_not_modified(data):
@@ -114,7 +118,9 @@ def test_constant_gene_inside_a_block_is_nan(data):
 def test_sparse_input_blockwise(data):
     X, W = data
     Xs = sp.csr_matrix(np.where(X > 0.5, X, 0.0))
-    np.testing.assert_allclose(glfs.laplacian_score(Xs, W, block_size=3), naive_laplacian_score(Xs.toarray(), W), rtol=1e-10)
+    np.testing.assert_allclose(
+        glfs.laplacian_score(Xs, W, block_size=3), naive_laplacian_score(Xs.toarray(), W), rtol=1e-10
+    )
 
 
 BAD = [

@@ -127,7 +127,9 @@ def test_gene_means_gamma_and_span_orders_of_magnitude():
     sim = simulate_counts(1, 20000, out_prob=0.0, random_state=0)
     m = sim.gene_mean
     assert stats.kstest(m, "gamma", args=(0.6, 0, 1 / 0.3)).pvalue > 1e-3
-    assert abs(m.mean() - 2.0) < 4 * math.sqrt(0.6) / 0.3 / math.sqrt(m.size)  # Gamma mean shape/rate, sd sqrt(shape)/rate
+    assert abs(m.mean() - 2.0) < 4 * math.sqrt(0.6) / 0.3 / math.sqrt(
+        m.size
+    )  # Gamma mean shape/rate, sd sqrt(shape)/rate
     q01, q99 = np.quantile(m, [0.01, 0.99])
     assert math.log10(q99 / q01) > 3.5  # Gamma(0.6, 0.3): 1st percentile 0.0013, 99th 12.0 (3.97 decades)
 
@@ -153,9 +155,7 @@ def test_de_factor_is_planted():
     standard error from the model's variance (mu + mu^2 BCV^2, E[df/chi2] for the unknown chi2_j)
     stay within 5 for every programme gene with at least 200 expected counts per group, and
     scatter with unit variance (mean z^2 in [0.6, 1.6]: the per-gene chi2 spread adds ~20%)."""
-    sim = simulate_counts(
-        20000, 300, group_prob=(0.5, 0.5), de_prob=0.3, de_fac_loc=0.5, random_state=3
-    )
+    sim = simulate_counts(20000, 300, group_prob=(0.5, 0.5), de_prob=0.3, de_fac_loc=0.5, random_state=3)
     X = sim.counts.toarray().astype(np.float64)
     mu = _cell_means(sim)
     p = sim.params
@@ -165,7 +165,9 @@ def test_de_factor_is_planted():
     se2 = np.stack([var[sim.groups == g].sum(axis=0) for g in (0, 1)]) / exp**2
     gm = sim.gene_mean * sim.de_factor
     S = gm.sum(axis=1)
-    est = np.log(tot[0] / tot[1]) - np.log(sim.library_size[sim.groups == 0].sum() / sim.library_size[sim.groups == 1].sum())
+    est = np.log(tot[0] / tot[1]) - np.log(
+        sim.library_size[sim.groups == 0].sum() / sim.library_size[sim.groups == 1].sum()
+    )
     truth = np.log(sim.de_factor[0] / sim.de_factor[1]) + np.log(S[1] / S[0])
     ok = (exp.min(axis=0) >= 200) & sim.structured
     assert ok.sum() > 50
@@ -210,8 +212,12 @@ def test_infinite_bcv_df_removes_the_gene_spread():
 
 def test_per_group_programme_size_and_strength():
     sim = simulate_counts(
-        10, 20000, group_prob=(0.25, 0.25, 0.25, 0.25), de_prob=(0.0, 0.02, 0.1, 0.1),
-        de_fac_loc=(0.1, 0.1, 0.1, 1.0), random_state=0,
+        10,
+        20000,
+        group_prob=(0.25, 0.25, 0.25, 0.25),
+        de_prob=(0.0, 0.02, 0.1, 0.1),
+        de_fac_loc=(0.1, 0.1, 0.1, 1.0),
+        random_state=0,
     )
     size = sim.programme.sum(axis=1)
     assert size[0] == 0
@@ -296,7 +302,9 @@ def test_batches_do_not_change_the_other_draws():
 def test_batch_factor_is_lognormal_with_random_direction():
     """log b = +-|N(loc, scale^2)|: E|log b| = E|N(loc, scale^2)|, half of the genes down (4-5 standard errors)."""
     loc, scale, n_genes = 0.3, 0.2, 20_000
-    sim = simulate_counts(30, n_genes, random_state=2, batch_cells=(10, 10, 10), batch_fac_loc=loc, batch_fac_scale=scale)
+    sim = simulate_counts(
+        30, n_genes, random_state=2, batch_cells=(10, 10, 10), batch_fac_loc=loc, batch_fac_scale=scale
+    )
     lb = np.log(sim.batch_factor)
     assert lb.shape == (3, n_genes)
     z = np.abs(np.random.default_rng(0).normal(loc, scale, 10**6))  # the folded normal's moments, by brute force
@@ -307,8 +315,17 @@ def test_batch_factor_is_lognormal_with_random_direction():
 
 def test_batch_factor_moves_the_batch_means():
     """Within a group, log(batch-1 mean / batch-0 mean) of well-expressed genes follows log(b_1j / b_0j)."""
-    sim = simulate_counts(2000, 600, group_prob=(1.0,), random_state=4, batch_cells=(1000, 1000),
-                          batch_fac_loc=0.2, batch_fac_scale=0.2, lib_loc=9.0, out_prob=0.0)
+    sim = simulate_counts(
+        2000,
+        600,
+        group_prob=(1.0,),
+        random_state=4,
+        batch_cells=(1000, 1000),
+        batch_fac_loc=0.2,
+        batch_fac_scale=0.2,
+        lib_loc=9.0,
+        out_prob=0.0,
+    )
     x = sim.counts.toarray()
     x = x / x.sum(axis=1, keepdims=True)
     m0, m1 = x[:1000].mean(axis=0), x[1000:].mean(axis=0)
@@ -329,10 +346,30 @@ def test_dropout_far_below_or_above_the_means():
 def test_dropout_probability_is_the_logistic_of_the_log_mean():
     """One gene, constant mean: the share of zeros is P0(NB) + (1 - P0) p_drop (4-5 standard errors)."""
     n = 40_000
-    base = simulate_counts(n, 1, group_prob=(1.0,), random_state=1, lib_loc=2.0, lib_scale=0.0, bcv_df=math.inf,
-                           out_prob=0.0, bcv_common=0.0)
-    drop = simulate_counts(n, 1, group_prob=(1.0,), random_state=1, lib_loc=2.0, lib_scale=0.0, bcv_df=math.inf,
-                           out_prob=0.0, bcv_common=0.0, dropout_mid=2.0, dropout_shape=-1.5)
+    base = simulate_counts(
+        n,
+        1,
+        group_prob=(1.0,),
+        random_state=1,
+        lib_loc=2.0,
+        lib_scale=0.0,
+        bcv_df=math.inf,
+        out_prob=0.0,
+        bcv_common=0.0,
+    )
+    drop = simulate_counts(
+        n,
+        1,
+        group_prob=(1.0,),
+        random_state=1,
+        lib_loc=2.0,
+        lib_scale=0.0,
+        bcv_df=math.inf,
+        out_prob=0.0,
+        bcv_common=0.0,
+        dropout_mid=2.0,
+        dropout_shape=-1.5,
+    )
     # bcv_common 0, bcv_df inf: BCV = 1 / sqrt(mu), so lambda ~ Gamma(shape mu, scale 1), mu = e^2; a count kept
     # by the base run stays with probability 1 - p_drop(lambda): its expectation, by Monte Carlo over lambda.
     x0, x1 = base.counts.toarray().ravel(), drop.counts.toarray().ravel()

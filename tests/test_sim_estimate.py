@@ -49,8 +49,17 @@ def test_splat_bcv_recovered_and_no_dropout(splat_default):
 
 def test_negative_binomial_without_trend_recovered():
     """bcv_trend 0 (one dispersion scale at every mean, UMI-like), common BCV 0.3, df 8."""
-    sim = simulate_counts(1500, 2000, group_prob=(1.0,), de_prob=0.0, lib_loc=8.0, bcv_common=0.3, bcv_trend=0.0,
-                          bcv_df=8.0, random_state=1)
+    sim = simulate_counts(
+        1500,
+        2000,
+        group_prob=(1.0,),
+        de_prob=0.0,
+        lib_loc=8.0,
+        bcv_common=0.3,
+        bcv_trend=0.0,
+        bcv_df=8.0,
+        random_state=1,
+    )
     p = estimate_params(sim.counts, bcv_trend=None)
     assert abs(p.bcv_common - 0.3) < 0.05 and p.bcv_trend < 0.1
     assert 4 < p.bcv_df < 20
@@ -59,8 +68,9 @@ def test_negative_binomial_without_trend_recovered():
 
 
 def test_no_outliers_gives_zero_outlier_probability():
-    sim = simulate_counts(1500, 2000, group_prob=(1.0,), de_prob=0.0, lib_loc=8.0, mean_shape=1.5, out_prob=0.0,
-                          random_state=2)
+    sim = simulate_counts(
+        1500, 2000, group_prob=(1.0,), de_prob=0.0, lib_loc=8.0, mean_shape=1.5, out_prob=0.0, random_state=2
+    )
     p = estimate_params(sim.counts)
     assert p.out_prob == 0.0 and abs(p.mean_shape - 1.5) < 0.2
 
@@ -73,8 +83,9 @@ def test_excess_zeros_are_seen_as_dropout():
 
 
 def test_group_de_recovered():
-    sim = simulate_counts(1500, 2000, group_prob=(0.2,) * 5, de_prob=0.2, de_fac_loc=0.5, de_fac_scale=0.3,
-                          lib_loc=9.0, random_state=3)
+    sim = simulate_counts(
+        1500, 2000, group_prob=(0.2,) * 5, de_prob=0.2, de_fac_loc=0.5, de_fac_scale=0.3, lib_loc=9.0, random_state=3
+    )
     p = estimate_params(sim.counts, sim.groups)
     names = p.diagnostics["groups"]  # in order of first appearance
     assert np.allclose(p.group_prob, np.bincount(sim.groups)[names] / 1500)
@@ -94,8 +105,16 @@ def test_simulate_kwargs_round_trip():
 
 @pytest.mark.parametrize(("loc", "scale"), [(0.3, 0.2), (0.1, 0.1)])
 def test_batch_factor_recovered(loc, scale):
-    sim = simulate_counts(2400, 1500, group_prob=(0.5, 0.3, 0.2), lib_loc=8.0, batch_cells=(800, 700, 500, 400),
-                          batch_fac_loc=loc, batch_fac_scale=scale, random_state=6)
+    sim = simulate_counts(
+        2400,
+        1500,
+        group_prob=(0.5, 0.3, 0.2),
+        lib_loc=8.0,
+        batch_cells=(800, 700, 500, 400),
+        batch_fac_loc=loc,
+        batch_fac_scale=scale,
+        random_state=6,
+    )
     bp = estimate_batch_params(sim.counts, sim.batches, sim.groups)
     m2 = loc**2 + scale**2  # well determined; loc and scale apart less so when both are small
     assert abs(bp.batch_fac_loc**2 + bp.batch_fac_scale**2 - m2) < 0.15 * m2

@@ -15,7 +15,9 @@ sc = pytest.importorskip("scanpy")
 N_FEATURES = 30
 # the published GLFS variants on 700 cells: a short lam path keeps the test to seconds (issue 9 report)
 GLFS_PARAMS = {"n_lams": 3, "max_iter": 30}
-PARAMS = {m: dict(GLFS_PARAMS) for m in ("glfs_exact", "glfs_paper", "glfs_printed")}  # "glfs" (design) runs with defaults
+PARAMS = {
+    m: dict(GLFS_PARAMS) for m in ("glfs_exact", "glfs_paper", "glfs_printed")
+}  # "glfs" (design) runs with defaults
 
 
 @pytest.fixture(scope="module")

@@ -101,7 +101,14 @@ def test_selection_with_a_glfs_path_pickles():
         (FeatureSelector(n_features_to_select=0), r"n_features_to_select must be a positive integer; got 0"),
         (GLFSClassifier(cv=1), r"cv must be an integer >= 2; got 1"),
     ],
-    ids=["selector-float", "selector-bool", "selector-zero", "selector-new-float", "selector-new-zero", "classifier-cv"],
+    ids=[
+        "selector-float",
+        "selector-bool",
+        "selector-zero",
+        "selector-new-float",
+        "selector-new-zero",
+        "classifier-cv",
+    ],
 )
 def test_parameters_are_checked_in_fit_not_init(estimator, match):
     X, y = _two_class(seed=3)

@@ -18,9 +18,9 @@ import glfs
 import glfs.core.limits as limits
 from glfs import ConstantFeatureWarning
 from glfs.scores.moran import graph_autocorrelation
+from glfs.simulation.scsim import simulate_counts
 from glfs_workflow.errors import DataError
 from glfs_workflow.preprocessing import preprocess
-from glfs.simulation.scsim import simulate_counts
 
 
 def _random_sparse(n, d, density, seed, dtype=np.float32):
@@ -53,8 +53,9 @@ def random_data():
     rows, cols = X.nonzero()
     data = np.asarray(X[rows, cols]).ravel()
     stored_zero = np.array([[0, 10], [1, 10], [5, 11]])  # explicitly stored zeros (kept by the COO constructor)
-    X = sp.coo_matrix((np.r_[data, 0.0, 0.0, 0.0], (np.r_[rows, stored_zero[:, 0]], np.r_[cols, stored_zero[:, 1]])),
-                      shape=X.shape).tocsr()
+    X = sp.coo_matrix(
+        (np.r_[data, 0.0, 0.0, 0.0], (np.r_[rows, stored_zero[:, 0]], np.r_[cols, stored_zero[:, 1]])), shape=X.shape
+    ).tocsr()
     assert np.sum(X.data == 0) >= 2  # the zeros stay stored
     return X.astype(np.float32), _knn_graph(n, 6, 1)
 
@@ -62,8 +63,9 @@ def random_data():
 @pytest.fixture(scope="module")
 def planted():
     """Splat-model counts with cell groups, log-normalised by the library's sparse preprocessing."""
-    sim = simulate_counts(500, 300, group_prob=(0.4, 0.3, 0.3), de_prob=0.1, de_fac_loc=1.0, lib_loc=9.0,
-                          random_state=5)
+    sim = simulate_counts(
+        500, 300, group_prob=(0.4, 0.3, 0.3), de_prob=0.1, de_fac_loc=1.0, lib_loc=9.0, random_state=5
+    )
     keep = np.asarray((sim.counts > 0).sum(axis=0)).ravel() >= 3
     counts = sim.counts[:, keep]
     X, _, _ = preprocess(counts, [str(j) for j in range(counts.shape[1])], "normalize_log1p")
@@ -136,10 +138,16 @@ def test_select_and_tl_sparse_equal_dense(planted):
     ad = pytest.importorskip("anndata")
     X, W, labels = planted
     for method in ("laplacian_score", "variance", "fisher_score"):
-        a = glfs.select(X, method, graph=W if method == "laplacian_score" else None, n_features_to_select=20,
-                        labels=labels)
-        b = glfs.select(X.toarray(), method, graph=W if method == "laplacian_score" else None,
-                        n_features_to_select=20, labels=labels)
+        a = glfs.select(
+            X, method, graph=W if method == "laplacian_score" else None, n_features_to_select=20, labels=labels
+        )
+        b = glfs.select(
+            X.toarray(),
+            method,
+            graph=W if method == "laplacian_score" else None,
+            n_features_to_select=20,
+            labels=labels,
+        )
         np.testing.assert_allclose(a.scores, b.scores, rtol=1e-6, equal_nan=True)
         np.testing.assert_array_equal(a.ranking[:20], b.ranking[:20])
     adata = ad.AnnData(X=X.copy())
@@ -183,8 +191,9 @@ def _peak_mb(fn):
         tracemalloc.stop()
 
 
-@pytest.mark.parametrize("what", ["laplacian_score", "fisher_score", "variance", "moran", "deviance", "normalize_log1p",
-                                  "log1p"])
+@pytest.mark.parametrize(
+    "what", ["laplacian_score", "fisher_score", "variance", "moran", "deviance", "normalize_log1p", "log1p"]
+)
 def test_no_dense_copy_on_the_sparse_path(big, what):
     X, W = big
     limit_mb = 0.1 * N_BIG * D_BIG * 4 / 2**20  # 32 MB; a dense float32 copy is 305 MB
@@ -244,15 +253,29 @@ def test_sparse_preprocessing_refusals():
 def test_dense_preprocessing_of_sparse_input_checks_the_size(monkeypatch):
     monkeypatch.setattr(limits, "DENSE_LIMIT_GB", 1e-6)
     X = _random_sparse(200, 100, 0.1, 6)
-    with pytest.raises(ValueError, match=r"preprocess 'zscore': a dense copy of the sparse matrix \(200 x 100\) "
-                                         r"would need 0\.0 GB, above the size limit"):
+    with pytest.raises(
+        ValueError,
+        match=r"preprocess 'zscore': a dense copy of the sparse matrix \(200 x 100\) "
+        r"would need 0\.0 GB, above the size limit",
+    ):
         preprocess(X, [str(j) for j in range(100)], "zscore")
 
 
 # ---- the methods that need a dense X refuse at once -------------------------------------------------
 
-DENSE_METHODS = ["lapaofs", "lapdofs", "glfs", "glfs_exact", "glfs_paper", "glfs_printed", "lkr_score",
-                 "lkr_score_supervised", "ufi", "spca", "q_alpha"]
+DENSE_METHODS = [
+    "lapaofs",
+    "lapdofs",
+    "glfs",
+    "glfs_exact",
+    "glfs_paper",
+    "glfs_printed",
+    "lkr_score",
+    "lkr_score_supervised",
+    "ufi",
+    "spca",
+    "q_alpha",
+]
 
 
 @pytest.mark.parametrize("method", DENSE_METHODS)
@@ -266,8 +289,11 @@ def test_dense_methods_refuse_a_large_sparse_x_before_the_graph(method, monkeypa
     monkeypatch.setattr(limits, "DENSE_LIMIT_GB", 1e-4)  # 100 KB: 13,107 float64 values
     X = _random_sparse(300, 100, 0.1, 9)
     labels = np.arange(300) % 3
-    with pytest.raises(ValueError, match=rf"{method}: a dense copy of the sparse X \(300 x 100\) would need "
-                                         r"0\.0 GB, above the size limit of 0\.0001 GB.*pre-filter the genes"):
+    with pytest.raises(
+        ValueError,
+        match=rf"{method}: a dense copy of the sparse X \(300 x 100\) would need "
+        r"0\.0 GB, above the size limit of 0\.0001 GB.*pre-filter the genes",
+    ):
         glfs.select(X, method, n_features_to_select=5, labels=labels)
 
 
@@ -286,8 +312,11 @@ def test_check_x_dense_refuses_before_allocating(monkeypatch):
 
     monkeypatch.setattr(limits, "DENSE_LIMIT_GB", 1e-4)
     X = _random_sparse(1000, 1000, 0.001, 2)
-    with pytest.raises(ValueError, match=r"spca: a dense copy of the sparse X \(1000 x 1000\) would need 0\.0 GB, "
-                                         r"above the size limit of 0\.0001 GB"):
+    with pytest.raises(
+        ValueError,
+        match=r"spca: a dense copy of the sparse X \(1000 x 1000\) would need 0\.0 GB, "
+        r"above the size limit of 0\.0001 GB",
+    ):
         check_X(X, dense=True, method="spca")
 
 
@@ -296,9 +325,12 @@ def test_ufi_dual_form_work_limit():
 
     # the issue's case: 4,186 cells x 10,023 genes ran past 600 s without a word
     assert ufi_work(4186, 10023, "dual") > UFI_MAX_WORK
-    with pytest.raises(ValueError, match=r"ufi: the dual form on 4186 samples x 10023 genes \(10023 gene removals\) "
-                                         r"needs about 3\.9e\+11 operations .*above the size limit of 3e\+10 .*"
-                                         r"Pre-filter the genes"):
+    with pytest.raises(
+        ValueError,
+        match=r"ufi: the dual form on 4186 samples x 10023 genes \(10023 gene removals\) "
+        r"needs about 3\.9e\+11 operations .*above the size limit of 3e\+10 .*"
+        r"Pre-filter the genes",
+    ):
         ufi_form(4186, 10023, n_removed=10023)
     assert ufi_form(50_000, 2_000, n_removed=2_000) == "primal"  # the Size-limits table's case still runs
     assert ufi_form(72, 7129, n_removed=7129) == "dual"  # Golub
@@ -320,7 +352,9 @@ def _sparse_h5ad(path, X, labels):
     import anndata as ad
     import pandas as pd
 
-    a = ad.AnnData(X=X, obs=pd.DataFrame({"cell_type": pd.Categorical(labels)}, index=[f"c{i}" for i in range(X.shape[0])]))
+    a = ad.AnnData(
+        X=X, obs=pd.DataFrame({"cell_type": pd.Categorical(labels)}, index=[f"c{i}" for i in range(X.shape[0])])
+    )
     a.var_names = [f"g{j}" for j in range(X.shape[1])]
     a.write_h5ad(path)
     return path
@@ -335,10 +369,12 @@ def test_prepare_dataset_keeps_a_sparse_h5ad_sparse(tmp_path, method):
     X.eliminate_zeros()
     labels = np.arange(120) % 3
     cfg = {"label_column": "cell_type", "preprocess": method}
-    sparse = datasets.prepare_dataset("s", {**cfg, "expression": "s.h5ad"},
-                                      {"expression": _sparse_h5ad(tmp_path / "s.h5ad", X, labels)})
-    dense = datasets.prepare_dataset("d", {**cfg, "expression": "d.h5ad"},
-                                     {"expression": _sparse_h5ad(tmp_path / "d.h5ad", X.toarray(), labels)})
+    sparse = datasets.prepare_dataset(
+        "s", {**cfg, "expression": "s.h5ad"}, {"expression": _sparse_h5ad(tmp_path / "s.h5ad", X, labels)}
+    )
+    dense = datasets.prepare_dataset(
+        "d", {**cfg, "expression": "d.h5ad"}, {"expression": _sparse_h5ad(tmp_path / "d.h5ad", X.toarray(), labels)}
+    )
     assert sp.isspmatrix_csr(sparse.X) and sparse.X.dtype == np.float64 and sparse.X.nnz == X.nnz
     assert isinstance(dense.X, np.ndarray)
     np.testing.assert_array_equal(sparse.X.toarray(), dense.X)  # the values of the dense path, bit for bit
@@ -359,9 +395,12 @@ def test_prepare_dataset_refuses_a_dense_step_naming_the_file_and_sizes(tmp_path
     X = _random_sparse(400, 300, 0.05, 12)
     p = _sparse_h5ad(tmp_path / "big.h5ad", X, np.arange(400) % 2)
     cfg = {"expression": str(p), "label_column": "cell_type", "preprocess": "zscore"}
-    with pytest.raises(DataError, match=rf"{tmp_path}/big.h5ad: preprocess 'zscore' would make the sparse matrix of "
-                                        rf"400 samples x 300 genes \({X.nnz} non-zeros\) dense: 0\.0 GB of float64, "
-                                        r"above the size limit of 0\.0001 GB .*'normalize_log1p' \(they keep it sparse\)"):
+    with pytest.raises(
+        DataError,
+        match=rf"{tmp_path}/big.h5ad: preprocess 'zscore' would make the sparse matrix of "
+        rf"400 samples x 300 genes \({X.nnz} non-zeros\) dense: 0\.0 GB of float64, "
+        r"above the size limit of 0\.0001 GB .*'normalize_log1p' \(they keep it sparse\)",
+    ):
         datasets.prepare_dataset("big", cfg, {"expression": p})
 
 
@@ -384,8 +423,12 @@ def test_csc_kernels_equal_the_csr_kernels_and_brute_force():
     C = X.tocsc()
     for a, b in zip(sparse_stats(X), sparse_stats(C)):
         np.testing.assert_array_equal(a, b)
-    np.testing.assert_allclose(centred_sums(C, inv, w, m, codes, fourth=True),
-                               centred_sums(X, inv, w, m, codes, fourth=True), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        centred_sums(C, inv, w, m, codes, fourth=True),
+        centred_sums(X, inv, w, m, codes, fourth=True),
+        rtol=1e-12,
+        atol=1e-12,
+    )
     D = X.toarray() * inv
     brute = np.einsum("ig,ij,jg->g", D, U.toarray(), D)
     np.testing.assert_allclose(cross_sums(C, U, inv), brute, rtol=1e-12, atol=1e-12)

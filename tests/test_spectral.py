@@ -82,7 +82,9 @@ def test_the_dense_path_gives_scikit_learns_labels_where_arpack_is_sound(seed):
     U = spectral_embedding(A, n_components=3, eigen_solver="arpack", random_state=seed, drop_first=False)
     indicators = np.eye(3)[y]
     if np.degrees(sla.subspace_angles(U, indicators).max()) > 1e-6:
-        pytest.skip("this scipy's ARPACK misses the null space of a disconnected graph (the case the dense path is for)")
+        pytest.skip(
+            "this scipy's ARPACK misses the null space of a disconnected graph (the case the dense path is for)"
+        )
     ref = SpectralClustering(3, affinity="precomputed", random_state=seed, n_init=10).fit_predict(A)
     assert clustering_accuracy(ref, _spectral_labels(A, 3, seed)) == 1.0
 

@@ -71,7 +71,9 @@ def _entry(where, X, W):
     raise AssertionError(where)
 
 
-@pytest.mark.parametrize("where", ["select_variance", "laplacian_score", "graph_moran", "glfs_dense", "graph", "tl_select"])
+@pytest.mark.parametrize(
+    "where", ["select_variance", "laplacian_score", "graph_moran", "glfs_dense", "graph", "tl_select"]
+)
 @pytest.mark.parametrize("case", CASES)
 def test_corrupt_sparse_x_refused_in_memory(in_child, case, where):
     X, first = _corrupt(_good(), case)
@@ -163,8 +165,15 @@ def _dask_scores(X, n_rows):
     import dask
 
     n, d = X.shape
-    blocks = [da.from_delayed(dask.delayed(_row_block)(X, r, min(n, r + n_rows)), shape=(min(n, r + n_rows) - r, d),
-                              dtype=X.dtype, meta=sp.csr_matrix((0, 0))) for r in range(0, n, n_rows)]
+    blocks = [
+        da.from_delayed(
+            dask.delayed(_row_block)(X, r, min(n, r + n_rows)),
+            shape=(min(n, r + n_rows) - r, d),
+            dtype=X.dtype,
+            meta=sp.csr_matrix((0, 0)),
+        )
+        for r in range(0, n, n_rows)
+    ]
     return glfs.select(da.concatenate(blocks, axis=0), method="variance", n_features=3).scores
 
 
@@ -306,7 +315,9 @@ def test_unsorted_rows_with_a_duplicate_still_get_the_canonical_copy(caplog):
 
     from glfs.core.structure import canonical
 
-    X = sp.csr_matrix((np.array([1.0, 2.0, 3.0, 4.0]), np.array([2, 0, 1, 2], np.int32), np.array([0, 4])), shape=(1, 3))
+    X = sp.csr_matrix(
+        (np.array([1.0, 2.0, 3.0, 4.0]), np.array([2, 0, 1, 2], np.int32), np.array([0, 4])), shape=(1, 3)
+    )
     assert not X.has_sorted_indices  # column 2 stored twice, not side by side
     with caplog.at_level(logging.WARNING, logger="glfs.core.structure"):
         Xc = canonical(X)

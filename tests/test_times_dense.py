@@ -62,7 +62,9 @@ def test_column_range_counts_the_implicit_zeros():
     lo, hi = column_range(X)
     np.testing.assert_array_equal(lo, D.min(axis=0))
     np.testing.assert_array_equal(hi, D.max(axis=0))
-    R = sp.random(300, 40, 0.2, format="csr", random_state=6) - 0.5 * sp.random(300, 40, 0.1, format="csr", random_state=7)
+    R = sp.random(300, 40, 0.2, format="csr", random_state=6) - 0.5 * sp.random(
+        300, 40, 0.1, format="csr", random_state=7
+    )
     for M in (R, R.tocsc()):  # CSC read by columns, without a CSR copy
         for got, want in zip(column_range(M), (R.toarray().min(axis=0), R.toarray().max(axis=0))):
             np.testing.assert_array_equal(got, want)

@@ -74,7 +74,9 @@ def test_tl_select_and_workflow_write_the_same_columns(method, tmp_path):
     a2, sel = _via_workflow(method, tmp_path)
     new1 = set(a1.var.columns)
     assert new1 == set(a2.var.columns)
-    expected = {method, f"{method}_score", f"{method}_rank"} | ({f"{method}_weight"} if sel.weights is not None else set())
+    expected = {method, f"{method}_score", f"{method}_rank"} | (
+        {f"{method}_weight"} if sel.weights is not None else set()
+    )
     assert new1 == expected
     for col in sorted(new1):
         v1, v2 = a1.var[col].to_numpy(), a2.var[col].to_numpy()
@@ -85,7 +87,9 @@ def test_tl_select_and_workflow_write_the_same_columns(method, tmp_path):
     assert set(a1.obsp.keys()) == set(a2.obsp.keys())
     assert set(a1.uns[method]["params"]) >= set(a2.uns[method]["params"]) - {"layer", "counts"}
     if glfs.METHODS[method].own_graph:  # tl.select stores the method's own graph; the workflow says it built its own
-        assert a1.uns[method]["params"]["graph"] == f"obsp:{GRAPH_KEY}" and a2.uns[method]["params"]["graph"].startswith("own")
+        assert a1.uns[method]["params"]["graph"] == f"obsp:{GRAPH_KEY}" and a2.uns[method]["params"][
+            "graph"
+        ].startswith("own")
     else:
         assert a1.uns[method]["params"]["graph"] == a2.uns[method]["params"]["graph"]
 

@@ -5,9 +5,9 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-from glfs.simulation.simulate import make_planted, recovery_score
 import glfs.core.limits
 from glfs.designs.ufi import _PrimalState, _State, select_ufi, ufi, ufi_form
+from glfs.simulation.simulate import make_planted, recovery_score
 
 
 def _trace(X, S, T, lam):
@@ -247,10 +247,18 @@ def test_form_rule(args, expected):
 @pytest.mark.parametrize(
     ("args", "kwargs", "match"),
     [
-        ((50000, 2000, 1000), {}, r"ufi: the dual inverse P \(50000 x 50000\) would need 55\.9 GB, above the size limit of 4 GB.*n_instances=None.*primal form over the genes \(2000 x 2000\)"),
+        (
+            (50000, 2000, 1000),
+            {},
+            r"ufi: the dual inverse P \(50000 x 50000\) would need 55\.9 GB, above the size limit of 4 GB.*n_instances=None.*primal form over the genes \(2000 x 2000\)",
+        ),
         ((50000, 60000, None), {}, r"ufi: the dual inverse P \(50000 x 50000\).*size limit.*form='auto'"),
         ((200, 12000, None), {"form": "primal"}, None),
-        ((100000, 30000, None), {}, r"ufi: the primal inverse \(30000 x 30000\) would need 20\.\d GB.*size limit.*Pre-filter the genes"),
+        (
+            (100000, 30000, None),
+            {},
+            r"ufi: the primal inverse \(30000 x 30000\) would need 20\.\d GB.*size limit.*Pre-filter the genes",
+        ),
         ((300, 200, None), {"limit_gb": 1e-4}, r"ufi: the primal inverse \(200 x 200\).*size limit of 0\.0001 GB"),
         ((300, 200, 100), {"form": "primal"}, r"form='primal' supports feature selection only"),
         ((300, 200, None), {"form": "fast"}, r"form must be 'auto', 'primal' or 'dual'; got 'fast'"),

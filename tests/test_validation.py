@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 import glfs
-from glfs.scores.baselines import q_alpha, spca_score
 from glfs.designs.budgeted import glfs_design
 from glfs.designs.gradient import glfs_objective, glfs_path, laprls_fit
-from glfs.scores.lkr import lkr_coefficients, lkr_score
 from glfs.designs.optimal import lapaofs, optimal_design_greedy
 from glfs.designs.ufi import ufi
+from glfs.scores.baselines import q_alpha, spca_score
+from glfs.scores.lkr import lkr_coefficients, lkr_score
 
 NAN, INF = float("nan"), float("inf")
 
@@ -241,7 +241,28 @@ def test_check_scalar_closes_what_sklearn_lets_through():
     assert out == 0.5 and type(out) is float
 
 
-_SK_VALUES = [0, 1, 2, 3, 7, 8, -1, np.int64(3), np.uint8(7), 0.0, 0.5, 1.0, 2.5, -0.5, 7.0, np.float32(1.0), np.float64(0.99), "3", None, 1j]
+_SK_VALUES = [
+    0,
+    1,
+    2,
+    3,
+    7,
+    8,
+    -1,
+    np.int64(3),
+    np.uint8(7),
+    0.0,
+    0.5,
+    1.0,
+    2.5,
+    -0.5,
+    7.0,
+    np.float32(1.0),
+    np.float64(0.99),
+    "3",
+    None,
+    1j,
+]
 _SK_BOUNDS = [(None, None), (0, None), (1, None), (None, 7), (0, 1), (1, 7), (2.5, None)]
 
 
@@ -325,32 +346,86 @@ def _tl_select(**kw):
 
 # (case, call, exception, message pattern)
 BAD_INPUTS_19 = [
-    ("labels NaN in a plain list", lambda: glfs.fisher_score(_small(), ["a"] * 5 + ["b"] * 4 + [np.nan]), V,
-     r"labels must not contain missing values; got 1 missing"),
-    ("labels None in a plain list", lambda: glfs.select(_small(), "fisher_score", n_features=2, labels=["a", None] * 5), V,
-     r"labels must not contain missing values; got 5 missing"),
-    ("labels NaN in a Series", lambda: glfs.fisher_score(_small(), __import__("pandas").Series(["a"] * 9 + [np.nan])), V,
-     r"labels must not contain missing values; got 1 missing"),
-    ("complex X", lambda: glfs.select(_small() + 1j, "variance", n_features=2), V,
-     r"X must be real; got complex values \(dtype complex128\)"),
-    ("complex X, list", lambda: glfs.laplacian_score([[1 + 1j, 2.0]] * 3, None), V, r"X must be real; got complex values"),
-    ("complex X, sparse", lambda: glfs.variance_score(__import__("scipy.sparse").sparse.csr_matrix(_small() * 1j)), V,
-     r"X must be real; got complex values"),
-    ("fisher, one sample per class", lambda: glfs.fisher_score(_small(), list("abcdefghij")), V,
-     r"labels must have a class with at least 2 samples for the Fisher score; got 10 classes of 1 sample each"),
-    ("fisher via select, one sample per class", lambda: glfs.select(_small(), "fisher_score", n_features=2, labels=np.arange(10)), V,
-     r"labels must have a class with at least 2 samples"),
-    ("method a list", lambda: glfs.select(_small(), ["glfs"], n_features=2), V,
-     r"method must be a method name \(str\), one of \[.*\]; got \['glfs'\] \(list\)"),
-    ("method a list, tl", lambda: glfs.tl.select(__import__("anndata").AnnData(_small()), ["glfs"], 2), V,
-     r"method must be a method name \(str\)"),
-    ("key_added empty", lambda: _tl_select(key_added=""), V, r"key_added must be a non-empty string \(it names every output"),
+    (
+        "labels NaN in a plain list",
+        lambda: glfs.fisher_score(_small(), ["a"] * 5 + ["b"] * 4 + [np.nan]),
+        V,
+        r"labels must not contain missing values; got 1 missing",
+    ),
+    (
+        "labels None in a plain list",
+        lambda: glfs.select(_small(), "fisher_score", n_features=2, labels=["a", None] * 5),
+        V,
+        r"labels must not contain missing values; got 5 missing",
+    ),
+    (
+        "labels NaN in a Series",
+        lambda: glfs.fisher_score(_small(), __import__("pandas").Series(["a"] * 9 + [np.nan])),
+        V,
+        r"labels must not contain missing values; got 1 missing",
+    ),
+    (
+        "complex X",
+        lambda: glfs.select(_small() + 1j, "variance", n_features=2),
+        V,
+        r"X must be real; got complex values \(dtype complex128\)",
+    ),
+    (
+        "complex X, list",
+        lambda: glfs.laplacian_score([[1 + 1j, 2.0]] * 3, None),
+        V,
+        r"X must be real; got complex values",
+    ),
+    (
+        "complex X, sparse",
+        lambda: glfs.variance_score(__import__("scipy.sparse").sparse.csr_matrix(_small() * 1j)),
+        V,
+        r"X must be real; got complex values",
+    ),
+    (
+        "fisher, one sample per class",
+        lambda: glfs.fisher_score(_small(), list("abcdefghij")),
+        V,
+        r"labels must have a class with at least 2 samples for the Fisher score; got 10 classes of 1 sample each",
+    ),
+    (
+        "fisher via select, one sample per class",
+        lambda: glfs.select(_small(), "fisher_score", n_features=2, labels=np.arange(10)),
+        V,
+        r"labels must have a class with at least 2 samples",
+    ),
+    (
+        "method a list",
+        lambda: glfs.select(_small(), ["glfs"], n_features=2),
+        V,
+        r"method must be a method name \(str\), one of \[.*\]; got \['glfs'\] \(list\)",
+    ),
+    (
+        "method a list, tl",
+        lambda: glfs.tl.select(__import__("anndata").AnnData(_small()), ["glfs"], 2),
+        V,
+        r"method must be a method name \(str\)",
+    ),
+    (
+        "key_added empty",
+        lambda: _tl_select(key_added=""),
+        V,
+        r"key_added must be a non-empty string \(it names every output",
+    ),
     ("key_added blank", lambda: _tl_select(key_added="  "), V, r"key_added must be a non-empty string"),
     ("key_added not a string", lambda: _tl_select(key_added=3), V, r"key_added must be a non-empty string.*got 3"),
-    ("X too large", lambda: glfs.select(1e154 * _small(), "glfs", n_features=2), V,
-     r"X has values up to 2\.3\d*e\+154 in absolute value; glfs\.select needs the largest \|X\| in \[1e-50, 1e\+50\]"),
-    ("X too small", lambda: glfs.select(1e-200 * _small(), "laplacian_score", n_features=2), V,
-     r"X has values only up to 2\.3\d*e-200 in absolute value; glfs\.select needs the largest \|X\| in \[1e-50, 1e\+50\]"),
+    (
+        "X too large",
+        lambda: glfs.select(1e154 * _small(), "glfs", n_features=2),
+        V,
+        r"X has values up to 2\.3\d*e\+154 in absolute value; glfs\.select needs the largest \|X\| in \[1e-50, 1e\+50\]",
+    ),
+    (
+        "X too small",
+        lambda: glfs.select(1e-200 * _small(), "laplacian_score", n_features=2),
+        V,
+        r"X has values only up to 2\.3\d*e-200 in absolute value; glfs\.select needs the largest \|X\| in \[1e-50, 1e\+50\]",
+    ),
 ]
 
 
@@ -402,7 +477,11 @@ def test_affinity_neighbors_larger_than_the_samples_is_logged(caplog):
 
 # ---- method parameters checked without running the method (glfs.api.check_method_params)
 PARAMS_BAD = [
-    ("glfs", {"graph_weigth": 0.1}, r"parameter 'graph_weigth' is not a parameter of method 'glfs'; its parameters are \[.*'graph_weight'.*\]"),
+    (
+        "glfs",
+        {"graph_weigth": 0.1},
+        r"parameter 'graph_weigth' is not a parameter of method 'glfs'; its parameters are \[.*'graph_weight'.*\]",
+    ),
     ("ufi", {"n_iter": 5.0}, r"parameter 'n_iter' of method 'ufi' must be an integer; got 5\.0 \(float\)"),
     ("glfs", {"tol": "small"}, r"parameter 'tol' of method 'glfs' must be a number; got 'small' \(str\)"),
     ("glfs", {"center": "yes"}, r"parameter 'center' of method 'glfs' must be true or false; got 'yes' \(str\)"),
@@ -411,12 +490,24 @@ PARAMS_BAD = [
     ("lapaofs", {"lambda1": "big"}, r"parameter 'lambda1' of method 'lapaofs' must be a number; got 'big' \(str\)"),
     ("lapaofs", {"lambda1": True}, r"parameter 'lambda1' of method 'lapaofs' must be a number; got True \(bool\)"),
     ("lkr_score", {"n_neighbors": 3.5}, r"parameter 'n_neighbors' of method 'lkr_score' must be an integer"),
-    ("lkr_score_supervised", {"n_neighbors": 3}, r"parameter 'n_neighbors' is not a parameter of method 'lkr_score_supervised'"),
+    (
+        "lkr_score_supervised",
+        {"n_neighbors": 3},
+        r"parameter 'n_neighbors' is not a parameter of method 'lkr_score_supervised'",
+    ),
     ("ufi", {"n_instances": 2.0}, r"parameter 'n_instances' of method 'ufi' must be an integer or null"),
-    ("spca", {"n_components": [2]}, r"parameter 'n_components' of method 'spca' must be an integer; got \[2\] \(list\)"),
+    (
+        "spca",
+        {"n_components": [2]},
+        r"parameter 'n_components' of method 'spca' must be an integer; got \[2\] \(list\)",
+    ),
     ("q_alpha", {"random_state": 1}, r"parameter 'random_state' is not a parameter of method 'q_alpha'"),
     ("variance", {"ddof": 1}, r"parameter 'ddof' is not a parameter of method 'variance'; it takes none"),
-    ("hvg_seurat", {"flavor": "x"}, r"parameter 'flavor' is not a parameter of method 'hvg_seurat'; its parameters are \['n_bins'\]"),
+    (
+        "hvg_seurat",
+        {"flavor": "x"},
+        r"parameter 'flavor' is not a parameter of method 'hvg_seurat'; its parameters are \['n_bins'\]",
+    ),
     ("nope", {}, r"method must be one of"),
 ]
 
@@ -432,7 +523,9 @@ def test_method_params_checked_without_running(method, params, match):
 def test_method_params_good_values_pass():
     from glfs.api import check_method_params
 
-    check_method_params("glfs", {"graph_weight": 0, "ridge": "1e-3", "center": True, "max_swaps": None, "order": "greedy", "tol": 1e-9})
+    check_method_params(
+        "glfs", {"graph_weight": 0, "ridge": "1e-3", "center": True, "max_swaps": None, "order": "greedy", "tol": 1e-9}
+    )
     check_method_params("glfs_exact", {"lambda1": 1, "scale": 2, "n_lams": 3, "lam_init": None, "rank_by": "weight"})
     check_method_params("ufi", {"n_instances": 8, "ridge": 1})
     check_method_params("hvg_pearson_residuals", {"theta": 100, "clip": None})
@@ -451,9 +544,25 @@ def test_method_params_agree_with_what_each_method_accepts():
     X = np.abs(np.round(_small(30, 8, seed=4) * 5))
     y = np.repeat([0, 1, 2], 10)
     covered_when_written = {
-        "laplacian_score", "fisher_score", "variance", "lapaofs", "lapdofs", "glfs", "glfs_exact", "glfs_paper",
-        "glfs_printed", "lkr_score", "lkr_score_supervised", "ufi", "spca", "q_alpha", "hvg_seurat",
-        "hvg_cell_ranger", "hvg_seurat_v3", "hvg_pearson_residuals", "deviance",
+        "laplacian_score",
+        "fisher_score",
+        "variance",
+        "lapaofs",
+        "lapdofs",
+        "glfs",
+        "glfs_exact",
+        "glfs_paper",
+        "glfs_printed",
+        "lkr_score",
+        "lkr_score_supervised",
+        "ufi",
+        "spca",
+        "q_alpha",
+        "hvg_seurat",
+        "hvg_cell_ranger",
+        "hvg_seurat_v3",
+        "hvg_pearson_residuals",
+        "deviance",
     }
     for method, info in glfs.METHODS.items():
         params = method_params(method)

@@ -61,8 +61,9 @@ def write_shard(path: Path, s: int, a: int, b: int, n_genes: int, lib_loc: float
     return int(X.nnz)
 
 
-def write_store(root: Path, n_cells: int, n_genes: int, lib_loc: float, shard: int, seed: int = 0,
-                part: tuple[int, int] = (0, 1)) -> dict:
+def write_store(
+    root: Path, n_cells: int, n_genes: int, lib_loc: float, shard: int, seed: int = 0, part: tuple[int, int] = (0, 1)
+) -> dict:
     """Write the shards not yet written (those of ``part`` = (i, k): every k-th from i); the store's facts."""
     out = store_dir(root, n_cells, n_genes, lib_loc)
     out.mkdir(parents=True, exist_ok=True)
@@ -74,16 +75,21 @@ def write_store(root: Path, n_cells: int, n_genes: int, lib_loc: float, shard: i
             continue
         t1 = time.perf_counter()
         nnz = write_shard(f, s, a, b, n_genes, lib_loc, seed)
-        (out / f"shard_{s:04d}.json").write_text(json.dumps({"cells": b - a, "nnz": nnz,
-                                                              "seconds": round(time.perf_counter() - t1, 1)}))
+        (out / f"shard_{s:04d}.json").write_text(
+            json.dumps({"cells": b - a, "nnz": nnz, "seconds": round(time.perf_counter() - t1, 1)})
+        )
     return {"dir": str(out), "seconds": time.perf_counter() - t0, **store_facts(out)}
 
 
 def store_facts(out: Path) -> dict:
     """Cells, stored values, shards and the summed writing seconds of the shards written so far."""
     facts = [json.loads(p.read_text()) for p in sorted(Path(out).glob("shard_*.json"))]
-    return {"shards": len(facts), "n_cells": sum(f["cells"] for f in facts), "nnz": sum(f["nnz"] for f in facts),
-            "write_s": round(sum(f["seconds"] for f in facts), 1)}
+    return {
+        "shards": len(facts),
+        "n_cells": sum(f["cells"] for f in facts),
+        "nnz": sum(f["nnz"] for f in facts),
+        "write_s": round(sum(f["seconds"] for f in facts), 1),
+    }
 
 
 def open_store(out: Path, gene_chunk: int):
@@ -96,8 +102,10 @@ def open_store(out: Path, gene_chunk: int):
     import dask.array as da
     import h5py
 
-    parts = [ad.experimental.read_elem_lazy(h5py.File(p, "r")["X"], chunks=(-1, gene_chunk))
-             for p in sorted(Path(out).glob("shard_*.h5ad"))]
+    parts = [
+        ad.experimental.read_elem_lazy(h5py.File(p, "r")["X"], chunks=(-1, gene_chunk))
+        for p in sorted(Path(out).glob("shard_*.h5ad"))
+    ]
     return da.concatenate(parts, axis=0)
 
 

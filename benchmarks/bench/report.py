@@ -279,7 +279,7 @@ def _goal_time_line(res, t, t2):
     two = "" if t2 is None else f", {t2:.2f} s with 2 threads"
     knn = ""
     if g20 and g20["status"] == "ok":
-        knn = f"; the kNN graph alone takes {g20['time_s']:.1f} s (brute-force kNN is O(n^2 d) = 1.6e12 " "flops here)"
+        knn = f"; the kNN graph alone takes {g20['time_s']:.1f} s (brute-force kNN is O(n^2 d) = 1.6e12 flops here)"
     return (
         f"- graph + Laplacian score on {BIG_N:,} x {BIG_D:,} under {GOAL_TIME_S:g} s: {t:.2f} s wall with 1 thread "
         f"(CPU {r20.get('cpu_first_s', float('nan')):.1f} s, load {r20.get('load1', float('nan')):.1f})"

@@ -20,8 +20,8 @@ import json
 import sys
 import time
 
-from bench.procfs import reset_peak, status_kb  # noqa: F401 (re-exported)
 from bench.naive import heat_t, naive_dense_laplacian_score, naive_lapaofs, skfeature_graph, skfeature_width
+from bench.procfs import reset_peak, status_kb  # noqa: F401 (re-exported)
 from bench.settings import (
     BETA_SEED,
     CACHE,
@@ -29,9 +29,9 @@ from bench.settings import (
     KB_PER_MB,
     MAX_REPEATS,
     MIN_REPEATS,
-    NOTE_CHARS,
     N_NEIGHBORS,
     N_PCS,
+    NOTE_CHARS,
     REPEAT_BUDGET_S,
     RESULT_MARK,
     SHORT_CALL_S,
@@ -48,9 +48,9 @@ def import_timed_modules():
     import numpy  # noqa: F401
     import scipy  # noqa: F401
     import scipy.sparse  # noqa: F401
-    import sklearn  # noqa: F401
     import skfeature.function.similarity_based.lap_score  # noqa: F401
     import skfeature.utility.construct_W  # noqa: F401
+    import sklearn  # noqa: F401
 
     import glfs  # noqa: F401
 

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import importlib
 
-from glfs.core.result import Selection
-from glfs.core._validation import ConstantFeatureWarning
 from glfs.api import METHODS, select
-from glfs.scores.baselines import q_alpha, spca_score
+from glfs.core._validation import ConstantFeatureWarning
+from glfs.core.result import Selection
 from glfs.designs.budgeted import glfs_design
 from glfs.designs.gradient import GLFSConvergenceWarning, GLFSResult, glfs, glfs_objective, glfs_path, laprls_fit
-from glfs.graph.similarity import label_graph, laplacian, similarity_graph
-from glfs.scores.lkr import lkr_score
 from glfs.designs.optimal import lapaofs, lapdofs
+from glfs.graph.similarity import label_graph, laplacian, similarity_graph
+from glfs.scores.baselines import q_alpha, spca_score
 from glfs.scores.genewise import fisher_score, laplacian_score, variance_score
+from glfs.scores.lkr import lkr_score
 
 __version__ = "0.1.0"
 

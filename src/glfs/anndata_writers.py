@@ -65,10 +65,14 @@ def write_selection(
         **(uns_params or {}),
     }
     params = {k: v for k, v in params.items() if v is not None}
-    columns = [key, f"{key}_score", f"{key}_rank"] + ([weight_key or f"{key}_weight"] if sel.weights is not None else [])
+    columns = [key, f"{key}_score", f"{key}_rank"] + (
+        [weight_key or f"{key}_weight"] if sel.weights is not None else []
+    )
     ours = isinstance(adata.uns.get(key), dict) and "method" in adata.uns[key].get("params", {})
     if not ours:  # a rerun with the same key replaces its own columns; anyone else's are said
-        warn_replaced(adata, columns, f"the {sel.method!r} selection (key_added={key!r}); pass another key_added to keep")
+        warn_replaced(
+            adata, columns, f"the {sel.method!r} selection (key_added={key!r}); pass another key_added to keep"
+        )
     score = np.asarray(sel.scores, dtype=np.float64)
     rank = sel.rank
     selected = np.asarray(sel.selected, dtype=bool)
@@ -85,7 +89,8 @@ def write_selection(
 
         ranks = np.asarray(sel.extra["batch_ranks"])
         adata.varm[f"{key}_batch_ranks"] = pd.DataFrame(
-            ranks.T, index=adata.var_names.copy(), columns=[str(b) for b in sel.extra["batches"]])
+            ranks.T, index=adata.var_names.copy(), columns=[str(b) for b in sel.extra["batches"]]
+        )
     adata.uns[key] = {"params": params}
 
 

@@ -12,28 +12,34 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from glfs.scores import baselines
-from glfs.scores import batches as by_batch
-from glfs.designs import budgeted as design
-from glfs.designs import gradient
-from glfs.scores import hvg
-from glfs.scores import lkr
-from glfs.scores import moran
-from glfs.designs import optimal
-from glfs.designs import ufi
 from glfs.core._validation import check_graph, check_labels, check_n_features, check_X
-from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
 from glfs.core.limits import DENSE_ALTERNATIVE, check_dense_size
 from glfs.core.out_of_core import OutOfCore, out_of_core_kind
 from glfs.core.result import Selection, make_selection
-from glfs.scores.genewise import deviance_by_batch, deviance_score, fisher_score, laplacian_score, variance_score
 from glfs.core.value_checks import check_counts, check_scale
+from glfs.designs import budgeted as design
+from glfs.designs import gradient, optimal, ufi
+from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
+from glfs.scores import baselines, hvg, lkr, moran
+from glfs.scores import batches as by_batch
+from glfs.scores.genewise import deviance_by_batch, deviance_score, fisher_score, laplacian_score, variance_score
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "select", "METHODS", "FAMILIES", "MethodInfo", "method_info", "methods_of", "n_to_select",
-    "method_params", "check_method_params", "check_streams", "classifier_rows", "plain_value", "DESIGN_GLFS",
+    "select",
+    "METHODS",
+    "FAMILIES",
+    "MethodInfo",
+    "method_info",
+    "methods_of",
+    "n_to_select",
+    "method_params",
+    "check_method_params",
+    "check_streams",
+    "classifier_rows",
+    "plain_value",
+    "DESIGN_GLFS",
 ]
 
 
@@ -71,7 +77,9 @@ class MethodInfo:
     needs_counts: bool = False  # scores raw counts, fn's counts= (glfs.select's `counts`, tl.select's layers["counts"])
     own_graph: bool = False  # builds its own graph when none is given (instead of DEFAULT_GRAPH_PARAMS')
     optional_counts: bool = False  # scores X, and takes raw counts too when given (fn's counts=)
-    batch: str | None = None  # batches=: "ranks" scored within each batch, combined by rank (glfs.scores.batches); "own" fn takes batches= (scanpy's flavours)
+    batch: str | None = (
+        None  # batches=: "ranks" scored within each batch, combined by rank (glfs.scores.batches); "own" fn takes batches= (scanpy's flavours)
+    )
     # batch="ranks": every batch in one pass instead of fn once per batch, the same Selections (glfs.scores.batches.run_by_batch):
     # batch_fn(X, codes, n_batches, *, n_features, counts) -> [Selection of batch k for k in range(n_batches)]
     batch_fn: Callable | None = None
@@ -106,8 +114,10 @@ def _select_deviance(X, W, *, n_features, counts, labels=None, random_state=None
 
 
 def _select_deviance_batches(X, codes, n_batches, *, n_features, counts):
-    return [make_selection("deviance", s, higher_is_better=True, n_features=n_features)
-            for s in deviance_by_batch(counts, codes, n_batches)]
+    return [
+        make_selection("deviance", s, higher_is_better=True, n_features=n_features)
+        for s in deviance_by_batch(counts, codes, n_batches)
+    ]
 
 
 def _registry() -> dict[str, MethodInfo]:
@@ -115,57 +125,207 @@ def _registry() -> dict[str, MethodInfo]:
     # the workflow's results/{dataset}/glfs_path.tsv).
     M = MethodInfo
     entries = [
-        M(name="laplacian_score", fn=_select_laplacian_score, family="score", higher_is_better=False, needs_graph=True,
-          streams=True, batch="ranks", description="Laplacian score (He 2005), lower better"),
-        M(name="fisher_score", fn=_select_fisher_score, family="score", needs_labels=True, streams=True,
-          description="Fisher score (supervised), higher better"),
-        M(name="variance", fn=_select_variance, family="baseline", streams=True,
-          batch="ranks", description="per-gene variance baseline"),
-        M(name="lapaofs", fn=optimal.select_lapaofs, family="optimal_design", needs_graph=True, dense_x=True,
-          params_from=optimal.optimal_design_greedy,
-          fixed_params=("criterion",), description="LapAOFS greedy A-optimal (He 2011)"),
-        M(name="lapdofs", fn=optimal.select_lapdofs, family="optimal_design", needs_graph=True, dense_x=True,
-          params_from=optimal.optimal_design_greedy,
-          fixed_params=("criterion",), description="LapDOFS greedy D-optimal (He 2011)"),
-        M(name="glfs", fn=design.select_glfs_design, family="glfs", needs_graph=True, objective="design",
-          dense_x=True, params_from=design.glfs_design, fixed_params=("start",),
-          description="well-posed GLFS: budgeted A-optimal design, greedy + exchange"),
-        M(name="glfs_exact", fn=gradient.select_glfs_exact, family="glfs_published", needs_graph=True,
-          objective="exact", own_support=True, dense_x=True, params_from=gradient.glfs, fixed_params=("objective",),
-          description="GLFS, exact covariance trace"),
-        M(name="glfs_paper", fn=gradient.select_glfs_paper, family="glfs_published", needs_graph=True,
-          objective="paper", own_support=True, dense_x=True, params_from=gradient.glfs, fixed_params=("objective",),
-          description="GLFS, Eq. 7 with its true gradient"),
-        M(name="glfs_printed", fn=gradient.select_glfs_printed, family="glfs_published", needs_graph=True,
-          objective="printed", own_support=True, dense_x=True, params_from=gradient.glfs, fixed_params=("objective",),
-          description="GLFS, Eq. 7 values with printed Eq. 9"),
-        M(name="lkr_score", fn=lkr.select_lkr_score, family="lkr", higher_is_better=False, needs_graph=True,
-          dense_x=True, params_from=lkr.lkr_score, batch="ranks", description="LKR score (Cheung & Zeng 2009), unsupervised"),
-        M(name="lkr_score_supervised", fn=lkr.select_lkr_score_supervised, family="lkr", higher_is_better=False,
-          needs_labels=True, dense_x=True, params_from=lkr.lkr_score, fixed_params=("n_neighbors",),
-          description="LKR score, class graph"),
-        M(name="ufi", fn=ufi.select_ufi, family="baseline", dense_x=True, params_from=ufi.ufi,
-          fixed_params=("full_ranking",), description="UFI feature selection (Zhang 2012); no graph"),
-        M(name="spca", fn=baselines.select_spca, family="baseline", dense_x=True, params_from=baselines.spca_score,
-          fixed_params=("return_components", "return_info"), description="sparse PCA loading mass"),
-        M(name="q_alpha", fn=baselines.select_q_alpha, family="baseline", dense_x=True, params_from=baselines.q_alpha,
-          fixed_params=("return_info",), description="Q-alpha (Wolf & Shashua 2005)"),
+        M(
+            name="laplacian_score",
+            fn=_select_laplacian_score,
+            family="score",
+            higher_is_better=False,
+            needs_graph=True,
+            streams=True,
+            batch="ranks",
+            description="Laplacian score (He 2005), lower better",
+        ),
+        M(
+            name="fisher_score",
+            fn=_select_fisher_score,
+            family="score",
+            needs_labels=True,
+            streams=True,
+            description="Fisher score (supervised), higher better",
+        ),
+        M(
+            name="variance",
+            fn=_select_variance,
+            family="baseline",
+            streams=True,
+            batch="ranks",
+            description="per-gene variance baseline",
+        ),
+        M(
+            name="lapaofs",
+            fn=optimal.select_lapaofs,
+            family="optimal_design",
+            needs_graph=True,
+            dense_x=True,
+            params_from=optimal.optimal_design_greedy,
+            fixed_params=("criterion",),
+            description="LapAOFS greedy A-optimal (He 2011)",
+        ),
+        M(
+            name="lapdofs",
+            fn=optimal.select_lapdofs,
+            family="optimal_design",
+            needs_graph=True,
+            dense_x=True,
+            params_from=optimal.optimal_design_greedy,
+            fixed_params=("criterion",),
+            description="LapDOFS greedy D-optimal (He 2011)",
+        ),
+        M(
+            name="glfs",
+            fn=design.select_glfs_design,
+            family="glfs",
+            needs_graph=True,
+            objective="design",
+            dense_x=True,
+            params_from=design.glfs_design,
+            fixed_params=("start",),
+            description="well-posed GLFS: budgeted A-optimal design, greedy + exchange",
+        ),
+        M(
+            name="glfs_exact",
+            fn=gradient.select_glfs_exact,
+            family="glfs_published",
+            needs_graph=True,
+            objective="exact",
+            own_support=True,
+            dense_x=True,
+            params_from=gradient.glfs,
+            fixed_params=("objective",),
+            description="GLFS, exact covariance trace",
+        ),
+        M(
+            name="glfs_paper",
+            fn=gradient.select_glfs_paper,
+            family="glfs_published",
+            needs_graph=True,
+            objective="paper",
+            own_support=True,
+            dense_x=True,
+            params_from=gradient.glfs,
+            fixed_params=("objective",),
+            description="GLFS, Eq. 7 with its true gradient",
+        ),
+        M(
+            name="glfs_printed",
+            fn=gradient.select_glfs_printed,
+            family="glfs_published",
+            needs_graph=True,
+            objective="printed",
+            own_support=True,
+            dense_x=True,
+            params_from=gradient.glfs,
+            fixed_params=("objective",),
+            description="GLFS, Eq. 7 values with printed Eq. 9",
+        ),
+        M(
+            name="lkr_score",
+            fn=lkr.select_lkr_score,
+            family="lkr",
+            higher_is_better=False,
+            needs_graph=True,
+            dense_x=True,
+            params_from=lkr.lkr_score,
+            batch="ranks",
+            description="LKR score (Cheung & Zeng 2009), unsupervised",
+        ),
+        M(
+            name="lkr_score_supervised",
+            fn=lkr.select_lkr_score_supervised,
+            family="lkr",
+            higher_is_better=False,
+            needs_labels=True,
+            dense_x=True,
+            params_from=lkr.lkr_score,
+            fixed_params=("n_neighbors",),
+            description="LKR score, class graph",
+        ),
+        M(
+            name="ufi",
+            fn=ufi.select_ufi,
+            family="baseline",
+            dense_x=True,
+            params_from=ufi.ufi,
+            fixed_params=("full_ranking",),
+            description="UFI feature selection (Zhang 2012); no graph",
+        ),
+        M(
+            name="spca",
+            fn=baselines.select_spca,
+            family="baseline",
+            dense_x=True,
+            params_from=baselines.spca_score,
+            fixed_params=("return_components", "return_info"),
+            description="sparse PCA loading mass",
+        ),
+        M(
+            name="q_alpha",
+            fn=baselines.select_q_alpha,
+            family="baseline",
+            dense_x=True,
+            params_from=baselines.q_alpha,
+            fixed_params=("return_info",),
+            description="Q-alpha (Wolf & Shashua 2005)",
+        ),
         # the single-cell baselines: scanpy's HVG flavours (glfs.scores.hvg; parameters passed on to scanpy)
         # and the binomial deviance
-        M(name="hvg_seurat", fn=hvg.select_hvg_seurat, family="hvg", params_from=("n_bins",),
-          batch="own", description="scanpy HVG, flavor 'seurat' (log-normalised input)"),
-        M(name="hvg_cell_ranger", fn=hvg.select_hvg_cell_ranger, family="hvg", params_from=("n_bins",),
-          batch="own", description="scanpy HVG, flavor 'cell_ranger' (log-normalised input)"),
-        M(name="hvg_seurat_v3", fn=hvg.select_hvg_seurat_v3, family="hvg", needs_counts=True, params_from=("span",),
-          batch="own", description="scanpy HVG, flavor 'seurat_v3' (raw counts)"),
-        M(name="hvg_pearson_residuals", fn=hvg.select_hvg_pearson_residuals, family="hvg", needs_counts=True,
-          params_from=("theta", "clip", "chunksize"), batch="own", description="scanpy HVG, Pearson residuals (raw counts)"),
-        M(name="deviance", fn=_select_deviance, family="baseline", needs_counts=True, streams=True,
-          batch="ranks", batch_fn=_select_deviance_batches, description="binomial deviance (Townes et al. 2019), raw counts"),
+        M(
+            name="hvg_seurat",
+            fn=hvg.select_hvg_seurat,
+            family="hvg",
+            params_from=("n_bins",),
+            batch="own",
+            description="scanpy HVG, flavor 'seurat' (log-normalised input)",
+        ),
+        M(
+            name="hvg_cell_ranger",
+            fn=hvg.select_hvg_cell_ranger,
+            family="hvg",
+            params_from=("n_bins",),
+            batch="own",
+            description="scanpy HVG, flavor 'cell_ranger' (log-normalised input)",
+        ),
+        M(
+            name="hvg_seurat_v3",
+            fn=hvg.select_hvg_seurat_v3,
+            family="hvg",
+            needs_counts=True,
+            params_from=("span",),
+            batch="own",
+            description="scanpy HVG, flavor 'seurat_v3' (raw counts)",
+        ),
+        M(
+            name="hvg_pearson_residuals",
+            fn=hvg.select_hvg_pearson_residuals,
+            family="hvg",
+            needs_counts=True,
+            params_from=("theta", "clip", "chunksize"),
+            batch="own",
+            description="scanpy HVG, Pearson residuals (raw counts)",
+        ),
+        M(
+            name="deviance",
+            fn=_select_deviance,
+            family="baseline",
+            needs_counts=True,
+            streams=True,
+            batch="ranks",
+            batch_fn=_select_deviance_batches,
+            description="binomial deviance (Townes et al. 2019), raw counts",
+        ),
         # the graph-based single-cell selection (glfs.scores.moran; docs/methods.md)
-        M(name="graph_moran", fn=moran.select_graph_moran, family="score", needs_graph=True, own_graph=True,
-          optional_counts=True, streams=True, fixed_params=("batches",),
-          batch="ranks", description="Moran's I on a kNN graph of the cells refined on its own top genes (single-cell)"),
+        M(
+            name="graph_moran",
+            fn=moran.select_graph_moran,
+            family="score",
+            needs_graph=True,
+            own_graph=True,
+            optional_counts=True,
+            streams=True,
+            fixed_params=("batches",),
+            batch="ranks",
+            description="Moran's I on a kNN graph of the cells refined on its own top genes (single-cell)",
+        ),
     ]
     return {m.name: m for m in entries}
 
@@ -349,7 +509,11 @@ def check_seed(random_state) -> None:
     (a bad seed failed deep inside a method, after the graph, or was never looked at)."""
     if random_state is None:
         return
-    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral) or not 0 <= random_state < 2**32:
+    if (
+        isinstance(random_state, bool)
+        or not isinstance(random_state, numbers.Integral)
+        or not 0 <= random_state < 2**32
+    ):
         msg = (
             f"random_state must be None or an integer seed in [0, 2**32 - 1]; got {random_state!r} "
             f"({type(random_state).__name__})"
@@ -365,9 +529,11 @@ def _select_batches(info, X, batches, W, n_features, graph_params, random_state,
         raise ValueError(msg)
     backed = isinstance(X, OutOfCore) and X.kind != "dask"  # a dask X is cut to each batch's cells lazily
     if backed or n_features is None or (isinstance(X, OutOfCore) and info.batch != "ranks"):
-        msg = (f"batches (batch_key) need X in memory or as a dask array (a method of glfs' own for the latter), and "
-               f"n_features_to_select (each batch's number of top genes); got "
-               f"{f'an out-of-core X ({X.describe()})' if isinstance(X, OutOfCore) else 'n_features_to_select=None'}")
+        msg = (
+            f"batches (batch_key) need X in memory or as a dask array (a method of glfs' own for the latter), and "
+            f"n_features_to_select (each batch's number of top genes); got "
+            f"{f'an out-of-core X ({X.describe()})' if isinstance(X, OutOfCore) else 'n_features_to_select=None'}"
+        )
         raise ValueError(msg)
     by_batch.batch_codes(batches, X.shape[0])  # checked before any batch runs
     if info.batch == "own":
@@ -375,8 +541,17 @@ def _select_batches(info, X, batches, W, n_features, graph_params, random_state,
     gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
     params = dict(params)
     counts = params.pop("counts", None)
-    return by_batch.run_by_batch(info, X, batches, n_features=n_features, graph=W, graph_params=gp, counts=counts,
-                                 random_state=random_state, **params)
+    return by_batch.run_by_batch(
+        info,
+        X,
+        batches,
+        n_features=n_features,
+        graph=W,
+        graph_params=gp,
+        counts=counts,
+        random_state=random_state,
+        **params,
+    )
 
 
 # ---- input conversion: sparse, out-of-core ---------------------------------------------------
@@ -396,8 +571,10 @@ def check_streams(method: str, X, graph) -> None:
     if info.streams and (graph is not None or not info.own_graph):
         return  # a graph not given is built by similarity_graph from streamed principal components
     if info.streams:
-        why = ("it builds its own graph in memory: pass graph= (e.g. adata.obsp['connectivities'] "
-               "after sc.pp.neighbors, or glfs.tl.select(..., obsp='connectivities'))")
+        why = (
+            "it builds its own graph in memory: pass graph= (e.g. adata.obsp['connectivities'] "
+            "after sc.pp.neighbors, or glfs.tl.select(..., obsp='connectivities'))"
+        )
     else:
         why = "it needs X in memory"
     streaming = ", ".join(f"{m} (on a given graph)" if i.own_graph else m for m, i in METHODS.items() if i.streams)
@@ -435,13 +612,14 @@ def method_params(method: str):
         return None
     skip = _PASSED | set(info.fixed_params)
     return {
-        name: p for name, p in sig.parameters.items()
+        name: p
+        for name, p in sig.parameters.items()
         if name not in skip and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     }
 
 
 def _expected_kind(p) -> str | None:
-    """"int", "int|None", "float", "bool" from a parameter's annotation or default; None = not checked."""
+    """ "int", "int|None", "float", "bool" from a parameter's annotation or default; None = not checked."""
     ann = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", None)
     ann = None if ann is None or p.annotation is p.empty else ann.replace(" ", "")
     if ann in ("int", "float", "bool", "int|None", "float|None"):
@@ -525,7 +703,8 @@ def _counts_for(method, X, counts):
     """The raw counts a count-based method scores: ``counts`` when given, else X when X holds counts."""
     if counts is None:
         return check_counts(
-            X, name="X",
+            X,
+            name="X",
             hint=f"method {method!r} scores raw counts: pass them as counts=... (glfs.tl.select reads them from adata.layers[counts_layer])",
         )
     counts = check_counts(_input_counts(counts), name="counts", hint=f"method {method!r} scores raw counts")

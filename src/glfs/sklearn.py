@@ -113,7 +113,9 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
         d = X.shape[1]
         name, k = "n_features_to_select", self.n_features_to_select
         if not (isinstance(self.n_features, str) and self.n_features == "deprecated"):
-            msg = "FeatureSelector: n_features was renamed n_features_to_select (scikit-learn's name); n_features is used"
+            msg = (
+                "FeatureSelector: n_features was renamed n_features_to_select (scikit-learn's name); n_features is used"
+            )
             warnings.warn(msg, FutureWarning, stacklevel=2)
             name, k = "n_features", self.n_features
         k = None if k is None else min(check_int(k, name, 1), d)
@@ -134,8 +136,6 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
     def _get_support_mask(self):
         check_is_fitted(self, "selection_")
         return np.asarray(self.selection_.selected)
-
-
 
 
 class GLFSClassifier(ClassifierMixin, BaseEstimator):
@@ -267,7 +267,12 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             res = glfs_path(
-                X, W, lams, objective=self.objective, lambda1=self.lambda1, lambda2=self.lambda2,
+                X,
+                W,
+                lams,
+                objective=self.objective,
+                lambda1=self.lambda1,
+                lambda2=self.lambda2,
                 **(self.glfs_params or {}),
             )
         return W, res

@@ -143,8 +143,18 @@ def select(
     key = key_added or method
     graph_key = _graph_key(graph_key, key_added)
     sel, graph, counts_from = _run(
-        adata, method, n_features_to_select, layer=layer, obsp=obsp, labels_key=labels_key, graph_params=graph_params,
-        random_state=random_state, n_features=n_features, counts_layer=counts_layer, default_graph=None, params=params,
+        adata,
+        method,
+        n_features_to_select,
+        layer=layer,
+        obsp=obsp,
+        labels_key=labels_key,
+        graph_params=graph_params,
+        random_state=random_state,
+        n_features=n_features,
+        counts_layer=counts_layer,
+        default_graph=None,
+        params=params,
         batch_key=batch_key,
     )
     df = _selection_frame(sel, adata.var_names)
@@ -159,11 +169,24 @@ def select(
         "highly_variable": bool(mark_highly_variable),
         "batch_key": batch_key,
     }
-    _write_into(adata, sel, key, uns_params, mark_highly_variable=mark_highly_variable, subset=subset,
-                graph=graph, graph_key=graph_key, write_graph_too=info.needs_graph and obsp is None)
+    _write_into(
+        adata,
+        sel,
+        key,
+        uns_params,
+        mark_highly_variable=mark_highly_variable,
+        subset=subset,
+        graph=graph,
+        graph_key=graph_key,
+        write_graph_too=info.needs_graph and obsp is None,
+    )
     log.info(
         "tl.select: %s done in %.1f s; wrote var[%r], var['%s_score'], var['%s_rank']",
-        method, time.perf_counter() - t0, key, key, key,
+        method,
+        time.perf_counter() - t0,
+        key,
+        key,
+        key,
     )
     return None
 
@@ -227,15 +250,39 @@ def selection(
         As :func:`glfs.select`; ``extra["graph"]`` holds the graph of a method that built its own.
     """
     sel, _, _ = _run(
-        adata, method, n_features_to_select, layer=layer, obsp=obsp, labels_key=labels_key, graph_params=graph_params,
-        random_state=random_state, n_features=n_features, counts_layer=counts_layer, default_graph=default_graph,
-        params=params, batch_key=batch_key,
+        adata,
+        method,
+        n_features_to_select,
+        layer=layer,
+        obsp=obsp,
+        labels_key=labels_key,
+        graph_params=graph_params,
+        random_state=random_state,
+        n_features=n_features,
+        counts_layer=counts_layer,
+        default_graph=default_graph,
+        params=params,
+        batch_key=batch_key,
     )
     return sel
 
 
-def _run(adata, method, n_features_to_select, *, layer, obsp, labels_key, graph_params, random_state, n_features,
-         counts_layer, default_graph, params, batch_key=None):
+def _run(
+    adata,
+    method,
+    n_features_to_select,
+    *,
+    layer,
+    obsp,
+    labels_key,
+    graph_params,
+    random_state,
+    n_features,
+    counts_layer,
+    default_graph,
+    params,
+    batch_key=None,
+):
     """(Selection, the graph given or built here or None, where the counts came from) of :func:`selection`."""
     _check_adata(adata)
     info = method_info(method)
@@ -249,17 +296,27 @@ def _run(adata, method, n_features_to_select, *, layer, obsp, labels_key, graph_
     counts, counts_from = _counts(adata, X, layer, counts_layer, info, method)
     log.info(
         "tl.select: %s on %d samples x %d genes (%s; %s)",
-        method, adata.n_obs, adata.n_vars, f"layer {layer!r}" if layer is not None else "adata.X", info.description,
+        method,
+        adata.n_obs,
+        adata.n_vars,
+        f"layer {layer!r}" if layer is not None else "adata.X",
+        info.description,
     )
     if not info.needs_counts:
         _warn_if_counts(X, layer)
     labels = _labels(adata, labels_key, info, method)
     if batches is not None and graph is None:
-        log.info("tl.select: %s within the batches of obs[%r]; graphs, if any, built within each batch", method, batch_key)
+        log.info(
+            "tl.select: %s within the batches of obs[%r]; graphs, if any, built within each batch", method, batch_key
+        )
     else:
         graph = _graph_to_use(X, graph, info, obsp, graph_params, default_graph)
-    log.info("tl.select: scoring %d genes with %s (n_features_to_select=%s)", adata.n_vars, method,
-             n_to_select(n_features_to_select, n_features))
+    log.info(
+        "tl.select: scoring %d genes with %s (n_features_to_select=%s)",
+        adata.n_vars,
+        method,
+        n_to_select(n_features_to_select, n_features),
+    )
     t1 = time.perf_counter()
     sel = _select(
         X,
@@ -305,7 +362,9 @@ def _batches(adata, batch_key):
     if batch_key is None:
         return None
     if not isinstance(batch_key, str) or batch_key not in adata.obs:
-        msg = f"batch_key must name an adata.obs column (obs columns: {list(adata.obs.columns)[:20]}); got {batch_key!r}"
+        msg = (
+            f"batch_key must name an adata.obs column (obs columns: {list(adata.obs.columns)[:20]}); got {batch_key!r}"
+        )
         raise ValueError(msg)
     col = adata.obs[batch_key]
     return col.astype(object).where(col.notna(), None).to_numpy()
@@ -378,8 +437,15 @@ def _counts(adata, X, layer, counts_layer, info, method):
 #: The var columns of scanpy's highly_variable_genes that describe its var["highly_variable"]; an earlier call's
 #: are removed when mark_highly_variable replaces that column (they would describe another selection).
 SCANPY_HVG_COLUMNS = (
-    "highly_variable_rank", "highly_variable_nbatches", "highly_variable_intersection", "means", "variances",
-    "variances_norm", "dispersions", "dispersions_norm", "residual_variances",
+    "highly_variable_rank",
+    "highly_variable_nbatches",
+    "highly_variable_intersection",
+    "means",
+    "variances",
+    "variances_norm",
+    "dispersions",
+    "dispersions_norm",
+    "residual_variances",
 )
 
 
@@ -391,9 +457,14 @@ def _mark_highly_variable(adata, sel, key):
     ``highly_variable_nbatches`` and ``highly_variable_intersection`` (same meaning) beside it.
     """
     stale = [c for c in SCANPY_HVG_COLUMNS if c in adata.var]
-    warn_replaced(adata, ["highly_variable", *stale], f"the {key!r} selection (mark_highly_variable=True); "
-                  f"scanpy's columns of the earlier selection are removed: {stale}" if stale else
-                  f"the {key!r} selection (mark_highly_variable=True)")
+    warn_replaced(
+        adata,
+        ["highly_variable", *stale],
+        f"the {key!r} selection (mark_highly_variable=True); "
+        f"scanpy's columns of the earlier selection are removed: {stale}"
+        if stale
+        else f"the {key!r} selection (mark_highly_variable=True)",
+    )
     if stale:
         adata.var.drop(columns=stale, inplace=True)
         adata.uns.pop("hvg", None)
@@ -442,7 +513,11 @@ def _graph_to_use(X, graph, info, obsp, graph_params, default_graph):
         return default_graph
     if info.needs_graph and graph is None:
         gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
-        log.info("tl.select: building a kNN patient-similarity graph (n_neighbors=%s, kernel=%r)", gp["n_neighbors"], gp["kernel"])
+        log.info(
+            "tl.select: building a kNN patient-similarity graph (n_neighbors=%s, kernel=%r)",
+            gp["n_neighbors"],
+            gp["kernel"],
+        )
         return similarity_graph(X, **gp)
     if graph is not None:
         log.info("tl.select: using the graph adata.obsp[%r]", obsp)

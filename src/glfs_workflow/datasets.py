@@ -107,7 +107,11 @@ def attach_labels(
         keys = [_tcga_key(s) for s in samples]
         lab_index = set(keyed)
         if any(k is None for k in keys):
-            log.info("%s: %d non-primary-tumour samples (TCGA sample type != 01) get no label", path, sum(k is None for k in keys))
+            log.info(
+                "%s: %d non-primary-tumour samples (TCGA sample type != 01) get no label",
+                path,
+                sum(k is None for k in keys),
+            )
     else:
         keyed = labels.to_dict()
         keys = samples
@@ -128,7 +132,10 @@ def attach_labels(
         log.warning("%s: dropping %d unlabelled samples: %s", path, len(missing), missing[:10])
         report["n_samples_unlabelled_dropped"] = len(missing)
         m = Matrix(
-            m.X[keep], [s for s, k in zip(samples, keep) if k], m.genes, m.var,
+            m.X[keep],
+            [s for s, k in zip(samples, keep) if k],
+            m.genes,
+            m.var,
             None if m.obs is None else m.obs.loc[[s for s, k in zip(samples, keep) if k]],
         )
         values = [v for v, k in zip(values, keep) if k]
@@ -161,7 +168,10 @@ def _h5ad_labels(m: Matrix, expr, cfg: dict) -> tuple[Matrix, dict]:
         log.warning("%s: obs column 'label' is replaced by the labels of column %r", expr, col)
     labels = pd.Series(values, index=pd.Index(m.samples), name="label", dtype=object)
     return attach_labels(
-        m, labels, path=where, label_map=cfg.get("label_map"),
+        m,
+        labels,
+        path=where,
+        label_map=cfg.get("label_map"),
         drop_unlabelled=bool(cfg.get("drop_unlabelled", False)),
     )
 
@@ -216,8 +226,13 @@ def _plain(x):
 
 
 def prepare_dataset(
-    name: str, cfg: dict, paths: dict, *, provenance: dict | None = None,
-    max_expanded_gb: float | None = None, mem_mb: float | None = None,
+    name: str,
+    cfg: dict,
+    paths: dict,
+    *,
+    provenance: dict | None = None,
+    max_expanded_gb: float | None = None,
+    mem_mb: float | None = None,
 ):
     """Read, label, preprocess and check one dataset; return an AnnData.
 
@@ -246,7 +261,10 @@ def prepare_dataset(
 
     fmt = cfg.get("format", "auto") or "auto"
     expr = Path(paths["expression"])
-    limits = {"max_expanded_bytes": None if max_expanded_gb is None else int(float(max_expanded_gb) * 2**30), "mem_mb": mem_mb}
+    limits = {
+        "max_expanded_bytes": None if max_expanded_gb is None else int(float(max_expanded_gb) * 2**30),
+        "mem_mb": mem_mb,
+    }
     m = _read_dataset(name, fmt, expr, cfg, paths, limits)
     m, labelled, label_report, notes = _label_dataset(name, fmt, expr, m, cfg, paths)
     m = _batch_column(name, fmt, expr, m, cfg)
@@ -267,8 +285,20 @@ def prepare_dataset(
     obs = _obs_frame(name, m, cfg, labelled, n)
     var, obs = _text_frames(var, obs)
     info = _dataset_info(
-        name, fmt, cfg, n=n, d=d, n_genes=X.shape[1], labelled=labelled, obs=obs, method=method, used=used,
-        const_names=const_names, notes=notes, label_report=label_report, provenance=provenance,
+        name,
+        fmt,
+        cfg,
+        n=n,
+        d=d,
+        n_genes=X.shape[1],
+        labelled=labelled,
+        obs=obs,
+        method=method,
+        used=used,
+        const_names=const_names,
+        notes=notes,
+        label_report=label_report,
+        provenance=provenance,
     )
     X = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.ascontiguousarray(X, dtype=np.float64)
     adata = ad.AnnData(X=X, obs=obs, var=var)
@@ -343,8 +373,12 @@ def _read_dataset(name: str, fmt: str, expr: Path, cfg: dict, paths: dict, limit
     if fmt == "clanc840":
         return read_clanc840(expr)
     return read_matrix(
-        expr, fmt=fmt, orientation=cfg.get("orientation", "genes_by_samples"), layer=cfg.get("layer"),
-        **(limits or {}), keys=LIMIT_KEYS,
+        expr,
+        fmt=fmt,
+        orientation=cfg.get("orientation", "genes_by_samples"),
+        layer=cfg.get("layer"),
+        **(limits or {}),
+        keys=LIMIT_KEYS,
     )
 
 
@@ -362,8 +396,12 @@ def _label_dataset(name: str, fmt: str, expr: Path, m: Matrix, cfg: dict, paths:
     if paths.get("labels"):
         labels = read_labels(paths["labels"], cfg.get("sample_column", "sample"), cfg.get("label_column", "label"))
         m, label_report = attach_labels(
-            m, labels, path=paths["labels"], match=cfg.get("labels_match", "exact"),
-            label_map=cfg.get("label_map"), drop_unlabelled=bool(cfg.get("drop_unlabelled", False)),
+            m,
+            labels,
+            path=paths["labels"],
+            match=cfg.get("labels_match", "exact"),
+            label_map=cfg.get("label_map"),
+            drop_unlabelled=bool(cfg.get("drop_unlabelled", False)),
         )
     elif is_h5ad and cfg.get("label_column") is not None:
         m, label_report = _h5ad_labels(m, expr, cfg)
@@ -386,7 +424,11 @@ def _check_size(expr: Path, n: int, d: int, cfg: dict, *, h5ad: bool = False) ->
     """Refuse too few samples (fewer than 2); a note when n > d in a text matrix (an .h5ad has no
     `orientation`: its obs are the samples, and single cells outnumber genes)."""
     if n < 2:
-        where = "an .h5ad's obs are the samples" if h5ad else f"check `orientation`: {cfg.get('orientation', 'genes_by_samples')}"
+        where = (
+            "an .h5ad's obs are the samples"
+            if h5ad
+            else f"check `orientation`: {cfg.get('orientation', 'genes_by_samples')}"
+        )
         msg = f"{expr}: only {n} sample(s); at least 2 are needed ({where})"
         raise DataError(msg)
     if n > d and not h5ad:
@@ -516,7 +558,12 @@ def _constant_genes(expr: Path, X, var: pd.DataFrame, n: int) -> list:
         )
         raise DataError(msg)
     if const.any():
-        log.warning("%s: %d constant genes (allowed; they get NaN scores from score-based methods): %s", expr, len(const_names), const_names[:10])
+        log.warning(
+            "%s: %d constant genes (allowed; they get NaN scores from score-based methods): %s",
+            expr,
+            len(const_names),
+            const_names[:10],
+        )
     return const_names
 
 
@@ -551,7 +598,21 @@ def _text_frames(var: pd.DataFrame, obs: pd.DataFrame):
 
 
 def _dataset_info(
-    name, fmt, cfg, *, n, d, n_genes, labelled, obs, method, used, const_names, notes, label_report, provenance,
+    name,
+    fmt,
+    cfg,
+    *,
+    n,
+    d,
+    n_genes,
+    labelled,
+    obs,
+    method,
+    used,
+    const_names,
+    notes,
+    label_report,
+    provenance,
 ) -> dict:
     """The ``uns['dataset']`` record: sizes, labels, preprocessing, constant genes, warnings, input files."""
     n_classes = int(obs["label"].nunique()) if labelled else 0

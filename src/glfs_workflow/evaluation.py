@@ -75,13 +75,29 @@ def evaluate_rankings(tables, evaluate: Callable[[np.ndarray], list], *, score: 
         df = pd.DataFrame.from_records(evaluate(ranking))
         df.insert(0, "method", method)
         frames.append(df)
-        log.info("%s (%d/%d): %.1f s; mean %s by n_features:\n%s", method, i, len(tables), time.perf_counter() - t0,
-                 score, df.groupby("n_features")[score].mean().to_string())
+        log.info(
+            "%s (%d/%d): %.1f s; mean %s by n_features:\n%s",
+            method,
+            i,
+            len(tables),
+            time.perf_counter() - t0,
+            score,
+            df.groupby("n_features")[score].mean().to_string(),
+        )
     return pd.concat(frames, ignore_index=True) if frames else None
 
 
 #: Columns of results/{dataset}/glfs_vs_greedy.tsv.
-GLFS_VS_GREEDY_COLUMNS = ["k", "greedy_criterion", "criterion", "pct_lower", "n_swaps", "converged", "lambda1", "lambda2"]
+GLFS_VS_GREEDY_COLUMNS = [
+    "k",
+    "greedy_criterion",
+    "criterion",
+    "pct_lower",
+    "n_swaps",
+    "converged",
+    "lambda1",
+    "lambda2",
+]
 
 
 def glfs_vs_greedy(X, W, ks, method_params: dict) -> pd.DataFrame:
@@ -98,11 +114,25 @@ def glfs_vs_greedy(X, W, ks, method_params: dict) -> pd.DataFrame:
     for k in sorted({int(min(k, X.shape[1])) for k in ks}):
         res = glfs_design(X, W, k, **dict(method_params))
         g, c = float(res.greedy_criterion), float(res.criterion)
-        rows.append({
-            "k": int(res.selected.size), "greedy_criterion": g, "criterion": c, "pct_lower": 100.0 * (g - c) / g,
-            "n_swaps": int(res.n_swaps), "converged": bool(res.converged),
-            "lambda1": float(res.params["lambda1"]), "lambda2": float(res.params["lambda2"]),
-        })
-        log.info("k=%d: greedy %.6g, glfs %.6g (%.3g%% lower), %d swaps, converged %s", k, g, c, rows[-1]["pct_lower"],
-                 res.n_swaps, res.converged)
+        rows.append(
+            {
+                "k": int(res.selected.size),
+                "greedy_criterion": g,
+                "criterion": c,
+                "pct_lower": 100.0 * (g - c) / g,
+                "n_swaps": int(res.n_swaps),
+                "converged": bool(res.converged),
+                "lambda1": float(res.params["lambda1"]),
+                "lambda2": float(res.params["lambda2"]),
+            }
+        )
+        log.info(
+            "k=%d: greedy %.6g, glfs %.6g (%.3g%% lower), %d swaps, converged %s",
+            k,
+            g,
+            c,
+            rows[-1]["pct_lower"],
+            res.n_swaps,
+            res.converged,
+        )
     return pd.DataFrame(rows, columns=GLFS_VS_GREEDY_COLUMNS).drop_duplicates("k")  # k capped at the non-constant genes

@@ -7,7 +7,6 @@ import hashlib
 import http.client
 import logging
 import os
-import socket
 import time
 import urllib.error
 import urllib.parse
@@ -105,14 +104,27 @@ def download(
         try:
             with _atomic_path(dest) as tmp:
                 digest, size = _stream(
-                    url, tmp, timeout=t_read, progress_every=progress_every,
-                    max_bytes=max_bytes, deadline=deadline, max_time=max_time, received=received,
+                    url,
+                    tmp,
+                    timeout=t_read,
+                    progress_every=progress_every,
+                    max_bytes=max_bytes,
+                    deadline=deadline,
+                    max_time=max_time,
+                    received=received,
                 )
                 if sha256 is not None and digest != sha256.lower():
                     msg = f"checksum mismatch for {url}: expected sha256 {sha256.lower()}, got {digest} ({size} bytes); the file was not kept"
                     raise _Fatal(msg)
             log.info("downloaded %s -> %s (%d bytes, sha256 %s)", url, dest, size, digest)
-            return {"url": url, "path": str(dest), "sha256": digest, "size": size, "attempts": attempt + 1, "time": _now()}
+            return {
+                "url": url,
+                "path": str(dest),
+                "sha256": digest,
+                "size": size,
+                "attempts": attempt + 1,
+                "time": _now(),
+            }
         except _Fatal as exc:
             raise FetchError(str(exc)) from None
         except urllib.error.HTTPError as exc:
@@ -151,8 +163,15 @@ def _time_up(url: str, max_time: float, received: int, last) -> str:
 
 
 def _stream(
-    url: str, tmp: Path, *, timeout: float, progress_every: float,
-    max_bytes: int | None = None, deadline: float | None = None, max_time: float | None = None, received=None,
+    url: str,
+    tmp: Path,
+    *,
+    timeout: float,
+    progress_every: float,
+    max_bytes: int | None = None,
+    deadline: float | None = None,
+    max_time: float | None = None,
+    received=None,
 ):
     h = hashlib.sha256()
     size = 0
@@ -177,7 +196,7 @@ def _stream(
             except http.client.IncompleteRead as exc:
                 msg = f"body cut short: {len(exc.partial)} more bytes then end of stream"
                 raise _Short(msg) from None
-            except socket.timeout:
+            except TimeoutError:
                 msg = f"read timed out after {timeout} s with {size} bytes received"
                 raise TimeoutError(msg) from None
             if not block:
@@ -310,15 +329,25 @@ def resolve_file(
     with ``source`` one of ``local``, ``mirror``, ``cache``, ``download``.
     """
     rec = _resolve_file(
-        spec, dataset=dataset, role=role, mirror_dir=mirror_dir, download_dir=download_dir,
-        retries=retries, timeout=timeout, backoff=backoff, max_download_bytes=max_download_bytes, max_time=max_time,
+        spec,
+        dataset=dataset,
+        role=role,
+        mirror_dir=mirror_dir,
+        download_dir=download_dir,
+        retries=retries,
+        timeout=timeout,
+        backoff=backoff,
+        max_download_bytes=max_download_bytes,
+        max_time=max_time,
     )
     if max_expanded_bytes is not None:
         check_expanded_size(rec["path"], int(max_expanded_bytes), f"dataset {dataset!r} file {role!r}")
     return rec
 
 
-def _resolve_file(spec, *, dataset, role, mirror_dir, download_dir, retries, timeout, backoff, max_download_bytes, max_time) -> dict:
+def _resolve_file(
+    spec, *, dataset, role, mirror_dir, download_dir, retries, timeout, backoff, max_download_bytes, max_time
+) -> dict:
     s = _spec(spec)
     url, expected = s["url"], s["sha256"]
     what = f"dataset {dataset!r} file {role!r}"
@@ -361,14 +390,27 @@ def _resolve_file(spec, *, dataset, role, mirror_dir, download_dir, retries, tim
     log.info("%s: downloading %s -> %s", what, url, dest)
     try:
         got = download(
-            url, dest, sha256=expected, retries=retries, timeout=timeout, backoff=backoff,
-            max_bytes=max_download_bytes, max_time=max_time,
+            url,
+            dest,
+            sha256=expected,
+            retries=retries,
+            timeout=timeout,
+            backoff=backoff,
+            max_bytes=max_download_bytes,
+            max_time=max_time,
         )
     except FetchError as exc:
         msg = f"{what}: {exc}"
         raise FetchError(msg) from None
     _source_of(dest).write_text(url + "\n")  # after the download is in place: the cache is keyed by the URL
-    rec.update(source="download", path=got["path"], sha256=got["sha256"], size=got["size"], time=got["time"], attempts=got["attempts"])
+    rec.update(
+        source="download",
+        path=got["path"],
+        sha256=got["sha256"],
+        size=got["size"],
+        time=got["time"],
+        attempts=got["attempts"],
+    )
     return rec
 
 
@@ -389,7 +431,10 @@ def _cache_usable(dest: Path, url: str, expected: str | None, what: str) -> bool
         return True
     log.warning(
         "%s: %s was downloaded from %s, not from %s, and no sha256 is given; downloading again",
-        what, dest, before or "an unrecorded URL (a download before URLs were recorded)", url,
+        what,
+        dest,
+        before or "an unrecorded URL (a download before URLs were recorded)",
+        url,
     )
     return False
 

@@ -18,6 +18,7 @@ from glfs.api import METHODS
 
 from .which import HVG_FAMILY, WhichMethod
 
+
 def _png(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
@@ -25,7 +26,6 @@ def _png(fig) -> bytes:
 
     plt.close(fig)
     return buf.getvalue()
-
 
 
 def _is_glfs(method) -> bool:
@@ -62,7 +62,6 @@ def _placeholder(text: str) -> bytes:
     return _png(fig)
 
 
-
 # ---- figures ---------------------------------------------------------------------------
 
 
@@ -97,8 +96,9 @@ def _grid_ticks(ax, values):
 
 
 @_no_mathtext
-def figure_nmi(df: pd.DataFrame, dataset: str, floor: pd.DataFrame | None = None,
-               all_genes: float | None = None) -> bytes:
+def figure_nmi(
+    df: pd.DataFrame, dataset: str, floor: pd.DataFrame | None = None, all_genes: float | None = None
+) -> bytes:
     """Mean +- sd of spectral-clustering NMI against the number of genes, one line per method.
 
     ``floor`` (glfs_workflow.findings.floor_summary): the random-genes floor, drawn as a grey band (mean +- sd);
@@ -112,8 +112,14 @@ def figure_nmi(df: pd.DataFrame, dataset: str, floor: pd.DataFrame | None = None
     if floor is not None and not floor.empty:
         fl = floor.sort_values("n_features")
         sd = fl["floor_sd"].fillna(0.0)
-        ax.fill_between(fl["n_features"], fl["floor_mean"] - sd, fl["floor_mean"] + sd, color="0.8", zorder=0,
-                        label=f"random genes (floor, mean +- sd of {int(fl['n_draws'].max())} draws)")
+        ax.fill_between(
+            fl["n_features"],
+            fl["floor_mean"] - sd,
+            fl["floor_mean"] + sd,
+            color="0.8",
+            zorder=0,
+            label=f"random genes (floor, mean +- sd of {int(fl['n_draws'].max())} draws)",
+        )
         ax.plot(fl["n_features"], fl["floor_mean"], color="0.5", lw=1, zorder=0)
     agg = df.groupby(["method", "n_features"], sort=False)["nmi"].agg(["mean", "std"]).reset_index()
     styles = _method_styles(agg["method"].unique())
@@ -149,12 +155,22 @@ def _method_styles(methods) -> dict:
     oranges, tab20 = matplotlib.colormaps["Oranges"], matplotlib.colormaps["tab20"]
     styles = {}
     for i, m in enumerate(hvg):
-        styles[m] = {"ls": ":", "lw": 2.0, "marker": "s", "ms": 4,
-                     "color": oranges(0.45 + 0.5 * i / max(len(hvg) - 1, 1))}
+        styles[m] = {
+            "ls": ":",
+            "lw": 2.0,
+            "marker": "s",
+            "ms": 4,
+            "color": oranges(0.45 + 0.5 * i / max(len(hvg) - 1, 1)),
+        }
     others = [m for m in methods if m not in styles]
     for i, m in enumerate(others):
-        styles[m] = {"ls": "-" if _is_glfs(m) else "--", "lw": 1.5, "marker": "o", "ms": 3,
-                     "color": tab20(_OTHER_COLOURS[i % len(_OTHER_COLOURS)])}
+        styles[m] = {
+            "ls": "-" if _is_glfs(m) else "--",
+            "lw": 1.5,
+            "marker": "o",
+            "ms": 3,
+            "color": tab20(_OTHER_COLOURS[i % len(_OTHER_COLOURS)]),
+        }
     return styles
 
 
@@ -176,12 +192,24 @@ def figure_which(wm: WhichMethod, dataset: str, *, ylabel: str, title: str) -> b
     fl = wm.floor.sort_values("n_features")
     if not fl.empty:
         sd = fl["floor_sd"].fillna(0.0)
-        ax.fill_between(fl["n_features"], fl["floor_mean"] - sd, fl["floor_mean"] + sd, color="0.8", zorder=0,
-                        label=f"random genes (floor, mean +- sd of {wm.n_draws} draws)")
+        ax.fill_between(
+            fl["n_features"],
+            fl["floor_mean"] - sd,
+            fl["floor_mean"] + sd,
+            color="0.8",
+            zorder=0,
+            label=f"random genes (floor, mean +- sd of {wm.n_draws} draws)",
+        )
         ax.plot(fl["n_features"], fl["floor_mean"], color="0.5", lw=1, zorder=0)
     if wm.all_genes is not None and np.isfinite(wm.all_genes):
-        ax.axhline(wm.all_genes, color="k", lw=0.8, ls=(0, (1, 2)), zorder=0,
-                   label=f"all {wm.n_genes or ''} genes ({wm.all_genes:.3f})".replace("all  genes", "all genes"))
+        ax.axhline(
+            wm.all_genes,
+            color="k",
+            lw=0.8,
+            ls=(0, (1, 2)),
+            zorder=0,
+            label=f"all {wm.n_genes or ''} genes ({wm.all_genes:.3f})".replace("all  genes", "all genes"),
+        )
     styles = _method_styles(wm.methods["method"])
     for m in wm.methods["method"]:
         g = wm.per_k[wm.per_k["method"] == m].sort_values("n_features")
@@ -241,15 +269,33 @@ def figure_simulation(df: pd.DataFrame, sim: dict) -> bytes:
         return _placeholder("no simulation results")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     panels = [
-        (axes[0], df[df["n_noise"] == sim.get("n_noise_at_sigma")], "sigma", f"noise sd sigma (N = {sim.get('n_noise_at_sigma')})"),
-        (axes[1], df[np.isclose(df["sigma"], float(sim.get("sigma_at_n_noise", np.nan)))], "n_noise", f"noise features N (sigma = {sim.get('sigma_at_n_noise')})"),
+        (
+            axes[0],
+            df[df["n_noise"] == sim.get("n_noise_at_sigma")],
+            "sigma",
+            f"noise sd sigma (N = {sim.get('n_noise_at_sigma')})",
+        ),
+        (
+            axes[1],
+            df[np.isclose(df["sigma"], float(sim.get("sigma_at_n_noise", np.nan)))],
+            "n_noise",
+            f"noise features N (sigma = {sim.get('sigma_at_n_noise')})",
+        ),
     ]
     for ax, d, x, xlabel in panels:
         agg = d.groupby(["method", x])["score"].agg(["mean", "std"]).reset_index()
         for m, g in agg.groupby("method", sort=False):
             g = g.sort_values(x)
-            ax.errorbar(g[x], g["mean"], yerr=g["std"].fillna(0), label=m, marker="o", ms=3, capsize=2,
-                        ls="-" if _is_glfs(m) else "--")
+            ax.errorbar(
+                g[x],
+                g["mean"],
+                yerr=g["std"].fillna(0),
+                label=m,
+                marker="o",
+                ms=3,
+                capsize=2,
+                ls="-" if _is_glfs(m) else "--",
+            )
         ax.set_xlabel(xlabel)
         ax.set_ylabel("Score (1 = 4 true features ranked first)")
         ax.set_ylim(-0.05, 1.05)

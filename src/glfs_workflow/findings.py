@@ -25,11 +25,43 @@ from .which import floor_summary
 
 # Genes on the Y chromosome (male-specific expression; current and older symbols) and XIST
 # (female-specific): top genes among these separate the samples by sex, not by the biology asked about.
-Y_GENES = frozenset({
-    "RPS4Y1", "RPS4Y2", "RPS4Y", "DDX3Y", "DBY", "KDM5D", "JARID1D", "SMCY", "EIF1AY", "UTY", "USP9Y", "ZFY",
-    "NLGN4Y", "TXLNGY", "CYORF15A", "CYORF15B", "PRKY", "TMSB4Y", "SRY", "PCDH11Y", "TBL1Y", "AMELY", "TSPY",
-    "TSPY1", "VCY", "CDY1", "DAZ1", "RBMY1A1", "HSFY1", "BPY2", "XKRY", "TTTY14", "TTTY15",
-})
+Y_GENES = frozenset(
+    {
+        "RPS4Y1",
+        "RPS4Y2",
+        "RPS4Y",
+        "DDX3Y",
+        "DBY",
+        "KDM5D",
+        "JARID1D",
+        "SMCY",
+        "EIF1AY",
+        "UTY",
+        "USP9Y",
+        "ZFY",
+        "NLGN4Y",
+        "TXLNGY",
+        "CYORF15A",
+        "CYORF15B",
+        "PRKY",
+        "TMSB4Y",
+        "SRY",
+        "PCDH11Y",
+        "TBL1Y",
+        "AMELY",
+        "TSPY",
+        "TSPY1",
+        "VCY",
+        "CDY1",
+        "DAZ1",
+        "RBMY1A1",
+        "HSFY1",
+        "BPY2",
+        "XKRY",
+        "TTTY14",
+        "TTTY15",
+    }
+)
 X_INACTIVATION = frozenset({"XIST", "TSIX"})
 SEX_GENES = Y_GENES | X_INACTIVATION
 
@@ -50,7 +82,9 @@ def side_by_side_methods() -> list[str]:
 def first_graph_method(family: str) -> str:
     """The first graph-based unsupervised method of a family, in registry order: for ``"score"`` the Laplacian
     score, the gene-wise score GLFS builds on and the paper compares it with (Fig. 1B)."""
-    return next(m for m, info in METHODS.items() if info.family == family and info.needs_graph and not info.needs_labels)
+    return next(
+        m for m, info in METHODS.items() if info.family == family and info.needs_graph and not info.needs_labels
+    )
 
 
 def glfs_classifier_rows() -> list[str]:
@@ -93,8 +127,9 @@ def _pick_ks(values, wanted=(10, 50, 100)):
     return ks
 
 
-def clustering_facts(cdf: pd.DataFrame | None, random_df: pd.DataFrame | None, *, supervised=(),
-                     ks=(10, 50, 100)) -> dict | None:
+def clustering_facts(
+    cdf: pd.DataFrame | None, random_df: pd.DataFrame | None, *, supervised=(), ks=(10, 50, 100)
+) -> dict | None:
     """What the report says about a dataset's clustering results: the random floor, near-zero NMI, the best methods.
 
     ``cdf``: clustering_nmi.tsv rows; ``random_df``: clustering_random.tsv rows (or None);
@@ -134,8 +169,10 @@ def _floor_facts(cdf: pd.DataFrame, random_df: pd.DataFrame | None, *, kmax: int
         return None
     n_draws = int(floor_summary(random_df)["n_draws"].max())
     at = []
-    for k in _pick_ks(comp.loc[comp["n_features"] < kmax, "n_features"] if (comp["n_features"] < kmax).any()
-                      else comp["n_features"], ks):
+    for k in _pick_ks(
+        comp.loc[comp["n_features"] < kmax, "n_features"] if (comp["n_features"] < kmax).any() else comp["n_features"],
+        ks,
+    ):
         ck = comp[comp["n_features"] == k]
         if ck.empty:
             continue
@@ -144,8 +181,18 @@ def _floor_facts(cdf: pd.DataFrame, random_df: pd.DataFrame | None, *, kmax: int
         no = ck[~ck["clears"]].sort_values("nmi", ascending=False)
         below = no[no["nmi"] < fm - (fs if fs == fs else 0.0)]
         within = no[~no.index.isin(below.index)]
-        at.append({"k": int(k), "n": len(ck), "above": list(yes["method"]), "within": list(within["method"]),
-                   "below": list(below["method"]), "floor_mean": fm, "floor_sd": fs, "n_draws": n_draws})
+        at.append(
+            {
+                "k": int(k),
+                "n": len(ck),
+                "above": list(yes["method"]),
+                "within": list(within["method"]),
+                "below": list(below["method"]),
+                "floor_mean": fm,
+                "floor_sd": fs,
+                "n_draws": n_draws,
+            }
+        )
     never = [m for m, g in comp[comp["n_features"] < kmax].groupby("method", sort=False) if not g["clears"].any()]
     return {"at": at, "never": never}
 
@@ -160,8 +207,13 @@ def _unsupervised_facts(uns: pd.DataFrame) -> dict | None:
     best = {"method": b["method"], "nmi": float(b["nmi"]), "k": int(b["n_features"])}
     peak = upto100.groupby("method", sort=False)["nmi"].max()
     near = peak[peak < NEAR_ZERO_NMI].sort_values()
-    return {"best": best, "all_near_zero": bool(b["nmi"] < NEAR_ZERO_NMI), "near": list(near.index),
-            "n_methods": len(peak), "threshold": NEAR_ZERO_NMI}
+    return {
+        "best": best,
+        "all_near_zero": bool(b["nmi"] < NEAR_ZERO_NMI),
+        "near": list(near.index),
+        "n_methods": len(peak),
+        "threshold": NEAR_ZERO_NMI,
+    }
 
 
 # ---- top genes ---------------------------------------------------------------------------
@@ -193,8 +245,6 @@ def sex_genes_in(genes, descriptions=None) -> list[str]:
     return hits
 
 
-
-
 def top_gene_facts(top: dict, *, descriptions=None, n=10) -> dict:
     """The recommended method's top genes, and the methods whose top genes include sex-chromosome genes.
 
@@ -208,10 +258,16 @@ def top_gene_facts(top: dict, *, descriptions=None, n=10) -> dict:
     highlight = next((m for m in methods_of("glfs") if top.get(m)), None)
     shown = []
     if highlight is not None:
-        shown = [[g, descriptions[g][:30] if descriptions.get(g) and descriptions[g] != g else None]
-                 for g in top[highlight][:5]]
-    sex = [{"method": m, "hits": h, "n": min(n, len(g))}
-           for m, g in top.items() for h in [sex_genes_in(g[:n], descriptions)] if h]
+        shown = [
+            [g, descriptions[g][:30] if descriptions.get(g) and descriptions[g] != g else None]
+            for g in top[highlight][:5]
+        ]
+    sex = [
+        {"method": m, "hits": h, "n": min(n, len(g))}
+        for m, g in top.items()
+        for h in [sex_genes_in(g[:n], descriptions)]
+        if h
+    ]
     return {"highlight": highlight, "top": shown, "sex": sex, "n": n}
 
 
@@ -230,8 +286,15 @@ def label_count_misses(leiden: pd.DataFrame | None) -> list[dict]:
     for (method, k), t in leiden.assign(_ok=ok.to_numpy()).groupby(["method", "n_features"], sort=True):
         miss = t[~t["_ok"]]
         if len(miss):
-            out.append({"method": str(method), "k": int(k), "runs": len(miss), "of": len(t),
-                        "clusters": sorted({int(c) for c in miss["n_clusters_nlabels"]})})
+            out.append(
+                {
+                    "method": str(method),
+                    "k": int(k),
+                    "runs": len(miss),
+                    "of": len(t),
+                    "clusters": sorted({int(c) for c in miss["n_clusters_nlabels"]}),
+                }
+            )
     return out
 
 
@@ -260,7 +323,6 @@ def path_frame(meta: dict) -> pd.DataFrame | None:
     return df
 
 
-
 def convergence_records(metas: dict) -> list[dict]:
     """Converged or not, for every GLFS selection: one dict per (dataset, method) of ``metas`` (selection JSONs).
 
@@ -275,14 +337,31 @@ def convergence_records(metas: dict) -> list[dict]:
     for (ds, m), meta in metas.items():
         p = meta.get("params") or {}
         if _objective(m) == "design" or "greedy_criterion" in p:
-            out.append({"dataset": ds, "method": m, "kind": "design", "converged": p.get("converged"),
-                        "n_swaps": p.get("n_swaps"), "criterion": p.get("criterion"),
-                        "greedy_criterion": p.get("greedy_criterion")})
+            out.append(
+                {
+                    "dataset": ds,
+                    "method": m,
+                    "kind": "design",
+                    "converged": p.get("converged"),
+                    "n_swaps": p.get("n_swaps"),
+                    "criterion": p.get("criterion"),
+                    "greedy_criterion": p.get("greedy_criterion"),
+                }
+            )
             continue
         path = path_frame(meta)
-        rec = {"dataset": ds, "method": m, "kind": "path", "n_points": None, "n_converged": None,
-               "converged": p.get("converged"), "lam": p.get("lam"), "lam_converged": None, "kkt_max": None,
-               "n_selected_at_lam": p.get("n_selected_at_lam")}
+        rec = {
+            "dataset": ds,
+            "method": m,
+            "kind": "path",
+            "n_points": None,
+            "n_converged": None,
+            "converged": p.get("converged"),
+            "lam": p.get("lam"),
+            "lam_converged": None,
+            "kkt_max": None,
+            "n_selected_at_lam": p.get("n_selected_at_lam"),
+        }
         if path is not None and "converged" in path and path["converged"].notna().any():
             c = path["converged"].fillna(False).astype(bool)
             rec.update(n_points=len(c), n_converged=int(c.sum()))
@@ -305,13 +384,17 @@ def convergence_facts(records: list[dict]) -> dict:
     out = {"design": None, "paths": None}
     if design:
         ok = [r for r in design if r["converged"] is not None and bool(r["converged"])]
-        out["design"] = {"n": len(design), "n_ok": len(ok),
-                         "not_ok": [r["dataset"] for r in design if r not in ok]}
+        out["design"] = {"n": len(design), "n_ok": len(ok), "not_ok": [r["dataset"] for r in design if r not in ok]}
     if paths:
         rec = [r for r in paths if r["n_converged"] is not None]
-        out["paths"] = {"recorded": bool(rec),
-                        "bad": [(r["method"], r["dataset"], r["n_converged"], r["n_points"]) for r in rec
-                                if r["n_converged"] < r["n_points"]]}
+        out["paths"] = {
+            "recorded": bool(rec),
+            "bad": [
+                (r["method"], r["dataset"], r["n_converged"], r["n_points"])
+                for r in rec
+                if r["n_converged"] < r["n_points"]
+            ],
+        }
     return out
 
 
@@ -336,8 +419,14 @@ def path_facts(path: pd.DataFrame | None, method: str, dataset: str) -> dict | N
     if "converged" in p and p["converged"].notna().any():
         c = p["converged"].fillna(False).astype(bool).to_numpy()
         conv = {"n": len(c), "n_converged": int(c.sum()), "sizes": sorted({int(v) for v in n[c]})}
-    return {"method": method, "dataset": dataset, "sizes": [int(v) for v in n],
-            "lams": [float(v) for v in p["lam"].astype(float)], "direction": direction, "converged": conv}
+    return {
+        "method": method,
+        "dataset": dataset,
+        "sizes": [int(v) for v in n],
+        "lams": [float(v) for v in p["lam"].astype(float)],
+        "direction": direction,
+        "converged": conv,
+    }
 
 
 def collapse_facts(paths: dict) -> dict:
@@ -359,13 +448,30 @@ def collapse_facts(paths: dict) -> dict:
         nonempty = p["n_selected"].astype(int) > 0
         if _objective(m) == "exact" and nonempty.any() and obj.notna().any():
             o = obj[nonempty]
-            items.append({"kind": "exact", "dataset": ds, "method": m, "min": float(o.min()), "max": float(o.max()),
-                          "n_nonempty": int(nonempty.sum()), "all_positive": bool((o > 0).all())})
+            items.append(
+                {
+                    "kind": "exact",
+                    "dataset": ds,
+                    "method": m,
+                    "min": float(o.min()),
+                    "max": float(o.max()),
+                    "n_nonempty": int(nonempty.sum()),
+                    "all_positive": bool((o > 0).all()),
+                }
+            )
         elif _objective(m) in ("paper", "printed") and obj.notna().any():
             neg = int((obj < 0).sum())
             if neg:
-                items.append({"kind": "negative", "dataset": ds, "method": m, "n_negative": neg, "n": len(obj),
-                              "min": float(obj.min())})
+                items.append(
+                    {
+                        "kind": "negative",
+                        "dataset": ds,
+                        "method": m,
+                        "n_negative": neg,
+                        "n": len(obj),
+                        "min": float(obj.min()),
+                    }
+                )
         sizes = p["n_selected"].astype(int)
         if (sizes == 1).any():
             single.setdefault(ds, []).append((m, int((sizes == 1).sum()), len(sizes)))
@@ -386,10 +492,13 @@ def greedy_facts(tables: dict) -> dict | None:
     worse = df[df["criterion"] > df["greedy_criterion"] * (1 + 1e-12)]
     best = df.sort_values("pct_lower", ascending=False).iloc[0]
     nc = df[~df["converged"].astype(bool)]
-    return {"n_cases": len(df), "worse": [(r["dataset"], int(r["k"])) for _, r in worse.iterrows()],
-            "best": {"pct": float(best["pct_lower"]), "dataset": best["dataset"], "k": int(best["k"])},
-            "n_equal": int((df["pct_lower"] <= 1e-9).sum()),
-            "not_converged": [(r["dataset"], int(r["k"])) for _, r in nc.iterrows()]}
+    return {
+        "n_cases": len(df),
+        "worse": [(r["dataset"], int(r["k"])) for _, r in worse.iterrows()],
+        "best": {"pct": float(best["pct_lower"]), "dataset": best["dataset"], "k": int(best["k"])},
+        "n_equal": int((df["pct_lower"] <= 1e-9).sum()),
+        "not_converged": [(r["dataset"], int(r["k"])) for _, r in nc.iterrows()],
+    }
 
 
 def sensitivity_facts(sens: pd.DataFrame | None, dataset: str) -> dict | None:
@@ -402,14 +511,24 @@ def sensitivity_facts(sens: pd.DataFrame | None, dataset: str) -> dict | None:
     for k, g in sens.groupby("k"):
         g = g.sort_values("graph_weight")
         lo, hi = g.loc[g["nmi_mean"].idxmin()], g.loc[g["nmi_mean"].idxmax()]
-        row = {"k": int(k), "lo_nmi": float(lo["nmi_mean"]), "lo_weight": float(lo["graph_weight"]),
-               "hi_nmi": float(hi["nmi_mean"]), "hi_weight": float(hi["graph_weight"]), "default": None,
-               "without_graph": None}
+        row = {
+            "k": int(k),
+            "lo_nmi": float(lo["nmi_mean"]),
+            "lo_weight": float(lo["graph_weight"]),
+            "hi_nmi": float(hi["nmi_mean"]),
+            "hi_weight": float(hi["graph_weight"]),
+            "default": None,
+            "without_graph": None,
+        }
         dflt = g[g["is_default"].astype(bool)]
         if not dflt.empty:
             v = float(dflt["nmi_mean"].iloc[0])
-            row["default"] = {"weight": float(dflt["graph_weight"].iloc[0]), "nmi": v,
-                              "rank": int((g["nmi_mean"] > v + 1e-12).sum()) + 1, "n": len(g)}
+            row["default"] = {
+                "weight": float(dflt["graph_weight"].iloc[0]),
+                "nmi": v,
+                "rank": int((g["nmi_mean"] > v + 1e-12).sum()) + 1,
+                "n": len(g),
+            }
         zero = g[g["graph_weight"] == 0]
         if not zero.empty:
             row["without_graph"] = float(zero["nmi_mean"].iloc[0])
@@ -433,8 +552,13 @@ def classification_facts(cls: pd.DataFrame | None) -> dict | None:
     if ok.empty:
         return out
     best = ok[ok["test_errors"] == ok["test_errors"].min()]
-    out.update(test_n=int(ok["test_n"].iloc[0]), best_errors=int(best["test_errors"].iloc[0]),
-               best=list(best["method"]), random=None, glfs=[])
+    out.update(
+        test_n=int(ok["test_n"].iloc[0]),
+        best_errors=int(best["test_errors"].iloc[0]),
+        best=list(best["method"]),
+        random=None,
+        glfs=[],
+    )
     rnd = ok[ok["method"] == "random_genes"]
     if not rnd.empty:
         r = rnd.iloc[0]
@@ -443,17 +567,28 @@ def classification_facts(cls: pd.DataFrame | None) -> dict | None:
         except ValueError:
             rp = {}
         others = ok[ok["method"] != "random_genes"]
-        out["random"] = {"n_genes": int(r["n_genes"]), "n_genes_as": rp.get("n_genes_as"),
-                         "statistic": rp.get("statistic"), "test_errors": int(r["test_errors"]),
-                         "range": rp.get("test_errors_range"),
-                         "fewer": list(others.loc[others["test_errors"] < r["test_errors"], "method"]),
-                         "not_fewer": list(others.loc[others["test_errors"] >= r["test_errors"], "method"])}
+        out["random"] = {
+            "n_genes": int(r["n_genes"]),
+            "n_genes_as": rp.get("n_genes_as"),
+            "statistic": rp.get("statistic"),
+            "test_errors": int(r["test_errors"]),
+            "range": rp.get("test_errors_range"),
+            "fewer": list(others.loc[others["test_errors"] < r["test_errors"], "method"]),
+            "not_fewer": list(others.loc[others["test_errors"] >= r["test_errors"], "method"]),
+        }
     for m in reversed([row for g in methods_of("glfs") for row in classifier_rows(g)]):  # the supervised row first
         row = ok[ok["method"] == m]
         if not row.empty:
             r = row.iloc[0]
-            out["glfs"].append({"method": m, "n_genes": int(r["n_genes"]), "test_errors": int(r["test_errors"]),
-                                "cv_errors": int(r["cv_errors"]), "cv_n": int(r["cv_n"])})
+            out["glfs"].append(
+                {
+                    "method": m,
+                    "n_genes": int(r["n_genes"]),
+                    "test_errors": int(r["test_errors"]),
+                    "cv_errors": int(r["cv_errors"]),
+                    "cv_n": int(r["cv_n"]),
+                }
+            )
     return out
 
 
@@ -468,8 +603,11 @@ def simulation_facts(sim: pd.DataFrame | None) -> dict | None:
     agg = sim.groupby(["method", "sigma", "n_noise"])["score"].mean().reset_index()
     perfect = [m for m, g in agg.groupby("method", sort=False) if (g["score"] >= 1 - 1e-12).all()]
     mean = agg.groupby("method")["score"].mean().sort_values()
-    return {"perfect": perfect, "lowest": (mean.index[0], float(mean.iloc[0])),
-            "highest": (mean.index[-1], float(mean.iloc[-1]))}
+    return {
+        "perfect": perfect,
+        "lowest": (mean.index[0], float(mean.iloc[0])),
+        "highest": (mean.index[-1], float(mean.iloc[-1])),
+    }
 
 
 def runtime_facts(rt: pd.DataFrame | None) -> dict | None:
@@ -479,9 +617,14 @@ def runtime_facts(rt: pd.DataFrame | None) -> dict | None:
         return None
     total = float(rt["total_s"].sum())
     top = rt.sort_values("total_s", ascending=False).iloc[0]
-    return {"total": total, "rule": top["rule"], "rule_s": float(top["total_s"]),
-            "pct": 100 * float(top["total_s"]) / max(total, 1e-9), "slowest_job": top["slowest_job"],
-            "max_s": float(top["max_s"])}
+    return {
+        "total": total,
+        "rule": top["rule"],
+        "rule_s": float(top["total_s"]),
+        "pct": 100 * float(top["total_s"]) / max(total, 1e-9),
+        "slowest_job": top["slowest_job"],
+        "max_s": float(top["max_s"]),
+    }
 
 
 NO_CHECKSUM = "no checksum given"
@@ -501,16 +644,18 @@ def provenance_table(prov: dict) -> pd.DataFrame:
             continue
         sha, exp = f.get("sha256"), f.get("expected_sha256")
         check = NO_CHECKSUM if not exp else ("matches expected" if sha and sha.lower() == exp.lower() else "MISMATCH")
-        rows.append({
-            "file": role,
-            "source": f.get("source", ""),
-            "path": f.get("path", ""),
-            "url": f.get("url", ""),
-            "size": f.get("size", ""),
-            "sha256": (sha or "")[:16] + ("..." if sha else ""),
-            "checksum": check,
-            "time": f.get("time", ""),
-        })
+        rows.append(
+            {
+                "file": role,
+                "source": f.get("source", ""),
+                "path": f.get("path", ""),
+                "url": f.get("url", ""),
+                "size": f.get("size", ""),
+                "sha256": (sha or "")[:16] + ("..." if sha else ""),
+                "checksum": check,
+                "time": f.get("time", ""),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -527,7 +672,6 @@ def checksum_counts(tables: dict) -> dict:
         out["mismatch"] += [f"{ds}/{f}" for f in t.loc[check == "MISMATCH", "file"]]
         out["unchecked"] += int((check == NO_CHECKSUM).sum())
     return out
-
 
 
 def provenance_facts(tables: dict) -> dict | None:

@@ -65,7 +65,9 @@ def job_memory_bytes(mem_mb=None) -> tuple[int | None, str]:
     process already holds; None: the machine's available memory.
     """
     if mem_mb is not None:
-        return max(0, int(float(mem_mb) * 2**20) - rss_bytes()), f"the job's memory (mem_mb = {float(mem_mb):g}, less the {rss_bytes() / _GB:.2f} GB the process holds)"
+        return max(
+            0, int(float(mem_mb) * 2**20) - rss_bytes()
+        ), f"the job's memory (mem_mb = {float(mem_mb):g}, less the {rss_bytes() / _GB:.2f} GB the process holds)"
     return available_memory_bytes(), "the machine's available memory (MemAvailable)"
 
 
@@ -95,7 +97,12 @@ class ParseBudget:
     """
 
     def __init__(self, memory_bytes: int | None, memory_from: str, memory_key: str, sep: str):
-        self.memory_bytes, self.memory_from, self.memory_key, self.sep = memory_bytes, memory_from, memory_key, sep.encode()
+        self.memory_bytes, self.memory_from, self.memory_key, self.sep = (
+            memory_bytes,
+            memory_from,
+            memory_key,
+            sep.encode(),
+        )
 
     def cap(self) -> int | None:
         """Most bytes of text that may be read (held before parsing)."""

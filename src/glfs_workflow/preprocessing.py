@@ -25,9 +25,9 @@ PREPROCESS_DEFAULTS = {
 }
 
 
-
-
-def preprocess(X: np.ndarray, genes: list, method: str = "none", params: dict | None = None, *, samples: list | None = None):
+def preprocess(
+    X: np.ndarray, genes: list, method: str = "none", params: dict | None = None, *, samples: list | None = None
+):
     """Apply a preprocessing option to X (n_samples, n_genes).
 
     - ``none``: unchanged (Wang & Goldenberg 2013: "no pre-processing").
@@ -82,7 +82,9 @@ def _dense_copy(X, method):
 
     n, d = X.shape
     check_dense_size(
-        f"preprocess {method!r}", f"a dense copy of the sparse matrix ({n} x {d})", float(n) * d,
+        f"preprocess {method!r}",
+        f"a dense copy of the sparse matrix ({n} x {d})",
+        float(n) * d,
         "Sparse counts take preprocess 'log1p' or 'normalize_log1p', which keep them sparse",
     )
     return X.toarray()
@@ -147,8 +149,10 @@ def _log1p_sparse(X, genes, method, used, samples):
     if Y.nnz and Y.data.min() < 0:
         t = int(np.argmin(Y.data))
         i = int(np.searchsorted(Y.indptr, t, side="right") - 1)
-        msg = (f"preprocess {method!r} needs non-negative values; gene {genes[Y.indices[t]]!r} has {Y.data[t]} "
-               f"at sample {sample_ids[i]!r}")
+        msg = (
+            f"preprocess {method!r} needs non-negative values; gene {genes[Y.indices[t]]!r} has {Y.data[t]} "
+            f"at sample {sample_ids[i]!r}"
+        )
         raise DataError(msg)
     if method == "normalize_log1p":
         totals = np.asarray(Y.sum(axis=1, dtype=np.float64)).ravel()

@@ -77,15 +77,36 @@ def _disk_size(path) -> str:
 
 # Formats that are not UTF-8 text, recognised by their first bytes: (test, what it is, what to do).
 _NOT_TEXT = (
-    (lambda h: h[:3] == b"BZh" and h[3:4].isdigit() and h[4:10] in (b"1AY&SY", b"\x17rE8P\x90"),
-     "bz2-compressed", "convert it to gzip (`bunzip2 -c FILE | gzip > FILE.gz`) or decompress it"),
-    (lambda h: h[:6] == b"\xfd7zXZ\x00", "xz-compressed", "convert it to gzip (`xz -dc FILE | gzip > FILE.gz`) or decompress it"),
-    (lambda h: h[:4] == b"\x28\xb5\x2f\xfd", "zstd-compressed", "convert it to gzip (`zstd -dc FILE | gzip > FILE.gz`) or decompress it"),
-    (lambda h: h[:4] in (b"PK\x03\x04", b"PK\x05\x06"), "a zip archive", "extract the table from it (gzip is read directly)"),
-    (lambda h: h[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"), "UTF-32 text (byte-order mark)",
-     "convert it to UTF-8 (`iconv -f UTF-32 -t UTF-8 FILE > NEW`)"),
-    (lambda h: h[:2] in (b"\xff\xfe", b"\xfe\xff"), "UTF-16 text (byte-order mark)",
-     "convert it to UTF-8 (`iconv -f UTF-16 -t UTF-8 FILE > NEW`; spreadsheets: save as 'CSV UTF-8')"),
+    (
+        lambda h: h[:3] == b"BZh" and h[3:4].isdigit() and h[4:10] in (b"1AY&SY", b"\x17rE8P\x90"),
+        "bz2-compressed",
+        "convert it to gzip (`bunzip2 -c FILE | gzip > FILE.gz`) or decompress it",
+    ),
+    (
+        lambda h: h[:6] == b"\xfd7zXZ\x00",
+        "xz-compressed",
+        "convert it to gzip (`xz -dc FILE | gzip > FILE.gz`) or decompress it",
+    ),
+    (
+        lambda h: h[:4] == b"\x28\xb5\x2f\xfd",
+        "zstd-compressed",
+        "convert it to gzip (`zstd -dc FILE | gzip > FILE.gz`) or decompress it",
+    ),
+    (
+        lambda h: h[:4] in (b"PK\x03\x04", b"PK\x05\x06"),
+        "a zip archive",
+        "extract the table from it (gzip is read directly)",
+    ),
+    (
+        lambda h: h[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"),
+        "UTF-32 text (byte-order mark)",
+        "convert it to UTF-8 (`iconv -f UTF-32 -t UTF-8 FILE > NEW`)",
+    ),
+    (
+        lambda h: h[:2] in (b"\xff\xfe", b"\xfe\xff"),
+        "UTF-16 text (byte-order mark)",
+        "convert it to UTF-8 (`iconv -f UTF-16 -t UTF-8 FILE > NEW`; spreadsheets: save as 'CSV UTF-8')",
+    ),
 )
 
 
@@ -98,7 +119,9 @@ def _refuse_other_formats(path: Path, head: bytes) -> None:
     sample = head[:4096]
     if b"\x00" in sample and len(sample) >= 8:
         even, odd = sample[0::2], sample[1::2]
-        if max(even.count(0) / len(even), odd.count(0) / len(odd)) > 0.3 and min(even.count(0), odd.count(0)) < 0.05 * len(odd):
+        if max(even.count(0) / len(even), odd.count(0) / len(odd)) > 0.3 and min(
+            even.count(0), odd.count(0)
+        ) < 0.05 * len(odd):
             msg = (
                 f"{path}: this file looks like UTF-16 text without a byte-order mark (every other byte is 0); "
                 "convert it to UTF-8 (`iconv -f UTF-16LE -t UTF-8 FILE > NEW`, or UTF-16BE)"
@@ -135,8 +158,12 @@ def _read_gzip(path: Path, limit: int, budget: ParseBudget | None = None, key: s
 
 
 @_names_errors
-def _read_text(path: Path, max_expanded_bytes: int | None = None, budget: ParseBudget | None = None,
-               key: str = "max_expanded_bytes") -> str:
+def _read_text(
+    path: Path,
+    max_expanded_bytes: int | None = None,
+    budget: ParseBudget | None = None,
+    key: str = "max_expanded_bytes",
+) -> str:
     """The text of a UTF-8 file, plain or gzip-compressed, without a leading byte-order mark.
 
     A gzip file may expand to at most ``max_expanded_bytes`` (default
@@ -190,7 +217,14 @@ def infer_format(path, fmt: str = "auto") -> str:
             msg = f"{path}: this file is {what}-compressed ({ext}); convert it to gzip (.gz) or decompress it"
             raise DataError(msg)
     name = _strip_ext(low)
-    for ext, f in ((".tsv", "tsv"), (".txt", "tsv"), (".tab", "tsv"), (".csv", "csv"), (".gct", "gct"), (".h5ad", "h5ad")):
+    for ext, f in (
+        (".tsv", "tsv"),
+        (".txt", "tsv"),
+        (".tab", "tsv"),
+        (".csv", "csv"),
+        (".gct", "gct"),
+        (".h5ad", "h5ad"),
+    ):
         if name.endswith(ext):
             return f
     msg = f"{path}: cannot tell the format from the file name; expected .tsv, .txt, .csv, .gct or .h5ad (optionally .gz), or set the dataset's `format` key"
@@ -198,13 +232,15 @@ def infer_format(path, fmt: str = "auto") -> str:
 
 
 @_names_errors
-def _read_raw_table(path: Path, sep: str, skiprows: int = 0, *, text: str | None = None, max_expanded_bytes: int | None = None) -> pd.DataFrame:
+def _read_raw_table(
+    path: Path, sep: str, skiprows: int = 0, *, text: str | None = None, max_expanded_bytes: int | None = None
+) -> pd.DataFrame:
     if text is None:
         text = _read_text(path, max_expanded_bytes)
     if not text.strip():
         msg = f"{path}: file is empty"
         raise DataError(msg)
-    lines = [ln for ln in text.splitlines()[skiprows:skiprows + 3] if ln.strip()]
+    lines = [ln for ln in text.splitlines()[skiprows : skiprows + 3] if ln.strip()]
     if len(lines) >= 2 and lines[0].count(sep) == lines[1].count(sep) - 1:
         # R write.table style: the header has no cell above the row names
         head, _, rest = text.partition("\n") if skiprows == 0 else ("", "", "")
@@ -212,14 +248,22 @@ def _read_raw_table(path: Path, sep: str, skiprows: int = 0, *, text: str | None
             text = sep + head + "\n" + rest
     try:
         df = pd.read_csv(
-            io.StringIO(text), sep=sep, header=None, dtype=str, keep_default_na=False,
-            skiprows=skiprows, skip_blank_lines=True, quotechar='"',
+            io.StringIO(text),
+            sep=sep,
+            header=None,
+            dtype=str,
+            keep_default_na=False,
+            skiprows=skiprows,
+            skip_blank_lines=True,
+            quotechar='"',
         )
     except pd.errors.EmptyDataError:
         msg = f"{path}: file is empty"
         raise DataError(msg) from None
     except pd.errors.ParserError as exc:
-        raise _parse_error(path, text, sep, exc, "a {}-separated table".format("tab" if sep == chr(9) else repr(sep))) from None
+        raise _parse_error(
+            path, text, sep, exc, "a {}-separated table".format("tab" if sep == chr(9) else repr(sep))
+        ) from None
     return df
 
 
@@ -245,11 +289,15 @@ def _unclosed_quote_line(text: str, sep: str) -> int | None:
 def _parse_error(path, text: str, sep: str, exc, what: str) -> DataError:
     line = _unclosed_quote_line(text, sep) if "EOF inside string" in str(exc) else None
     if line is not None:
-        return DataError(f"{path}: unclosed quote: the '\"' opened on line {line} is never closed (a quoted field runs to the end of the file)")
+        return DataError(
+            f"{path}: unclosed quote: the '\"' opened on line {line} is never closed (a quoted field runs to the end of the file)"
+        )
     return DataError(f"{path}: cannot parse as {what}: {exc}")
 
 
-def _to_float(values: pd.DataFrame, path: Path, row_ids, col_ids, row_kind: str, col_kind: str, line0: int) -> np.ndarray:
+def _to_float(
+    values: pd.DataFrame, path: Path, row_ids, col_ids, row_kind: str, col_kind: str, line0: int
+) -> np.ndarray:
     """Convert a string DataFrame to float64; errors name row, column and line."""
     raw = values.to_numpy(dtype=object)
     flat = pd.Series(raw.ravel())
@@ -361,8 +409,14 @@ class Matrix:
 
 @_names_errors
 def read_matrix(
-    path, *, fmt: str = "auto", orientation: str = "genes_by_samples", layer: str | None = None,
-    max_expanded_bytes: int | None = None, mem_mb: float | None = None, keys: dict | None = None,
+    path,
+    *,
+    fmt: str = "auto",
+    orientation: str = "genes_by_samples",
+    layer: str | None = None,
+    max_expanded_bytes: int | None = None,
+    mem_mb: float | None = None,
+    keys: dict | None = None,
 ) -> Matrix:
     """Read a generic expression matrix (.tsv/.txt/.csv[.gz], .gct, .h5ad).
 
@@ -529,7 +583,9 @@ def read_table(path, *, max_expanded_bytes: int | None = None) -> pd.DataFrame:
 
 
 @_names_errors
-def read_labels(path, sample_column: str = "sample", label_column: str = "label", *, max_expanded_bytes: int | None = None) -> pd.Series:
+def read_labels(
+    path, sample_column: str = "sample", label_column: str = "label", *, max_expanded_bytes: int | None = None
+) -> pd.Series:
     """Labels table -> Series (index = sample id, value = label or NaN)."""
     path = Path(path)
     df = read_table(path, max_expanded_bytes=max_expanded_bytes)

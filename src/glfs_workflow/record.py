@@ -65,8 +65,11 @@ def replaced_report(path, config: dict) -> dict | None:
         return {"config_sha256": None, "run": [], "created": None, "error": f"{p}: {e}"}
     if record.get("config_sha256") == config_digest(config):
         return None
-    return {"config_sha256": record.get("config_sha256"), "run": list(record.get("run") or []),
-            "created": record.get("created")}
+    return {
+        "config_sha256": record.get("config_sha256"),
+        "run": list(record.get("run") or []),
+        "created": record.get("created"),
+    }
 
 
 def replaced_message(previous: dict, report_html) -> str:
@@ -74,9 +77,14 @@ def replaced_message(previous: dict, report_html) -> str:
     report made by another configuration (``previous``)."""
     digest = previous.get("config_sha256")
     if digest:
-        who = (f"another configuration (sha256 {digest[:12]}, datasets {', '.join(previous.get('run') or []) or 'none'}"
-               + (f", made {previous['created']}" if previous.get("created") else "") + ")")
+        who = (
+            f"another configuration (sha256 {digest[:12]}, datasets {', '.join(previous.get('run') or []) or 'none'}"
+            + (f", made {previous['created']}" if previous.get("created") else "")
+            + ")"
+        )
     else:
         who = "a configuration whose record could not be read"
-    return (f"{report_html} replaced a report made by {who}; set report_dir in your configuration to give "
-            "each configuration a report of its own.")
+    return (
+        f"{report_html} replaced a report made by {who}; set report_dir in your configuration to give "
+        "each configuration a report of its own."
+    )

@@ -36,7 +36,7 @@ def _num(x, digits=3) -> str:
 
 
 def _and_list(items) -> str:
-    """"a", "a and b", "a, b and c"; "none" for no items."""
+    """ "a", "a and b", "a, b and c"; "none" for no items."""
     items = [str(i) for i in items]
     if not items:
         return "none"
@@ -51,8 +51,9 @@ def _table(df, float_format="{:.3f}", index=False):
 
     if df is None or len(df) == 0:
         return Markup("<p><em>(empty)</em></p>")
-    return Markup(df.to_html(index=index, float_format=lambda x: float_format.format(x), border=0, na_rep="",
-                             escape=True))
+    return Markup(
+        df.to_html(index=index, float_format=lambda x: float_format.format(x), border=0, na_rep="", escape=True)
+    )
 
 
 def _escape_html(value):
@@ -74,13 +75,24 @@ def environment(autoescape: bool):
     import jinja2
 
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("glfs_workflow", "templates"), autoescape=autoescape,
-        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
-        extensions=[JoinLines], finalize=_escape_html if autoescape else None,
+        loader=jinja2.PackageLoader("glfs_workflow", "templates"),
+        autoescape=autoescape,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+        extensions=[JoinLines],
+        finalize=_escape_html if autoescape else None,
     )
-    env.filters.update(num=_num, and_list=_and_list, table=_table, g3=lambda x: f"{float(x):.3g}",
-                       fmt=lambda x, spec: format(x, spec), json=json.dumps,
-                       b64=lambda b: base64.b64encode(b).decode("ascii"))
+    env.filters.update(
+        num=_num,
+        and_list=_and_list,
+        table=_table,
+        g3=lambda x: f"{float(x):.3g}",
+        fmt=lambda x, spec: format(x, spec),
+        json=json.dumps,
+        b64=lambda b: base64.b64encode(b).decode("ascii"),
+    )
     return env
 
 

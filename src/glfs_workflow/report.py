@@ -25,8 +25,8 @@ from pathlib import Path
 from glfs.api import METHODS
 
 from . import findings as F
-from . import sections
 from . import report_tables as T
+from . import sections
 from .record import replaced_message
 from .render import render_html, render_markdown
 from .report_inputs import read_datasets, read_tsv_or_none
@@ -52,7 +52,9 @@ def nest_inputs(flat: dict) -> dict:
 # ---- the context -------------------------------------------------------------------------------
 
 
-def collect(inputs: dict, *, run: dict, config: dict, benchmarks=(), replaced: dict | None = None, n_jobs: int = 1) -> dict:
+def collect(
+    inputs: dict, *, run: dict, config: dict, benchmarks=(), replaced: dict | None = None, n_jobs: int = 1
+) -> dict:
     """Read the run's result files and compute everything the report shows (no wording).
 
     ``inputs``: the named input files, nested (:func:`nest_inputs`): ``datasets`` (name -> kind ->
@@ -80,13 +82,17 @@ def collect(inputs: dict, *, run: dict, config: dict, benchmarks=(), replaced: d
     panel_summary = read_tsv_or_none(inputs.get("panel_summary"))
     # 2. the sections
     report_dir = config.get("report_dir") or "results"
-    summary = F.run_summary({
-        "datasets": [{"name": ds.name, "labelled": ds.labelled, "methods": list(ds.methods)} for ds in datasets],
-        "classification": [ds.name for ds in datasets if "classification" in ds.given],
-        "simulation": inputs.get("simulation"), "simulation_methods": run.get("simulation_methods"),
-    })
-    which = [f for ds in datasets for protocol, wm in ds.which.items() for f in [which_facts(wm, ds.name)]
-             if f is not None]
+    summary = F.run_summary(
+        {
+            "datasets": [{"name": ds.name, "labelled": ds.labelled, "methods": list(ds.methods)} for ds in datasets],
+            "classification": [ds.name for ds in datasets if "classification" in ds.given],
+            "simulation": inputs.get("simulation"),
+            "simulation_methods": run.get("simulation_methods"),
+        }
+    )
+    which = [
+        f for ds in datasets for protocol, wm in ds.which.items() for f in [which_facts(wm, ds.name)] if f is not None
+    ]
     shown = [sections.dataset_section(ds, supervised) for ds in datasets]
     cls = sections.classification_section(datasets)
     sim, sim_figures = sections.simulation_section(sim_df, bool(inputs.get("simulation")), config.get("simulation", {}))
@@ -102,8 +108,9 @@ def collect(inputs: dict, *, run: dict, config: dict, benchmarks=(), replaced: d
         "paper_table": paper_table if (paper_table is not None and cls) else None,
         "glfs": sections.glfs_section(datasets, run.get("glfs_method"), cls),
         "simulation": sim,
-        "paper_vs_run": sections.paper_vs_run_section(datasets, run.get("glfs_method"), supervised, config, sim, cls,
-                                                      paper_table),
+        "paper_vs_run": sections.paper_vs_run_section(
+            datasets, run.get("glfs_method"), supervised, config, sim, cls, paper_table
+        ),
         "runtime": sections.runtime_section(benchmarks),
         "software": T.software_versions(),
         "advice": advice_facts(which, panel_summary),
@@ -151,8 +158,17 @@ def write_figures(figures_out: dict, figs: dict) -> None:
             Path(tmp).write_bytes(png)
 
 
-def build_report(inputs: dict, *, run: dict, config: dict, benchmarks=(), figures_out: dict | None = None,
-                 which_method_out=None, replaced: dict | None = None, n_jobs: int = 1) -> str:
+def build_report(
+    inputs: dict,
+    *,
+    run: dict,
+    config: dict,
+    benchmarks=(),
+    figures_out: dict | None = None,
+    which_method_out=None,
+    replaced: dict | None = None,
+    n_jobs: int = 1,
+) -> str:
     """Collect, render and write: returns the page; writes ``figures_out`` (name -> PNG path) and, when
     ``which_method_out`` is a path, the which-method answers as markdown there.  Arguments: :func:`collect`."""
     from .files import atomic_path

@@ -20,8 +20,16 @@ from .files import read_tsv
 from .which import WhichMethod, which_method
 
 #: Result tables of a dataset, by the kind the rule names them (RESULT in common.smk).
-TABLE_KINDS = ("clustering", "random_floor", "leiden", "leiden_random", "glfs_path", "glfs_vs_greedy", "sensitivity",
-               "classification")
+TABLE_KINDS = (
+    "clustering",
+    "random_floor",
+    "leiden",
+    "leiden_random",
+    "glfs_path",
+    "glfs_vs_greedy",
+    "sensitivity",
+    "classification",
+)
 #: The protocols of the which-method answer: protocol -> (results kind, random-floor kind).
 PROTOCOL_KINDS = {"spectral": ("clustering", "random_floor"), "leiden": ("leiden", "leiden_random")}
 
@@ -107,19 +115,31 @@ def read_dataset(files: dict, facts: dict, supervised) -> DatasetResults:
     if labelled:
         for protocol, (res, floor) in PROTOCOL_KINDS.items():
             if res in given:
-                which[protocol] = which_method(tables[res], tables.get(floor), protocol=protocol,
-                                               n_genes=None if adata is None else int(adata.n_vars),
-                                               supervised=supervised)
+                which[protocol] = which_method(
+                    tables[res],
+                    tables.get(floor),
+                    protocol=protocol,
+                    n_genes=None if adata is None else int(adata.n_vars),
+                    supervised=supervised,
+                )
     return DatasetResults(
-        name=facts["name"], labelled=labelled, methods=methods, heatmap_method=facts.get("heatmap_method"),
-        adata=adata, given=given, tables=tables,
+        name=facts["name"],
+        labelled=labelled,
+        methods=methods,
+        heatmap_method=facts.get("heatmap_method"),
+        adata=adata,
+        given=given,
+        tables=tables,
         selections={m: t for m, p in selections.items() for t in [read_tsv_or_none(p)] if t is not None},
         metas=_metas({m: p for m in methods for p in [(files.get("metas") or {}).get(m)] if p}),
-        provenance=_provenance(files.get("provenance")), which=which,
+        provenance=_provenance(files.get("provenance")),
+        which=which,
     )
 
 
 def read_datasets(inputs: dict, run: dict, supervised) -> list[DatasetResults]:
     """The record of every dataset of the run (``run["datasets"]``), from the nested named inputs."""
-    return [read_dataset((inputs.get("datasets") or {}).get(d["name"], {}), d, supervised)
-            for d in run.get("datasets") or []]
+    return [
+        read_dataset((inputs.get("datasets") or {}).get(d["name"], {}), d, supervised)
+        for d in run.get("datasets") or []
+    ]

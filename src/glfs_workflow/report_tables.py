@@ -26,7 +26,11 @@ log = logging.getLogger(__name__)
 
 # Claims of Wang & Goldenberg (ICML 2013) we compare against; quoted, never ours.
 PAPER_CLAIMS = {
-    "sim_sigma": ("Sec. 3.1 / Fig. 1A", "GLFS recovers the 4 true features (Score = 1) up to sigma = 0.415 at N = 1000", 0.415),
+    "sim_sigma": (
+        "Sec. 3.1 / Fig. 1A",
+        "GLFS recovers the 4 true features (Score = 1) up to sigma = 0.415 at N = 1000",
+        0.415,
+    ),
     "sim_n_noise_glfs": ("Sec. 3.1 / Fig. 1B", "GLFS Score = 1 up to N = 60,000 noise features at sigma = 0.2", 60000),
     "sim_n_noise_ls": ("Sec. 3.1 / Fig. 1B", "Laplacian score Score = 1 up to N = 30,000 at sigma = 0.2", 30000),
     "gbm_small_k": ("Sec. 3.3 / Fig. 2B", "GLFS is the clear winner (highest NMI) for small numbers of genes", None),
@@ -108,11 +112,16 @@ def nmi_summary_with_floor(df: pd.DataFrame, random_df: pd.DataFrame | None, ks=
     kmax = int(df["n_features"].max())
     shown = [c for c in tab.columns if c.startswith("NMI@")]
     grid = sorted(int(k) for k in comp["n_features"].unique() if k < kmax)
-    clears = {m: [int(k) for k in g.loc[g["clears"] & (g["n_features"] < kmax), "n_features"]]
-              for m, g in comp.groupby("method", sort=False)}
+    clears = {
+        m: [int(k) for k in g.loc[g["clears"] & (g["n_features"] < kmax), "n_features"]]
+        for m, g in comp.groupby("method", sort=False)
+    }
     tab["clears floor at"] = [
-        ("" if m == "random genes (floor)" else
-         ("every k" if clears.get(m) == grid and grid else (", ".join(map(str, clears.get(m, []))) or "never")))
+        (
+            ""
+            if m == "random genes (floor)"
+            else ("every k" if clears.get(m) == grid and grid else (", ".join(map(str, clears.get(m, []))) or "never"))
+        )
         for m in tab["method"]
     ]
     fl = floor_summary(random_df).set_index("n_features")
@@ -124,8 +133,9 @@ def nmi_summary_with_floor(df: pd.DataFrame, random_df: pd.DataFrame | None, ks=
     return tab
 
 
-def side_by_side(cdf: pd.DataFrame | None, random_df: pd.DataFrame | None, *, methods=None,
-                 ks=(10, 50, 100)) -> pd.DataFrame:
+def side_by_side(
+    cdf: pd.DataFrame | None, random_df: pd.DataFrame | None, *, methods=None, ks=(10, 50, 100)
+) -> pd.DataFrame:
     """NMI (mean over runs) at a few gene counts for the GLFS family, the Laplacian score, LapAOFS and random genes.
 
     The last row is the random floor as "mean +- sd".  Columns: method, NMI@k...
@@ -140,13 +150,14 @@ def side_by_side(cdf: pd.DataFrame | None, random_df: pd.DataFrame | None, *, me
     wide = d.pivot_table(index="method", columns="n_features", values="nmi", aggfunc="mean").reindex(present)
     tab = pd.DataFrame({"method": present})
     for k in use:
-        tab[f"NMI@{k}"] = [f"{wide.loc[m, k]:.3f}" if k in wide.columns and pd.notna(wide.loc[m, k]) else ""
-                           for m in present]
+        tab[f"NMI@{k}"] = [
+            f"{wide.loc[m, k]:.3f}" if k in wide.columns and pd.notna(wide.loc[m, k]) else "" for m in present
+        ]
     fl = floor_summary(random_df).set_index("n_features") if random_df is not None else pd.DataFrame()
     if not fl.empty:
         row = {"method": f"random genes (floor, {int(fl['n_draws'].max())} draws)"}
         for k in use:
-            row[f"NMI@{k}"] = (f"{fl.loc[k, 'floor_mean']:.3f} +- {fl.loc[k, 'floor_sd']:.3f}" if k in fl.index else "")
+            row[f"NMI@{k}"] = f"{fl.loc[k, 'floor_mean']:.3f} +- {fl.loc[k, 'floor_sd']:.3f}" if k in fl.index else ""
         tab = pd.concat([tab, pd.DataFrame([row])], ignore_index=True)
     return tab
 
@@ -181,19 +192,31 @@ def runtime_table(benchmarks) -> pd.DataFrame:
             continue
         if "s" not in b:
             continue
-        rows.append({"rule": f.parent.name, "job": f.stem, "s": float(b["s"].iloc[0]),
-                     "max_rss_mb": float(b["max_rss"].iloc[0]) if "max_rss" in b else np.nan})
+        rows.append(
+            {
+                "rule": f.parent.name,
+                "job": f.stem,
+                "s": float(b["s"].iloc[0]),
+                "max_rss_mb": float(b["max_rss"].iloc[0]) if "max_rss" in b else np.nan,
+            }
+        )
     if not rows:
         return pd.DataFrame(columns=["rule", "jobs", "total_s", "max_s", "slowest_job", "max_rss_mb"])
     df = pd.DataFrame(rows)
     g = df.groupby("rule")
-    out = pd.DataFrame({
-        "jobs": g.size(),
-        "total_s": g["s"].sum(),
-        "max_s": g["s"].max(),
-        "slowest_job": df.loc[g["s"].idxmax(), ["rule", "job"]].set_index("rule")["job"],
-        "max_rss_mb": g["max_rss_mb"].max(),
-    }).reset_index().sort_values("total_s", ascending=False)
+    out = (
+        pd.DataFrame(
+            {
+                "jobs": g.size(),
+                "total_s": g["s"].sum(),
+                "max_s": g["s"].max(),
+                "slowest_job": df.loc[g["s"].idxmax(), ["rule", "job"]].set_index("rule")["job"],
+                "max_rss_mb": g["max_rss_mb"].max(),
+            }
+        )
+        .reset_index()
+        .sort_values("total_s", ascending=False)
+    )
     return out
 
 
@@ -208,8 +231,6 @@ def software_versions() -> pd.DataFrame:
         rows.append({"package": p, "version": v})
     rows.append({"package": "platform", "version": platform.platform()})
     return pd.DataFrame(rows)
-
-
 
 
 def _g(x) -> str:
@@ -229,10 +250,19 @@ def convergence_table(records: list[dict]) -> pd.DataFrame:
             det = ""
             if r["criterion"] is not None and r["greedy_criterion"] is not None:
                 swaps = "?" if r["n_swaps"] is None else r["n_swaps"]
-                det = (f"{swaps} swaps from the greedy start; Tr(H_S^-1) {_g(r['criterion'])} "
-                       f"(greedy {_g(r['greedy_criterion'])})")
-            rows.append({"dataset": r["dataset"], "method": r["method"], "kind": "budgeted design (greedy + exchange)",
-                         "converged": conv, "details": det})
+                det = (
+                    f"{swaps} swaps from the greedy start; Tr(H_S^-1) {_g(r['criterion'])} "
+                    f"(greedy {_g(r['greedy_criterion'])})"
+                )
+            rows.append(
+                {
+                    "dataset": r["dataset"],
+                    "method": r["method"],
+                    "kind": "budgeted design (greedy + exchange)",
+                    "converged": conv,
+                    "details": det,
+                }
+            )
             continue
         det = ""
         if r["n_converged"] is not None:
@@ -248,8 +278,15 @@ def convergence_table(records: list[dict]) -> pd.DataFrame:
         if not det and r["lam"] is not None:
             n_sel = "?" if r["n_selected_at_lam"] is None else r["n_selected_at_lam"]
             det = f"chosen lam {_g(r['lam'])}, {n_sel} genes with beta > 0"
-        rows.append({"dataset": r["dataset"], "method": r["method"], "kind": "lam path (published readings)",
-                     "converged": conv, "details": det})
+        rows.append(
+            {
+                "dataset": r["dataset"],
+                "method": r["method"],
+                "kind": "lam path (published readings)",
+                "converged": conv,
+                "details": det,
+            }
+        )
     return pd.DataFrame(rows, columns=["dataset", "method", "kind", "converged", "details"])
 
 
@@ -272,7 +309,6 @@ def _failing_points(d: pd.DataFrame, x: str) -> list:
     """Grid values of x where the mean Score is below 1."""
     agg = d.groupby(x)["score"].mean().sort_index()
     return [v.item() if hasattr(v, "item") else v for v in agg.index[agg < 1.0 - 1e-12]]
-
 
 
 PAPER_COLUMNS = ["item", "paper", "this run", "note"]
@@ -308,7 +344,9 @@ def _simulation_rows(ctx: dict) -> list:
                 rows.append(_sigma_row(m, best, lo, hi, _failing_points(a[a["method"] == m], "sigma")))
             bestn, lo, hi = _max_x_with_full_recovery(b[b["method"] == m], "n_noise")
             if _is_glfs(m) or m == graph_score:
-                rows.append(_n_noise_row(m, m == graph_score, bestn, lo, hi, _failing_points(b[b["method"] == m], "n_noise")))
+                rows.append(
+                    _n_noise_row(m, m == graph_score, bestn, lo, hi, _failing_points(b[b["method"] == m], "n_noise"))
+                )
     return rows
 
 
@@ -320,8 +358,14 @@ def _sigma_row(m: str, best, lo, hi, failing: list) -> dict:
         note += "; full recovery at every sigma tried"
     if failing:
         note += f"; Score < 1 at sigma = {failing}"
-    return {"item": f"simulation, largest sigma with Score = 1 ({m})", "paper": f"{val} ({ref})",
-            "this run": "none" if best is None else best, "note": note, "kind": "sigma", "method": m}
+    return {
+        "item": f"simulation, largest sigma with Score = 1 ({m})",
+        "paper": f"{val} ({ref})",
+        "this run": "none" if best is None else best,
+        "note": note,
+        "kind": "sigma",
+        "method": m,
+    }
 
 
 def _n_noise_row(m: str, is_graph_score: bool, bestn, lo, hi, failing: list) -> dict:
@@ -333,8 +377,14 @@ def _n_noise_row(m: str, is_graph_score: bool, bestn, lo, hi, failing: list) -> 
         note += f"; the grid stops below the paper's {val} (run `snakemake simulate_full` for N up to 60000)"
     if failing:
         note += f"; Score < 1 at N = {failing} (counted from the smallest N, as the paper's 'up to')"
-    return {"item": f"simulation, largest N with Score = 1 ({m})", "paper": f"{val} ({ref})",
-            "this run": "none" if bestn is None else bestn, "note": note, "kind": "n_noise", "method": m}
+    return {
+        "item": f"simulation, largest N with Score = 1 ({m})",
+        "paper": f"{val} ({ref})",
+        "this run": "none" if bestn is None else bestn,
+        "note": note,
+        "kind": "n_noise",
+        "method": m,
+    }
 
 
 def _gbm_clustering_rows(ctx: dict) -> list:
@@ -351,13 +401,18 @@ def _gbm_clustering_rows(ctx: dict) -> list:
             if glfs_rows.empty:
                 continue
             pos = int(glfs_rows.index[0]) + 1
-            rows.append({
-                "item": f"{ds}: NMI rank of the best GLFS variant among unsupervised methods at {k} genes",
-                "paper": f"1 ({PAPER_CLAIMS['gbm_small_k'][0]}, figure only)",
-                "this run": f"{pos} of {len(mk)} ({glfs_rows.iloc[0]['method']} {glfs_rows.iloc[0]['nmi']:.3f}; best {mk.iloc[0]['method']} {mk.iloc[0]['nmi']:.3f})",
-                "note": "paper: 18,632 genes x 173 patients (Broad U133A); ours: see the dataset's note",
-                "kind": "gbm_rank", "dataset": ds, "method": glfs_rows.iloc[0]["method"], "rank": pos,
-            })
+            rows.append(
+                {
+                    "item": f"{ds}: NMI rank of the best GLFS variant among unsupervised methods at {k} genes",
+                    "paper": f"1 ({PAPER_CLAIMS['gbm_small_k'][0]}, figure only)",
+                    "this run": f"{pos} of {len(mk)} ({glfs_rows.iloc[0]['method']} {glfs_rows.iloc[0]['nmi']:.3f}; best {mk.iloc[0]['method']} {mk.iloc[0]['nmi']:.3f})",
+                    "note": "paper: 18,632 genes x 173 patients (Broad U133A); ours: see the dataset's note",
+                    "kind": "gbm_rank",
+                    "dataset": ds,
+                    "method": glfs_rows.iloc[0]["method"],
+                    "rank": pos,
+                }
+            )
     return rows
 
 
@@ -371,13 +426,17 @@ def _gbm_path_rows(ctx: dict) -> list:
         if nz.empty:
             continue
         top = nz.sort_values("lam").iloc[-1]
-        rows.append({
-            "item": f"{ds}: genes at the largest lam with a non-empty GLFS support ({ctx.get('glfs_method')})",
-            "paper": f"about {PAPER_CLAIMS['gbm_path'][2]} at lam ~ 0.5 ({PAPER_CLAIMS['gbm_path'][0]})",
-            "this run": f"{int(top['n_selected'])} at lam = {top['lam']:.3g}; {int(p['n_selected'].max())} at the smallest lam",
-            "note": "lam depends on the scale of X and M (GLFS preprocesses X), so lam values are not comparable across implementations",
-            "kind": "gbm_path", "dataset": ds, "method": ctx.get("glfs_method"),
-        })
+        rows.append(
+            {
+                "item": f"{ds}: genes at the largest lam with a non-empty GLFS support ({ctx.get('glfs_method')})",
+                "paper": f"about {PAPER_CLAIMS['gbm_path'][2]} at lam ~ 0.5 ({PAPER_CLAIMS['gbm_path'][0]})",
+                "this run": f"{int(top['n_selected'])} at lam = {top['lam']:.3g}; {int(p['n_selected'].max())} at the smallest lam",
+                "note": "lam depends on the scale of X and M (GLFS preprocesses X), so lam values are not comparable across implementations",
+                "kind": "gbm_path",
+                "dataset": ds,
+                "method": ctx.get("glfs_method"),
+            }
+        )
     return rows
 
 
@@ -400,17 +459,31 @@ def _classification_rows(ctx: dict) -> list:
             if prow == "GLFS":
                 note = "GLFS classifier (Eq. 11) on all genes; lam by CV on the training set"
             if pd.isna(r["cv_errors"]) or pd.isna(r["test_errors"]):
-                rows.append({"item": f"{ds}: {r['method']} CV / test errors, genes",
-                             "paper": f"{prow}: {q['cv_errors']}/{q['cv_n']}, {q['test_errors']}/{q['test_n']}, {q['n_genes']}",
-                             "this run": "failed (see the classification table's params)", "note": "",
-                             "kind": "classification", "dataset": ds, "method": r["method"], "glfs": glfs})
+                rows.append(
+                    {
+                        "item": f"{ds}: {r['method']} CV / test errors, genes",
+                        "paper": f"{prow}: {q['cv_errors']}/{q['cv_n']}, {q['test_errors']}/{q['test_n']}, {q['n_genes']}",
+                        "this run": "failed (see the classification table's params)",
+                        "note": "",
+                        "kind": "classification",
+                        "dataset": ds,
+                        "method": r["method"],
+                        "glfs": glfs,
+                    }
+                )
                 continue
-            rows.append({
-                "item": f"{ds}: {r['method']} CV / test errors, genes",
-                "paper": f"{prow}: {q['cv_errors']}/{q['cv_n']}, {q['test_errors']}/{q['test_n']}, {q['n_genes']}",
-                "this run": f"{r['cv_errors']}/{r['cv_n']}, {r['test_errors']}/{r['test_n']}, {r['n_genes']}",
-                "note": note, "kind": "classification", "dataset": ds, "method": r["method"], "glfs": glfs,
-            })
+            rows.append(
+                {
+                    "item": f"{ds}: {r['method']} CV / test errors, genes",
+                    "paper": f"{prow}: {q['cv_errors']}/{q['cv_n']}, {q['test_errors']}/{q['test_n']}, {q['n_genes']}",
+                    "this run": f"{r['cv_errors']}/{r['cv_n']}, {r['test_errors']}/{r['test_n']}, {r['n_genes']}",
+                    "note": note,
+                    "kind": "classification",
+                    "dataset": ds,
+                    "method": r["method"],
+                    "glfs": glfs,
+                }
+            )
     return rows
 
 
@@ -427,32 +500,53 @@ def which_table(wm: WhichMethod) -> pd.DataFrame:
     within noise, the side scores' means, and "k: rank (mean)" per gene count.
     """
     sc = wm.score
-    tab = pd.DataFrame({
-        "method": wm.methods["method"],
-        "family": [f + (" (supervised)" if s else "") for f, s in zip(wm.methods["family"], wm.methods["supervised"])],
-        f"mean {sc}": wm.methods["mean"],
-        "sd over runs": wm.methods["sd"],
-        "scaled (0 random, 1 best HVG)": wm.methods["scaled"] if wm.hvg else "no HVG",
-        "gap to best": wm.methods["gap"],
-        "noise": wm.methods["noise"],
-        "within noise": np.where(wm.methods["method"] == wm.best, "best",
-                                 np.where(wm.methods["within_noise"], "yes", "")),
-    })
+    tab = pd.DataFrame(
+        {
+            "method": wm.methods["method"],
+            "family": [
+                f + (" (supervised)" if s else "") for f, s in zip(wm.methods["family"], wm.methods["supervised"])
+            ],
+            f"mean {sc}": wm.methods["mean"],
+            "sd over runs": wm.methods["sd"],
+            "scaled (0 random, 1 best HVG)": wm.methods["scaled"] if wm.hvg else "no HVG",
+            "gap to best": wm.methods["gap"],
+            "noise": wm.methods["noise"],
+            "within noise": np.where(
+                wm.methods["method"] == wm.best, "best", np.where(wm.methods["within_noise"], "yes", "")
+            ),
+        }
+    )
     for c in wm.side_scores:
         tab[f"mean {c}" + (" (best resolution, uses the labels)" if c == "ari" else "")] = wm.methods[c]
     ranks = rank_table(wm)
     for k in wm.grid:
-        tab[f"{k}: rank (mean)"] = [("-" if not np.isfinite(r) else str(int(r))) + f" ({_f(v)})"
-                                    for r, v in zip(ranks[f"rank@{k}"], ranks[f"mean@{k}"])]
+        tab[f"{k}: rank (mean)"] = [
+            ("-" if not np.isfinite(r) else str(int(r))) + f" ({_f(v)})"
+            for r, v in zip(ranks[f"rank@{k}"], ranks[f"mean@{k}"])
+        ]
     extra = []
     if wm.n_draws:
         fl = wm.floor.set_index("n_features")
-        extra.append({"method": f"random genes (floor, {wm.n_draws} draws)", f"mean {sc}": wm.floor_mean,
-                      "sd over runs": np.nan, **{f"{k}: rank (mean)": f"{_f(fl.loc[k, 'floor_mean'])} +- "
-                                                 f"{_f(fl.loc[k, 'floor_sd'])}" for k in wm.grid if k in fl.index}})
+        extra.append(
+            {
+                "method": f"random genes (floor, {wm.n_draws} draws)",
+                f"mean {sc}": wm.floor_mean,
+                "sd over runs": np.nan,
+                **{
+                    f"{k}: rank (mean)": f"{_f(fl.loc[k, 'floor_mean'])} +- {_f(fl.loc[k, 'floor_sd'])}"
+                    for k in wm.grid
+                    if k in fl.index
+                },
+            }
+        )
     if wm.all_genes is not None:
-        extra.append({"method": f"all genes ({wm.n_genes or ''})".replace(" ()", ""), f"mean {sc}": wm.all_genes,
-                      "sd over runs": wm.all_genes_sd})
+        extra.append(
+            {
+                "method": f"all genes ({wm.n_genes or ''})".replace(" ()", ""),
+                f"mean {sc}": wm.all_genes,
+                "sd over runs": wm.all_genes_sd,
+            }
+        )
     return pd.concat([tab, pd.DataFrame(extra)], ignore_index=True) if extra else tab
 
 
@@ -461,7 +555,6 @@ def which_per_k_table(wm: WhichMethod) -> pd.DataFrame:
     cols = ["method", "n_features", "mean", "sd", "n_runs", "rank", "scaled", *wm.side_scores]
     out = wm.per_k[cols].rename(columns={"mean": f"mean {wm.score}", "sd": f"sd {wm.score}"})
     return out.assign(rank=out["rank"].astype("Int64"))
-
 
 
 def batch_mixing_table(cdf, rdf):

@@ -26,7 +26,6 @@ from . import report_tables as T
 from .report_inputs import DatasetResults
 from .which import which_facts
 
-
 # ---- what was run, provenance --------------------------------------------------------------------
 
 
@@ -61,8 +60,9 @@ def run_section(summary: dict, config: dict) -> dict:
         "selection": json.dumps(config.get("selection", {})),
         "clustering": json.dumps(config.get("clustering", {})),
         "counts": run_counts(config, summary),
-        "classification": (json.dumps({**cls, "datasets": summary["classification"]})
-                           if summary["classification"] else None),
+        "classification": (
+            json.dumps({**cls, "datasets": summary["classification"]}) if summary["classification"] else None
+        ),
         "simulation": sim,
         "config": json.dumps(run_config(config, summary), indent=1, default=str),
     }
@@ -79,10 +79,14 @@ def run_counts(config: dict, summary: dict) -> str:
     cl, le, fl, sim = ({**config.get(k, {})} for k in ("clustering", "leiden", "random_floor", "simulation"))
     parts = []
     if kinds & {"spectral", "both"}:
-        parts.append(f"spectral clustering {_count(cl.get('n_runs'), 'run')} per gene count, random floor "
-                     f"{_count(fl.get('n_draws'), 'draw')}")
+        parts.append(
+            f"spectral clustering {_count(cl.get('n_runs'), 'run')} per gene count, random floor "
+            f"{_count(fl.get('n_draws'), 'draw')}"
+        )
     if kinds & {"leiden", "both"}:
-        parts.append(f"Leiden {_count(le.get('n_runs'), 'run')} per gene count, {_count(le.get('random_draws'), 'random draw')}")
+        parts.append(
+            f"Leiden {_count(le.get('n_runs'), 'run')} per gene count, {_count(le.get('random_draws'), 'random draw')}"
+        )
     if summary["simulation_methods"]:
         parts.append(f"simulation {_count(sim.get('replicates'), 'replicate')} per grid point")
     return "; ".join(parts) + " (the full protocol: --configfile config/full.yaml)" if parts else "no evaluation"
@@ -95,8 +99,15 @@ def provenance_section(datasets: list[DatasetResults], config: dict) -> dict:
     for ds in datasets:
         note = (config.get("datasets", {}).get(ds.name, {}) or {}).get("note")
         prov = ds.provenance
-        entry = {"name": ds.name, "note": note, "path": prov.path, "found": prov.found, "error": prov.error,
-                 "created": None, "table": None}
+        entry = {
+            "name": ds.name,
+            "note": note,
+            "path": prov.path,
+            "found": prov.found,
+            "error": prov.error,
+            "created": None,
+            "table": None,
+        }
         if prov.record is not None:
             try:
                 tables[ds.name] = entry["table"] = F.provenance_table(prov.record)
@@ -123,10 +134,18 @@ def dataset_section(ds: DatasetResults, supervised) -> tuple[dict, dict]:
         split = list(ad.obs["split"].astype(str).value_counts().items())
     figures: dict = {}
     section = {
-        "name": ds.name, "labelled": ds.labelled, "n_obs": ad.n_obs, "n_vars": ad.n_vars,
-        "labels": labels, "split": split, "not_converged": _not_converged(ds), "top": _top_genes(ds),
-        "clustering": _clustering(ds, supervised, figures), "leiden": _leiden(ds, figures),
-        "paths": _paths(ds, figures), "heatmap": _heatmap(ds, figures),
+        "name": ds.name,
+        "labelled": ds.labelled,
+        "n_obs": ad.n_obs,
+        "n_vars": ad.n_vars,
+        "labels": labels,
+        "split": split,
+        "not_converged": _not_converged(ds),
+        "top": _top_genes(ds),
+        "clustering": _clustering(ds, supervised, figures),
+        "leiden": _leiden(ds, figures),
+        "paths": _paths(ds, figures),
+        "heatmap": _heatmap(ds, figures),
     }
     return section, figures
 
@@ -173,10 +192,15 @@ def _clustering(ds: DatasetResults, supervised, figures: dict) -> dict | None:
         return None
     cdf, rdf, wm = ds.table("clustering"), ds.table("random_floor"), ds.which.get("spectral")
     key = f"nmi_{ds.name}"
-    figures[key] = partial(G.figure_nmi, cdf, ds.name, F.floor_summary(rdf),
-                           all_genes=wm.all_genes if wm is not None else None)
-    return {"fig": key, "facts": F.clustering_facts(cdf, rdf, supervised=supervised),
-            "table": T.nmi_summary_with_floor(cdf, rdf), "which": _which(ds.name, wm)}
+    figures[key] = partial(
+        G.figure_nmi, cdf, ds.name, F.floor_summary(rdf), all_genes=wm.all_genes if wm is not None else None
+    )
+    return {
+        "fig": key,
+        "facts": F.clustering_facts(cdf, rdf, supervised=supervised),
+        "table": T.nmi_summary_with_floor(cdf, rdf),
+        "which": _which(ds.name, wm),
+    }
 
 
 def _leiden(ds: DatasetResults, figures: dict) -> dict | None:
@@ -185,12 +209,21 @@ def _leiden(ds: DatasetResults, figures: dict) -> dict | None:
         return None
     wm = ds.which.get("leiden")
     key = f"leiden_{ds.name}"
-    figures[key] = partial(G.figure_which, wm, ds.name,
-                           ylabel="ARI at the label count (ari_nlabels), mean +- sd over runs",
-                           title=f"{ds.name}: Leiden clustering vs labels")
-    return {"fig": key, "results": wm is not None, "which": _which(ds.name, wm) if wm is not None else None,
-            "mixing": T.batch_mixing_table(ds.table("leiden"), ds.table("leiden_random")),
-            "misses": F.label_count_misses(ds.table("leiden")), "tolerance": LABEL_COUNT_TOLERANCE}
+    figures[key] = partial(
+        G.figure_which,
+        wm,
+        ds.name,
+        ylabel="ARI at the label count (ari_nlabels), mean +- sd over runs",
+        title=f"{ds.name}: Leiden clustering vs labels",
+    )
+    return {
+        "fig": key,
+        "results": wm is not None,
+        "which": _which(ds.name, wm) if wm is not None else None,
+        "mixing": T.batch_mixing_table(ds.table("leiden"), ds.table("leiden_random")),
+        "misses": F.label_count_misses(ds.table("leiden")),
+        "tolerance": LABEL_COUNT_TOLERANCE,
+    }
 
 
 def _paths(ds: DatasetResults, figures: dict) -> dict | None:
@@ -200,8 +233,11 @@ def _paths(ds: DatasetResults, figures: dict) -> dict | None:
         return None
     key = f"glfs_path_{ds.name}"
     figures[key] = partial(G.figure_paths, paths, ds.name)
-    return {"fig": key, "facts": [f for m, p in paths.items() for f in [F.path_facts(p, m, ds.name)] if f],
-            "tables": [(m, p) for m, p in paths.items() if p is not None and len(p)]}
+    return {
+        "fig": key,
+        "facts": [f for m, p in paths.items() for f in [F.path_facts(p, m, ds.name)] if f],
+        "tables": [(m, p) for m, p in paths.items() if p is not None and len(p)],
+    }
 
 
 def _heatmap(ds: DatasetResults, figures: dict) -> dict | None:
@@ -216,8 +252,9 @@ def _heatmap(ds: DatasetResults, figures: dict) -> dict | None:
     key = f"heatmap_{ds.name}"
     genes = list(ad.var_names[idx].astype(str))
     notes = T.gene_notes(ad.var, genes)
-    figures[key] = partial(G.figure_heatmap, X, [T.with_note(g, notes, 24) for g in genes],
-                           ad.obs["label"].to_numpy(), ds.name, hm)
+    figures[key] = partial(
+        G.figure_heatmap, X, [T.with_note(g, notes, 24) for g in genes], ad.obs["label"].to_numpy(), ds.name, hm
+    )
     return {"fig": key, "n": len(idx), "method": hm}
 
 
@@ -226,14 +263,17 @@ def _heatmap(ds: DatasetResults, figures: dict) -> dict | None:
 
 def classification_section(datasets: list[DatasetResults]) -> dict | None:
     """Section "Classification" (Golub protocol): each classified dataset's table and findings; None without."""
-    tables = [{"dataset": ds.name, "table": ds.table("classification")} for ds in datasets if "classification" in ds.given]
+    tables = [
+        {"dataset": ds.name, "table": ds.table("classification")} for ds in datasets if "classification" in ds.given
+    ]
     if not tables:
         return None
     for t in tables:
         t["facts"] = F.classification_facts(t["table"])
-    return {"tables": tables,
-            "random_genes": any(t["table"] is not None and "random_genes" in set(t["table"]["method"])
-                                for t in tables)}
+    return {
+        "tables": tables,
+        "random_genes": any(t["table"] is not None and "random_genes" in set(t["table"]["method"]) for t in tables),
+    }
 
 
 def clustering_tables(datasets: list[DatasetResults]) -> dict:
@@ -271,16 +311,28 @@ def glfs_section(datasets: list[DatasetResults], gm, cls: dict | None) -> dict:
     return {
         "convergence": {"facts": F.convergence_facts(records), "table": T.convergence_table(records)},
         "glfs_method": gm,
-        "published": [{"dataset": ds, "facts": F.path_facts(p, gm, ds), "has_converged": "converged" in p,
-                       "table": p[[c for c in p.columns if c != "method"]] if len(p) else None}
-                      for ds, p in path_tsvs.items()],
+        "published": [
+            {
+                "dataset": ds,
+                "facts": F.path_facts(p, gm, ds),
+                "has_converged": "converged" in p,
+                "table": p[[c for c in p.columns if c != "method"]] if len(p) else None,
+            }
+            for ds, p in path_tsvs.items()
+        ],
         "collapse": F.collapse_facts(paths) if paths else None,
         "side_by_side": bool(sbs) or bool(classification),
         "sbs_tables": [(ds, T.side_by_side(c, random.get(ds))) for ds, c in sbs.items()],
         "cls_tables": cls_rows,
         "greedy": {"facts": F.greedy_facts(greedy), "table": greedy_table} if greedy else None,
-        "sensitivity": ({"facts": [F.sensitivity_facts(t, ds) for ds, t in sens.items()],
-                         "tables": [(ds, T.sensitivity_table(t)) for ds, t in sens.items()]} if sens else None),
+        "sensitivity": (
+            {
+                "facts": [F.sensitivity_facts(t, ds) for ds, t in sens.items()],
+                "tables": [(ds, T.sensitivity_table(t)) for ds, t in sens.items()],
+            }
+            if sens
+            else None
+        ),
     }
 
 
@@ -296,18 +348,24 @@ def simulation_section(sim_df: pd.DataFrame | None, given: bool, simcfg: dict) -
     return section, {"simulation": partial(G.figure_simulation, sim_df, simcfg)}
 
 
-def paper_vs_run_section(datasets: list[DatasetResults], gm, supervised, config: dict, sim: dict | None,
-                         cls: dict | None, paper_table) -> dict:
+def paper_vs_run_section(
+    datasets: list[DatasetResults], gm, supervised, config: dict, sim: dict | None, cls: dict | None, paper_table
+) -> dict:
     """Section "Paper versus this run": the paper's claims beside this run's numbers."""
     tables = [t for t in (cls or {}).get("tables", []) if t["table"] is not None]
-    tagged = (pd.concat([t["table"].assign(dataset=t["dataset"]) for t in tables], ignore_index=True)
-              if tables else None)
-    rows = T.paper_vs_run_rows({
-        "simulation_df": sim["df"] if sim else None, "simulation_config": config.get("simulation", {}),
-        "clustering": clustering_tables(datasets),
-        "paths": {ds.name: ds.table("glfs_path") for ds in datasets if "glfs_path" in ds.given},
-        "glfs_method": gm, "supervised": supervised, "classification": tagged, "paper_table": paper_table,
-    })
+    tagged = pd.concat([t["table"].assign(dataset=t["dataset"]) for t in tables], ignore_index=True) if tables else None
+    rows = T.paper_vs_run_rows(
+        {
+            "simulation_df": sim["df"] if sim else None,
+            "simulation_config": config.get("simulation", {}),
+            "clustering": clustering_tables(datasets),
+            "paths": {ds.name: ds.table("glfs_path") for ds in datasets if "glfs_path" in ds.given},
+            "glfs_method": gm,
+            "supervised": supervised,
+            "classification": tagged,
+            "paper_table": paper_table,
+        }
+    )
     return {"facts": F.paper_facts(rows), "any": bool(rows), "table": T.paper_vs_run(rows)}
 
 
@@ -316,5 +374,11 @@ def runtime_section(benchmarks) -> dict:
     rt = T.runtime_table(benchmarks)
     from_dir = isinstance(benchmarks, (str, Path))
     n = 0 if from_dir else len(benchmarks)
-    return {"from_dir": from_dir, "dir": str(benchmarks) if from_dir else None, "n_jobs": n,
-            "n_missing": 0 if from_dir else n - int(rt["jobs"].sum()), "facts": F.runtime_facts(rt), "table": rt}
+    return {
+        "from_dir": from_dir,
+        "dir": str(benchmarks) if from_dir else None,
+        "n_jobs": n,
+        "n_missing": 0 if from_dir else n - int(rt["jobs"].sum()),
+        "facts": F.runtime_facts(rt),
+        "table": rt,
+    }

@@ -177,7 +177,11 @@ def annotate_selection(adata, df: pd.DataFrame, meta: dict, *, table="selection 
     """
     if list(df["gene"]) != list(adata.var_names):  # read_tsv reads ids as exact text
         diff = [i for i, (a, b) in enumerate(zip(df["gene"], adata.var_names)) if a != b]
-        where = f"row {diff[0] + 2}: {df['gene'].iloc[diff[0]]!r} vs {adata.var_names[diff[0]]!r}" if diff else f"{len(df)} rows vs {adata.n_vars} genes"
+        where = (
+            f"row {diff[0] + 2}: {df['gene'].iloc[diff[0]]!r} vs {adata.var_names[diff[0]]!r}"
+            if diff
+            else f"{len(df)} rows vs {adata.n_vars} genes"
+        )
         msg = f"{table}: genes differ from {source} var_names ({where})"
         raise ValueError(msg)
     sel = selection_from_table(df, meta)
@@ -194,10 +198,21 @@ def annotate_selection(adata, df: pd.DataFrame, meta: dict, *, table="selection 
 
 #: Columns of results/{dataset}/clustering_leiden.tsv (glfs.evaluate.evaluate_ranking_leiden's records).
 LEIDEN_COLUMNS = [
-    "method", "n_features", "run", "seed",
-    "ari", "nmi", "resolution", "n_clusters",
-    "ari_nlabels", "nmi_nlabels", "resolution_nlabels", "n_clusters_nlabels", "nlabels_reached",
-    "kmeans_ari", "kmeans_nmi",
+    "method",
+    "n_features",
+    "run",
+    "seed",
+    "ari",
+    "nmi",
+    "resolution",
+    "n_clusters",
+    "ari_nlabels",
+    "nmi_nlabels",
+    "resolution_nlabels",
+    "n_clusters_nlabels",
+    "nlabels_reached",
+    "kmeans_ari",
+    "kmeans_nmi",
     "batch_mixing",  # NaN for a dataset without batch_column (glfs.evaluate.mixing.knn_batch_mixing)
 ]
 
@@ -230,7 +245,9 @@ def leiden_matrix(adata):
     if method == "none" and COUNTS_LAYER in adata.layers:
         counts = adata.layers[COUNTS_LAYER]
         # sparse counts stay sparse (float64: the values the dense normalisation gave)
-        counts = sp.csr_matrix(counts, dtype=np.float64) if sp.issparse(counts) else np.asarray(counts, dtype=np.float64)
+        counts = (
+            sp.csr_matrix(counts, dtype=np.float64) if sp.issparse(counts) else np.asarray(counts, dtype=np.float64)
+        )
         X, _, used = preprocess(counts, list(adata.var_names), "normalize_log1p")
         how = f"raw counts normalised to {used['target_sum']:.4g} per cell + log1p for the evaluation"
     else:

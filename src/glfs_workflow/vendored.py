@@ -175,5 +175,7 @@ def read_clanc840(path) -> Matrix:
     _check_unique(genes, path, "gene", "the first column")
     X = _to_float(body.iloc[:, 2:], path, genes, samples, "gene", "sample", 3)
     obs = pd.DataFrame({"label": labels}, index=samples)
-    var = pd.DataFrame({"gene_symbol": genes, "go_subtype": body.iloc[:, 1].fillna("").astype(str).tolist()}, index=genes)
+    var = pd.DataFrame(
+        {"gene_symbol": genes, "go_subtype": body.iloc[:, 1].fillna("").astype(str).tolist()}, index=genes
+    )
     return Matrix(X.T.copy(), samples, genes, var, obs)

@@ -154,9 +154,13 @@ def scaled_scores(per_k: pd.DataFrame, floor: pd.DataFrame, hvg) -> tuple[pd.Ser
         bar = pd.DataFrame(columns=["n_features", "hvg_best", "hvg_mean"])
         return pd.Series(np.nan, index=per_k.index), bar
     idx = hv.groupby("n_features")["mean"].idxmax()
-    bar = pd.DataFrame({"n_features": hv.loc[idx, "n_features"].to_numpy(),
-                        "hvg_best": hv.loc[idx, "method"].to_numpy(),
-                        "hvg_mean": hv.loc[idx, "mean"].to_numpy()})
+    bar = pd.DataFrame(
+        {
+            "n_features": hv.loc[idx, "n_features"].to_numpy(),
+            "hvg_best": hv.loc[idx, "method"].to_numpy(),
+            "hvg_mean": hv.loc[idx, "mean"].to_numpy(),
+        }
+    )
     fl = floor.set_index("n_features")["floor_mean"] if not floor.empty else pd.Series(dtype=float)
     top = bar.set_index("n_features")["hvg_mean"]
     s_rand = per_k["n_features"].map(fl).astype(float)
@@ -186,8 +190,14 @@ def _nanmean(values) -> float:
     return float(v.mean()) if v.size else float("nan")
 
 
-def which_method(cdf: pd.DataFrame | None, random_df: pd.DataFrame | None, *, protocol: str,
-                 n_genes: int | None = None, supervised=()) -> WhichMethod | None:
+def which_method(
+    cdf: pd.DataFrame | None,
+    random_df: pd.DataFrame | None,
+    *,
+    protocol: str,
+    n_genes: int | None = None,
+    supervised=(),
+) -> WhichMethod | None:
     """Which method does best on one dataset under one protocol, and which are within noise of it.
 
     ``cdf``: the methods' results (clustering_nmi.tsv for ``protocol="spectral"``,
@@ -223,19 +233,44 @@ def which_method(cdf: pd.DataFrame | None, random_df: pd.DataFrame | None, *, pr
     floor_sd = _nanmean(floor["floor_sd"]) if not floor.empty else float("nan")
     methods, best, within = _method_table(per_k, side, sup, floor_mean, floor_sd)
     all_mean, all_sd = _all_genes_score(cdf, random_df, score, n_genes)
-    cols = ["method", "family", "supervised", "mean", "sd", "scaled", "rank", "gap", "noise", "within_noise",
-            "above_floor", *side]
+    cols = [
+        "method",
+        "family",
+        "supervised",
+        "mean",
+        "sd",
+        "scaled",
+        "rank",
+        "gap",
+        "noise",
+        "within_noise",
+        "above_floor",
+        *side,
+    ]
     return WhichMethod(
-        protocol=protocol, score=score, grid=grid,
-        per_k=per_k[["method", "n_features", "mean", "sd", "n_runs", "rank", "scaled", "floor_mean", "hvg_best",
-                     *side]],
-        methods=methods[cols], floor=floor, hvg_bar=bar, best=best, within_noise=within,
-        floor_mean=floor_mean, floor_sd=floor_sd,
+        protocol=protocol,
+        score=score,
+        grid=grid,
+        per_k=per_k[
+            ["method", "n_features", "mean", "sd", "n_runs", "rank", "scaled", "floor_mean", "hvg_best", *side]
+        ],
+        methods=methods[cols],
+        floor=floor,
+        hvg_bar=bar,
+        best=best,
+        within_noise=within,
+        floor_mean=floor_mean,
+        floor_sd=floor_sd,
         n_draws=int(floor["n_draws"].max()) if not floor.empty else 0,
         n_runs=int(per_k["n_runs"].max()) if not per_k.empty else 0,
-        all_genes=all_mean, all_genes_sd=all_sd, n_genes=n_genes, hvg=hvg,
+        all_genes=all_mean,
+        all_genes_sd=all_sd,
+        n_genes=n_genes,
+        hvg=hvg,
         hvg_bar_mean=_nanmean(bar["hvg_mean"]) if not bar.empty else None,
-        scaled_undefined_at=undefined, supervised=sup, side_scores=side,
+        scaled_undefined_at=undefined,
+        supervised=sup,
+        side_scores=side,
     )
 
 
@@ -257,13 +292,15 @@ def _method_table(per_k, side, sup, floor_mean, floor_sd):
     """:func:`which_method` over the grid: (one row per method, unsupervised best first; the best
     method; the others within noise of it)."""
     g = per_k.groupby("method", sort=False)
-    methods = pd.DataFrame({
-        "mean": g["mean"].mean(),
-        "sd": g["sd"].apply(_nanmean),
-        # the grid mean of the scaled score is defined only where it is defined at every count
-        "scaled": g["scaled"].apply(lambda s: float(s.mean()) if s.notna().all() and len(s) else float("nan")),
-        **{c: g[c].mean() for c in side},
-    }).reset_index()
+    methods = pd.DataFrame(
+        {
+            "mean": g["mean"].mean(),
+            "sd": g["sd"].apply(_nanmean),
+            # the grid mean of the scaled score is defined only where it is defined at every count
+            "scaled": g["scaled"].apply(lambda s: float(s.mean()) if s.notna().all() and len(s) else float("nan")),
+            **{c: g[c].mean() for c in side},
+        }
+    ).reset_index()
     methods["family"] = methods["method"].map(_family)
     methods["supervised"] = methods["method"].isin(sup)
     ranked = ~methods["supervised"]
@@ -273,15 +310,18 @@ def _method_table(per_k, side, sup, floor_mean, floor_sd):
     if best is not None:
         b = cand.iloc[0]
         methods["gap"] = float(b["mean"]) - methods["mean"]
-        methods["noise"] = [float(np.nanmax([b["sd"], sd, floor_sd])) if not np.isnan([b["sd"], sd, floor_sd]).all()
-                            else 0.0 for sd in methods["sd"]]
+        methods["noise"] = [
+            float(np.nanmax([b["sd"], sd, floor_sd])) if not np.isnan([b["sd"], sd, floor_sd]).all() else 0.0
+            for sd in methods["sd"]
+        ]
         methods["within_noise"] = ranked & (methods["gap"] < methods["noise"])
         methods.loc[methods["method"] == best, "within_noise"] = True
     else:
         methods["gap"], methods["noise"], methods["within_noise"] = np.nan, np.nan, False
     methods["above_floor"] = methods["mean"] - floor_mean  # NaN without a floor
-    order = methods.assign(_s=methods["supervised"].astype(int)).sort_values(["_s", "mean"], ascending=[True, False],
-                                                                                 kind="stable")
+    order = methods.assign(_s=methods["supervised"].astype(int)).sort_values(
+        ["_s", "mean"], ascending=[True, False], kind="stable"
+    )
     methods = order.drop(columns="_s").reset_index(drop=True)
     within = tuple(m for m in methods.loc[methods["within_noise"], "method"] if m != best)
     return methods, best, within
@@ -323,25 +363,54 @@ def which_facts(wm: WhichMethod | None, dataset: str) -> dict | None:
     means = m["mean"]
     uns = wm.methods[~wm.methods["supervised"]]
     ranks = rank_table(wm).set_index("method")
-    rows = [{"method": r["method"], "supervised": bool(r["supervised"]), "best": r["method"] == wm.best,
-             "within": bool(r["within_noise"]), "mean": _finite(r["mean"]), "scaled": _finite(r["scaled"]),
-             "ranks": [None if not np.isfinite(ranks.loc[r["method"], f"rank@{k}"])
-                       else int(ranks.loc[r["method"], f"rank@{k}"]) for k in wm.grid]}
-            for _, r in wm.methods.iterrows()]
+    rows = [
+        {
+            "method": r["method"],
+            "supervised": bool(r["supervised"]),
+            "best": r["method"] == wm.best,
+            "within": bool(r["within_noise"]),
+            "mean": _finite(r["mean"]),
+            "scaled": _finite(r["scaled"]),
+            "ranks": [
+                None
+                if not np.isfinite(ranks.loc[r["method"], f"rank@{k}"])
+                else int(ranks.loc[r["method"], f"rank@{k}"])
+                for k in wm.grid
+            ],
+        }
+        for _, r in wm.methods.iterrows()
+    ]
     return {
-        "dataset": dataset, "protocol": wm.protocol, "score": wm.score, "grid": list(wm.grid), "n_runs": wm.n_runs,
-        "best": wm.best, "best_mean": _finite(m.loc[wm.best, "mean"]), "best_sd": _finite(m.loc[wm.best, "sd"]),
+        "dataset": dataset,
+        "protocol": wm.protocol,
+        "score": wm.score,
+        "grid": list(wm.grid),
+        "n_runs": wm.n_runs,
+        "best": wm.best,
+        "best_mean": _finite(m.loc[wm.best, "mean"]),
+        "best_sd": _finite(m.loc[wm.best, "sd"]),
         "best_scaled": _finite(m.loc[wm.best, "scaled"]),
         "within": [(x, _finite(means[x])) for x in wm.within_noise],
-        "n_hvg": len(wm.hvg), "hvg_bar_mean": _finite(wm.hvg_bar_mean),
-        "above_hvg": [x for x in m.index if not m.loc[x, "supervised"] and np.isfinite(m.loc[x, "scaled"])
-                      and m.loc[x, "scaled"] > 1],
+        "n_hvg": len(wm.hvg),
+        "hvg_bar_mean": _finite(wm.hvg_bar_mean),
+        "above_hvg": [
+            x
+            for x in m.index
+            if not m.loc[x, "supervised"] and np.isfinite(m.loc[x, "scaled"]) and m.loc[x, "scaled"] > 1
+        ],
         "undefined_at": list(wm.scaled_undefined_at),
-        "n_draws": wm.n_draws, "floor_mean": _finite(wm.floor_mean), "floor_sd": _finite(wm.floor_sd),
-        "n_above_floor": int((uns["above_floor"] > 0).sum()), "n_unsupervised": len(uns),
-        "all_genes": None if wm.all_genes is None else float(wm.all_genes), "n_genes": wm.n_genes,
-        "all_genes_better": bool(wm.all_genes is not None and np.isfinite(m.loc[wm.best, "mean"])
-                                 and float(wm.all_genes) > float(m.loc[wm.best, "mean"])),
+        "n_draws": wm.n_draws,
+        "floor_mean": _finite(wm.floor_mean),
+        "floor_sd": _finite(wm.floor_sd),
+        "n_above_floor": int((uns["above_floor"] > 0).sum()),
+        "n_unsupervised": len(uns),
+        "all_genes": None if wm.all_genes is None else float(wm.all_genes),
+        "n_genes": wm.n_genes,
+        "all_genes_better": bool(
+            wm.all_genes is not None
+            and np.isfinite(m.loc[wm.best, "mean"])
+            and float(wm.all_genes) > float(m.loc[wm.best, "mean"])
+        ),
         "supervised": [(x, _finite(means[x])) for x in wm.supervised if x in m.index],
         "rows": rows,
     }
@@ -377,9 +446,11 @@ def advice_facts(which: list[dict], panel: pd.DataFrame | None) -> dict:
             hvg = sorted((m for m in methods if fam[m] == HVG_FAMILY and m != best), key=lambda m: -avg[m])[:3]
             own = sorted((m for m in methods if fam[m] != HVG_FAMILY), key=lambda m: (-avg[m], m))
             out["cells"] = {
-                "best": best, "best_is_hvg": fam[best] == HVG_FAMILY,
+                "best": best,
+                "best_is_hvg": fam[best] == HVG_FAMILY,
                 "best_scanpy": best.removeprefix("hvg_") if fam[best] == HVG_FAMILY else None,
-                "others": hvg, "n_sets": int(panel["n_sets"].min()),
+                "others": hvg,
+                "n_sets": int(panel["n_sets"].min()),
                 "best_own": own[0] if own and own[0] != best else None,
                 "at": [{m: float(a[m]) for m in methods} for a in at],
                 "random": [float(a[RANDOM_GENES]) for a in at],
@@ -391,11 +462,15 @@ def advice_facts(which: list[dict], panel: pd.DataFrame | None) -> dict:
         order = [r["method"] for r in a.get("rows", ()) if not r["supervised"]]
         for i, m in enumerate(order):
             ranks.setdefault(m, []).append(i + 1)
-        out["bulk"].append({
-            "dataset": a["dataset"], "best": a["best"],
-            "above_random": a["floor_mean"] is None or (a["best_mean"] or 0) > a["floor_mean"],
-            "all_genes_better": a["all_genes_better"], "top_k": max(a["grid"]),
-        })
+        out["bulk"].append(
+            {
+                "dataset": a["dataset"],
+                "best": a["best"],
+                "above_random": a["floor_mean"] is None or (a["best_mean"] or 0) > a["floor_mean"],
+                "all_genes_better": a["all_genes_better"],
+                "top_k": max(a["grid"]),
+            }
+        )
     n = len(out["bulk"])
     common = {m: sum(r) / n for m, r in ranks.items() if len(r) == n}
     out["bulk_overall"] = min(common, key=lambda m: (common[m], m)) if n > 1 and common else None

@@ -60,7 +60,16 @@ def test_config_families_are_the_schema_families():
     for _, _, body in RULES:
         used |= set(re.findall(r'get_(?:threads|mem_mb|runtime)\("(\w+)"\)', body))
     assert set(CONFIG["resources"]) <= allowed
-    assert used <= set(CONFIG["resources"]), f"families used by rules but not configured: {used - set(CONFIG['resources'])}"
+    assert used <= set(CONFIG["resources"]), (
+        f"families used by rules but not configured: {used - set(CONFIG['resources'])}"
+    )
     assert "default" in CONFIG["resources"]
     for family, spec in CONFIG["resources"].items():
-        assert set(spec) <= {"threads", "mem_mb", "runtime", "mem_mb_per_mcell", "runtime_per_mcell", "runtime_per_mnnz"}, family
+        assert set(spec) <= {
+            "threads",
+            "mem_mb",
+            "runtime",
+            "mem_mb_per_mcell",
+            "runtime_per_mcell",
+            "runtime_per_mnnz",
+        }, family

@@ -32,7 +32,19 @@ def run_snakemake(snakefile: Path, workdir: Path, config: dict, targets, *extra,
     """Run snakemake on `config` (written as JSON) in `workdir`; return CompletedProcess."""
     cfg = workdir / "config.test.json"
     cfg.write_text(json.dumps(config))
-    cmd = [SNAKEMAKE, "-s", str(snakefile), "-d", str(workdir), "--cores", "2", *extra, *targets, "--configfile", str(cfg)]
+    cmd = [
+        SNAKEMAKE,
+        "-s",
+        str(snakefile),
+        "-d",
+        str(workdir),
+        "--cores",
+        "2",
+        *extra,
+        *targets,
+        "--configfile",
+        str(cfg),
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 

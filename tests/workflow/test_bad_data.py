@@ -106,12 +106,32 @@ MAX_EXPANDED_GB = 0.001
 CASES = {
     "empty": ({"m.tsv": ""}, {}, r"data/m\.tsv: file is empty"),
     "header_only": ({"m.tsv": GOOD.splitlines()[0] + "\n"}, {}, r"data/m\.tsv: header only"),
-    "non_numeric": ({"m.tsv": _cell(GOOD, 6, 4, "1.2.3")}, {}, r"data/m\.tsv: non-numeric value '1\.2\.3' at gene 'G005' \(line 7\), sample 'S03'"),
-    "nan": ({"m.tsv": _cell(GOOD, 3, 2, "NaN")}, {}, r"data/m\.tsv: missing/NaN value 'NaN' at gene 'G002'.*sample 'S01'"),
+    "non_numeric": (
+        {"m.tsv": _cell(GOOD, 6, 4, "1.2.3")},
+        {},
+        r"data/m\.tsv: non-numeric value '1\.2\.3' at gene 'G005' \(line 7\), sample 'S03'",
+    ),
+    "nan": (
+        {"m.tsv": _cell(GOOD, 3, 2, "NaN")},
+        {},
+        r"data/m\.tsv: missing/NaN value 'NaN' at gene 'G002'.*sample 'S01'",
+    ),
     "na_empty": ({"m.tsv": _cell(GOOD, 3, 2, "")}, {}, r"data/m\.tsv: missing/NaN value .*gene 'G002'.*sample 'S01'"),
-    "infinite": ({"m.tsv": _cell(GOOD, 10, 12, "-inf")}, {}, r"data/m\.tsv: infinite value '-inf' at gene 'G009'.*sample 'S11'"),
-    "dup_gene": ({"m.tsv": _cell(GOOD, 4, 0, "G001")}, {}, r"data/m\.tsv: duplicate gene ids in the first column: \['G001'\]"),
-    "dup_sample": ({"m.tsv": _cell(GOOD, 0, 5, "S02")}, {}, r"data/m\.tsv: duplicate sample ids in the header line: \['S02'\]"),
+    "infinite": (
+        {"m.tsv": _cell(GOOD, 10, 12, "-inf")},
+        {},
+        r"data/m\.tsv: infinite value '-inf' at gene 'G009'.*sample 'S11'",
+    ),
+    "dup_gene": (
+        {"m.tsv": _cell(GOOD, 4, 0, "G001")},
+        {},
+        r"data/m\.tsv: duplicate gene ids in the first column: \['G001'\]",
+    ),
+    "dup_sample": (
+        {"m.tsv": _cell(GOOD, 0, 5, "S02")},
+        {},
+        r"data/m\.tsv: duplicate sample ids in the header line: \['S02'\]",
+    ),
     "labels_missing": (
         {"m.tsv": GOOD, "l.tsv": _labels(SAMPLES[:10])},
         {"labels": "l.tsv"},
@@ -135,7 +155,11 @@ CASES = {
     "single_sample": ({"m.tsv": _tsv(X0[:, :1], GENES, SAMPLES[:1])}, {}, r"data/m\.tsv: only 1 sample"),
     # fewer samples than graph.n_neighbors: checked by build_graph, not here
     # (test_config_defaults.py::test_fewer_samples_than_neighbours_stops_the_graph)
-    "truncated_gzip": ({"m.tsv.gz": gzip.compress(GOOD.encode())[:-40]}, {}, r"data/m\.tsv\.gz: truncated or corrupt gzip"),
+    "truncated_gzip": (
+        {"m.tsv.gz": gzip.compress(GOOD.encode())[:-40]},
+        {},
+        r"data/m\.tsv\.gz: truncated or corrupt gzip",
+    ),
     "checksum": ({"m.tsv": GOOD}, {"sha256": "0" * 64}, r"data/m\.tsv: expected sha256 0{64}, got"),
     "unreadable": ({"m.tsv/placeholder": ""}, {}, r"data/m\.tsv is not a readable file"),
     "bad_extension": ({"m.dat": GOOD}, {}, r"data/m\.dat: cannot tell the format from the file name"),
@@ -150,16 +174,48 @@ CASES = {
         {"label_column": "cell_type"},
         r"data/m\.h5ad: obs column 'cell_type' \(config key label_column\): no label for 2 of 12 samples: \['S02', 'S07'\]",
     ),
-    "all_zero": ({"m.tsv": _tsv(np.zeros((20, 12)), GENES, SAMPLES)}, {}, r"data/m\.tsv: every one of the 20 genes is constant across the 12 samples \(all zero\)"),
-    "header_id_spaces": ({"m.tsv": _cell(GOOD, 0, 5, "S03 ")}, {}, r"data/m\.tsv: duplicate sample ids in the header line: \['S03'\]"),
-    "unclosed_quote": ({"m.tsv": _cell(GOOD, 13, 3, '"5.1')}, {}, r"data/m\.tsv: unclosed quote: the '\"' opened on line 14 is never closed"),
+    "all_zero": (
+        {"m.tsv": _tsv(np.zeros((20, 12)), GENES, SAMPLES)},
+        {},
+        r"data/m\.tsv: every one of the 20 genes is constant across the 12 samples \(all zero\)",
+    ),
+    "header_id_spaces": (
+        {"m.tsv": _cell(GOOD, 0, 5, "S03 ")},
+        {},
+        r"data/m\.tsv: duplicate sample ids in the header line: \['S03'\]",
+    ),
+    "unclosed_quote": (
+        {"m.tsv": _cell(GOOD, 13, 3, '"5.1')},
+        {},
+        r"data/m\.tsv: unclosed quote: the '\"' opened on line 14 is never closed",
+    ),
     # issue 19
-    "gzip_bomb": ({"m.tsv.gz": _gzip_bomb()}, {}, r"data/m\.tsv\.gz is gzip-compressed and expands to more than 1073741 bytes \(fetch\.max_expanded_gb = 0\.001\)"),
+    "gzip_bomb": (
+        {"m.tsv.gz": _gzip_bomb()},
+        {},
+        r"data/m\.tsv\.gz is gzip-compressed and expands to more than 1073741 bytes \(fetch\.max_expanded_gb = 0\.001\)",
+    ),
     "gct_no_version": ({"m.gct": _gct(version=None)}, {}, r"data/m\.gct: line 1 is '20\\t12', expected '#1\.2'"),
-    "gct_dims": ({"m.gct": _gct(dims="21\t12")}, {}, r"data/m\.gct: line 2 says 21 rows x 12 sample columns, but the file has 20 data rows \(lines 4-23\)"),
-    "utf16": ({"m.tsv": GOOD.encode("utf-16")}, {}, r"data/m\.tsv: this file is UTF-16 text \(byte-order mark\); convert it to UTF-8"),
-    "bz2": ({"m.tsv": __import__("bz2").compress(GOOD.encode())}, {}, r"data/m\.tsv: this file is bz2-compressed; convert it to gzip"),
-    "overflow": ({"m.tsv": _cell(GOOD, 5, 7, "1e309")}, {}, r"data/m\.tsv: value '1e309' at gene 'G004' \(line 6\), sample 'S06' \(column 8\) overflows"),
+    "gct_dims": (
+        {"m.gct": _gct(dims="21\t12")},
+        {},
+        r"data/m\.gct: line 2 says 21 rows x 12 sample columns, but the file has 20 data rows \(lines 4-23\)",
+    ),
+    "utf16": (
+        {"m.tsv": GOOD.encode("utf-16")},
+        {},
+        r"data/m\.tsv: this file is UTF-16 text \(byte-order mark\); convert it to UTF-8",
+    ),
+    "bz2": (
+        {"m.tsv": __import__("bz2").compress(GOOD.encode())},
+        {},
+        r"data/m\.tsv: this file is bz2-compressed; convert it to gzip",
+    ),
+    "overflow": (
+        {"m.tsv": _cell(GOOD, 5, 7, "1e309")},
+        {},
+        r"data/m\.tsv: value '1e309' at gene 'G004' \(line 6\), sample 'S06' \(column 8\) overflows",
+    ),
     # allowed, reported
     "utf8_bom_r_header": (
         {"m.tsv": "\ufeff" + GOOD.split("\t", 1)[1], "l.tsv": "\ufeff" + _labels(SAMPLES)},
@@ -167,7 +223,11 @@ CASES = {
         None,
     ),
     "constant_gene": ({"m.tsv": _tsv(np.vstack([X0[:5], np.full((1, 12), 7.0), X0[6:]]), GENES, SAMPLES)}, {}, None),
-    "more_samples_than_genes": ({"m.tsv": _tsv(_matrix(30, 8)[0].T, _matrix(30, 8)[2], _matrix(30, 8)[1], "sample")}, {"orientation": "samples_by_genes"}, None),
+    "more_samples_than_genes": (
+        {"m.tsv": _tsv(_matrix(30, 8)[0].T, _matrix(30, 8)[2], _matrix(30, 8)[1], "sample")},
+        {"orientation": "samples_by_genes"},
+        None,
+    ),
     "raw_counts": ({"m.tsv": _tsv(_raw_counts(), GENES, SAMPLES)}, {}, None),
     "spreadsheet_dates": ({"m.tsv": _tsv(X0, ["1-Mar", "2-Sep", *GENES[2:]], SAMPLES)}, {}, None),
 }
@@ -230,7 +290,12 @@ def bad_run(tmp_path_factory, mini_workflow, snakemake_run):
             cfg["labels"] = f"data/{name}/{cfg['labels']}"
             cfg.setdefault("label_column", "subtype")
         datasets[name] = cfg
-    config = {"run": sorted(CASES), "graph": {"n_neighbors": N_NEIGHBORS}, "fetch": {"max_expanded_gb": MAX_EXPANDED_GB}, "datasets": datasets}
+    config = {
+        "run": sorted(CASES),
+        "graph": {"n_neighbors": N_NEIGHBORS},
+        "fetch": {"max_expanded_gb": MAX_EXPANDED_GB},
+        "datasets": datasets,
+    }
     targets = [f"results/{n}/prepared.h5ad" for n in CASES]
     proc = snakemake_run(mini_workflow(work), work, config, targets, "--keep-going", timeout=1200)
     return work, proc
@@ -349,11 +414,15 @@ def _odd_inputs(d: Path):
         X[:, j] += 4.0 * (groups == j % 3)
     samples = [f"p{i:02d}" for i in range(n)]
     pd.DataFrame(X.T, index=pd.Index(ODD_GENES, name="gene"), columns=samples).to_csv(d / "odd.tsv", sep="\t")
-    pd.DataFrame({"sample": samples, "kind": [ODD_LABELS[g] for g in groups]}).to_csv(d / "odd_labels.tsv", sep="\t", index=False)
+    pd.DataFrame({"sample": samples, "kind": [ODD_LABELS[g] for g in groups]}).to_csv(
+        d / "odd_labels.tsv", sep="\t", index=False
+    )
     obs = pd.DataFrame({"cell_type": pd.Categorical([ODD_LABELS[g] for g in groups])}, index=samples)
     ad.AnnData(X, obs=obs, var=pd.DataFrame(index=[f"g{j}" for j in range(X.shape[1])])).write_h5ad(d / "labelled.h5ad")
     obs = pd.DataFrame({"label": [f"c{g}" for g in groups]}, index=samples)
-    ad.AnnData(X, obs=obs, var=pd.DataFrame(index=[f"g{j}" for j in range(X.shape[1])])).write_h5ad(d / "own_label.h5ad")
+    ad.AnnData(X, obs=obs, var=pd.DataFrame(index=[f"g{j}" for j in range(X.shape[1])])).write_h5ad(
+        d / "own_label.h5ad"
+    )
     return X, groups
 
 

@@ -23,8 +23,15 @@ def batch_run(tmp_path_factory, snakemake_run, pbmc_workdir):
         "methods": METHODS,
         "graph": {"n_neighbors": 5},
         "selection": {"n_features": 20},
-        "leiden": {"n_runs": 1, "resolutions": [0.5, 1.0], "n_pcs": 10, "n_neighbors": 10, "feature_grid": [20],
-                   "max_samples": None, "random_draws": 2},
+        "leiden": {
+            "n_runs": 1,
+            "resolutions": [0.5, 1.0],
+            "n_pcs": 10,
+            "n_neighbors": 10,
+            "feature_grid": [20],
+            "max_samples": None,
+            "random_draws": 2,
+        },
         "classification": {"datasets": []},
         "simulation": {"enabled": False},
         "datasets": {

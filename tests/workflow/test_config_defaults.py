@@ -28,7 +28,11 @@ SCHEMA = yaml.safe_load(SCHEMA_PATH.read_text())
 CONFIG = yaml.safe_load((REPO / "config.yaml").read_text())
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 # the choice of data: no default can know it
-DATA_CHOICE = {"run": CONFIG["run"], "datasets": CONFIG["datasets"], "classification": {"datasets": CONFIG["classification"]["datasets"]}}
+DATA_CHOICE = {
+    "run": CONFIG["run"],
+    "datasets": CONFIG["datasets"],
+    "classification": {"datasets": CONFIG["classification"]["datasets"]},
+}
 
 
 def _filled(cfg):
@@ -77,17 +81,33 @@ def test_minimal_config_gets_every_default_nested_ones_included():
     assert cfg["selection"] == {"n_features": 100, "params": {}}
     assert cfg["classification"] == {"datasets": [], "cv_folds": 10}
     assert cfg["resources"]["select"] == {
-        "mem_mb": 2000, "mem_mb_per_mcell": 60, "runtime": 60, "runtime_per_mcell": 5, "runtime_per_mnnz": 0.1,
+        "mem_mb": 2000,
+        "mem_mb_per_mcell": 60,
+        "runtime": 60,
+        "runtime_per_mcell": 5,
+        "runtime_per_mnnz": 0.1,
     }
     assert cfg["resources"]["default"] == {
-        "threads": 1, "mem_mb": 1000, "runtime": 10, "mem_mb_per_mcell": 0, "runtime_per_mcell": 0, "runtime_per_mnnz": 0,
+        "threads": 1,
+        "mem_mb": 1000,
+        "runtime": 10,
+        "mem_mb_per_mcell": 0,
+        "runtime_per_mcell": 0,
+        "runtime_per_mnnz": 0,
     }
     assert cfg["fetch"]["download_dir"] == "results/downloads"
     assert cfg["datasets"]["d"]["size_hint"] == {"n_samples": 200, "n_genes": 10000}
 
 
 def test_a_partly_given_object_keeps_its_values_and_gets_the_rest():
-    cfg = _filled({"run": ["d"], "datasets": {"d": {"expression": "m.tsv", "size_hint": {"n_samples": 7}}}, "graph": {"kernel": "binary"}, "clustering": {"n_runs": 3}})
+    cfg = _filled(
+        {
+            "run": ["d"],
+            "datasets": {"d": {"expression": "m.tsv", "size_hint": {"n_samples": 7}}},
+            "graph": {"kernel": "binary"},
+            "clustering": {"n_runs": 3},
+        }
+    )
     assert cfg["graph"]["kernel"] == "binary" and cfg["graph"]["n_neighbors"] == 5
     assert cfg["clustering"]["n_runs"] == 3 and cfg["clustering"]["affinity_neighbors"] == 10
     assert cfg["datasets"]["d"]["size_hint"] == {"n_samples": 7, "n_genes": 10000}
@@ -97,7 +117,10 @@ def _settings(schema, path):
     """(path, subschema) of every setting under an object schema (definitions followed)."""
     for key, sub in schema.get("properties", {}).items():
         if "$ref" in sub:
-            sub = {**SCHEMA["definitions"][sub["$ref"].rsplit("/", 1)[1]], **{k: v for k, v in sub.items() if k != "$ref"}}
+            sub = {
+                **SCHEMA["definitions"][sub["$ref"].rsplit("/", 1)[1]],
+                **{k: v for k, v in sub.items() if k != "$ref"},
+            }
         yield f"{path}.{key}", sub
         if sub.get("type") == "object" and "properties" in sub:
             yield from _settings(sub, f"{path}.{key}")
@@ -106,8 +129,10 @@ def _settings(schema, path):
 def test_every_workflow_setting_has_a_default():
     # every setting outside the choice of data (run, datasets) and the per-family resource overrides
     missing = [
-        p for p, sub in _settings(SCHEMA, "config")
-        if p not in ("config.run", "config.datasets") and "default" not in sub
+        p
+        for p, sub in _settings(SCHEMA, "config")
+        if p not in ("config.run", "config.datasets")
+        and "default" not in sub
         and not re.match(r"config\.resources\.(?!default\.)\w+\.", p)
     ]
     assert missing == []
@@ -120,7 +145,9 @@ def test_shipped_config_is_the_schema_defaults():
     assert _filled(CONFIG) == _filled(DATA_CHOICE)
 
 
-@pytest.mark.parametrize("path,value", [("graph.n_neighbors", 4), ("simulation.replicates", 3), ("resources.select.mem_mb", 16000)])
+@pytest.mark.parametrize(
+    "path,value", [("graph.n_neighbors", 4), ("simulation.replicates", 3), ("resources.select.mem_mb", 16000)]
+)
 def test_a_config_value_that_differs_from_its_default_is_seen(path, value):
     # the comparison above fails when config.yaml and the schema drift apart
     cfg = copy.deepcopy(CONFIG)
@@ -186,7 +213,11 @@ def test_the_literal_default_detector(line, flagged):
 
 
 def test_rules_and_scripts_write_no_defaults_of_their_own():
-    files = [REPO / "Snakefile", *sorted((REPO / "workflow/rules").glob("*.smk")), *sorted((REPO / "scripts").glob("*.py"))]
+    files = [
+        REPO / "Snakefile",
+        *sorted((REPO / "workflow/rules").glob("*.smk")),
+        *sorted((REPO / "scripts").glob("*.py")),
+    ]
     found = {str(f.relative_to(REPO)): literal_defaults(f.read_text()) for f in files}
     assert {f: b for f, b in found.items() if b} == {}
 
@@ -212,8 +243,16 @@ def _copy_workflow(wd: Path):
 
 def _jobs(wd: Path, cfg: dict, forceall=True):
     (wd / "test_config.json").write_text(json.dumps(cfg))
-    cmd = [sys.executable, str(Path(__file__).with_name("dag_jobs.py")), str(wd), str(wd / "tests/workflow/tiny/config.yaml"), str(wd / "test_config.json")]
-    proc = subprocess.run([*cmd, *(["--forceall"] if forceall else [])], capture_output=True, text=True, timeout=600, cwd=wd)
+    cmd = [
+        sys.executable,
+        str(Path(__file__).with_name("dag_jobs.py")),
+        str(wd),
+        str(wd / "tests/workflow/tiny/config.yaml"),
+        str(wd / "test_config.json"),
+    ]
+    proc = subprocess.run(
+        [*cmd, *(["--forceall"] if forceall else [])], capture_output=True, text=True, timeout=600, cwd=wd
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
@@ -265,21 +304,34 @@ def test_sparse_size_hint_scales_runtime_by_non_zeros(tmp_path):
     job runs all the dataset's methods, so it asks for that per method (two methods: 2 x 560)."""
     _copy_workflow(tmp_path)
     cases = {
-        "atlas": ({"n_samples": 1_000_000, "n_genes": 20_000, "nnz": 550_000_000}, {"select_features": 115, "build_graph": 65, "prepare_dataset": 16}),
+        "atlas": (
+            {"n_samples": 1_000_000, "n_genes": 20_000, "nnz": 550_000_000},
+            {"select_features": 115, "build_graph": 65, "prepare_dataset": 16},
+        ),
         "dense": ({"n_samples": 50_000, "n_genes": 2_000}, {"select_features": 560}),
         "sparse_small": ({"n_samples": 50_000, "n_genes": 2_000, "nnz": 2_800_000}, {"select_features": 561}),
     }
     for name, (hint, want) in cases.items():
         jobs = _jobs(tmp_path, {"methods": ["variance"], "datasets": {"tiny": {"size_hint": hint}}})
         for rule, minutes in want.items():
-            got = {j["resources"]["runtime"] for j in jobs if _rule_family(j) == rule and j["wildcards"].get("dataset") == "tiny"}
+            got = {
+                j["resources"]["runtime"]
+                for j in jobs
+                if _rule_family(j) == rule and j["wildcards"].get("dataset") == "tiny"
+            }
             assert got == {minutes}, (name, rule, got)
         if name == "atlas":
             sel = [j for j in jobs if _rule_family(j) == "select_features" and j["wildcards"]["dataset"] == "tiny"]
             assert {j["resources"]["mem_mb"] for j in sel} == {51_500}
     # one selection job runs every method of the dataset: it asks for each method's time, 2 x 560
-    jobs = _jobs(tmp_path, {"methods": ["variance", "laplacian_score"], "datasets": {"tiny": {"size_hint": cases["dense"][0]}}})
-    got = {j["resources"]["runtime"] for j in jobs if _rule_family(j) == "select_features" and j["wildcards"].get("dataset") == "tiny"}
+    jobs = _jobs(
+        tmp_path, {"methods": ["variance", "laplacian_score"], "datasets": {"tiny": {"size_hint": cases["dense"][0]}}}
+    )
+    got = {
+        j["resources"]["runtime"]
+        for j in jobs
+        if _rule_family(j) == "select_features" and j["wildcards"].get("dataset") == "tiny"
+    }
     assert got == {1120}
 
 
@@ -312,9 +364,22 @@ def test_changing_a_graph_setting_reruns_the_graph_not_the_preparation(tmp_path)
     cfg = {"run": ["tiny"]}
     (tmp_path / "test_config.json").write_text(json.dumps(cfg))
     run = subprocess.run(
-        [SNAKEMAKE, "-s", str(tmp_path / "Snakefile"), "-d", str(tmp_path), "--cores", "1", "results/tiny/graph.npz",
-         "--configfile", str(tmp_path / "tests/workflow/tiny/config.yaml"), str(tmp_path / "test_config.json")],
-        capture_output=True, text=True, timeout=600,
+        [
+            SNAKEMAKE,
+            "-s",
+            str(tmp_path / "Snakefile"),
+            "-d",
+            str(tmp_path),
+            "--cores",
+            "1",
+            "results/tiny/graph.npz",
+            "--configfile",
+            str(tmp_path / "tests/workflow/tiny/config.yaml"),
+            str(tmp_path / "test_config.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert (tmp_path / "results/tiny/prepared.h5ad").exists()
@@ -340,18 +405,34 @@ def test_fewer_samples_than_neighbours_stops_the_graph(tmp_path):
     _copy_workflow(tmp_path)
     (tmp_path / "data").mkdir()
     X = np.random.default_rng(0).normal(size=(10, 3))
-    pd.DataFrame(X, index=[f"g{i}" for i in range(10)], columns=["s0", "s1", "s2"]).to_csv(tmp_path / "data/m.tsv", sep="\t", index_label="gene")
+    pd.DataFrame(X, index=[f"g{i}" for i in range(10)], columns=["s0", "s1", "s2"]).to_csv(
+        tmp_path / "data/m.tsv", sep="\t", index_label="gene"
+    )
     cfg = {"run": ["small"], "graph": {"n_neighbors": 3}, "datasets": {"small": {"expression": "data/m.tsv"}}}
     (tmp_path / "test_config.json").write_text(json.dumps(cfg))
     run = subprocess.run(
-        [SNAKEMAKE, "-s", str(tmp_path / "Snakefile"), "-d", str(tmp_path), "--cores", "1", "results/small/graph.npz",
-         "--configfile", str(tmp_path / "test_config.json")],
-        capture_output=True, text=True, timeout=600,
+        [
+            SNAKEMAKE,
+            "-s",
+            str(tmp_path / "Snakefile"),
+            "-d",
+            str(tmp_path),
+            "--cores",
+            "1",
+            "results/small/graph.npz",
+            "--configfile",
+            str(tmp_path / "test_config.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert run.returncode != 0
     assert (tmp_path / "results/small/prepared.h5ad").exists() and not (tmp_path / "results/small/graph.npz").exists()
     log = (tmp_path / "logs/build_graph/small.log").read_text()
-    assert re.search(r"results/small/prepared\.h5ad: 3 samples but graph\.n_neighbors = 3; a kNN graph needs more samples", log), log
+    assert re.search(
+        r"results/small/prepared\.h5ad: 3 samples but graph\.n_neighbors = 3; a kNN graph needs more samples", log
+    ), log
 
 
 @pytest.mark.workflow
@@ -375,6 +456,7 @@ def test_a_datasets_own_methods_replace_the_top_level_list_for_that_dataset_only
 
     assert selected("tiny") == ["glfs", "glfs_exact", "variance", "fisher_score"]
     assert selected("tiny_unlabelled") == ["laplacian_score", "glfs"]
+
     def outputs(ds):  # the selection job's named outputs besides its tables
         (job,) = of("select_features", ds)
         return sorted(k for k in job["output"] if k not in ("tables", "metas"))
@@ -398,8 +480,8 @@ def test_a_datasets_own_methods_replace_the_top_level_list_for_that_dataset_only
 def test_the_workflow_graph_and_glfs_defaults_are_the_librarys():
     """The schema (YAML: it cannot import) repeats the library's defaults of the graph and of GLFS's
     lambdas; this keeps each pair equal, so the library's value is the one that counts."""
-    from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS
     from glfs.designs.gradient_model import DEFAULT_LAMBDA1, DEFAULT_LAMBDA2
+    from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS
 
     graph = SCHEMA["properties"]["graph"]["properties"]
     assert graph["n_neighbors"]["default"] == DEFAULT_GRAPH_PARAMS["n_neighbors"]
@@ -417,7 +499,9 @@ def test_the_workflow_graph_and_glfs_defaults_are_the_librarys():
 FULL = yaml.safe_load((REPO / "config/full.yaml").read_text())
 
 
-@pytest.mark.parametrize(("section", "function"), [("clustering", "evaluate_ranking"), ("leiden", "evaluate_ranking_leiden")])
+@pytest.mark.parametrize(
+    ("section", "function"), [("clustering", "evaluate_ranking"), ("leiden", "evaluate_ranking_leiden")]
+)
 def test_evaluation_defaults_of_the_schema_are_the_library_signatures(section, function):
     """Issue 27 item 4: the protocols' defaults are written in their signatures; the schema (and through it
     config.yaml) repeats them.  Every key of the section that is a parameter of the protocol's function
@@ -445,8 +529,13 @@ def test_evaluation_defaults_of_the_schema_are_the_library_signatures(section, f
 def test_the_full_protocol_only_raises_run_counts():
     """config/full.yaml (``--configfile config/full.yaml``) changes nothing but run counts and draws, each to
     more than the default run's; over config.yaml it is a valid config."""
-    counts = {("clustering", "n_runs"), ("leiden", "n_runs"), ("leiden", "random_draws"), ("random_floor", "n_draws"),
-              ("simulation", "replicates")}
+    counts = {
+        ("clustering", "n_runs"),
+        ("leiden", "n_runs"),
+        ("leiden", "random_draws"),
+        ("random_floor", "n_draws"),
+        ("simulation", "replicates"),
+    }
     given = {(section, key) for section, values in FULL.items() for key in values}
     assert given and given <= counts
     filled = _filled({**CONFIG, **{s: {**CONFIG[s], **v} for s, v in FULL.items()}})
@@ -457,13 +546,31 @@ def test_the_full_protocol_only_raises_run_counts():
 def test_configuration_mappings_take_every_key():
     from glfs_workflow.evaluation import clustering_kwargs, leiden_kwargs
 
-    cl = {"feature_grid": (5, "all"), "n_runs": 4, "affinity_neighbors": 9, "max_samples": None, "eigen_solver": "lobpcg"}
+    cl = {
+        "feature_grid": (5, "all"),
+        "n_runs": 4,
+        "affinity_neighbors": 9,
+        "max_samples": None,
+        "eigen_solver": "lobpcg",
+    }
     assert clustering_kwargs(cl, n_clusters=3, random_state=2) == {
-        "feature_grid": [5, "all"], "n_clusters": 3, "n_runs": 4, "affinity_neighbors": 9,
-        "random_state": 2, "max_samples": None, "eigen_solver": "lobpcg",
+        "feature_grid": [5, "all"],
+        "n_clusters": 3,
+        "n_runs": 4,
+        "affinity_neighbors": 9,
+        "random_state": 2,
+        "max_samples": None,
+        "eigen_solver": "lobpcg",
     }
     le = {"n_runs": 2, "resolutions": [0.5, 1], "n_pcs": 20, "n_neighbors": 10, "max_samples": 300, "random_draws": 5}
-    assert leiden_kwargs(le, 4) == {"n_runs": 2, "resolutions": [0.5, 1.0], "n_pcs": 20, "n_neighbors": 10, "max_samples": 300, "random_state": 4}
+    assert leiden_kwargs(le, 4) == {
+        "n_runs": 2,
+        "resolutions": [0.5, 1.0],
+        "n_pcs": 20,
+        "n_neighbors": 10,
+        "max_samples": 300,
+        "random_state": 4,
+    }
     with pytest.raises(KeyError, match="eigen_solver"):
         clustering_kwargs({k: v for k, v in cl.items() if k != "eigen_solver"})
 
@@ -478,8 +585,10 @@ def test_two_configurations_write_two_report_logs(tmp_path):
         jobs = _jobs(tmp_path, {"report_dir": report_dir})
         (report,) = [j for j in jobs if j["rule"] == "make_report"]
         logs[report_dir] = report["log"]
-    assert logs == {"results": ["logs/make_report/results/report.log"],
-                    "results/other_config": ["logs/make_report/results/other_config/report.log"]}
+    assert logs == {
+        "results": ["logs/make_report/results/report.log"],
+        "results/other_config": ["logs/make_report/results/other_config/report.log"],
+    }
 
 
 @pytest.mark.workflow

@@ -47,8 +47,10 @@ def runs(tmp_path_factory, snakemake_run):
         (dirs[name] / "resources").symlink_to(snap / "resources")
     extra = {"a": (), "b": (), "s7": ("--config", "seed=7")}
     with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {n: pool.submit(snakemake_run, snap / "Snakefile", d, config, [], *extra[n], timeout=1800)
-                   for n, d in dirs.items()}
+        futures = {
+            n: pool.submit(snakemake_run, snap / "Snakefile", d, config, [], *extra[n], timeout=1800)
+            for n, d in dirs.items()
+        }
         procs = {n: f.result() for n, f in futures.items()}
     for n, p in procs.items():
         assert p.returncode == 0, f"run {n} failed:\n" + p.stdout[-3000:] + p.stderr[-6000:]
@@ -64,7 +66,9 @@ CLUSTERING = ("results/*/clustering_nmi.tsv",)
 CLASSIFICATION = ("results/*/classification.tsv",)
 
 
-@pytest.mark.parametrize("patterns", [SELECTION, CLUSTERING, CLASSIFICATION], ids=["selection", "clustering", "classification"])
+@pytest.mark.parametrize(
+    "patterns", [SELECTION, CLUSTERING, CLASSIFICATION], ids=["selection", "clustering", "classification"]
+)
 def test_tables_byte_identical(runs, patterns):
     a, b = runs["a"], runs["b"]
     tables = _files(a, *patterns)

@@ -39,7 +39,7 @@ def _write_user_data(d: Path):
     import anndata
 
     rng = np.random.default_rng(0)
-    n, g, n_inf = 36, 50, 6
+    n, g = 36, 50
     groups = np.repeat(["A", "B", "C"], n // 3)
     X = rng.normal(0.0, 1.0, size=(n, g))
     for k, grp in enumerate("ABC"):
@@ -231,11 +231,21 @@ def test_report_is_self_contained(run_dir):
     html = (run_dir / "results/report.html").read_text()
     srcs = re.findall(r"""\b(?:src|href)\s*=\s*["']([^"']*)["']""", html, flags=re.I)
     assert srcs, "the report should contain inline figures"
-    assert all(s.startswith("data:") or s.startswith("#") for s in srcs), [s[:60] for s in srcs if not s.startswith("data:")]
+    assert all(s.startswith("data:") or s.startswith("#") for s in srcs), [
+        s[:60] for s in srcs if not s.startswith("data:")
+    ]
     assert "<script" not in html.lower() and "<link" not in html.lower()
     assert html.count("data:image/png;base64,") >= 4
-    for section in ["What was run", "Data provenance", "Paper versus this run", "Runtime per rule", "Software versions",
-                    "Paper (not this run)", "label-based evaluations", "Planted-feature simulation"]:
+    for section in [
+        "What was run",
+        "Data provenance",
+        "Paper versus this run",
+        "Runtime per rule",
+        "Software versions",
+        "Paper (not this run)",
+        "label-based evaluations",
+        "Planted-feature simulation",
+    ]:
         assert section in html, section
     for fig in ["nmi_user_split", "glfs_path_user_split", "heatmap_user_split", "simulation"]:
         assert (run_dir / f"results/figures/{fig}.png").stat().st_size > 1000
@@ -255,16 +265,31 @@ def test_report_renders_offline_in_a_real_browser(run_dir, tmp_path):
     browser = _chromium()
     if browser is None:
         pytest.skip("Chromium not installed (.ci/run installs Debian's chromium)")
-    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"]
+    flags = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--proxy-server=127.0.0.1:9",
+        "--proxy-bypass-list=<-loopback>",
+    ]
     url = (run_dir / "results/report.html").as_uri()
     dom = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert dom.stdout.count("<img") >= 4 and "Paper versus this run" in dom.stdout
     shot = tmp_path / "report.png"
-    r = subprocess.run([*flags, "--window-size=1200,3000", "--hide-scrollbars", f"--screenshot={shot}", url],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [*flags, "--window-size=1200,3000", "--hide-scrollbars", f"--screenshot={shot}", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0 and shot.exists(), r.stderr[-2000:]
     import matplotlib.image as mpimg
     import numpy as np
@@ -276,8 +301,15 @@ def test_report_renders_offline_in_a_real_browser(run_dir, tmp_path):
 
 
 def test_logs_and_benchmarks(run_dir):
-    for rule in ["build_graph", "select_features", "evaluate_clustering", "classify_samples",
-                 "simulate_recovery", "make_report", "merge_recovery"]:
+    for rule in [
+        "build_graph",
+        "select_features",
+        "evaluate_clustering",
+        "classify_samples",
+        "simulate_recovery",
+        "make_report",
+        "merge_recovery",
+    ]:
         assert any((run_dir / "logs" / rule).iterdir()), rule
     for rule in ["build_graph", "select_features", "evaluate_clustering", "classify_samples", "simulate_recovery"]:
         assert any((run_dir / "logs" / "benchmarks" / rule).glob("*.tsv")), rule
@@ -295,6 +327,14 @@ def test_rerun_gives_identical_tables(run_dir):
         "results/user_split/classification.tsv",
     ]
     before = {t: (run_dir / t).read_bytes() for t in tables}
-    _snakemake(run_dir, "--forcerun", "select_features_user_split", "evaluate_clustering", "classify_samples", "--", *tables[-2:])
+    _snakemake(
+        run_dir,
+        "--forcerun",
+        "select_features_user_split",
+        "evaluate_clustering",
+        "classify_samples",
+        "--",
+        *tables[-2:],
+    )
     for t in tables:
         assert (run_dir / t).read_bytes() == before[t], t

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import http.server
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -163,7 +162,13 @@ def test_failed_resolve_then_later_success_proceeds(server, tmp_path):
     assert rec["source"] == "download" and rec["sha256"] == SHA
     assert (dl / "d" / "short").read_bytes() == BODY
     # a second run trusts the verified download without the network
-    rec2 = resolve_file({"url": "http://127.0.0.1:9/unreachable/short", "sha256": SHA}, dataset="d", role="expression", download_dir=str(dl), **FAST)
+    rec2 = resolve_file(
+        {"url": "http://127.0.0.1:9/unreachable/short", "sha256": SHA},
+        dataset="d",
+        role="expression",
+        download_dir=str(dl),
+        **FAST,
+    )
     assert rec2["source"] == "cache" and rec2["path"] == str(dl / "d" / "short")
 
 
@@ -171,7 +176,9 @@ def test_corrupt_cached_download_is_replaced(server, tmp_path):
     dl = tmp_path / "dl"
     (dl / "d").mkdir(parents=True)
     (dl / "d" / "x.tsv").write_bytes(b"corrupt")
-    rec = resolve_file({"url": f"{server}/ok/x.tsv", "sha256": SHA}, dataset="d", role="expression", download_dir=str(dl), **FAST)
+    rec = resolve_file(
+        {"url": f"{server}/ok/x.tsv", "sha256": SHA}, dataset="d", role="expression", download_dir=str(dl), **FAST
+    )
     assert rec["source"] == "download"
     assert (dl / "d" / "x.tsv").read_bytes() == BODY
 
@@ -179,11 +186,19 @@ def test_corrupt_cached_download_is_replaced(server, tmp_path):
 def test_file_url(tmp_path):
     src = tmp_path / "src.tsv"
     src.write_bytes(BODY)
-    rec = resolve_file({"url": src.as_uri(), "sha256": SHA}, dataset="d", role="expression", download_dir=str(tmp_path / "dl"), **FAST)
+    rec = resolve_file(
+        {"url": src.as_uri(), "sha256": SHA}, dataset="d", role="expression", download_dir=str(tmp_path / "dl"), **FAST
+    )
     assert rec["source"] == "download"
     assert Path(rec["path"]).read_bytes() == BODY
     with pytest.raises(FetchError, match=r"missing\.tsv"):
-        resolve_file((tmp_path / "missing.tsv").as_uri(), dataset="d", role="expression", download_dir=str(tmp_path / "dl"), **FAST)
+        resolve_file(
+            (tmp_path / "missing.tsv").as_uri(),
+            dataset="d",
+            role="expression",
+            download_dir=str(tmp_path / "dl"),
+            **FAST,
+        )
 
 
 def test_mirror_resolution_order_and_checksum(server, tmp_path):
@@ -238,7 +253,18 @@ def test_fetch_rule_over_http_then_cache(server, tmp_path, mini_workflow):
         "datasets": {"web": {"expression": {"url": f"{server}/short", "sha256": SHA}}},
     }
     (tmp_path / "c.yaml").write_text(json.dumps(cfg))
-    cmd = [SNAKEMAKE, "-s", str(wf), "-d", str(tmp_path), "--cores", "1", "results/web/provenance.json", "--configfile", str(tmp_path / "c.yaml")]
+    cmd = [
+        SNAKEMAKE,
+        "-s",
+        str(wf),
+        "-d",
+        str(tmp_path),
+        "--cores",
+        "1",
+        "results/web/provenance.json",
+        "--configfile",
+        str(tmp_path / "c.yaml"),
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert p.returncode != 0
     assert "cut short" in (tmp_path / "logs/fetch_dataset/web.log").read_text()
@@ -309,7 +335,10 @@ def endless_server():
 def test_endless_body_is_stopped_at_the_size_cap(endless_server, tmp_path):
     dest = tmp_path / "x.tsv"
     url = f"{endless_server}/endless"
-    with pytest.raises(FetchError, match=rf"download of {url} stopped: more than 200000 bytes received.*size limit.*fetch\.max_download_gb") as err:
+    with pytest.raises(
+        FetchError,
+        match=rf"download of {url} stopped: more than 200000 bytes received.*size limit.*fetch\.max_download_gb",
+    ) as err:
         download(url, dest, max_bytes=200_000, **FAST)
     assert "not retried" in str(err.value)
     assert _EndlessHandler.counts["/endless"] == 1  # the cap is final: no retry
@@ -318,7 +347,10 @@ def test_endless_body_is_stopped_at_the_size_cap(endless_server, tmp_path):
 
 def test_content_length_above_the_cap_is_refused_before_the_body(endless_server, tmp_path):
     url = f"{endless_server}/huge"
-    with pytest.raises(FetchError, match=rf"download of {url} refused: Content-Length is 1000000000000 bytes, above the size limit of 200000 bytes"):
+    with pytest.raises(
+        FetchError,
+        match=rf"download of {url} refused: Content-Length is 1000000000000 bytes, above the size limit of 200000 bytes",
+    ):
         download(url, tmp_path / "x.tsv", max_bytes=200_000, **FAST)
     assert _leftovers(tmp_path) == []
 
@@ -326,7 +358,10 @@ def test_content_length_above_the_cap_is_refused_before_the_body(endless_server,
 def test_a_download_that_never_finishes_is_stopped_at_the_time_limit(endless_server, tmp_path):
     url = f"{endless_server}/drip"
     t0 = time.monotonic()
-    with pytest.raises(FetchError, match=rf"download of {url} stopped: not complete after 0\.5 s \(fetch\.max_time\), \d+ bytes received"):
+    with pytest.raises(
+        FetchError,
+        match=rf"download of {url} stopped: not complete after 0\.5 s \(fetch\.max_time\), \d+ bytes received",
+    ):
         download(url, tmp_path / "x.tsv", max_time=0.5, **FAST)
     assert time.monotonic() - t0 < 5  # stopped near the limit, not after retries or forever
     assert _leftovers(tmp_path) == []
@@ -345,7 +380,10 @@ def test_fetch_config_caps_reach_the_download(endless_server, tmp_path):
     dl = tmp_path / "dl"
     cfg = {"expression": f"{endless_server}/endless/e.tsv", "labels": None}
     fetch = {"download_dir": str(dl), "max_download_gb": 0.0002, **FAST}  # 214,748 bytes
-    with pytest.raises(FetchError, match=r"dataset 'd' file 'expression': download of .*/endless/e\.tsv stopped: more than 214748 bytes.*fetch\.max_download_gb = 0\.0002"):
+    with pytest.raises(
+        FetchError,
+        match=r"dataset 'd' file 'expression': download of .*/endless/e\.tsv stopped: more than 214748 bytes.*fetch\.max_download_gb = 0\.0002",
+    ):
         fetch_dataset_files("d", cfg, fetch)
     assert _leftovers(dl / "d") == []
 
@@ -364,7 +402,10 @@ def _gzip_bomb(path: Path, expanded: int) -> Path:
 def test_gzip_expanding_beyond_the_cap_is_refused_at_fetch(tmp_path):
     bomb = _gzip_bomb(tmp_path / "m.tsv.gz", 8 << 20)
     assert bomb.stat().st_size < 100_000
-    with pytest.raises(FetchError, match=r"dataset 'd' file 'expression': .*m\.tsv\.gz is gzip-compressed and expands to more than 1073741 bytes \(fetch\.max_expanded_gb = 0\.001\)"):
+    with pytest.raises(
+        FetchError,
+        match=r"dataset 'd' file 'expression': .*m\.tsv\.gz is gzip-compressed and expands to more than 1073741 bytes \(fetch\.max_expanded_gb = 0\.001\)",
+    ):
         fetch_dataset_files("d", {"expression": str(bomb), "labels": None}, {"max_expanded_gb": 0.001})
     # within the cap it resolves
     prov = fetch_dataset_files("d", {"expression": str(bomb), "labels": None}, {"max_expanded_gb": 16 / 1024})
@@ -374,8 +415,7 @@ def test_gzip_expanding_beyond_the_cap_is_refused_at_fetch(tmp_path):
 def test_limit_defaults_agree_with_the_schema_and_the_reader():
     import yaml
 
-    from glfs_workflow import readers
-    from glfs_workflow import fetch
+    from glfs_workflow import fetch, readers
 
     schema = yaml.safe_load((Path(__file__).resolve().parents[2] / "workflow/schemas/config.schema.yaml").read_text())
     props = schema["properties"]["fetch"]["properties"]
@@ -397,11 +437,15 @@ def test_fetch_script_error_with_an_empty_message_says_what_happened(tmp_path, m
 
     monkeypatch.setattr(fetch, "fetch_dataset_files", oom)
     smk = NS(
-        wildcards=NS(dataset="d"), params=NS(dataset={"expression": "x.tsv"}, fetch={}),
-        output=NS(provenance=str(tmp_path / "p.json")), log=[str(tmp_path / "f.log")],
+        wildcards=NS(dataset="d"),
+        params=NS(dataset={"expression": "x.tsv"}, fetch={}),
+        output=NS(provenance=str(tmp_path / "p.json")),
+        log=[str(tmp_path / "f.log")],
     )
     with pytest.raises(SystemExit):
-        runpy.run_path(str(Path(__file__).resolve().parents[2] / "scripts/fetch_file.py"), init_globals={"snakemake": smk})
+        runpy.run_path(
+            str(Path(__file__).resolve().parents[2] / "scripts/fetch_file.py"), init_globals={"snakemake": smk}
+        )
     text = (tmp_path / "f.log").read_text()
     assert "MemoryError (no further message) while fetching the files of dataset 'd'" in text
     assert not (tmp_path / "p.json").exists()
@@ -432,5 +476,7 @@ def test_a_cached_file_of_unknown_origin_without_sha256_is_downloaded_again(tmp_
     (tmp_path / "src" / "x.tsv").write_bytes(b"gene\tS1\nG1\t2\n")
     (tmp_path / "dl" / "d").mkdir(parents=True)
     (tmp_path / "dl" / "d" / "x.tsv").write_bytes(b"gene\tS1\nG1\t1\n")  # left by a run before URLs were recorded
-    rec = resolve_file((tmp_path / "src" / "x.tsv").as_uri(), dataset="d", role="expression", download_dir=str(tmp_path / "dl"))
+    rec = resolve_file(
+        (tmp_path / "src" / "x.tsv").as_uri(), dataset="d", role="expression", download_dir=str(tmp_path / "dl")
+    )
     assert rec["source"] == "download" and Path(rec["path"]).read_bytes() == b"gene\tS1\nG1\t2\n"

@@ -48,8 +48,6 @@ TEMP_MARKERS = (".tmp", ".part", "~")
 # ---------------------------------------------------------------- setup helpers
 
 
-
-
 def _workdir(tmp_path_factory, name: str, snap: Path) -> Path:
     wd = tmp_path_factory.mktemp(name)
     (wd / "resources").symlink_to(snap / "resources")  # static tables the report reads
@@ -66,8 +64,12 @@ def _result_files(wd: Path) -> list[str]:
 
 def _tables(wd: Path) -> list[str]:
     """Selection, clustering and classification tables (relative paths)."""
-    pats = ["results/*/selection/*.tsv", "results/*/clustering_nmi.tsv",
-            "results/*/classification.tsv", "results/*/glfs_path.tsv"]
+    pats = [
+        "results/*/selection/*.tsv",
+        "results/*/clustering_nmi.tsv",
+        "results/*/classification.tsv",
+        "results/*/glfs_path.tsv",
+    ]
     return sorted(str(p.relative_to(wd)) for pat in pats for p in _visible(wd.glob(pat)))
 
 
@@ -83,8 +85,10 @@ def _interrupt(snakefile: Path, wd: Path, config: dict, *, deadline_s=900, grace
     try:
         while not _visible((wd / "results").glob("*/selection/*.tsv")):
             if proc.poll() is not None:
-                pytest.fail(f"the workflow ended (exit {proc.returncode}) before any selection table:\n"
-                            + (wd / "interrupted.log").read_text()[-4000:])
+                pytest.fail(
+                    f"the workflow ended (exit {proc.returncode}) before any selection table:\n"
+                    + (wd / "interrupted.log").read_text()[-4000:]
+                )
             if time.monotonic() - t0 > deadline_s:
                 pytest.fail(f"no selection table after {deadline_s} s")
             time.sleep(0.1)
@@ -105,8 +109,11 @@ def _interrupt(snakefile: Path, wd: Path, config: dict, *, deadline_s=900, grace
     seen["returncode"] = proc.returncode
     seen["files_after_kill"] = _result_files(wd)
     # outputs of jobs that had finished (snakemake deletes those of the jobs it killed)
-    seen["mtimes"] = {str(p.relative_to(wd)): p.stat().st_mtime_ns
-                      for p in _visible((wd / "results").glob("*/*")) if p.suffix in (".h5ad", ".npz") and p.is_file()}
+    seen["mtimes"] = {
+        str(p.relative_to(wd)): p.stat().st_mtime_ns
+        for p in _visible((wd / "results").glob("*/*"))
+        if p.suffix in (".h5ad", ".npz") and p.is_file()
+    }
     seen["log"] = (wd / "interrupted.log").read_text()
     return seen
 
@@ -183,8 +190,11 @@ def test_graph_and_adata_equal_uninterrupted_run(runs):
 def test_no_partial_files_left(runs):
     for name in ("ref", "cut"):
         wd = runs[name]
-        stray = [str(p.relative_to(wd)) for p in (wd / "results").rglob("*")
-                 if p.is_file() and (p.name.startswith(".") or any(m in p.name for m in TEMP_MARKERS))]
+        stray = [
+            str(p.relative_to(wd))
+            for p in (wd / "results").rglob("*")
+            if p.is_file() and (p.name.startswith(".") or any(m in p.name for m in TEMP_MARKERS))
+        ]
         assert not stray, f"{name}: temporary or partial files left in results/: {stray}"
         incomplete = wd / ".snakemake" / "incomplete"
         markers = [p.name for p in incomplete.rglob("*") if p.is_file()] if incomplete.exists() else []
@@ -217,11 +227,19 @@ def test_sigterm_during_atomic_write_leaves_no_temporary(tmp_path):
     script = tmp_path / "writer.py"
     script.write_text(_KILLED_WRITER)
     dest = tmp_path / "out" / "table.tsv"
-    killed = subprocess.run([sys.executable, str(script), str(dest), str(tmp_path / "w.log"), "kill"],
-                            capture_output=True, text=True, timeout=120)
+    killed = subprocess.run(
+        [sys.executable, str(script), str(dest), str(tmp_path / "w.log"), "kill"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert killed.returncode != 0, "the writer was supposed to be killed"
     assert not dest.exists(), "a killed writer must not leave its output"
-    rerun = subprocess.run([sys.executable, str(script), str(dest), str(tmp_path / "w.log"), "write"],
-                           capture_output=True, text=True, timeout=120)
+    rerun = subprocess.run(
+        [sys.executable, str(script), str(dest), str(tmp_path / "w.log"), "write"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert rerun.returncode == 0, rerun.stderr
     assert sorted(p.name for p in dest.parent.iterdir()) == ["table.tsv"]

@@ -26,8 +26,12 @@ def test_prepare_script_error_with_an_empty_message_says_what_happened(tmp_path,
 
     monkeypatch.setattr(fetch, "check_provenance", lambda p, path: {})
     smk = NS(
-        wildcards=NS(dataset="d"), params=NS(dataset={}, max_expanded_gb=10), resources=NS(mem_mb=1000), input=NS(provenance=str(prov)),
-        output=NS(h5ad=str(tmp_path / "prepared.h5ad")), log=[str(tmp_path / "p.log")],
+        wildcards=NS(dataset="d"),
+        params=NS(dataset={}, max_expanded_gb=10),
+        resources=NS(mem_mb=1000),
+        input=NS(provenance=str(prov)),
+        output=NS(h5ad=str(tmp_path / "prepared.h5ad")),
+        log=[str(tmp_path / "p.log")],
     )
     with pytest.raises(SystemExit):
         runpy.run_path(str(REPO / "scripts/prepare_dataset.py"), init_globals={"snakemake": smk})
@@ -51,12 +55,18 @@ def test_count_method_without_counts_names_the_dataset_and_the_layer(tmp_path, r
     smk = NS(
         wildcards=NS(dataset="cells"),
         input=NS(adata=str(tmp_path / "prepared.h5ad"), graph=str(tmp_path / "graph.npz")),
-        output=NS(tables=[str(tmp_path / "variance.tsv"), str(tmp_path / "deviance.tsv")],
-                  metas=[str(tmp_path / "variance.json"), str(tmp_path / "deviance.json")]),
-        params=NS(methods=["variance", "deviance"], n_features=5, method_params={"variance": {}, "deviance": {}}, seed=0),
+        output=NS(
+            tables=[str(tmp_path / "variance.tsv"), str(tmp_path / "deviance.tsv")],
+            metas=[str(tmp_path / "variance.json"), str(tmp_path / "deviance.json")],
+        ),
+        params=NS(
+            methods=["variance", "deviance"], n_features=5, method_params={"variance": {}, "deviance": {}}, seed=0
+        ),
         log=[str(tmp_path / "s.log")],
     )
-    with pytest.raises(ValueError, match=r"dataset 'cells': method 'deviance' scores raw counts, but .* has no layers\['counts'\]"):
+    with pytest.raises(
+        ValueError, match=r"dataset 'cells': method 'deviance' scores raw counts, but .* has no layers\['counts'\]"
+    ):
         runpy.run_path(str(REPO / "scripts/select_features.py"), init_globals={"snakemake": smk})
     text = (tmp_path / "s.log").read_text()
     assert "datasets.cells.layer: counts" in text and "datasets.cells.methods" in text

@@ -20,7 +20,17 @@ anndata = pytest.importorskip("anndata")
 REPO = Path(__file__).resolve().parents[2]
 # methods of every kind that run on a small dense set: graph scores, the greedy design and the published
 # GLFS's lam path, the Laplacian-regularised designs, a supervised one, gene-wise ones, one on counts
-METHODS = ["glfs", "glfs_exact", "laplacian_score", "lapaofs", "lkr_score", "ufi", "fisher_score", "variance", "deviance"]
+METHODS = [
+    "glfs",
+    "glfs_exact",
+    "laplacian_score",
+    "lapaofs",
+    "lkr_score",
+    "ufi",
+    "fisher_score",
+    "variance",
+    "deviance",
+]
 
 
 def _prepared(tmp_path: Path) -> None:
@@ -41,10 +51,18 @@ def _select(tmp_path: Path, methods, out: Path) -> None:
     smk = NS(
         wildcards=NS(dataset="d"),
         input=NS(adata=str(tmp_path / "prepared.h5ad"), graph=str(tmp_path / "graph.npz")),
-        output=NS(tables=[str(out / f"{m}.tsv") for m in methods], metas=[str(out / f"{m}.json") for m in methods],
-                  adata=str(out / "adata.h5ad")),
-        params=NS(methods=list(methods), n_features=5, method_params={m: {} for m in methods}, seed=0,
-                  graph={"n_neighbors": 5, "t": None}),
+        output=NS(
+            tables=[str(out / f"{m}.tsv") for m in methods],
+            metas=[str(out / f"{m}.json") for m in methods],
+            adata=str(out / "adata.h5ad"),
+        ),
+        params=NS(
+            methods=list(methods),
+            n_features=5,
+            method_params={m: {} for m in methods},
+            seed=0,
+            graph={"n_neighbors": 5, "t": None},
+        ),
         log=[str(out / "s.log")],
     )
     runpy.run_path(str(REPO / "scripts/select_features.py"), init_globals={"snakemake": smk})
@@ -75,21 +93,35 @@ def test_one_job_for_all_methods_writes_what_one_job_per_method_writes(tmp_path,
 
 
 def test_one_simulation_job_writes_what_one_job_per_method_writes(tmp_path, restore_logging):
-    sim = {"n_samples": 60, "replicates": 1, "sigma_grid": [0.3], "n_noise_at_sigma": 30, "n_noise_grid": [20],
-           "sigma_at_n_noise": 0.2}
+    sim = {
+        "n_samples": 60,
+        "replicates": 1,
+        "sigma_grid": [0.3],
+        "n_noise_at_sigma": 30,
+        "n_noise_grid": [20],
+        "sigma_at_n_noise": 0.2,
+    }
     methods = ["glfs", "laplacian_score", "variance"]
 
     def run(names, out: Path):
         out.mkdir()
         smk = NS(
-            params=NS(methods=list(names), simulation=sim, graph={"n_neighbors": 5, "t": None},
-                      method_params={m: {} for m in names}, seed=0),
-            output=[str(out / f"{m}.tsv") for m in names], log=[str(out / "s.log")],
+            params=NS(
+                methods=list(names),
+                simulation=sim,
+                graph={"n_neighbors": 5, "t": None},
+                method_params={m: {} for m in names},
+                seed=0,
+            ),
+            output=[str(out / f"{m}.tsv") for m in names],
+            log=[str(out / "s.log")],
         )
         runpy.run_path(str(REPO / "scripts/simulate_recovery.py"), init_globals={"snakemake": smk})
 
     run(methods, tmp_path / "together")
     for i, m in enumerate(reversed(methods)):
         run([m], tmp_path / f"alone{i}")
-        assert (tmp_path / "together" / f"{m}.tsv").read_bytes() == (tmp_path / f"alone{i}" / f"{m}.tsv").read_bytes(), m
+        assert (tmp_path / "together" / f"{m}.tsv").read_bytes() == (
+            tmp_path / f"alone{i}" / f"{m}.tsv"
+        ).read_bytes(), m
     assert (tmp_path / "together" / "variance.tsv").read_text().count("\n") == 3  # header and 2 grid points

@@ -81,7 +81,9 @@ def test_pbmc_clustering_on_the_stratified_subsample(pbmc_run):
     assert set(nmi["n_features"]) == {20, 765}
     log = (work / "logs/evaluate_clustering/pbmc.log").read_text()
     assert log.count("evaluating a stratified subsample of 500") == len(METHODS)
-    assert log.count("k=765 (2/2)") == len(METHODS) + 3  # progress lines, per gene count: the methods, the floor's 3 draws
+    assert (
+        log.count("k=765 (2/2)") == len(METHODS) + 3
+    )  # progress lines, per gene count: the methods, the floor's 3 draws
     assert f"laplacian_score ({METHODS.index('laplacian_score') + 1}/{len(METHODS)})" in log  # and per method
     # the random floor and the sensitivity panel evaluate on the same subsample, not on every cell
     floor_log = log  # the spectral floor is evaluated in the clustering job

@@ -40,8 +40,14 @@ def select_toy_degree(X, W, *, n_features, labels=None, random_state=None, **par
 
 @pytest.fixture
 def toy_method():
-    row = api.MethodInfo(name=TOY, fn=select_toy_degree, family="score", needs_graph=True,
-                         params_from=toy_degree_score, description="toy: degree-weighted gene sums")
+    row = api.MethodInfo(
+        name=TOY,
+        fn=select_toy_degree,
+        family="score",
+        needs_graph=True,
+        params_from=toy_degree_score,
+        description="toy: degree-weighted gene sums",
+    )
     api.METHODS[TOY] = row
     yield row
     del api.METHODS[TOY]
@@ -96,8 +102,11 @@ def test_a_registered_method_runs_through_the_workflow_and_the_report(toy_method
     smk = NS(
         wildcards=NS(dataset="d"),
         input=NS(adata=str(tmp_path / "prepared.h5ad"), graph=str(tmp_path / "graph.npz")),
-        output=NS(tables=[str(tmp_path / f"{TOY}.tsv")], metas=[str(tmp_path / f"{TOY}.json")],
-                  adata=str(tmp_path / "adata.h5ad")),
+        output=NS(
+            tables=[str(tmp_path / f"{TOY}.tsv")],
+            metas=[str(tmp_path / f"{TOY}.json")],
+            adata=str(tmp_path / "adata.h5ad"),
+        ),
         params=NS(methods=[TOY], n_features=3, method_params={TOY: {"offset": 0.25}}, seed=0, graph={"n_neighbors": 5}),
         log=[str(tmp_path / "s.log")],
     )
@@ -112,8 +121,10 @@ def test_a_registered_method_runs_through_the_workflow_and_the_report(toy_method
     # the report's tables take it as any method: the clustering summary and the which-method ranks
     labels = a.obs["label"].to_numpy()
     rows = []
-    for method, ranking in ((TOY, np.argsort(table["rank"].to_numpy(), kind="stable")),
-                            ("variance", glfs.select(a.X, "variance", n_features_to_select=3).ranking)):
+    for method, ranking in (
+        (TOY, np.argsort(table["rank"].to_numpy(), kind="stable")),
+        ("variance", glfs.select(a.X, "variance", n_features_to_select=3).ranking),
+    ):
         recs = evaluate_ranking(np.asarray(a.X), labels, ranking, feature_grid=(2, 4, "all"), n_runs=2)
         rows += [{"method": method, **r} for r in recs]
     cdf = pd.DataFrame(rows)

@@ -40,7 +40,9 @@ def _write_inputs(d: Path):
     samples = [f"pt{i:02d}" for i in range(n)]
     genes = [f"gene{j}" for j in range(p)]
     pd.DataFrame(X.T, index=pd.Index(genes, name="id"), columns=samples).to_csv(d / "mine.tsv", sep="\t")
-    pd.DataFrame({"sample": samples, "subtype": np.where(groups == 1, "B", "A")}).to_csv(d / "mine_labels.tsv", sep="\t", index=False)
+    pd.DataFrame({"sample": samples, "subtype": np.where(groups == 1, "B", "A")}).to_csv(
+        d / "mine_labels.tsv", sep="\t", index=False
+    )
     Y = rng.normal(0.0, 1.0, (16, 30))
     pd.DataFrame(Y, index=[f"u{i}" for i in range(16)], columns=[f"g{j}" for j in range(30)]).to_csv(d / "other.csv")
 
@@ -130,13 +132,31 @@ def _small_inputs(wd: Path, k=3):
     rng = np.random.default_rng(0)
     for i in range(k):
         X = rng.normal(size=(30, 12))
-        pd.DataFrame(X, index=[f"g{j}" for j in range(30)], columns=[f"s{c}" for c in range(12)]).to_csv(wd / f"data/m{i}.tsv", sep="\t")
-    return {"run": [f"d{i}" for i in range(k)], "graph": {"n_neighbors": 3}, "datasets": {f"d{i}": {"expression": f"data/m{i}.tsv"} for i in range(k)}}
+        pd.DataFrame(X, index=[f"g{j}" for j in range(30)], columns=[f"s{c}" for c in range(12)]).to_csv(
+            wd / f"data/m{i}.tsv", sep="\t"
+        )
+    return {
+        "run": [f"d{i}" for i in range(k)],
+        "graph": {"n_neighbors": 3},
+        "datasets": {f"d{i}": {"expression": f"data/m{i}.tsv"} for i in range(k)},
+    }
 
 
 def _cmd(snakefile, wd, cfg, *extra):
     targets = [f"results/{d}/prepared.h5ad" for d in cfg["run"]]
-    return [SNAKEMAKE, "-s", str(snakefile), "-d", str(wd), "--cores", "1", *targets, "--configfile", str(wd / "c.json"), *extra]
+    return [
+        SNAKEMAKE,
+        "-s",
+        str(snakefile),
+        "-d",
+        str(wd),
+        "--cores",
+        "1",
+        *targets,
+        "--configfile",
+        str(wd / "c.json"),
+        *extra,
+    ]
 
 
 @pytest.mark.workflow
@@ -184,7 +204,9 @@ def test_target_after_configfile(tmp_path, mini_workflow):
     (tmp_path / "c.json").write_text(json.dumps(cfg))
     snakefile, target = mini_workflow(tmp_path), "results/d0/prepared.h5ad"
     base = [SNAKEMAKE, "-n", "-s", str(snakefile), "-d", str(tmp_path), "--cores", "1"]
-    after = subprocess.run([*base, "--configfile", str(tmp_path / "c.json"), target], capture_output=True, text=True, timeout=300)
+    after = subprocess.run(
+        [*base, "--configfile", str(tmp_path / "c.json"), target], capture_output=True, text=True, timeout=300
+    )
     out = after.stdout + after.stderr
     assert after.returncode != 0
     assert "FileNotFoundError" in out and target in out  # snakemake's own message, quoted in the README
@@ -208,14 +230,24 @@ def test_docs_cite_only_files_in_the_repository(doc):
     for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
         if re.match(r"[a-z]+://", target):
             continue
-        assert (REPO / Path(doc).parent / target).exists(), f"{doc}: link to {target} which the repository does not have"
+        assert (REPO / Path(doc).parent / target).exists(), (
+            f"{doc}: link to {target} which the repository does not have"
+        )
 
 
 def test_readme_keeps_day_one_and_leaves_slurm_detail_to_cluster_md():
     readme = (REPO / "README.md").read_text()
     cluster = (REPO / "docs/cluster.md").read_text()
     headings = re.findall(r"^## (.+)$", readme, flags=re.M)
-    for h in ["Quick start", "What the workflow does", "Outputs", "Using the library", "Your own data", "Running on a cluster", "Runtime"]:
+    for h in [
+        "Quick start",
+        "What the workflow does",
+        "Outputs",
+        "Using the library",
+        "Your own data",
+        "Running on a cluster",
+        "Runtime",
+    ]:
         assert h in headings, f"README lost the section {h!r}"
     for detail in ["slurm-status-command", "MinJobAge", "mem_mb_per_mcell", "--conda-create-envs-only", "slurmctld"]:
         assert detail in cluster and detail not in readme, detail

@@ -329,7 +329,15 @@ def _nb_deviance(indptr, indices, data, n_cell, pi, rows, starts, n_parts):
 
 #: The kernels by the name :func:`_kernel` is called with (the Python functions numba compiles).
 _KERNELS = {
-    "stats": _nb_stats, "sums": _nb_sums, "cross": _nb_cross, "stats_csc": _nb_stats_csc,
-    "sums_csc": _nb_sums_csc, "cross_csc": _nb_cross_csc, "scan": _nb_scan, "split": _nb_split,
-    "deviance": _nb_deviance, "duplicate": _nb_duplicate, "times_dense": _nb_times_dense,
+    "stats": _nb_stats,
+    "sums": _nb_sums,
+    "cross": _nb_cross,
+    "stats_csc": _nb_stats_csc,
+    "sums_csc": _nb_sums_csc,
+    "cross_csc": _nb_cross_csc,
+    "scan": _nb_scan,
+    "split": _nb_split,
+    "deviance": _nb_deviance,
+    "duplicate": _nb_duplicate,
+    "times_dense": _nb_times_dense,
 }

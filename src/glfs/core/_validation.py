@@ -17,10 +17,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core.limits import DENSE_ALTERNATIVE, check_dense_size
-from glfs.core.structure import canonical, check_sparse_structure, check_stored_values
 from glfs.core.out_of_core import (
-    OutOfCore, _check_size, _ComplexInput, _count_nonfinite, _refuse_complex, out_of_core_kind,
+    OutOfCore,
+    _check_size,
+    _ComplexInput,
+    _count_nonfinite,
+    _refuse_complex,
+    out_of_core_kind,
 )
+from glfs.core.structure import canonical, check_sparse_structure, check_stored_values
 
 log = logging.getLogger(__name__)
 
@@ -166,14 +171,25 @@ def check_real(value, name: str, min_val=None, max_val=None, *, include_boundari
     """A finite number in the given range; returns a Python float.  ``min_val=0,
     include_boundaries="neither"`` is "a positive number"."""
     return check_scalar(
-        value, name, numbers.Real, min_val=min_val, max_val=max_val, include_boundaries=include_boundaries,
+        value,
+        name,
+        numbers.Real,
+        min_val=min_val,
+        max_val=max_val,
+        include_boundaries=include_boundaries,
         coerce=coerce,
     )
 
 
 def check_X(
-    X, *, name: str = "X", allow_sparse: bool = True, dense: bool = False, read_only: bool = False,
-    lazy: bool = False, method: str | None = None,
+    X,
+    *,
+    name: str = "X",
+    allow_sparse: bool = True,
+    dense: bool = False,
+    read_only: bool = False,
+    lazy: bool = False,
+    method: str | None = None,
 ):
     """Validate an expression matrix of shape (n_samples, n_features).
 
@@ -220,7 +236,10 @@ def check_X(
         if dense:
             n, d = X.shape
             check_dense_size(
-                method or name, f"a dense copy of the sparse {name} ({n} x {d})", float(n) * d, DENSE_ALTERNATIVE,
+                method or name,
+                f"a dense copy of the sparse {name} ({n} x {d})",
+                float(n) * d,
+                DENSE_ALTERNATIVE,
             )
         Xs = _sparse_read_only(X) if read_only and not dense else sp.csr_matrix(X, dtype=np.float64)
         check_stored_values(Xs, name)
@@ -257,7 +276,7 @@ def _sparse_read_only(X):
     fmt = X.format if X.format in ("csr", "csc") else "csr"
     dtype = X.dtype
     if dtype not in (np.float32, np.float64):
-        top = float(max(X.data.max(), -X.data.min())) if X.nnz and dtype != bool else 1.0  # bool: no unary minus
+        top = float(max(X.data.max(), -X.data.min())) if X.nnz and dtype != bool else 1.0  # noqa: E721 (bool: no unary minus)
         dtype = np.float32 if dtype.kind in "iub" and top <= 2**24 else np.float64
     cls = sp.csr_matrix if fmt == "csr" else sp.csc_matrix
     if isinstance(X, cls) and X.dtype == dtype:
@@ -373,5 +392,3 @@ def warn_constant(mask: np.ndarray, method: str) -> None:
         )
         warnings.warn(msg, ConstantFeatureWarning, stacklevel=3)
         log.warning(msg)
-
-

@@ -31,8 +31,22 @@ from glfs.core.structure import canonical, check_sparse_structure
 
 log = logging.getLogger(__name__)
 
-__all__ = ["active_client", "as_current", "chunk_grid", "chunk_tasks", "gather_blocks", "map_chunks", "map_gene_blocks",
-           "map_pieces", "n_workers", "stall_seconds", "task_key", "wait_for", "BLOCKS_PER_WORKER", "STALL_SECONDS"]
+__all__ = [
+    "active_client",
+    "as_current",
+    "chunk_grid",
+    "chunk_tasks",
+    "gather_blocks",
+    "map_chunks",
+    "map_gene_blocks",
+    "map_pieces",
+    "n_workers",
+    "stall_seconds",
+    "task_key",
+    "wait_for",
+    "BLOCKS_PER_WORKER",
+    "STALL_SECONDS",
+]
 
 #: Gene blocks per worker at least (smaller blocks than ``STREAM_VALUES`` when X is small), so that
 #: every worker has work and a slow block does not leave the others idle.
@@ -117,14 +131,26 @@ def gather_blocks(client, futures, what: str, labels, fetch: bool = True):
                         out[i] = res if fetch else None
                 except Exception as e:
                     lost = type(e).__name__ in ("KilledWorker", "FutureCancelledError", "CancelledError")
-                    hint = ("; a worker was lost (above its memory limit, or killed): raise the workers' memory_limit "
-                            "or make X's chunks smaller" if lost else "")
-                    msg = (f"{what} failed on the dask cluster at {labels[i]} ({type(e).__name__}: {e}){hint}; "
-                           f"no partial result is returned")
+                    hint = (
+                        "; a worker was lost (above its memory limit, or killed): raise the workers' memory_limit "
+                        "or make X's chunks smaller"
+                        if lost
+                        else ""
+                    )
+                    msg = (
+                        f"{what} failed on the dask cluster at {labels[i]} ({type(e).__name__}: {e}){hint}; "
+                        f"no partial result is returned"
+                    )
                     raise RuntimeError(msg) from e
                 done += 1
-                log.info("%s: %s done (%d of %d blocks), %.1f s", what, labels[i], done, len(futures),
-                         time.perf_counter() - t0)
+                log.info(
+                    "%s: %s done (%d of %d blocks), %.1f s",
+                    what,
+                    labels[i],
+                    done,
+                    len(futures),
+                    time.perf_counter() - t0,
+                )
     finally:
         if done < len(futures):
             client.cancel(futures)
@@ -159,19 +185,26 @@ def _next_finished(client, pending, what, labels):
 def _activity(dask_worker) -> dict:
     """What a worker is doing (run on every worker): tasks running or fetching data, its status."""
     st = dask_worker.state
-    return {"running": len(st.executing) + len(st.long_running) + len(st.in_flight_tasks),
-            "ready": len(st.ready) + len(st.constrained), "status": getattr(dask_worker.status, "name", str(dask_worker.status))}
+    return {
+        "running": len(st.executing) + len(st.long_running) + len(st.in_flight_tasks),
+        "ready": len(st.ready) + len(st.constrained),
+        "status": getattr(dask_worker.status, "name", str(dask_worker.status)),
+    }
 
 
 def _raise_stalled(client, what, labels, workers, limit):
     """The RuntimeError of a stalled step: the blocks not done, the workers' states, how to see more."""
-    said = ", ".join(f"{w}: {a['status']}, {a['ready']} ready" if isinstance(a, dict) else f"{w}: no answer ({a})"
-                     for w, a in workers.items())
+    said = ", ".join(
+        f"{w}: {a['status']}, {a['ready']} ready" if isinstance(a, dict) else f"{w}: no answer ({a})"
+        for w, a in workers.items()
+    )
     shown = "; ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
-    msg = (f"{what} stalled on the dask cluster: none of its {len(labels)} blocks still to do ({shown}) finished in "
-           f"{limit:.0f} s while no worker ran or fetched a task (workers: {said or 'none'}); the scheduler's and "
-           f"workers' states can be saved with client.dump_cluster_state(); dask config 'glfs.stall-timeout' "
-           f"sets this limit (None waits forever); no partial result is returned")
+    msg = (
+        f"{what} stalled on the dask cluster: none of its {len(labels)} blocks still to do ({shown}) finished in "
+        f"{limit:.0f} s while no worker ran or fetched a task (workers: {said or 'none'}); the scheduler's and "
+        f"workers' states can be saved with client.dump_cluster_state(); dask config 'glfs.stall-timeout' "
+        f"sets this limit (None waits forever); no partial result is returned"
+    )
     raise RuntimeError(msg)
 
 
@@ -242,8 +275,15 @@ def chunk_tasks(X, fn, shared, client, what: str):
         for j in range(grid.shape[1]):
             rows = slice(int(starts[0][i]), int(starts[0][i + 1]))
             cols = slice(int(starts[1][j]), int(starts[1][j + 1]))
-            out.append((rows, cols, dask.delayed(_call_at)(fn, grid[i, j], rows, cols, shared_f,
-                                                           dask_key_name=task_key(what, len(out)))))
+            out.append(
+                (
+                    rows,
+                    cols,
+                    dask.delayed(_call_at)(
+                        fn, grid[i, j], rows, cols, shared_f, dask_key_name=task_key(what, len(out))
+                    ),
+                )
+            )
     return out
 
 
@@ -290,7 +330,12 @@ def map_pieces(client, fn, pieces, shared, what: str, labels=None):
     """
     shared_f = _scatter(client, shared)
     piece_f = client.scatter(list(pieces), hash=False)
-    futures = client.map(_call, [fn] * len(piece_f), piece_f, [shared_f] * len(piece_f),
-                         key=[task_key(what, i) for i in range(len(piece_f))])
+    futures = client.map(
+        _call,
+        [fn] * len(piece_f),
+        piece_f,
+        [shared_f] * len(piece_f),
+        key=[task_key(what, i) for i in range(len(piece_f))],
+    )
     labels = labels or [f"block {i}" for i in range(len(futures))]
     return gather_blocks(client, futures, what, labels)

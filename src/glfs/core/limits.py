@@ -50,8 +50,15 @@ def check_dense_size(method: str, what: str, n_elements: float, alternative: str
     return check_bytes(method, what, 8.0 * float(n_elements), alternative, limit_gb=limit_gb)
 
 
-def check_bytes(method: str, what: str, n_bytes: float, alternative: str, *, limit_gb: float | None = None,
-                kind: str = "dense intermediates"):
+def check_bytes(
+    method: str,
+    what: str,
+    n_bytes: float,
+    alternative: str,
+    *,
+    limit_gb: float | None = None,
+    kind: str = "dense intermediates",
+):
     """Raise ``ValueError`` when ``n_bytes`` of intermediates exceed the limit (:func:`check_dense_size` in bytes).
 
     ``kind`` names what the budget counts in the message (default "dense

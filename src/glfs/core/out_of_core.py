@@ -60,8 +60,10 @@ def _count_nonfinite(values) -> int:
     flat = values.reshape(-1) if values.flags.c_contiguous or values.flags.f_contiguous else None
     if flat is None:  # a strided view: per row block
         step = max(1, 2**22 // max(1, values.shape[-1]))
-        return sum(int(values[i : i + step].size - np.count_nonzero(np.isfinite(values[i : i + step])))
-                   for i in range(0, values.shape[0], step))
+        return sum(
+            int(values[i : i + step].size - np.count_nonzero(np.isfinite(values[i : i + step])))
+            for i in range(0, values.shape[0], step)
+        )
     bad = 0
     for i in range(0, flat.size, 2**22):
         part = flat[i : i + 2**22]
@@ -70,7 +72,7 @@ def _count_nonfinite(values) -> int:
 
 
 def out_of_core_kind(X) -> str | None:
-    """"backed" (an AnnData backed sparse matrix, or an h5py dataset), "dask" (a dask array), or None.
+    """ "backed" (an AnnData backed sparse matrix, or an h5py dataset), "dask" (a dask array), or None.
 
     Duck-typed: the core modules import neither anndata, h5py nor dask.
     """
@@ -123,9 +125,11 @@ class OutOfCore:
         """
         idx = np.asarray(rows) if not isinstance(rows, tuple) else None
         if self.kind != "dask" or idx is None or idx.ndim != 1 or idx.dtype.kind not in "iu":
-            msg = (f"an out-of-core X ({self.describe()}) can only be cut to a set of its cells (sorted int indices) "
-                   f"when it is a dask array; got {type(rows).__name__} on {self.kind} storage: load it first "
-                   f"(adata.to_memory(); {self.memory_hint()}) or pass a dask array")
+            msg = (
+                f"an out-of-core X ({self.describe()}) can only be cut to a set of its cells (sorted int indices) "
+                f"when it is a dask array; got {type(rows).__name__} on {self.kind} storage: load it first "
+                f"(adata.to_memory(); {self.memory_hint()}) or pass a dask array"
+            )
             raise ValueError(msg)
         import dask.array as da
 
@@ -242,8 +246,12 @@ class OutOfCore:
         _validated.move_to_end(self.source.name)
         self.max_abs, self.gene_nnz, self.counts, self.nnz = facts
         self.name = name
-        log.info("%s: %s validated before in this process (dask name %s): not read again", name, self.describe(),
-                 self.source.name)
+        log.info(
+            "%s: %s validated before in this process (dask name %s): not read again",
+            name,
+            self.describe(),
+            self.source.name,
+        )
         return True
 
     def _remember(self, validated):
@@ -277,6 +285,7 @@ class OutOfCore:
             msg = f"{label} is not a valid {self.format.upper()} matrix: it has {n_idx} indices but {n_data} stored values"
             raise ValueError(msg)
         check_indptr(indptr, n_idx, self.shape, self.format, label)
+
     def _validate_on_cluster(self, client, name):
         """:meth:`validate` with every chunk scanned by a task on the dask cluster (glfs.core.cluster), or
         with ``client`` None by this process chunk by chunk (a dask X of 2-D tiles: no row block assembled)."""
@@ -286,12 +295,17 @@ class OutOfCore:
         top, nnz, counts = 0.0, 0, True
         self.name = name
         shared = {"sparse": sparse, "label": self._label(name)}
-        found = (map_chunks(self, _scan_chunk, shared, client, f"validating {name}") if client is not None
-                 else self._scanned_here(shared))
+        found = (
+            map_chunks(self, _scan_chunk, shared, client, f"validating {name}")
+            if client is not None
+            else self._scanned_here(shared)
+        )
         for rows, cols, (cnt, bad, big, is_counts) in found:
             if bad:
-                msg = (f"{name} must contain only finite values; got {bad} NaN or infinite entries in rows "
-                       f"{rows.start}-{rows.stop - 1}, columns {cols.start}-{cols.stop - 1}")
+                msg = (
+                    f"{name} must contain only finite values; got {bad} NaN or infinite entries in rows "
+                    f"{rows.start}-{rows.stop - 1}, columns {cols.start}-{cols.stop - 1}"
+                )
                 raise ValueError(msg)
             top, counts = max(top, big), counts and is_counts
             if sparse:
@@ -299,8 +313,14 @@ class OutOfCore:
                 nnz += int(cnt.sum())
         self.max_abs, self.gene_nnz, self.counts = top, gene_nnz, counts
         self.nnz = nnz if sparse else n * d
-        log.info("%s: scanned %s once %s (%d values stored, max |x| %.4g)", name, self.describe(),
-                 "on the dask cluster" if client is not None else "tile by tile", self.nnz, top)
+        log.info(
+            "%s: scanned %s once %s (%d values stored, max |x| %.4g)",
+            name,
+            self.describe(),
+            "on the dask cluster" if client is not None else "tile by tile",
+            self.nnz,
+            top,
+        )
         return self
 
     def _scanned_here(self, shared):
@@ -336,8 +356,11 @@ class OutOfCore:
         if self.gene_nnz is None:
             self.validate()
         by_genes = self.kind == "dask" and len(self.source.chunks[1]) > 1  # 2-D tiles: a block = a column of tiles
-        parts = (list(_merged(np.r_[0, np.cumsum(self.source.chunks[1])], self.gene_nnz, max_values)) if by_genes
-                 else list(_gene_partition(self.gene_nnz, max_values)))
+        parts = (
+            list(_merged(np.r_[0, np.cumsum(self.source.chunks[1])], self.gene_nnz, max_values))
+            if by_genes
+            else list(_gene_partition(self.gene_nnz, max_values))
+        )
         row_stored = not (self.format == "csc" and self.kind == "backed") and not by_genes
         where = self._spill_dir(len(parts)) if row_stored else None
         if where is not None:
@@ -348,7 +371,9 @@ class OutOfCore:
                 "%s is stored by rows: read once per gene block, %d times (blocks of at most %d values); "
                 "a CSC file is read once (adata.X = adata.X.tocsc() before writing it), or raise "
                 "glfs.core.out_of_core.STREAM_VALUES (8 bytes of memory per value of a block)",
-                self.describe(), len(parts), max_values,
+                self.describe(),
+                len(parts),
+                max_values,
             )
         for sl in parts:
             if not row_stored:
@@ -375,7 +400,12 @@ class OutOfCore:
             log.info(
                 "%s: %.1f GB free in %s, below the %.1f GB (+ %.1f GB headroom) of its split into %d gene blocks; "
                 "reading it once per gene block instead (set TMPDIR to a larger disk)",
-                self.describe(), free / 2**30, where, need / 2**30, SPILL_HEADROOM / 2**30, n_blocks,
+                self.describe(),
+                free / 2**30,
+                where,
+                need / 2**30,
+                SPILL_HEADROOM / 2**30,
+                n_blocks,
             )
             return None
         return where
@@ -387,8 +417,14 @@ class OutOfCore:
         n, k = self.shape[0], len(parts)
         starts = np.array([sl.start for sl in parts], np.int64)
         need = self._spill_bytes(k)
-        log.info("%s is stored by rows: splitting it into %d gene blocks in one pass, through %.1f GB of "
-                 "temporary files in %s", self.describe(), k, need / 2**30, where)
+        log.info(
+            "%s is stored by rows: splitting it into %d gene blocks in one pass, through %.1f GB of "
+            "temporary files in %s",
+            self.describe(),
+            k,
+            need / 2**30,
+            where,
+        )
         t0 = time.perf_counter()
         with _exit_on_sigterm(), tempfile.TemporaryDirectory(prefix="glfs-split-", dir=where) as tmp:
             names = [os.path.join(tmp, str(p)) for p in range(k)]
@@ -398,15 +434,21 @@ class OutOfCore:
                     if not blk.has_sorted_indices:  # the kernel cuts each row at the block starts
                         blk = blk.sorted_indices()
                     lengths, values, local, offset = _kernel("split")(
-                        blk.indptr, blk.indices, blk.data.astype(self.dtype, copy=False), starts, k)
+                        blk.indptr, blk.indices, blk.data.astype(self.dtype, copy=False), starts, k
+                    )
                     for p, name in enumerate(names):
-                        for ext, arr in (("len", lengths[p]), ("val", values[offset[p] : offset[p + 1]]),
-                                         ("idx", local[offset[p] : offset[p + 1]])):
+                        for ext, arr in (
+                            ("len", lengths[p]),
+                            ("val", values[offset[p] : offset[p + 1]]),
+                            ("idx", local[offset[p] : offset[p + 1]]),
+                        ):
                             with open(f"{name}.{ext}", "ab") as f:
                                 arr.tofile(f)
             except OSError as e:
-                msg = (f"writing the split of {self.describe()} to {tmp} failed ({e}); it needs {need / 2**30:.1f} GB: "
-                       "set TMPDIR to a disk with the space, or glfs.core.out_of_core.SPILL = False to read X once per gene block")
+                msg = (
+                    f"writing the split of {self.describe()} to {tmp} failed ({e}); it needs {need / 2**30:.1f} GB: "
+                    "set TMPDIR to a disk with the space, or glfs.core.out_of_core.SPILL = False to read X once per gene block"
+                )
                 raise OSError(msg) from e
             log.info("split in %.1f s", time.perf_counter() - t0)
             for name, sl in zip(names, parts):
@@ -440,8 +482,10 @@ class OutOfCore:
 def _all_counts(vals) -> bool:
     """Whether the values are non-negative integers (raw counts), checked in slices of 2**22."""
     flat = np.asarray(vals).reshape(-1)
-    return all(bool(p.min() >= 0) and np.array_equal(p, np.floor(p))
-               for p in (flat[i : i + 2**22] for i in range(0, flat.size, 2**22)))
+    return all(
+        bool(p.min() >= 0) and np.array_equal(p, np.floor(p))
+        for p in (flat[i : i + 2**22] for i in range(0, flat.size, 2**22))
+    )
 
 
 def _scan_chunk(blk, rows, cols, *, sparse, label):

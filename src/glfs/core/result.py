@@ -166,8 +166,10 @@ def make_selection(
 
 
 #: Why a score is NaN, unless the method says more (make_selection's ``nan_reason``).
-NAN_REASON = ("a gene the method cannot score has a NaN score (a gene constant across the samples, or arithmetic "
-              "that overflowed: values or graph weights far from 1, e.g. 1e300)")
+NAN_REASON = (
+    "a gene the method cannot score has a NaN score (a gene constant across the samples, or arithmetic "
+    "that overflowed: values or graph weights far from 1, e.g. 1e300)"
+)
 
 
 def _refuse_nan(method, scores, n_features, selected, reason) -> None:
@@ -183,9 +185,14 @@ def _refuse_nan(method, scores, n_features, selected, reason) -> None:
     if not (short or picked):
         return
     first = np.flatnonzero(nan)[:5].tolist()
-    what = (f"only {d - n_nan} can be selected by their score, fewer than the {n_features} asked" if short else
-            f"{picked} of the selected genes have no score (they would be chosen in gene order)")
-    msg = (f"{method}: scores are NaN for {n_nan} of {d} genes (e.g. columns {first}), so {what}; "
-           f"{reason or NAN_REASON}. {f'Ask for at most {d - n_nan} genes, or r' if d > n_nan else 'R'}emove the genes "
-           "(or cells) that cannot be scored")
+    what = (
+        f"only {d - n_nan} can be selected by their score, fewer than the {n_features} asked"
+        if short
+        else f"{picked} of the selected genes have no score (they would be chosen in gene order)"
+    )
+    msg = (
+        f"{method}: scores are NaN for {n_nan} of {d} genes (e.g. columns {first}), so {what}; "
+        f"{reason or NAN_REASON}. {f'Ask for at most {d - n_nan} genes, or r' if d > n_nan else 'R'}emove the genes "
+        "(or cells) that cannot be scored"
+    )
     raise ValueError(msg)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-import scipy.sparse as sp
 
 from glfs.core._sparse_kernels import _kernel
 
@@ -31,7 +30,7 @@ __all__ = ["check_sparse_structure", "check_compressed", "check_indptr", "canoni
 
 
 def _where(fmt: str, major: int, minor: int, row0: int = 0) -> str:
-    """"row i, column j" of a stored entry (CSR: major = row; CSC: major = column)."""
+    """ "row i, column j" of a stored entry (CSR: major = row; CSC: major = column)."""
     if fmt == "csc":
         return f"row {minor}, column {major}"
     return f"row {major + row0}, column {minor}"
@@ -54,17 +53,23 @@ def check_indptr(indptr, n_idx: int, shape, fmt: str, name: str, *, row0: int = 
         msg = f"{name} is not {kind}: its indptr must be integers; got dtype {indptr.dtype}"
         raise ValueError(msg)
     if indptr.ndim != 1 or indptr.size != n_major + 1:
-        msg = f"{name} is not {kind}: its indptr must have {n_major + 1} entries (one per {axis} + 1); got {indptr.size}"
+        msg = (
+            f"{name} is not {kind}: its indptr must have {n_major + 1} entries (one per {axis} + 1); got {indptr.size}"
+        )
         raise ValueError(msg)
     if indptr[0] != 0 or indptr[-1] != n_idx:
-        msg = (f"{name} is not {kind}: its indptr must start at 0 and end at the {n_idx} stored values; "
-               f"got {int(indptr[0])} ... {int(indptr[-1])}")
+        msg = (
+            f"{name} is not {kind}: its indptr must start at 0 and end at the {n_idx} stored values; "
+            f"got {int(indptr[0])} ... {int(indptr[-1])}"
+        )
         raise ValueError(msg)
     step = np.diff(indptr)
     if step.size and step.min() < 0:
         k = int(np.argmax(step < 0))
-        msg = (f"{name} is not {kind}: its indptr decreases at {axis} {k + row0} (indptr[{k}] = {int(indptr[k])}, "
-               f"indptr[{k + 1}] = {int(indptr[k + 1])}); it must be non-decreasing")
+        msg = (
+            f"{name} is not {kind}: its indptr decreases at {axis} {k + row0} (indptr[{k}] = {int(indptr[k])}, "
+            f"indptr[{k + 1}] = {int(indptr[k + 1])}); it must be non-decreasing"
+        )
         raise ValueError(msg)
 
 
@@ -86,9 +91,11 @@ def check_compressed(indptr, indices, n_data: int, shape, fmt: str, name: str, *
     if indices.size and (indices.min() < 0 or indices.max() >= n_minor):
         t = int(np.flatnonzero((indices < 0) | (indices >= n_minor))[0])
         major = int(np.searchsorted(indptr, t, side="right") - 1)
-        msg = (f"{name} is not a valid {fmt.upper()} matrix of shape {tuple(shape)}: stored value {t} "
-               f"({axis} {major + (row0 if axis == 'row' else 0)}) has {other} index {int(indices[t])}, "
-               f"outside [0, {n_minor}); the file or the arrays are corrupt")
+        msg = (
+            f"{name} is not a valid {fmt.upper()} matrix of shape {tuple(shape)}: stored value {t} "
+            f"({axis} {major + (row0 if axis == 'row' else 0)}) has {other} index {int(indices[t])}, "
+            f"outside [0, {n_minor}); the file or the arrays are corrupt"
+        )
         raise ValueError(msg)
 
 
@@ -110,8 +117,10 @@ def check_sparse_structure(X, name: str = "X", *, row0: int = 0) -> None:
         for axis, (idx, size) in enumerate(zip(coords, X.shape)):
             if idx.size and (idx.min() < 0 or idx.max() >= size):
                 t = int(np.flatnonzero((idx < 0) | (idx >= size))[0])
-                msg = (f"{name} is not a valid COO matrix of shape {tuple(X.shape)}: stored value {t} has "
-                       f"{'row' if axis == 0 else 'column'} index {int(idx[t])}, outside [0, {size})")
+                msg = (
+                    f"{name} is not a valid COO matrix of shape {tuple(X.shape)}: stored value {t} has "
+                    f"{'row' if axis == 0 else 'column'} index {int(idx[t])}, outside [0, {size})"
+                )
                 raise ValueError(msg)
 
 
@@ -125,8 +134,10 @@ def check_stored_values(X, name: str = "X", *, row0: int = 0) -> None:
         return
     t = int(np.argmin(finite))
     major = int(np.searchsorted(X.indptr, t, side="right") - 1)
-    msg = (f"{name} must contain only finite values; got {int(finite.size - np.count_nonzero(finite))} NaN or "
-           f"infinite entries, first at {_where(X.format, major, int(X.indices[t]), row0)} (value {data[t]})")
+    msg = (
+        f"{name} must contain only finite values; got {int(finite.size - np.count_nonzero(finite))} NaN or "
+        f"infinite entries, first at {_where(X.format, major, int(X.indices[t]), row0)} (value {data[t]})"
+    )
     raise ValueError(msg)
 
 
@@ -154,8 +165,10 @@ def canonical(X, name: str = "X", *, warn: bool = True):
     dup = X.nnz - Xc.nnz
     (log.warning if warn else log.debug)(
         "%s: the sparse matrix is not in canonical form (%s); scored as the matrix it means, on a canonical copy "
-        "(duplicates summed, indices sorted: %d more stored values of memory)", name,
-        f"{dup} duplicate entries" if dup else "indices unsorted within rows", Xc.nnz,
+        "(duplicates summed, indices sorted: %d more stored values of memory)",
+        name,
+        f"{dup} duplicate entries" if dup else "indices unsorted within rows",
+        Xc.nnz,
     )
     return Xc
 

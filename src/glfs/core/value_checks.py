@@ -14,7 +14,15 @@ import scipy.sparse as sp
 
 from glfs.core.out_of_core import OutOfCore
 
-__all__ = ["SCALE_RANGE", "scale_problem", "check_scale", "holds_counts", "check_counts", "COUNT_DYNAMIC_RANGE", "looks_like_counts"]
+__all__ = [
+    "SCALE_RANGE",
+    "scale_problem",
+    "check_scale",
+    "holds_counts",
+    "check_counts",
+    "COUNT_DYNAMIC_RANGE",
+    "looks_like_counts",
+]
 
 
 #: The range of the largest absolute value of X that :func:`glfs.select` accepts (:func:`check_scale`).
@@ -79,7 +87,9 @@ def check_counts(X, *, name: str = "counts", hint: str = ""):
     if holds_counts(X):
         return X
     if getattr(X, "counts", None) is not None:
-        msg = f"{name} must hold raw counts (non-negative integers); got negative or non-integer values in {X.describe()}"
+        msg = (
+            f"{name} must hold raw counts (non-negative integers); got negative or non-integer values in {X.describe()}"
+        )
         raise ValueError(msg + (f". {hint}" if hint else ""))
     v = X.data if sp.issparse(X) else np.asarray(X).ravel()
     bad = v[(v < 0) | (v != np.floor(v))]

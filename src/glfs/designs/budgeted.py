@@ -70,7 +70,6 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from glfs.core.result import PicklableResult, Selection, make_selection
 from glfs.core._validation import (
     check_graph,
     check_int,
@@ -81,12 +80,21 @@ from glfs.core._validation import (
     constant_features,
     warn_constant,
 )
-from glfs.graph.similarity import laplacian
+from glfs.core.result import PicklableResult, Selection, make_selection
 from glfs.designs.optimal import optimal_design_greedy
+from glfs.graph.similarity import laplacian
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GLFSDesignResult", "glfs_design", "trace_criterion", "relaxed_criterion", "select_glfs_design", "scale_free_lambdas", "standardise"]
+__all__ = [
+    "GLFSDesignResult",
+    "glfs_design",
+    "trace_criterion",
+    "relaxed_criterion",
+    "select_glfs_design",
+    "scale_free_lambdas",
+    "standardise",
+]
 
 # Defaults (chosen on the planted simulation, benchmarks/glfs_design_defaults.py; docs/methods.md).
 DEFAULT_GRAPH_WEIGHT = 0.1  # lambda1 L has mean eigenvalue 0.1
@@ -369,24 +377,45 @@ def glfs_design(
         greedy_start_kept = start is None and n_swaps == 0
         first = ex.S if greedy_start_kept else _greedy_order(Xs, W, ex.S, lambda1=lambda1, lambda2=lambda2)
     sel, ranking, scores = _rank_genes(ex, D, const, first)
-    params = {"n_features_to_select": int(k), "graph_weight": float(graph_weight), "ridge": float(ridge),
-              "center": bool(center), "tol": float(tol), "max_swaps": int(max_swaps), "order": order,
-              "lambda1": float(lambda1), "lambda2": float(lambda2), "n_constant": int(const.sum())}
+    params = {
+        "n_features_to_select": int(k),
+        "graph_weight": float(graph_weight),
+        "ridge": float(ridge),
+        "center": bool(center),
+        "tol": float(tol),
+        "max_swaps": int(max_swaps),
+        "order": order,
+        "lambda1": float(lambda1),
+        "lambda2": float(lambda2),
+        "n_constant": int(const.sum()),
+    }
     log.info(
         "glfs: %s after %d swaps: Tr(H^-1) %.6g, greedy %.6g (%.3g%% lower)",
-        "converged" if converged else "NOT converged", n_swaps, ex.trace, greedy_trace,
+        "converged" if converged else "NOT converged",
+        n_swaps,
+        ex.trace,
+        greedy_trace,
         100.0 * (greedy_trace - ex.trace) / greedy_trace,
     )
-    return GLFSDesignResult(selected=sel, ranking=ranking, scores=scores, criterion=ex.trace,
-                            greedy_criterion=greedy_trace, n_swaps=n_swaps, converged=converged, best_swap=best,
-                            history=tuple(history), params=MappingProxyType(params))
-
+    return GLFSDesignResult(
+        selected=sel,
+        ranking=ranking,
+        scores=scores,
+        criterion=ex.trace,
+        greedy_criterion=greedy_trace,
+        n_swaps=n_swaps,
+        converged=converged,
+        best_swap=best,
+        history=tuple(history),
+        params=MappingProxyType(params),
+    )
 
 
 def _check_order(order) -> None:
     if order not in ORDERS:
         msg = f"order must be one of {ORDERS}; got {order!r}"
         raise ValueError(msg)
+
 
 def _cap_at_non_constant(k, const):
     """k, capped (with a warning) at the number of non-constant genes; refuses X without one."""
@@ -459,7 +488,8 @@ def _best_swaps(ex, *, tol, max_swaps):
     if not converged:
         log.warning(
             "glfs: not converged: %d swaps (max_swaps) and a swap would still lower Tr(H^-1) by %.3g (relative)",
-            n_swaps, -best,
+            n_swaps,
+            -best,
         )
     return D, best, n_swaps, converged, history
 
@@ -470,7 +500,9 @@ def _greedy_order(Xs, W, S, *, lambda1, lambda2):
     O(k^2 n) for k = |S| genes; with no swap it reproduces the greedy start's order.
     """
     S = np.asarray(S, dtype=np.int64)
-    g = optimal_design_greedy(Xs[:, S], W, S.size, criterion="A", lambda1=max(lambda1, _NEGLIGIBLE_LAMBDA1), lambda2=lambda2)
+    g = optimal_design_greedy(
+        Xs[:, S], W, S.size, criterion="A", lambda1=max(lambda1, _NEGLIGIBLE_LAMBDA1), lambda2=lambda2
+    )
     return S[np.asarray(g["order"][: S.size], dtype=np.int64)]
 
 

@@ -57,9 +57,8 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from glfs.core.result import Selection, make_selection
 from glfs.core._validation import check_graph, check_X, constant_features, warn_constant
-from glfs.graph.similarity import laplacian
+from glfs.core.result import Selection, make_selection
 from glfs.designs.gradient_model import (
     DEFAULT_LAMBDA1,
     DEFAULT_LAMBDA2,
@@ -76,6 +75,7 @@ from glfs.designs.gradient_model import (
     glfs_objective,
 )
 from glfs.designs.gradient_path import GLFSResult, glfs, glfs_path
+from glfs.graph.similarity import laplacian
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,7 @@ __all__ = [
     "select_glfs_exact",
     "select_glfs_printed",
 ]
+
 
 # --------------------------------------------------------------------------- LapRLS (Eq. 3 / 11)
 def laprls_fit(X_G, y, W, lambda1=DEFAULT_LAMBDA1, lambda2=DEFAULT_LAMBDA2):
@@ -190,17 +191,41 @@ def select_glfs(X, W, *, n_features, labels=None, random_state=0, objective="exa
 
 def select_glfs_paper(X, W, *, n_features, labels=None, random_state=0, **params) -> Selection:
     """GLFS with the paper's Eq. 7 objective and its true gradient."""
-    return select_glfs(X, W, n_features=n_features, labels=labels, random_state=random_state, objective="paper",
-                       name="glfs_paper", **params)
+    return select_glfs(
+        X,
+        W,
+        n_features=n_features,
+        labels=labels,
+        random_state=random_state,
+        objective="paper",
+        name="glfs_paper",
+        **params,
+    )
 
 
 def select_glfs_exact(X, W, *, n_features, labels=None, random_state=0, **params) -> Selection:
     """GLFS with the exact covariance trace Tr(A [(M+A)^{-1} M]^2) and its gradient."""
-    return select_glfs(X, W, n_features=n_features, labels=labels, random_state=random_state, objective="exact",
-                       name="glfs_exact", **params)
+    return select_glfs(
+        X,
+        W,
+        n_features=n_features,
+        labels=labels,
+        random_state=random_state,
+        objective="exact",
+        name="glfs_exact",
+        **params,
+    )
 
 
 def select_glfs_printed(X, W, *, n_features, labels=None, random_state=0, **params) -> Selection:
     """GLFS as printed: Eq. 7 values, Eq. 9 directions (not a true gradient)."""
-    return select_glfs(X, W, n_features=n_features, labels=labels, random_state=random_state, objective="printed",
-                       name="glfs_printed", **params)
+    return select_glfs(
+        X,
+        W,
+        n_features=n_features,
+        labels=labels,
+        random_state=random_state,
+        objective="printed",
+        name="glfs_printed",
+        **params,
+    )

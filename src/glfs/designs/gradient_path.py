@@ -12,8 +12,8 @@ from types import MappingProxyType
 
 import numpy as np
 
-from glfs.core.result import PicklableResult
 from glfs.core._validation import check_graph, check_n_features, check_real, check_X, constant_features
+from glfs.core.result import PicklableResult
 from glfs.designs.gradient_model import (
     _MAX_START_DOUBLINGS,
     DEFAULT_BETA_INIT,
@@ -37,8 +37,8 @@ from glfs.designs.gradient_model import (
     _check_path_size,
     _check_rank_by,
     _Model,
-    _preprocess,
     _p_matrix,
+    _preprocess,
 )
 from glfs.designs.gradient_solver import _solve
 
@@ -338,13 +338,28 @@ def glfs_path(
     search_C = check_real(search_C, "search_C", 2, coerce=True)
     rank_by = _check_rank_by(rank_by)
     prob = _Problem(
-        X, W, objective=objective, lambda1=lambda1, lambda2=lambda2, center=center, scale=scale,
-        beta_init=beta_init, max_iter=max_iter,
+        X,
+        W,
+        objective=objective,
+        lambda1=lambda1,
+        lambda2=lambda2,
+        center=center,
+        scale=scale,
+        beta_init=beta_init,
+        max_iter=max_iter,
     )
     lams = _lam_grid(prob, lams, n_lams, lam_ratio)
     sols = _run_path(prob, lams)
     return _path_result(
-        prob, lams, sols, rank_by=rank_by, lam_ratio=lam_ratio, search_C=search_C, center=center, scale=scale, beta_init=beta_init
+        prob,
+        lams,
+        sols,
+        rank_by=rank_by,
+        lam_ratio=lam_ratio,
+        search_C=search_C,
+        center=center,
+        scale=scale,
+        beta_init=beta_init,
     )
 
 
@@ -385,7 +400,12 @@ def _run_path(prob, lams, first=None):
         else:
             log.warning(
                 "glfs path (%s): lam=%.4g not converged after %d steps (KKT residual %.3g > %.3g): %s",
-                prob.objective, lam, sol.n_iter, sol.kkt, KKT_TOL, sol.message,
+                prob.objective,
+                lam,
+                sol.n_iter,
+                sol.kkt,
+                KKT_TOL,
+                sol.message,
             )
     return sols
 
@@ -514,8 +534,15 @@ def glfs(
     to a few hundred projected-gradient steps each; see :func:`glfs_path`.
     """
     prob = _Problem(
-        X, W, objective=objective, lambda1=lambda1, lambda2=lambda2, center=center, scale=scale,
-        beta_init=beta_init, max_iter=max_iter,
+        X,
+        W,
+        objective=objective,
+        lambda1=lambda1,
+        lambda2=lambda2,
+        center=center,
+        scale=scale,
+        beta_init=beta_init,
+        max_iter=max_iter,
     )
     n_features = check_n_features(n_features, prob.d, allow_none=True)
     n_lams, lam_ratio = _check_path_grid(n_lams, lam_ratio)
@@ -532,8 +559,17 @@ def glfs(
         lams, pick = None, n_features
     lams = _lam_grid(prob, lams, n_lams, lam_ratio)
     res = _path_result(
-        prob, lams, _run_path(prob, lams, first), rank_by=rank_by, lam_ratio=lam_ratio, search_C=C,
-        center=center, scale=scale, beta_init=beta_init, search=search, pick=pick,
+        prob,
+        lams,
+        _run_path(prob, lams, first),
+        rank_by=rank_by,
+        lam_ratio=lam_ratio,
+        search_C=C,
+        center=center,
+        scale=scale,
+        beta_init=beta_init,
+        search=search,
+        pick=pick,
     )
     if np.sum(res.weights > 0) == 0:
         warnings.warn(
@@ -576,5 +612,3 @@ def _with_top_genes(res, prob, n_features, *, center, scale, beta_init):
         selected[top[~prob.const[top]]] = True
         params["n_features"] = n_features
     return dataclasses.replace(res, selected=selected, params=MappingProxyType(params))
-
-

@@ -195,5 +195,3 @@ def _backtrack(model, lam, cur, ws, bw, dw, *, history, penalty):
                 return full, bn, dn, stn, pen_n, Fn
         cur.alpha *= 0.5
     return None
-
-

@@ -55,8 +55,15 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
+from glfs.core._validation import (
+    check_graph,
+    check_n_features,
+    check_positive,
+    check_X,
+    constant_features,
+    warn_constant,
+)
 from glfs.core.result import Selection, make_selection
-from glfs.core._validation import check_graph, check_n_features, check_positive, check_X, constant_features, warn_constant
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +75,9 @@ LAMBDA1 = 0.01
 LAMBDA2 = 0.01
 
 
-def optimal_design_greedy(X, W, n_features: int, *, criterion: str = "A", lambda1: float = LAMBDA1, lambda2: float = LAMBDA2):
+def optimal_design_greedy(
+    X, W, n_features: int, *, criterion: str = "A", lambda1: float = LAMBDA1, lambda2: float = LAMBDA2
+):
     """Greedy LapAOFS / LapDOFS selection with all bookkeeping (He et al. 2011, Secs. 4.1, 5.1).
 
     Parameters

@@ -63,9 +63,9 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from glfs.core._validation import check_int, check_n_features, check_positive, check_X, constant_features, warn_constant
 from glfs.core.limits import check_dense_size
 from glfs.core.result import Selection, make_selection
-from glfs.core._validation import check_int, check_n_features, check_positive, check_X, constant_features, warn_constant
 
 log = logging.getLogger(__name__)
 
@@ -267,8 +267,16 @@ def ufi_work(n_samples: int, n_features: int, form: str, n_removed: int | None =
     return d**3 / 3.0 + n * d * d / 16.0
 
 
-def ufi_form(n_samples: int, n_features: int, n_instances: int | None = None, form: str = "auto", *, limit_gb=None,
-             n_removed: int | None = None, max_work: float | None = None):
+def ufi_form(
+    n_samples: int,
+    n_features: int,
+    n_instances: int | None = None,
+    form: str = "auto",
+    *,
+    limit_gb=None,
+    n_removed: int | None = None,
+    max_work: float | None = None,
+):
     """Which form UFI uses, after checking its size (docs/methods.md, "Size limits").
 
     ``"primal"`` (genes x genes, all instances kept) when ``form="auto"``,
@@ -296,7 +304,9 @@ def ufi_form(n_samples: int, n_features: int, n_instances: int | None = None, fo
             if not keep_all
             else "Use form='auto' (primal form over the genes) or subsample the samples."
         )
-        check_dense_size("ufi", f"the dual inverse P ({n_samples} x {n_samples})", 3.0 * n_samples**2, alt, limit_gb=limit_gb)
+        check_dense_size(
+            "ufi", f"the dual inverse P ({n_samples} x {n_samples})", 3.0 * n_samples**2, alt, limit_gb=limit_gb
+        )
     else:
         check_dense_size(
             "ufi",
@@ -398,7 +408,9 @@ def ufi(
     if p < n_features:
         log.warning("ufi: only %d non-constant genes; keeping %d", p, p)
 
-    form = ufi_form(m, int(alive.size), n_instances, form, n_removed=int(alive.size) if full_ranking else int(alive.size) - p)
+    form = ufi_form(
+        m, int(alive.size), n_instances, form, n_removed=int(alive.size) if full_ranking else int(alive.size) - p
+    )
     log.info("ufi: %d samples x %d genes, %s form", m, alive.size, form)
     st = _PrimalState(X, lam, alive) if form == "primal" else _State(X, lam, np.arange(m), alive)
     feat_counts = _schedule(alive.size, p, n_iter)

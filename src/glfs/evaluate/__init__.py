@@ -24,7 +24,12 @@ import numpy as np
 from glfs.core._validation import check_int, check_labels, check_X
 from glfs.evaluate import classify, clustering, leiden, mixing
 from glfs.evaluate.classify import (
-    ElasticNetClassifier, baseline_classifiers, cv_splitter, evaluate_classifier, laprls_random_floor, n_genes_used,
+    ElasticNetClassifier,
+    baseline_classifiers,
+    cv_splitter,
+    evaluate_classifier,
+    laprls_random_floor,
+    n_genes_used,
 )
 from glfs.evaluate.clustering import (
     ARPACK_MAX_SAMPLES,
@@ -50,8 +55,14 @@ from glfs.evaluate.mixing import knn_batch_mixing
 log = logging.getLogger(__name__)
 
 #: The names of the four protocol modules (their ``__all__``, imported by name above) and the floor's.
-__all__ = [*clustering.__all__, *leiden.__all__, *mixing.__all__, *classify.__all__,
-           "random_gene_orders", "evaluate_random_floor"]
+__all__ = [
+    *clustering.__all__,
+    *leiden.__all__,
+    *mixing.__all__,
+    *classify.__all__,
+    "random_gene_orders",
+    "evaluate_random_floor",
+]
 
 
 def random_gene_orders(n_genes: int, n_draws: int, random_state) -> list[tuple[int, np.ndarray]]:
@@ -115,7 +126,9 @@ def evaluate_random_floor(X, labels, *, n_draws: int, protocol: str = "spectral"
     max_samples = kwargs.pop("max_samples", None)
     if max_samples is not None and max_samples < X.shape[0]:
         keep = stratified_subsample(y, int(max_samples), seed)
-        log.info("random floor: %d samples; evaluating the stratified subsample of %d (max_samples)", X.shape[0], keep.size)
+        log.info(
+            "random floor: %d samples; evaluating the stratified subsample of %d (max_samples)", X.shape[0], keep.size
+        )
         X, labels = X[keep], labels[keep]
         if kwargs.get("batches") is not None:
             kwargs["batches"] = np.asarray(kwargs["batches"])[keep]

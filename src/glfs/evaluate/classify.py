@@ -45,7 +45,9 @@ def cv_splitter(y, n_folds: int = 10, random_state=0):
     _, counts = np.unique(np.asarray(y), return_counts=True)
     k = int(max(2, min(int(n_folds), int(counts.min()))))
     if k != n_folds:
-        log.warning("cv_splitter: %d folds requested, smallest class has %d samples; using %d", n_folds, counts.min(), k)
+        log.warning(
+            "cv_splitter: %d folds requested, smallest class has %d samples; using %d", n_folds, counts.min(), k
+        )
     return StratifiedKFold(n_splits=k, shuffle=True, random_state=None if random_state is None else int(random_state))
 
 
@@ -288,10 +290,23 @@ def laprls_random_floor(X, y, train, cv, n_genes: int, *, draws: int, random_sta
             errors += int(np.sum(fit_predict(tr_idx[ftr], tr_idx[fte], genes) != y01[tr_idx[fte]]))
         cv_err.append(errors)
         test_err.append(int(np.sum(fit_predict(tr_idx, te_idx, genes) != y01[te_idx])))
-    lams = (f"lambda1 = lambda2 = {DEFAULT_LAMBDA1:g}" if DEFAULT_LAMBDA1 == DEFAULT_LAMBDA2
-            else f"lambda1 = {DEFAULT_LAMBDA1:g}, lambda2 = {DEFAULT_LAMBDA2:g}")
-    params = {"statistic": f"median over {draws} seeded random gene sets", "n_genes_as": reference,
-              "classifier": f"LapRLS, class graph, {lams} (as GLFSClassifier)",
-              "cv_errors_range": [min(cv_err), max(cv_err)], "test_errors_range": [min(test_err), max(test_err)]}
-    return {"cv_errors": int(np.median(cv_err)), "cv_n": int(train.sum()), "test_errors": int(np.median(test_err)),
-            "test_n": int((~train).sum()), "n_genes": int(n_genes), "params": params}
+    lams = (
+        f"lambda1 = lambda2 = {DEFAULT_LAMBDA1:g}"
+        if DEFAULT_LAMBDA1 == DEFAULT_LAMBDA2
+        else f"lambda1 = {DEFAULT_LAMBDA1:g}, lambda2 = {DEFAULT_LAMBDA2:g}"
+    )
+    params = {
+        "statistic": f"median over {draws} seeded random gene sets",
+        "n_genes_as": reference,
+        "classifier": f"LapRLS, class graph, {lams} (as GLFSClassifier)",
+        "cv_errors_range": [min(cv_err), max(cv_err)],
+        "test_errors_range": [min(test_err), max(test_err)],
+    }
+    return {
+        "cv_errors": int(np.median(cv_err)),
+        "cv_n": int(train.sum()),
+        "test_errors": int(np.median(test_err)),
+        "test_n": int((~train).sum()),
+        "n_genes": int(n_genes),
+        "params": params,
+    }

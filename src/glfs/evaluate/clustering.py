@@ -35,8 +35,15 @@ from sklearn.metrics import mutual_info_score, normalized_mutual_info_score, pai
 from sklearn.metrics.cluster import contingency_matrix
 
 from glfs.core._validation import check_int, check_labels, check_X
+from glfs.evaluate.spectral import (
+    ARPACK_MAX_SAMPLES,
+    EIGEN_SOLVERS,
+    EIGEN_TOL,
+    _spectral_labels,
+    resolve_eigen_solver,
+    shared_embedding,
+)
 from glfs.graph.similarity import choose_neighbor_method, nearest_neighbors
-from glfs.evaluate.spectral import ARPACK_MAX_SAMPLES, EIGEN_SOLVERS, EIGEN_TOL, _spectral_labels, resolve_eigen_solver, shared_embedding
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +224,9 @@ def spectral_cluster(
     return _spectral_labels(affinity, n_clusters, random_state, solver=solver)
 
 
-def spectral_cluster_runs(affinity, n_clusters: int, seeds, *, n_init: int = 10, eigen_solver: str = "auto") -> np.ndarray:
+def spectral_cluster_runs(
+    affinity, n_clusters: int, seeds, *, n_init: int = 10, eigen_solver: str = "auto"
+) -> np.ndarray:
     """Spectral clustering of one affinity, one run per seed, sharing the spectral embedding.
 
     Each run is what :func:`spectral_cluster` (scikit-learn
@@ -392,7 +401,9 @@ def _affinity_neighbors(k, n: int) -> int:
         log.warning(
             "affinity_neighbors = %d is more than the %d samples allow; using %d (the kNN affinity of the "
             "spectral clustering needs fewer neighbours than samples)",
-            k, n, n - 1,
+            k,
+            n,
+            n - 1,
         )
         return n - 1
     return k
@@ -491,7 +502,9 @@ def evaluate_ranking(
     affinity_neighbors = _affinity_neighbors(affinity_neighbors, n)
     records = []
     grid = resolve_feature_grid(feature_grid, d)
-    log.info("evaluate_ranking: %d samples, %d gene counts x %d runs; spectral embedding by %s", n, len(grid), n_runs, solver)
+    log.info(
+        "evaluate_ranking: %d samples, %d gene counts x %d runs; spectral embedding by %s", n, len(grid), n_runs, solver
+    )
     t_start = time.perf_counter()
     settings = (n, d, n_clusters, seeds.tobytes(), affinity_neighbors, solver, kmeans_restarts, max_samples)
     cache = {} if cache is None else cache
@@ -499,7 +512,9 @@ def evaluate_ranking(
         genes = np.sort(ranking[:k])
         key = (settings, genes.tobytes())
         if key not in cache:
-            cache[key] = _records_at_k(X[:, genes], y, k, seeds, n_clusters, affinity_neighbors, solver, kmeans_restarts)
+            cache[key] = _records_at_k(
+                X[:, genes], y, k, seeds, n_clusters, affinity_neighbors, solver, kmeans_restarts
+            )
         records += [dict(r) for r in cache[key]]
         log.info(
             "evaluate_ranking: k=%d (%d/%d), mean NMI %.3f, %.0f s elapsed",

@@ -21,8 +21,15 @@ from sklearn.metrics import adjusted_rand_score
 from threadpoolctl import threadpool_limits
 
 from glfs.core._validation import check_int, check_labels, check_positive, check_X
+from glfs.evaluate.clustering import (
+    _as_dense,
+    kmeans_best_of,
+    nmi,
+    resolve_feature_grid,
+    run_seeds,
+    stratified_subsample,
+)
 from glfs.evaluate.mixing import knn_batch_mixing
-from glfs.evaluate.clustering import _as_dense, kmeans_best_of, nmi, resolve_feature_grid, run_seeds, stratified_subsample
 
 log = logging.getLogger(__name__)
 
@@ -154,8 +161,13 @@ def _leiden_runs(sc, adata, seed: int, resolutions, graph=None) -> list[np.ndarr
         out = []
         for resolution in resolutions:
             sc.tl.leiden(
-                adata, resolution=resolution, flavor="igraph", n_iterations=2, directed=False,
-                random_state=seed, key_added="_glfs_leiden",
+                adata,
+                resolution=resolution,
+                flavor="igraph",
+                n_iterations=2,
+                directed=False,
+                random_state=seed,
+                key_added="_glfs_leiden",
             )
             out.append(np.asarray(adata.obs["_glfs_leiden"].cat.codes, dtype=np.int64))
         return out
@@ -254,15 +266,28 @@ def _log_progress(last, k, i_k, n_k, n_labels, elapsed) -> None:
     log.info(
         "evaluate_ranking_leiden: k=%d (%d/%d), mean ARI %.3f at the best resolution, %.3f at the resolution nearest "
         "the %d labels (%.1f clusters on average, %d-%d), %.0f s elapsed",
-        k, i_k + 1, n_k, np.mean([x["ari"] for x in last]), np.mean([x["ari_nlabels"] for x in last]), n_labels,
-        np.mean(counts), min(counts), max(counts), elapsed,
+        k,
+        i_k + 1,
+        n_k,
+        np.mean([x["ari"] for x in last]),
+        np.mean([x["ari_nlabels"] for x in last]),
+        n_labels,
+        np.mean(counts),
+        min(counts),
+        max(counts),
+        elapsed,
     )
     if not all(reached):
         log.warning(
             "evaluate_ranking_leiden: k=%d: in %d of %d runs no resolution of the grid came within %d clusters of "
             "the %d labels (%s clusters at the nearest); ari_nlabels there is not at the label count "
-            "(nlabels_reached = False in the table): widen the resolutions", k, reached.count(False), len(reached),
-            max(1, round(LABEL_COUNT_TOLERANCE * n_labels)), n_labels, sorted(set(counts)),
+            "(nlabels_reached = False in the table): widen the resolutions",
+            k,
+            reached.count(False),
+            len(reached),
+            max(1, round(LABEL_COUNT_TOLERANCE * n_labels)),
+            n_labels,
+            sorted(set(counts)),
         )
 
 
@@ -406,18 +431,27 @@ def evaluate_ranking_leiden(
     n_labels = int(np.unique(y).size)
     log.info(
         "evaluate_ranking_leiden: %d samples, %d labels, %d gene counts x %d runs x %d resolutions",
-        X.shape[0], n_labels, len(grid), len(seeds), len(res),
+        X.shape[0],
+        n_labels,
+        len(grid),
+        len(seeds),
+        len(res),
     )
     records = []
     t_start = time.perf_counter()
     with _scanpy_quiet(sc, anndata):
         for i_k, k in enumerate(grid):
             adata, embedding = _graph_at_k(sc, anndata, X, ranking[:k], n_pcs, n_neighbors, int(seeds[0]))
-            mixing = {} if batches is None else {
-                "batch_mixing": knn_batch_mixing(adata.obsp["distances"], y, batches)["batch_mixing"]}
+            mixing = (
+                {}
+                if batches is None
+                else {"batch_mixing": knn_batch_mixing(adata.obsp["distances"], y, batches)["batch_mixing"]}
+            )
             graph = _leiden_graph(adata)  # one igraph graph for every run and resolution at k
-            records += [{**_leiden_record(sc, adata, graph, embedding, y, k, r, int(s), res, n_labels), **mixing}
-                        for r, s in enumerate(seeds)]
+            records += [
+                {**_leiden_record(sc, adata, graph, embedding, y, k, r, int(s), res, n_labels), **mixing}
+                for r, s in enumerate(seeds)
+            ]
             _log_progress(records[-len(seeds) :], k, i_k, len(grid), n_labels, time.perf_counter() - t_start)
     return records
 
@@ -425,11 +459,7 @@ def evaluate_ranking_leiden(
 def _check_ranking(ranking, d: int) -> np.ndarray:
     """``ranking`` as int64 (d,), or a ValueError when it is not a permutation of the d feature indices."""
     ranking = np.asarray(ranking)
-    if (
-        ranking.shape != (d,)
-        or ranking.dtype.kind not in "iuf"
-        or not np.array_equal(np.sort(ranking), np.arange(d))
-    ):
+    if ranking.shape != (d,) or ranking.dtype.kind not in "iuf" or not np.array_equal(np.sort(ranking), np.arange(d)):
         msg = f"ranking must be a permutation of the {d} feature indices; got shape {ranking.shape}, dtype {ranking.dtype}"
         raise ValueError(msg)
     return ranking.astype(np.int64)
@@ -450,7 +480,9 @@ def _scanpy_quiet(sc, anndata):
     """scanpy's messages and the warnings of its steps that say nothing about the evaluation, silenced."""
     with warnings.catch_warnings(), sc.settings.verbosity.override("error"):
         warnings.filterwarnings("ignore", category=anndata.ImplicitModificationWarning)
-        warnings.filterwarnings("ignore", message="In the future, the default backend for leiden", category=FutureWarning)
+        warnings.filterwarnings(
+            "ignore", message="In the future, the default backend for leiden", category=FutureWarning
+        )
         # scanpy's neighbors zeroes the diagonal of its sparse distances (scipy's note on a structure change)
         warnings.filterwarnings("ignore", category=sp.SparseEfficiencyWarning)
         yield

@@ -119,7 +119,9 @@ def _spectral_labels(affinity, n_clusters: int, random_state, n_init: int = 10, 
     if needs_exact_embedding(affinity, n_clusters, solver):
         rng = np.random.RandomState(int(random_state))  # SpectralClustering's one stream: v0 first, then k-means
         rng.uniform(-1, 1, affinity.shape[0])
-        return k_means(exact_embedding(affinity, n_clusters), int(n_clusters), random_state=rng, n_init=int(n_init))[1].astype(np.int64)
+        return k_means(exact_embedding(affinity, n_clusters), int(n_clusters), random_state=rng, n_init=int(n_init))[
+            1
+        ].astype(np.int64)
     model = SpectralClustering(
         n_clusters=int(n_clusters),
         affinity="precomputed",

@@ -227,10 +227,18 @@ def search_lists(lists: IVFLists, Q, k_search: int, nprobe: int, n_threads: int 
         ind[a : a + BLOCK_QUERIES] = _search_block(Q[a : a + BLOCK_QUERIES], lists, int(k_search), int(nprobe))
         done[0] += 1
         if len(starts) > 1 and (done[0] % max(1, len(starts) // 10) == 0 or done[0] == len(starts)):
-            log.info("IVF block search: %d of %d query blocks in %.1f s", done[0], len(starts), time.perf_counter() - t0)
+            log.info(
+                "IVF block search: %d of %d query blocks in %.1f s", done[0], len(starts), time.perf_counter() - t0
+            )
 
-    log.info("IVF block search: %d queries in %d blocks on %d threads, %d of %d lists probed", n, len(starts),
-             max(1, int(n_threads)), int(nprobe), lists.nlist)
+    log.info(
+        "IVF block search: %d queries in %d blocks on %d threads, %d of %d lists probed",
+        n,
+        len(starts),
+        max(1, int(n_threads)),
+        int(nprobe),
+        lists.nlist,
+    )
     # BLAS' thread count is a process setting: one search at a time per process (e.g. a dask worker's threads)
     with _ONE_SEARCH, threadpool_limits(limits=1, user_api="blas"):
         if n_threads <= 1 or len(starts) == 1:

@@ -21,16 +21,36 @@ from glfs.core._sparse_kernels import column_range
 from glfs.core._validation import check_int, check_X
 from glfs.core.out_of_core import OutOfCore, cluster_client
 from glfs.graph.ivf_blocks import ivf_lists, nearest_of
-from glfs.graph.sharded import ClusterZ, fit_components, flat_index, ivf_search, project, project_block
-from glfs.graph.sharded import search_ivf_shards, search_on_cluster
+from glfs.graph.sharded import (
+    ClusterZ,
+    fit_components,
+    flat_index,
+    ivf_search,
+    project,
+    project_block,
+    search_ivf_shards,
+    search_on_cluster,
+)
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "nearest_neighbors", "choose_neighbor_method", "exact_backend", "approx_backend", "ivf_nprobe",
-    "AUTO_APPROX_MIN_SAMPLES", "AUTO_INDEX_MIN_SAMPLES", "AUTO_NNDESCENT_MIN_SAMPLES", "APPROX_N_PCS",
-    "NEIGHBOR_METHODS", "IVF_BLOCKED_MIN_SAMPLES", "IVF_NLIST_PER_SQRT_N", "IVF_NPROBE", "IVF_NPROBE_PER_SQRT_NLIST",
-    "IVF_NPROBE_PCS", "PCA_FIT_SAMPLES",
+    "nearest_neighbors",
+    "choose_neighbor_method",
+    "exact_backend",
+    "approx_backend",
+    "ivf_nprobe",
+    "AUTO_APPROX_MIN_SAMPLES",
+    "AUTO_INDEX_MIN_SAMPLES",
+    "AUTO_NNDESCENT_MIN_SAMPLES",
+    "APPROX_N_PCS",
+    "NEIGHBOR_METHODS",
+    "IVF_BLOCKED_MIN_SAMPLES",
+    "IVF_NLIST_PER_SQRT_N",
+    "IVF_NPROBE",
+    "IVF_NPROBE_PER_SQRT_NLIST",
+    "IVF_NPROBE_PCS",
+    "PCA_FIT_SAMPLES",
 ]
 
 #: ``method="auto"`` searches on principal components from this many samples on
@@ -267,7 +287,9 @@ def _ivf_index(Z32, nlist: int, random_state, blocked: bool = False):
     p = Z32.shape[1]
     index = faiss.IndexIVFFlat(faiss.IndexFlatL2(p), p, nlist)
     index.cp.seed = int(np.random.RandomState(random_state).randint(2**31 - 1))
-    index.cp.min_points_per_centroid = 1  # no warning for small n: k-means on fewer than 39 samples per cell is fine here
+    index.cp.min_points_per_centroid = (
+        1  # no warning for small n: k-means on fewer than 39 samples per cell is fine here
+    )
     index.train(Z32)
     index.add(Z32)
     return index
@@ -300,11 +322,18 @@ def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, npro
     nlist = int(nlist or max(1, round(IVF_NLIST_PER_SQRT_N * np.sqrt(n))))
     nprobe = int(min(nlist, nprobe or ivf_nprobe(nlist, p)))
     blocked = n >= IVF_BLOCKED_MIN_SAMPLES
-    log.info("approximate search on %d x %d components with faiss' k-means, %s (nlist %d, nprobe %d)", n, p,
-             "searched in dense blocks" if blocked else "IndexIVFFlat", nlist, nprobe)
+    log.info(
+        "approximate search on %d x %d components with faiss' k-means, %s (nlist %d, nprobe %d)",
+        n,
+        p,
+        "searched in dense blocks" if blocked else "IndexIVFFlat",
+        nlist,
+        nprobe,
+    )
     if client is not None and blocked:  # the index in shards on the workers: the same pairs
-        return search_ivf_shards(Z, n_neighbors, k_search, client, nlist=nlist, nprobe=nprobe,
-                                 random_state=random_state)
+        return search_ivf_shards(
+            Z, n_neighbors, k_search, client, nlist=nlist, nprobe=nprobe, random_state=random_state
+        )
     if client is not None:
         build = functools.partial(_ivf_index, nlist=nlist, random_state=random_state, blocked=blocked)
         return search_on_cluster(Z, n_neighbors, k_search, client, build=build, refine=_from_candidates, nprobe=nprobe)
@@ -334,16 +363,23 @@ def _knn_approx(Z, n_neighbors: int, random_state):
     _check_n_neighbors(n_neighbors, n)
     k_search = int(min(n, max(20, 2 * (n_neighbors + 1))))
     Z32 = np.ascontiguousarray(Z, dtype=np.float32)
-    index = NNDescent(Z32, n_neighbors=k_search, metric="euclidean", random_state=random_state, n_jobs=1,
-                      n_trees=min(64, 5 + int(round(n**0.5 / 20.0))), n_iters=max(5, int(round(np.log2(n)))),
-                      low_memory=True, compressed=True)
+    index = NNDescent(
+        Z32,
+        n_neighbors=k_search,
+        metric="euclidean",
+        random_state=random_state,
+        n_jobs=1,
+        n_trees=min(64, 5 + int(round(n**0.5 / 20.0))),
+        n_iters=max(5, int(round(np.log2(n)))),
+        low_memory=True,
+        compressed=True,
+    )
     ind, _ = index.neighbor_graph
     rows, cols, d = _from_candidates(Z, ind, n_neighbors)  # pynndescent pads rows it could not fill with -1
     short = np.bincount(rows, minlength=n) < n_neighbors
     if short.any():  # cannot happen with k_search > n_neighbors unless the index failed; be explicit
         msg = (
-            f"approximate neighbour search returned fewer than {n_neighbors} neighbours "
-            f"for {int(short.sum())} samples"
+            f"approximate neighbour search returned fewer than {n_neighbors} neighbours for {int(short.sum())} samples"
         )
         raise RuntimeError(msg)
     return rows, cols, d
@@ -408,8 +444,14 @@ def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state, groups=None)
     if n_pcs is not None:
         X = _pca_out_of_core(X, n_pcs, random_state) if streamed else _pca_in_memory(X, n_pcs, random_state)
         log.info("nearest_neighbors: PCA to %d components done", X.shape[1])
-    how = {"method": method, "on_pcs": n_pcs is not None, "metric": metric, "cosine": cosine,
-           "random_state": random_state, "client": client}
+    how = {
+        "method": method,
+        "on_pcs": n_pcs is not None,
+        "metric": metric,
+        "cosine": cosine,
+        "random_state": random_state,
+        "client": client,
+    }
     if groups is None:
         return _search(X, n_neighbors, **how)
     return _search_within(X, np.asarray(groups), n_neighbors, how, requested)
@@ -422,8 +464,12 @@ def _search(Z, n_neighbors, *, method, on_pcs, metric, cosine, random_state, cli
     if method == "exact":
         if on_pcs and metric == "euclidean":
             backend = exact_backend()
-            return _knn_brute32(Z.toarray() if sp.issparse(Z) else Z, n_neighbors, backend,
-                                client=client if backend == "faiss" else None)
+            return _knn_brute32(
+                Z.toarray() if sp.issparse(Z) else Z,
+                n_neighbors,
+                backend,
+                client=client if backend == "faiss" else None,
+            )
         return _knn(Z, n_neighbors, metric)
     Z = Z.toarray() if sp.issparse(Z) else Z
     if approx_backend() == "faiss":
@@ -485,7 +531,9 @@ def _pca(X, n_pcs, random_state, float32=False):
             return X.toarray()
         if _all_constant(X):  # the centred X is zero: ARPACK fails ("starting vector is zero"); its PCs are 0
             return np.zeros((n, int(n_pcs)))
-        if not getattr(X, "has_sorted_indices", True):  # ARPACK's products sum each row in stored order: a sorted copy (O(nnz)),
+        if not getattr(
+            X, "has_sorted_indices", True
+        ):  # ARPACK's products sum each row in stored order: a sorted copy (O(nnz)),
             X = X.sorted_indices()  # so that a matrix gives the same components whatever its rows' order
         return PCA(n_components=int(n_pcs), svd_solver="arpack", random_state=random_state).fit_transform(X)
     if float32:
@@ -534,11 +582,17 @@ def _pca_in_memory(X, n_pcs, random_state):
     same (float32 rounding apart).  What the subsample changes: benchmarks/results/pca_sketch.md.
     """
     n, d = X.shape
-    valid = isinstance(n_pcs, (int, np.integer)) and not isinstance(n_pcs, bool) and 1 <= n_pcs < min(PCA_FIT_SAMPLES, d) - 1
+    valid = (
+        isinstance(n_pcs, (int, np.integer))
+        and not isinstance(n_pcs, bool)
+        and 1 <= n_pcs < min(PCA_FIT_SAMPLES, d) - 1
+    )
     if n <= PCA_FIT_SAMPLES or not valid:  # _pca validates n_pcs
         return _pca(X, n_pcs, random_state, float32=True)
     rows = _fit_sample(n, n_pcs, random_state)
-    log.info("nearest_neighbors: PCA fitted on %d of %d samples (PCA_FIT_SAMPLES), then every sample projected", rows.size, n)
+    log.info(
+        "nearest_neighbors: PCA fitted on %d of %d samples (PCA_FIT_SAMPLES), then every sample projected", rows.size, n
+    )
     V, shift = _fit_components(X[rows], n_pcs, random_state)
     Z = project_block(X, V)  # row by row, as the out-of-core row blocks
     Z -= shift
@@ -581,8 +635,12 @@ def _pca_out_of_core(X: OutOfCore, n_pcs, random_state, max_fit_samples: int | N
         msg = f"n_pcs must be an integer in [1, {min(n, d) - 2}] for an out-of-core X (ARPACK); got {n_pcs!r}"
         raise ValueError(msg)
     rows = _fit_sample(n, n_pcs, random_state, max_fit_samples)
-    log.info("nearest_neighbors: PCA fitted on %d of %d samples of %s (one pass), then every sample projected",
-             rows.size, n, X.describe())
+    log.info(
+        "nearest_neighbors: PCA fitted on %d of %d samples of %s (one pass), then every sample projected",
+        rows.size,
+        n,
+        X.describe(),
+    )
     client = cluster_client(X)
     if client is not None:  # a dask X on a cluster: subsample, fit and projection as tasks; Z stays there
         fit = functools.partial(_fit_components, n_pcs=n_pcs, random_state=random_state)
@@ -596,4 +654,3 @@ def _pca_out_of_core(X: OutOfCore, n_pcs, random_state, max_fit_samples: int | N
             Z += project_block(blk, V[sl])
     Z -= shift
     return Z
-

@@ -50,8 +50,17 @@ from glfs.graph.ivf_blocks import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["INDEX_SHARD", "QUERY_BLOCK", "ClusterZ", "fit_components", "flat_index", "ivf_search", "project",
-           "search_ivf_shards", "search_on_cluster"]
+__all__ = [
+    "INDEX_SHARD",
+    "QUERY_BLOCK",
+    "ClusterZ",
+    "fit_components",
+    "flat_index",
+    "ivf_search",
+    "project",
+    "search_ivf_shards",
+    "search_on_cluster",
+]
 
 #: Cells per query shard of the sharded search: one task each (50,000 x 50 float32 = 10 MB of queries).
 QUERY_BLOCK = 50_000
@@ -84,8 +93,13 @@ class ClusterZ:
     def __getitem__(self, idx):
         idx = np.asarray(idx, np.int64)
         at = np.unique(np.searchsorted(self.bounds, idx, side="right") - 1)
-        f = self.client.submit(_take, idx, [self.bounds[i] for i in at], *[self.blocks[i] for i in at],
-                               key=task_key("PCA scores of a group", 0))
+        f = self.client.submit(
+            _take,
+            idx,
+            [self.bounds[i] for i in at],
+            *[self.blocks[i] for i in at],
+            key=task_key("PCA scores of a group", 0),
+        )
         return ClusterZ((f,), (0, int(idx.size)), (int(idx.size), self.shape[1]), self.client)
 
     def whole(self):
@@ -145,8 +159,10 @@ def fit_components(X, rows, fit, client):
     import dask
 
     t0 = time.perf_counter()
-    pieces = [(r.start, t) for r, _, t in chunk_tasks(X, _take_rows, {"want": np.asarray(rows, np.int64)}, client,
-                                                     "PCA subsample")]
+    pieces = [
+        (r.start, t)
+        for r, _, t in chunk_tasks(X, _take_rows, {"want": np.asarray(rows, np.int64)}, client, "PCA subsample")
+    ]
     fut = client.compute(dask.delayed(_fit_pieces)(pieces, fit, dask_key_name=task_key("PCA fit", 0)))
     wait_for(client, [fut], "PCA fit", [f"{len(rows)} cells"])
     out = fut.result()
@@ -192,8 +208,7 @@ def project(X, V, shift, client) -> ClusterZ:
         sums.append(dask.delayed(_shifted)(acc, shift, dask_key_name=task_key("PCA scores", len(sums))))
     sums = client.compute(sums)
     wait_for(client, sums, "PCA projection", [f"cells from {r0}" for r0 in sorted(by_row)])
-    return ClusterZ(tuple(sums), tuple(sorted(by_row)) + (int(X.shape[0]),), (int(X.shape[0]), int(V.shape[1])),
-                    client)
+    return ClusterZ(tuple(sums), tuple(sorted(by_row)) + (int(X.shape[0]),), (int(X.shape[0]), int(V.shape[1])), client)
 
 
 def ivf_search(index, Q, k_search: int, nprobe: int):
@@ -249,8 +264,17 @@ def _search_shard(Z, index, a, b, *, k_search, nprobe, n_neighbors, refine):
     return refine(Z, ind, n_neighbors, row0=a), int(short.size)
 
 
-def search_on_cluster(Z, n_neighbors: int, k_search: int, client, *, build, refine, nprobe: int | None = None,
-                      what: str = "neighbour search"):
+def search_on_cluster(
+    Z,
+    n_neighbors: int,
+    k_search: int,
+    client,
+    *,
+    build,
+    refine,
+    nprobe: int | None = None,
+    what: str = "neighbour search",
+):
     """(rows, cols, distances) of every row's nearest others, the search sharded into query blocks as tasks.
 
     Z : :class:`ClusterZ` (or an in-memory (n, p) array, scattered first).  ``build(Z32)`` makes the
@@ -267,10 +291,10 @@ def search_on_cluster(Z, n_neighbors: int, k_search: int, client, *, build, refi
     log.info("%s: index built by a task on the cluster in %.1f s", what, time.perf_counter() - t0)
     bounds = [(a, min(n, a + QUERY_BLOCK)) for a in range(0, n, QUERY_BLOCK)]
     log.info("%s: %d query shards of at most %d cells as dask tasks", what, len(bounds), QUERY_BLOCK)
-    kw = {"k_search": int(k_search), "nprobe": nprobe, "n_neighbors": int(n_neighbors),
-          "refine": refine}
-    futures = [client.submit(_search_shard, Z_f, index_f, a, b, **kw, key=task_key(what, i))
-               for i, (a, b) in enumerate(bounds)]
+    kw = {"k_search": int(k_search), "nprobe": nprobe, "n_neighbors": int(n_neighbors), "refine": refine}
+    futures = [
+        client.submit(_search_shard, Z_f, index_f, a, b, **kw, key=task_key(what, i)) for i, (a, b) in enumerate(bounds)
+    ]
     parts = gather_blocks(client, futures, what, [f"cells {a}-{b - 1}" for a, b in bounds])
     del index_f, futures, Z_f
     short = sum(s for _, s in parts)
@@ -361,18 +385,33 @@ def _index_shards(Z: ClusterZ, client, nlist, random_state, what):
     wait_for(client, [centres_f], f"{what} k-means", [f"{rows.size} cells"])
     del pieces
     groups = _shards_of(Z, client)
-    shards = [client.submit(_shard, centres_f, Z.bounds[g[0]], *[Z.blocks[i] for i in g],
-                            key=task_key(f"{what} index shard", j)) for j, g in enumerate(groups)]
-    wait_for(client, shards, f"{what} index shards", [f"cells {Z.bounds[g[0]]}-{Z.bounds[g[-1] + 1] - 1}" for g in groups])
-    max_sq = max(client.gather([client.submit(getattr, f, "max_sq_norm", key=task_key(f"{what} norms", j))
-                                for j, f in enumerate(shards)]))
-    log.info("%s: k-means on %d cells and %d index shards built by tasks on the cluster in %.1f s", what, rows.size,
-             len(shards), time.perf_counter() - t0)
+    shards = [
+        client.submit(
+            _shard, centres_f, Z.bounds[g[0]], *[Z.blocks[i] for i in g], key=task_key(f"{what} index shard", j)
+        )
+        for j, g in enumerate(groups)
+    ]
+    wait_for(
+        client, shards, f"{what} index shards", [f"cells {Z.bounds[g[0]]}-{Z.bounds[g[-1] + 1] - 1}" for g in groups]
+    )
+    max_sq = max(
+        client.gather(
+            [client.submit(getattr, f, "max_sq_norm", key=task_key(f"{what} norms", j)) for j, f in enumerate(shards)]
+        )
+    )
+    log.info(
+        "%s: k-means on %d cells and %d index shards built by tasks on the cluster in %.1f s",
+        what,
+        rows.size,
+        len(shards),
+        time.perf_counter() - t0,
+    )
     return shards, float(max_sq), centres_f
 
 
-def search_ivf_shards(Z, n_neighbors: int, k_search: int, client, *, nlist: int, nprobe: int, random_state,
-                      what: str = "neighbour search"):
+def search_ivf_shards(
+    Z, n_neighbors: int, k_search: int, client, *, nlist: int, nprobe: int, random_state, what: str = "neighbour search"
+):
     """The blocked IVF search (:mod:`glfs.graph.ivf_blocks`) of the scores Z on the cluster, its index in shards.
 
     Z : :class:`ClusterZ` (or an in-memory array, scattered in blocks).  The k-means is trained by a task on
@@ -395,17 +434,29 @@ def search_ivf_shards(Z, n_neighbors: int, k_search: int, client, *, nlist: int,
     k = int(k_search)
     # the queries in the blocks of the one-machine search (the same products, so the same probed cells)
     ranges = [(a, min(n, a + BLOCK_QUERIES)) for a in range(0, n, BLOCK_QUERIES)]
-    log.info("%s: %d query blocks of at most %d cells against %d index shards, as dask tasks", what, len(ranges),
-             BLOCK_QUERIES, len(shards))
+    log.info(
+        "%s: %d query blocks of at most %d cells against %d index shards, as dask tasks",
+        what,
+        len(ranges),
+        BLOCK_QUERIES,
+        len(shards),
+    )
 
     def submit(a, b):
         i0, i1 = (int(np.searchsorted(Z.bounds, r, side="right")) - 1 for r in (a, b - 1))
-        Q = client.submit(_probes, a, b, Z.bounds[i0 : i1 + 1], centres, int(nprobe), *Z.blocks[i0 : i1 + 1],
-                          key=task_key(f"{what} queries", a))
+        Q = client.submit(
+            _probes,
+            a,
+            b,
+            Z.bounds[i0 : i1 + 1],
+            centres,
+            int(nprobe),
+            *Z.blocks[i0 : i1 + 1],
+            key=task_key(f"{what} queries", a),
+        )
         taus = [client.submit(_tau_task, s_, Q, k, key=task_key(f"{what} bound", a)) for s_ in shards]
         tau = client.submit(_tau_merge, k, *taus, key=task_key(f"{what} bound merge", a))
-        parts = [client.submit(_candidates_task, s_, Q, tau, k, max_sq, a, key=task_key(what, a))
-                 for s_ in shards]
+        parts = [client.submit(_candidates_task, s_, Q, tau, k, max_sq, a, key=task_key(what, a)) for s_ in shards]
         return client.submit(_merge_task, b - a, k, int(n_neighbors), a, *parts, key=task_key(f"{what} merge", a))
 
     waves = [ranges[i : i + WAVE_BLOCKS] for i in range(0, len(ranges), WAVE_BLOCKS)]
@@ -419,8 +470,13 @@ def search_ivf_shards(Z, n_neighbors: int, k_search: int, client, *, nlist: int,
     short = np.flatnonzero(found < min(n, n_neighbors + 1))
     if short.size:
         rows, cols, dist = _exact_for(Z, shards, short, (rows, cols, dist), n_neighbors, k_search, client, what)
-    log.info("%s: %d cells searched against %d index shards on the cluster in %.1f s", what, n, len(shards),
-             time.perf_counter() - t0)
+    log.info(
+        "%s: %d cells searched against %d index shards on the cluster in %.1f s",
+        what,
+        n,
+        len(shards),
+        time.perf_counter() - t0,
+    )
     return rows, cols, dist
 
 
@@ -428,9 +484,15 @@ def _exact_for(Z, shards, short, pairs, n_neighbors, k_search, client, what):
     """``pairs`` with the rows of the queries ``short`` replaced by their exact nearest (every shard searched)."""
     log.info("%s: %d samples searched exactly (too few candidates in their cells)", what, short.size)
     Q = Z[short].whole()
-    parts = gather_blocks(client, [client.submit(_exact_task, s, Q, short, int(k_search),
-                                                 key=task_key(f"{what} exact", j)) for j, s in enumerate(shards)],
-                          f"{what} exact", [f"shard {j}" for j in range(len(shards))])
+    parts = gather_blocks(
+        client,
+        [
+            client.submit(_exact_task, s, Q, short, int(k_search), key=task_key(f"{what} exact", j))
+            for j, s in enumerate(shards)
+        ],
+        f"{what} exact",
+        [f"shard {j}" for j in range(len(shards))],
+    )
     q, c, d = (np.concatenate(a) for a in zip(*parts))
     order = np.lexsort((c, d, q))
     q, c, d = q[order], c[order], d[order]

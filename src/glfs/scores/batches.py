@@ -49,16 +49,32 @@ import scipy.sparse as sp
 from glfs.core._progress import Progress
 from glfs.core._validation import check_labels
 from glfs.core.result import Selection, make_selection
-from glfs.scores.genewise import variance_score
 from glfs.graph import neighbors as nb
 from glfs.graph.sharded import flat_index, ivf_search
 from glfs.graph.similarity import similarity_graph
+from glfs.scores.genewise import variance_score
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BatchRanks", "BatchPlan", "batch_codes", "batch_columns", "combine_batch_ranks", "select_by_batch",
-           "run_by_batch", "plan_batches", "within_batches", "min_batch_cells", "graph_min_cells", "BATCH_RULES",
-           "between_batch_share", "local_batch_share", "batch_neighbourhoods", "scored_codes", "LOCAL_SHARE_CENTRES"]
+__all__ = [
+    "BatchRanks",
+    "BatchPlan",
+    "batch_codes",
+    "batch_columns",
+    "combine_batch_ranks",
+    "select_by_batch",
+    "run_by_batch",
+    "plan_batches",
+    "within_batches",
+    "min_batch_cells",
+    "graph_min_cells",
+    "BATCH_RULES",
+    "between_batch_share",
+    "local_batch_share",
+    "batch_neighbourhoods",
+    "scored_codes",
+    "LOCAL_SHARE_CENTRES",
+]
 
 #: Ways of combining the per-batch rankings (module docstring, step 3).
 BATCH_RULES = ("nbatches", "median_rank")
@@ -127,11 +143,19 @@ def combine_batch_ranks(rankings, selected, *, rule: str = "nbatches") -> BatchR
         median_rank = np.nanmedian(top, axis=0)
     median_all = np.median(ranks, axis=0)
     first = np.where(np.isnan(median_rank), np.inf, median_rank)
-    keys = (np.arange(d), median_all, first, -nbatches) if rule == "nbatches" else (np.arange(d), median_all, -nbatches, first)
+    keys = (
+        (np.arange(d), median_all, first, -nbatches)
+        if rule == "nbatches"
+        else (np.arange(d), median_all, -nbatches, first)
+    )
     ranking = np.lexsort(keys)  # the last key sorts first
     return BatchRanks(
-        ranks=ranks, selected=sel, nbatches=nbatches, intersection=nbatches == len(rankings),
-        median_rank=median_rank, ranking=ranking,
+        ranks=ranks,
+        selected=sel,
+        nbatches=nbatches,
+        intersection=nbatches == len(rankings),
+        median_rank=median_rank,
+        ranking=ranking,
     )
 
 
@@ -203,19 +227,37 @@ def select_by_batch(
         warnings.simplefilter("ignore", RuntimeWarning)
         scores = np.nanmean(per_batch, axis=0)
     used = [label for label, _ in scored]
-    extra = {"batch_ranks": comb.ranks, "batches": used, "batch_scores": per_batch, "left_out": left_out,
-             **batch_columns(comb.nbatches, comb.intersection, comb.median_rank)}
+    extra = {
+        "batch_ranks": comb.ranks,
+        "batches": used,
+        "batch_scores": per_batch,
+        "left_out": left_out,
+        **batch_columns(comb.nbatches, comb.intersection, comb.median_rank),
+    }
     if any(W is not None for W in graphs):
         extra["graph"] = _block_graph([rows for _, rows in scored], graphs, n_samples)
-    params = {**dict(sels[0].params), **(params or {}), "batches": used, "batch_rule": rule,
-              "batches_left_out": sorted(left_out)}
+    params = {
+        **dict(sels[0].params),
+        **(params or {}),
+        "batches": used,
+        "batch_rule": rule,
+        "batches_left_out": sorted(left_out),
+    }
     log.info(
         "%s: %d batches scored, %d left out; %d genes selected in every scored batch",
-        method, len(sels), len(left_out), int(np.sum(comb.nbatches == len(sels))),
+        method,
+        len(sels),
+        len(left_out),
+        int(np.sum(comb.nbatches == len(sels))),
     )
     return make_selection(
-        method, scores, higher_is_better=higher_is_better, n_features=n_features, ranking=comb.ranking,
-        params=params, extra=extra,
+        method,
+        scores,
+        higher_is_better=higher_is_better,
+        n_features=n_features,
+        ranking=comb.ranking,
+        params=params,
+        extra=extra,
     )
 
 
@@ -307,8 +349,9 @@ def between_batch_share(X, codes) -> np.ndarray:
         return np.where(total > 0, np.minimum(between / total, 1.0), np.nan)
 
 
-def local_batch_share(X, codes, Z, n_per_batch: int, *, method: str = "auto", random_state=0,
-                      max_centres: int | None = None) -> np.ndarray:
+def local_batch_share(
+    X, codes, Z, n_per_batch: int, *, method: str = "auto", random_state=0, max_centres: int | None = None
+) -> np.ndarray:
     """Per gene: the share of its variance among similar cells that separates the batches, less its null expectation.
 
     Every cell i (``codes[i] >= 0``) gets a neighbourhood N_i of the ``n_per_batch`` cells nearest to it on the
@@ -355,11 +398,11 @@ def local_batch_share(X, codes, Z, n_per_batch: int, *, method: str = "auto", ra
     step = max(1, 2**23 // max(nc * K, 1))
     progress = Progress(log, "local_batch_share: gene block", -(-d // step))
     for i, lo in enumerate(range(0, d, step), start=1):
-        B = Xk[:, lo:lo + step]
+        B = Xk[:, lo : lo + step]
         S = G @ (B.toarray() if sp.issparse(B) else B)  # group sums (n K, b)
-        grp[lo:lo + step] = (S * S / g_size[:, None]).sum(axis=0)
+        grp[lo : lo + step] = (S * S / g_size[:, None]).sum(axis=0)
         S = S.reshape(nc, K, -1).sum(axis=1)  # neighbourhood sums
-        nbh[lo:lo + step] = (S * S / u_size[:, None]).sum(axis=0)
+        nbh[lo : lo + step] = (S * S / u_size[:, None]).sum(axis=0)
         progress.step(i)
     ss_t, ss_b = sq - nbh, grp - nbh
     df_b, df_w = nc * (K - 1), float(u_size.sum()) - nc * K
@@ -495,8 +538,19 @@ def graph_min_cells(n_neighbors) -> tuple[int, str]:
     return max(k + 1, 4), f"more cells than the graph's {k} neighbours, and at least 4"
 
 
-def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None, counts=None,
-                 random_state=0, rule: str | None = None, **params) -> Selection:
+def run_by_batch(
+    info,
+    X,
+    batches,
+    *,
+    n_features,
+    graph=None,
+    graph_params=None,
+    counts=None,
+    random_state=0,
+    rule: str | None = None,
+    **params,
+) -> Selection:
     """A registered gene-wise method (``info``: a :class:`glfs.api.MethodInfo`) within each batch, combined by rank.
 
     X : (n_samples, n_features), in memory (dense or sparse), already checked by :func:`glfs.select`.
@@ -525,20 +579,30 @@ def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None,
         return info.fn(X, None, n_features=n_features, labels=None, random_state=random_state, batches=batches, **kw)
     rule = "nbatches" if rule is None else rule
     if "batch_rule" in params:  # an own-graph method's rule over its own graphs (graph_moran's)
-        msg = (f"batch_rule is {info.name}'s rule over the graphs it builds within the batches; with a given graph "
-               f"(graph=, obsp=) the batches are combined by rank: leave batch_rule out")
+        msg = (
+            f"batch_rule is {info.name}'s rule over the graphs it builds within the batches; with a given graph "
+            f"(graph=, obsp=) the batches are combined by rank: leave batch_rule out"
+        )
         raise ValueError(msg)
     min_cells, why = min_batch_cells(info, graph_params, params)
     plan = plan_batches(batches, X.shape[0], method=info.name, min_cells=min_cells, why_min=why)
     if info.batch_fn is not None and not params and not info.needs_graph and _in_memory(counts):
         codes = scored_codes(plan)  # every batch in one pass: the Selections of the batches scored one by one
         sels = info.batch_fn(X, codes, len(plan.scored), n_features=n_features, counts=counts)
-        return select_by_batch(lambda rows: (sels[codes[rows[0]]], None, rows), batches, method=info.name,
-                               n_features=n_features, higher_is_better=info.higher_is_better, rule=rule,
-                               params={"graph": "none"}, plan=plan)
+        return select_by_batch(
+            lambda rows: (sels[codes[rows[0]]], None, rows),
+            batches,
+            method=info.name,
+            n_features=n_features,
+            higher_is_better=info.higher_is_better,
+            rule=rule,
+            params={"graph": "none"},
+            plan=plan,
+        )
     if info.needs_graph and given is None and not info.own_graph:
-        shared = within_batches(plan, lambda keep, codes: similarity_graph(X if keep is None else X[keep],
-                                                                           batches=codes, **graph_params))
+        shared = within_batches(
+            plan, lambda keep, codes: similarity_graph(X if keep is None else X[keep], batches=codes, **graph_params)
+        )
     else:
         shared = given
 
@@ -548,8 +612,11 @@ def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None,
             W = shared[rows][:, rows]
             linked = np.asarray((W != 0).sum(axis=1)).ravel() > 0
             if not linked.all():
-                log.warning("%s: %d cells of the batch have no edge inside it in the given graph; left out of its score",
-                            info.name, int(np.sum(~linked)))
+                log.warning(
+                    "%s: %d cells of the batch have no edge inside it in the given graph; left out of its score",
+                    info.name,
+                    int(np.sum(~linked)),
+                )
                 rows, W = rows[linked], W[linked][:, linked]
         kw = dict(params)
         if counts is not None:
@@ -561,6 +628,18 @@ def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None,
             raise RuntimeError(msg)
         return sel, used, rows
 
-    how = "none" if not info.needs_graph else ("given, cut to each batch" if given is not None else "built within each batch")
-    return select_by_batch(select_one, batches, method=info.name, n_features=n_features,
-                           higher_is_better=info.higher_is_better, rule=rule, params={"graph": how}, plan=plan)
+    how = (
+        "none"
+        if not info.needs_graph
+        else ("given, cut to each batch" if given is not None else "built within each batch")
+    )
+    return select_by_batch(
+        select_one,
+        batches,
+        method=info.name,
+        n_features=n_features,
+        higher_is_better=info.higher_is_better,
+        rule=rule,
+        params={"graph": how},
+        plan=plan,
+    )

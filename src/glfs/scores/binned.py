@@ -81,4 +81,3 @@ def bin_standardise(score, means) -> np.ndarray:
     mad = np.where(np.isfinite(mad) & (mad > 0), mad, 1.0)
     out[ok] = (df["s"].to_numpy() - med) / mad
     return out
-

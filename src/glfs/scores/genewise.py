@@ -37,10 +37,10 @@ import logging
 import numpy as np
 import scipy.sparse as sp
 
+from glfs.core import out_of_core
 from glfs.core._sparse_kernels import _kernel
 from glfs.core._validation import check_graph, check_int, check_labels, check_X, warn_constant
 from glfs.core.cluster import as_current, map_chunks, map_gene_blocks
-from glfs.core import out_of_core
 from glfs.core.out_of_core import OutOfCore, cluster_client, gene_parts
 
 log = logging.getLogger(__name__)
@@ -105,8 +105,9 @@ def centred_sums(B, inv, w, m, codes=None, *, fourth=False):
     """
     B = _csr_or_csc(B)
     n, b = B.shape
-    m = np.ascontiguousarray(np.broadcast_to(np.atleast_2d(m), (1 if codes is None else int(np.max(codes)) + 1, b)),
-                             dtype=np.float64)
+    m = np.ascontiguousarray(
+        np.broadcast_to(np.atleast_2d(m), (1 if codes is None else int(np.max(codes)) + 1, b)), dtype=np.float64
+    )
     codes = np.zeros(n, np.int64) if codes is None else np.ascontiguousarray(codes, dtype=np.int64)
     w = np.ascontiguousarray(w, dtype=np.float64)
     inv = np.ascontiguousarray(inv, dtype=np.float64)
@@ -285,9 +286,16 @@ def laplacian_score(X, W, *, block_size: int | None = None, client=None):
         if np.any(deg <= 0):
             msg = f"W must give every sample a positive degree; got {int(np.sum(deg <= 0))} isolated sample(s)"
             raise ValueError(msg)
-        shared = {"deg": deg, "total": deg.sum(), "U": sp.triu(W, k=1, format="csr"), "w_diag": W.diagonal(),
-                  "block_size": block_size}
-        num, denom, const = gene_block_results(X, _laplacian_block, shared, block_size=block_size, what="laplacian_score")
+        shared = {
+            "deg": deg,
+            "total": deg.sum(),
+            "U": sp.triu(W, k=1, format="csr"),
+            "w_diag": W.diagonal(),
+            "block_size": block_size,
+        }
+        num, denom, const = gene_block_results(
+            X, _laplacian_block, shared, block_size=block_size, what="laplacian_score"
+        )
     with np.errstate(invalid="ignore", divide="ignore"):
         scores = num / denom
     scores[const] = np.nan
@@ -358,8 +366,9 @@ def fisher_score(X, labels, *, client=None):
             )
             raise ValueError(msg)
         block_size = max(1, LS_BLOCK_VALUES // n)
-        between, within, const = gene_block_results(X, _fisher_block, {"codes": codes, "sizes": sizes},
-                                                    block_size=block_size, what="fisher_score")
+        between, within, const = gene_block_results(
+            X, _fisher_block, {"codes": codes, "sizes": sizes}, block_size=block_size, what="fisher_score"
+        )
     with np.errstate(invalid="ignore", divide="ignore"):
         scores = between / within
     scores[const] = np.nan
@@ -467,8 +476,9 @@ def deviance_score(counts, *, client=None):
                 raise ValueError(msg + f" in {X.describe()}")
             n_cell = row_sums(X)
             shared = {"n_cell": n_cell, "total": _total_counts(n_cell)}
-            return gene_block_results(X, _deviance_block, shared, block_size=max(1, LS_BLOCK_VALUES // X.shape[0]),
-                                      what="deviance")[0]
+            return gene_block_results(
+                X, _deviance_block, shared, block_size=max(1, LS_BLOCK_VALUES // X.shape[0]), what="deviance"
+            )[0]
     C = _csr(X) if sp.issparse(X) else sp.csr_matrix(X)
     if C.nnz and not _whole_nonnegative(C.data):
         raise ValueError(msg)
@@ -527,14 +537,15 @@ def deviance_by_batch(counts, codes, n_batches: int) -> np.ndarray:
     # integer counts: every sum below is exact in float64 whatever its order, as in each batch alone
     G = sp.csr_matrix((np.ones(rows.size), (codes[rows], rows)), shape=(n_batches, C.shape[0]))
     gene_total = np.asarray((G @ C).toarray(), dtype=np.float64)
-    totals = np.array([_total_counts(n_cell[rows[starts[k]:starts[k + 1]]]) for k in range(n_batches)])
+    totals = np.array([_total_counts(n_cell[rows[starts[k] : starts[k + 1]]]) for k in range(n_batches)])
     out = np.empty((n_batches, C.shape[1]))
     group = max(1, BATCH_PART_VALUES // (N_PARTS * 2 * max(C.shape[1], 1)))  # batches per launch
     for k0 in range(0, n_batches, group):
         k1 = min(n_batches, k0 + group)
-        sub = starts[k0:k1 + 1]
-        out[k0:k1] = _deviance_terms(C, n_cell, gene_total[k0:k1] / totals[k0:k1, None], totals[k0:k1],
-                                     rows[sub[0]:sub[-1]], sub - sub[0])
+        sub = starts[k0 : k1 + 1]
+        out[k0:k1] = _deviance_terms(
+            C, n_cell, gene_total[k0:k1] / totals[k0:k1, None], totals[k0:k1], rows[sub[0] : sub[-1]], sub - sub[0]
+        )
     return out
 
 

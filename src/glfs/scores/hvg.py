@@ -50,6 +50,7 @@ __all__ = [
     "pearson_residuals_bytes",
 ]
 
+
 def _scanpy():
     """scanpy and anndata, or an ImportError naming the extra to install."""
     try:
@@ -105,8 +106,16 @@ def _batch_extra(df, batches) -> tuple[dict, dict]:
     :func:`glfs.scores.batches.batch_columns` (``median_rank`` = its ``highly_variable_rank`` + 1, where it has one)."""
     labels = sorted({str(b) for b in np.asarray(batches).astype(str)})
     nb = df["highly_variable_nbatches"].to_numpy(dtype=np.int64)
-    inter = df["highly_variable_intersection"].to_numpy(dtype=bool) if "highly_variable_intersection" in df else nb == len(labels)
-    median = df["highly_variable_rank"].to_numpy(dtype=np.float64) + 1 if "highly_variable_rank" in df else np.full(nb.size, np.nan)
+    inter = (
+        df["highly_variable_intersection"].to_numpy(dtype=bool)
+        if "highly_variable_intersection" in df
+        else nb == len(labels)
+    )
+    median = (
+        df["highly_variable_rank"].to_numpy(dtype=np.float64) + 1
+        if "highly_variable_rank" in df
+        else np.full(nb.size, np.nan)
+    )
     return {"batches": labels}, batch_columns(nb, inter, median)
 
 
@@ -133,16 +142,23 @@ def _binning_message(method, flavor, X, params, exc) -> str:
     head = f"{method}: scanpy's {flavor!r} flavour cuts the {d} genes into bins by their mean expression "
     failed = f"that failed ({type(exc).__name__}: {exc})."
     if flavor != "cell_ranger":
-        return (f"{head}(n_bins={params.get('n_bins', 20)}) and normalises each gene's dispersion within its bin; {failed} "
-                "It needs many genes with distinct means; pass fewer bins (n_bins) or more genes, or use deviance or "
-                "hvg_pearson_residuals")
+        return (
+            f"{head}(n_bins={params.get('n_bins', 20)}) and normalises each gene's dispersion within its bin; {failed} "
+            "It needs many genes with distinct means; pass fewer bins (n_bins) or more genes, or use deviance or "
+            "hvg_pearson_residuals"
+        )
     zero = int((np.asarray((X != 0).sum(axis=0)).ravel() == 0).sum())
-    why = (f"{zero} of the {d} genes ({zero / d:.0%}) are zero in every cell and share one mean (scanpy's 1e-12), so the "
-           "lowest percentiles coincide: drop them first (sc.pp.filter_genes(adata, min_cells=1))"
-           if zero > 0.1 * d else "it needs many genes with distinct means")
-    return (f"{head}(the 10th, 15th, ..., 100th percentiles of the means; fixed, n_bins does not apply) and normalises "
-            f"each gene's dispersion within its bin; {failed} {why[0].upper() + why[1:]}, or use hvg_seurat, deviance or "
-            "hvg_pearson_residuals")
+    why = (
+        f"{zero} of the {d} genes ({zero / d:.0%}) are zero in every cell and share one mean (scanpy's 1e-12), so the "
+        "lowest percentiles coincide: drop them first (sc.pp.filter_genes(adata, min_cells=1))"
+        if zero > 0.1 * d
+        else "it needs many genes with distinct means"
+    )
+    return (
+        f"{head}(the 10th, 15th, ..., 100th percentiles of the means; fixed, n_bins does not apply) and normalises "
+        f"each gene's dispersion within its bin; {failed} {why[0].upper() + why[1:]}, or use hvg_seurat, deviance or "
+        "hvg_pearson_residuals"
+    )
 
 
 def _dispersion_flavor(method, flavor, X, n_features, params, batches=None) -> Selection:
@@ -150,8 +166,14 @@ def _dispersion_flavor(method, flavor, X, n_features, params, batches=None) -> S
     d = X.shape[1]
     try:
         with _quiet():
-            df = sc.pp.highly_variable_genes(_adata(X, batches), flavor=flavor, n_top_genes=int(n_features),
-                                             inplace=False, **_batch_kw(batches), **params)
+            df = sc.pp.highly_variable_genes(
+                _adata(X, batches),
+                flavor=flavor,
+                n_top_genes=int(n_features),
+                inplace=False,
+                **_batch_kw(batches),
+                **params,
+            )
     except (ValueError, IndexError) as exc:  # scanpy's binning of the genes by mean, in its own words
         raise ValueError(_binning_message(method, flavor, X, params, exc)) from None
     df = _frame(df, d)
@@ -171,8 +193,14 @@ def _dispersion_flavor(method, flavor, X, n_features, params, batches=None) -> S
         ranking = _batch_ranking(df, selected, [("highly_variable_nbatches", True)], "dispersions_norm")
         batch_params, extra = _batch_extra(df, batches)
     return make_selection(
-        method, score, higher_is_better=True, n_features=n_features, selected=selected, ranking=ranking,
-        params={"flavor": flavor, "n_top_genes": int(n_features), **params, **batch_params}, extra=extra,
+        method,
+        score,
+        higher_is_better=True,
+        n_features=n_features,
+        selected=selected,
+        ranking=ranking,
+        params={"flavor": flavor, "n_top_genes": int(n_features), **params, **batch_params},
+        extra=extra,
     )
 
 
@@ -186,15 +214,24 @@ def _ranked_flavor(method, X, n_features, params, call, score_column, batches=No
     d = X.shape[1]
     if batches is not None:
         with _quiet():
-            df = _frame(call(_adata(X, batches), n_top_genes=int(n_features), inplace=False, batch_key=BATCH_COLUMN,
-                             **params), d)
+            df = _frame(
+                call(_adata(X, batches), n_top_genes=int(n_features), inplace=False, batch_key=BATCH_COLUMN, **params),
+                d,
+            )
         selected = df["highly_variable"].to_numpy(dtype=bool)
         batch_params, extra = _batch_extra(df, batches)
-        log.info("%s: scanpy selected %d genes within %d batches", method, int(selected.sum()), len(batch_params["batches"]))
+        log.info(
+            "%s: scanpy selected %d genes within %d batches", method, int(selected.sum()), len(batch_params["batches"])
+        )
         return make_selection(
-            method, df[score_column].to_numpy(dtype=np.float64), higher_is_better=True, n_features=n_features,
-            ranking=_batch_ranking(df, selected, order, score_column), selected=selected,
-            params={"n_top_genes": int(n_features), **params, **batch_params}, extra=extra,
+            method,
+            df[score_column].to_numpy(dtype=np.float64),
+            higher_is_better=True,
+            n_features=n_features,
+            ranking=_batch_ranking(df, selected, order, score_column),
+            selected=selected,
+            params={"n_top_genes": int(n_features), **params, **batch_params},
+            extra=extra,
         )
     with _quiet():
         df = call(_adata(X), n_top_genes=d, inplace=False, **params)
@@ -209,7 +246,12 @@ def _ranked_flavor(method, X, n_features, params, call, score_column, batches=No
     selected[top[np.isfinite(key[top])]] = True
     log.info("%s: %d genes ranked by scanpy, %d selected", method, int(np.isfinite(key).sum()), int(selected.sum()))
     return make_selection(
-        method, score, higher_is_better=True, n_features=n_features, ranking=ranking, selected=selected,
+        method,
+        score,
+        higher_is_better=True,
+        n_features=n_features,
+        ranking=ranking,
+        selected=selected,
         params={"n_top_genes": int(n_features), **params},
     )
 
@@ -225,8 +267,9 @@ def select_hvg_seurat(X, W=None, *, n_features, labels=None, random_state=None, 
     return _dispersion_flavor("hvg_seurat", "seurat", X, n_features, params, batches)
 
 
-def select_hvg_cell_ranger(X, W=None, *, n_features, labels=None, random_state=None, batches=None,
-                           **params) -> Selection:
+def select_hvg_cell_ranger(
+    X, W=None, *, n_features, labels=None, random_state=None, batches=None, **params
+) -> Selection:
     """scanpy ``highly_variable_genes(flavor="cell_ranger")`` (Zheng et al., Nat Commun 2017).
 
     X : (n_samples, n_features) log-normalised expression.  Score: dispersion
@@ -236,8 +279,9 @@ def select_hvg_cell_ranger(X, W=None, *, n_features, labels=None, random_state=N
     return _dispersion_flavor("hvg_cell_ranger", "cell_ranger", X, n_features, params, batches)
 
 
-def select_hvg_seurat_v3(X, W=None, *, n_features, counts, labels=None, random_state=None, batches=None,
-                         **params) -> Selection:
+def select_hvg_seurat_v3(
+    X, W=None, *, n_features, counts, labels=None, random_state=None, batches=None, **params
+) -> Selection:
     """scanpy ``highly_variable_genes(flavor="seurat_v3")`` (Stuart et al., Cell 2019); needs scikit-misc.
 
     counts : (n_samples, n_features) raw counts, the matrix scored (X is not read).  Score: variance of the
@@ -281,19 +325,26 @@ def _seurat_v3_batches(counts, labels, n_features, params, call) -> Selection:
     kept, left_out = _loess_batches(counts, labels, call, params, alone=False)
     rows = np.flatnonzero(np.isin(labels, kept))
     try:
-        sel = _ranked_flavor("hvg_seurat_v3", counts[rows], n_features, params, call, "variances_norm", labels[rows],
-                             order)
+        sel = _ranked_flavor(
+            "hvg_seurat_v3", counts[rows], n_features, params, call, "variances_norm", labels[rows], order
+        )
     except ValueError:
         kept, more = _loess_batches(counts[rows], labels[rows], call, params, alone=True)
         left_out.update(more)
         rows = np.flatnonzero(np.isin(labels, kept))
-        sel = _ranked_flavor("hvg_seurat_v3", counts[rows], n_features, params, call, "variances_norm", labels[rows],
-                             order)
+        sel = _ranked_flavor(
+            "hvg_seurat_v3", counts[rows], n_features, params, call, "variances_norm", labels[rows], order
+        )
     if not left_out:
         return sel
     return make_selection(
-        sel.method, sel.scores, higher_is_better=True, n_features=n_features, ranking=sel.ranking,
-        selected=sel.selected, params={**sel.params, "batches_left_out": sorted(left_out)},
+        sel.method,
+        sel.scores,
+        higher_is_better=True,
+        n_features=n_features,
+        ranking=sel.ranking,
+        selected=sel.selected,
+        params={**sel.params, "batches_left_out": sorted(left_out)},
         extra={**sel.extra, "left_out": left_out},
     )
 
@@ -335,8 +386,9 @@ def _refuse_too_few_for_loess(counts, span) -> None:
         raise ValueError(msg)
 
 
-def select_hvg_pearson_residuals(X, W=None, *, n_features, counts, labels=None, random_state=None, batches=None,
-                                 **params) -> Selection:
+def select_hvg_pearson_residuals(
+    X, W=None, *, n_features, counts, labels=None, random_state=None, batches=None, **params
+) -> Selection:
     """scanpy ``experimental.pp.highly_variable_genes(flavor="pearson_residuals")`` (Lause et al., Genome Biol 2021).
 
     counts : (n_samples, n_features) raw counts, the matrix scored (X is not read).  Score: variance of the analytic
@@ -346,11 +398,13 @@ def select_hvg_pearson_residuals(X, W=None, *, n_features, counts, labels=None, 
     median within-batch rank).
     """
     n, d = counts.shape
-    what = (f"scanpy's copies of the counts ({n} x {d}, {_nnz(counts):.3g} non-zeros: the cell and gene subsets, "
-            "a CSC copy and the values as float64)" if sp.issparse(counts) else
-            f"scanpy's copies of the dense counts ({n} x {d}: the cell and gene subsets and a float64 copy)")
-    check_bytes("hvg_pearson_residuals", what, pearson_residuals_bytes(counts), PEARSON_ALTERNATIVE,
-                kind="copies of X")
+    what = (
+        f"scanpy's copies of the counts ({n} x {d}, {_nnz(counts):.3g} non-zeros: the cell and gene subsets, "
+        "a CSC copy and the values as float64)"
+        if sp.issparse(counts)
+        else f"scanpy's copies of the dense counts ({n} x {d}: the cell and gene subsets and a float64 copy)"
+    )
+    check_bytes("hvg_pearson_residuals", what, pearson_residuals_bytes(counts), PEARSON_ALTERNATIVE, kind="copies of X")
     _refuse_empty_cells(counts)
     sc, _ = _scanpy()  # after the size check: importing scanpy takes seconds
 
@@ -358,8 +412,9 @@ def select_hvg_pearson_residuals(X, W=None, *, n_features, counts, labels=None, 
         return sc.experimental.pp.highly_variable_genes(adata, flavor="pearson_residuals", **kw)
 
     order = [("highly_variable_nbatches", True), ("highly_variable_rank", False)]
-    return _ranked_flavor("hvg_pearson_residuals", counts, n_features, params, call, "residual_variances", batches,
-                          order)
+    return _ranked_flavor(
+        "hvg_pearson_residuals", counts, n_features, params, call, "residual_variances", batches, order
+    )
 
 
 def _refuse_empty_cells(X) -> None:

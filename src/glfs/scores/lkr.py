@@ -33,9 +33,6 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
-from glfs.core.limits import check_dense_size
-from glfs.graph.similarity import similarity_graph
-from glfs.core.result import Selection, make_selection
 from glfs.core._validation import (
     check_graph,
     check_int,
@@ -45,6 +42,9 @@ from glfs.core._validation import (
     constant_features,
     warn_constant,
 )
+from glfs.core.limits import check_dense_size
+from glfs.core.result import Selection, make_selection
+from glfs.graph.similarity import similarity_graph
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +206,9 @@ def _class_groups(labels, n):
     groups = [np.flatnonzero(codes == c) for c in range(codes.max() + 1)]
     small = [int(g.size) for g in groups if g.size < 2]
     if small:
-        msg = f"labels: every class needs at least 2 samples for the supervised LKR score; got a class of size {small[0]}"
+        msg = (
+            f"labels: every class needs at least 2 samples for the supervised LKR score; got a class of size {small[0]}"
+        )
         raise ValueError(msg)
     return groups
 

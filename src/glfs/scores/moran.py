@@ -36,14 +36,20 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from glfs.core.result import Selection, make_selection, ranking_from_scores
 from glfs.core._validation import ConstantFeatureWarning, check_graph, check_int, check_X, warn_constant
 from glfs.core.cluster import as_current
+from glfs.core.result import Selection, make_selection, ranking_from_scores
 from glfs.graph.neighbors import _pca_in_memory
 from glfs.graph.similarity import similarity_graph
 from glfs.scores.batches import (
-    between_batch_share, combine_batch_ranks, graph_min_cells, local_batch_share, plan_batches, scored_codes,
-    select_by_batch, within_batches,
+    between_batch_share,
+    combine_batch_ranks,
+    graph_min_cells,
+    local_batch_share,
+    plan_batches,
+    scored_codes,
+    select_by_batch,
+    within_batches,
 )
 from glfs.scores.genewise import DENSE_SHARE, _dense_parts, centred_sums, cross_sums, gene_block_results, sparse_stats
 
@@ -130,8 +136,9 @@ def _finish(zwz, m2, m4, const, n, S0, S1, S2, method):
     return GraphAutocorrelation(moran_i=moran_i, z=z, kurtosis=b2, expected=expected)
 
 
-def pearson_residual_autocorrelation(counts, W, *, theta: float = 100.0, clip: float | None = None,
-                                     block_size: int | None = None) -> GraphAutocorrelation:
+def pearson_residual_autocorrelation(
+    counts, W, *, theta: float = 100.0, clip: float | None = None, block_size: int | None = None
+) -> GraphAutocorrelation:
     """:func:`graph_autocorrelation` of the analytic Pearson residuals of raw counts (Lause et al. 2021).
 
     r_ij = clip((y_ij - mu_ij) / sqrt(mu_ij + mu_ij^2 / theta), -clip, clip), mu_ij = n_i p_j with
@@ -222,8 +229,9 @@ def graph_autocorrelation(X, W, *, block_size: int | None = None, client=None) -
         w_row = np.asarray(W.sum(axis=1)).ravel()
         shared = {"W": W, "U": sp.triu(W, k=1, format="csr"), "w_row": w_row, "block_size": block_size}
         # all of a CSR X at once; gene blocks of a CSC, backed or dask X (as dask tasks on a cluster)
-        zwz, m2, m4, const = gene_block_results(X, _moran_block, shared, block_size=block_size,
-                                                what="graph_autocorrelation")
+        zwz, m2, m4, const = gene_block_results(
+            X, _moran_block, shared, block_size=block_size, what="graph_autocorrelation"
+        )
     return _finish(zwz, m2, m4, const, n, S0, S1, S2, "graph_autocorrelation")
 
 
@@ -244,8 +252,9 @@ CELL_GRAPH_PCS = 50
 GRAPH_GENES = 2000
 
 
-def cell_graph(X, genes=None, *, n_neighbors: int = CELL_GRAPH_NEIGHBORS, n_pcs: int = CELL_GRAPH_PCS, random_state=0,
-               batches=None):
+def cell_graph(
+    X, genes=None, *, n_neighbors: int = CELL_GRAPH_NEIGHBORS, n_pcs: int = CELL_GRAPH_PCS, random_state=0, batches=None
+):
     """Binary symmetric kNN graph of the cells on the principal components of ``X[:, genes]``.
 
     X : (n_samples, n_features) log-normalised expression, dense or sparse.  The search is
@@ -260,18 +269,35 @@ def cell_graph(X, genes=None, *, n_neighbors: int = CELL_GRAPH_NEIGHBORS, n_pcs:
     n, g = Xg.shape
     pcs = min(int(n_pcs), g - 1, n - 1)
     return similarity_graph(
-        Xg, n_neighbors=min(int(n_neighbors), n - 1), kernel="binary", n_pcs=pcs if pcs >= 2 else None,
-        method="auto", random_state=random_state, batches=batches,
+        Xg,
+        n_neighbors=min(int(n_neighbors), n - 1),
+        kernel="binary",
+        n_pcs=pcs if pcs >= 2 else None,
+        method="auto",
+        random_state=random_state,
+        batches=batches,
     )
 
 
 GRAPH_FROM = ("self", "all_genes")
 
 
-def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, counts=None,
-                       graph_from: str = "self", graph_genes: int = GRAPH_GENES,
-                       n_neighbors: int = CELL_GRAPH_NEIGHBORS, n_pcs: int = CELL_GRAPH_PCS,
-                       residuals: bool = False, batches=None, batch_rule: str | None = None) -> Selection:
+def select_graph_moran(
+    X,
+    W=None,
+    *,
+    n_features,
+    labels=None,
+    random_state=0,
+    counts=None,
+    graph_from: str = "self",
+    graph_genes: int = GRAPH_GENES,
+    n_neighbors: int = CELL_GRAPH_NEIGHBORS,
+    n_pcs: int = CELL_GRAPH_PCS,
+    residuals: bool = False,
+    batches=None,
+    batch_rule: str | None = None,
+) -> Selection:
     """Graph-based single-cell selection: Moran's I of every gene on a kNN graph of the cells.
 
     X : (n_samples, n_features) log-normalised expression (cells x genes), dense or sparse.
@@ -318,9 +344,19 @@ def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, co
         raise ValueError(msg)
     if batches is not None and W is None:
         rule = BATCH_RULE if batch_rule is None else batch_rule
-        return _graph_moran_batches(X, counts, batches, n_features=n_features, rule=rule, graph_from=graph_from,
-                                    graph_genes=graph_genes, n_neighbors=n_neighbors, n_pcs=n_pcs,
-                                    residuals=residuals, random_state=random_state)
+        return _graph_moran_batches(
+            X,
+            counts,
+            batches,
+            n_features=n_features,
+            rule=rule,
+            graph_from=graph_from,
+            graph_genes=graph_genes,
+            n_neighbors=n_neighbors,
+            n_pcs=n_pcs,
+            residuals=residuals,
+            random_state=random_state,
+        )
 
     def score(Wg):
         if residuals:
@@ -343,7 +379,11 @@ def select_graph_moran(X, W=None, *, n_features, labels=None, random_state=0, co
     res = score(W)
     params = _graph_params(built, residuals, n_neighbors, n_pcs, graph_genes)
     return make_selection(
-        "graph_moran", res.moran_i, higher_is_better=True, n_features=n_features, params=params,
+        "graph_moran",
+        res.moran_i,
+        higher_is_better=True,
+        n_features=n_features,
+        params=params,
         extra={"z": res.z, "graph": W},
     )
 
@@ -358,8 +398,9 @@ def _graph_params(built, residuals, n_neighbors, n_pcs, graph_genes) -> dict:
     return params
 
 
-def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, graph_genes, n_neighbors, n_pcs,
-                         residuals, random_state) -> Selection:
+def _graph_moran_batches(
+    X, counts, batches, *, n_features, rule, graph_from, graph_genes, n_neighbors, n_pcs, residuals, random_state
+) -> Selection:
     """graph_moran within batches on graphs of a shared embedding (:func:`select_graph_moran`, ``batches``).
 
     The batches too small for the graph are left out first (:func:`glfs.scores.batches.graph_min_cells`),
@@ -381,12 +422,29 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
 
     def graph(genes):
         if genes is None and pcs is not None:  # the first graph on the components already computed (the same graph)
-            return within_batches(plan, lambda keep, codes: similarity_graph(
-                pcs, n_neighbors=min(int(n_neighbors), pcs.shape[0] - 1), kernel="binary", n_pcs=pcs.shape[1],
-                method="auto", random_state=random_state, batches=codes))
-        return within_batches(plan, lambda keep, codes: cell_graph(
-            X if keep is None else X[keep], genes, n_neighbors=n_neighbors, n_pcs=n_pcs, random_state=random_state,
-            batches=codes))
+            return within_batches(
+                plan,
+                lambda keep, codes: similarity_graph(
+                    pcs,
+                    n_neighbors=min(int(n_neighbors), pcs.shape[0] - 1),
+                    kernel="binary",
+                    n_pcs=pcs.shape[1],
+                    method="auto",
+                    random_state=random_state,
+                    batches=codes,
+                ),
+            )
+        return within_batches(
+            plan,
+            lambda keep, codes: cell_graph(
+                X if keep is None else X[keep],
+                genes,
+                n_neighbors=n_neighbors,
+                n_pcs=n_pcs,
+                random_state=random_state,
+                batches=codes,
+            ),
+        )
 
     def score(Wg, rows):
         Wb = Wg[rows][:, rows]
@@ -394,8 +452,13 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
             return pearson_residual_autocorrelation(counts[rows], Wb), Wb
         return graph_autocorrelation(X[rows], Wb), Wb
 
-    log.info("graph_moran: building the cell graph within %d batches (%d-NN on %d PCs of all %d cells and genes)",
-             len(plan.scored), n_neighbors, n_pcs, d)
+    log.info(
+        "graph_moran: building the cell graph within %d batches (%d-NN on %d PCs of all %d cells and genes)",
+        len(plan.scored),
+        n_neighbors,
+        n_pcs,
+        d,
+    )
     W, built = graph(None), "all_genes"
     if graph_from == "self" and d > graph_genes:
         with warnings.catch_warnings():  # the constant genes are reported once, by the final pass
@@ -407,26 +470,46 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
             rankings = [ranking_from_scores(f, higher_is_better=True) for f in first]
             tops = [np.isin(np.arange(d), r[:graph_genes]) & ~np.isnan(f) for r, f in zip(rankings, first)]
             top = combine_batch_ranks(rankings, tops, rule=rule).ranking[:graph_genes]
-        log.info("graph_moran: refining the graph on the top %d genes of the first pass, combined over the batches",
-                 graph_genes)
+        log.info(
+            "graph_moran: refining the graph on the top %d genes of the first pass, combined over the batches",
+            graph_genes,
+        )
         W, built = graph(top), "self"
 
     def one(rows):
         res, Wb = score(W, rows)
-        sel = make_selection("graph_moran", res.moran_i, higher_is_better=True, n_features=n_features,
-                             params=_graph_params(built, residuals, n_neighbors, n_pcs, graph_genes), extra={"z": res.z})
+        sel = make_selection(
+            "graph_moran",
+            res.moran_i,
+            higher_is_better=True,
+            n_features=n_features,
+            params=_graph_params(built, residuals, n_neighbors, n_pcs, graph_genes),
+            extra={"z": res.z},
+        )
         return sel, Wb, rows
 
-    sel = select_by_batch(one, batches, plan=plan, method="graph_moran", n_features=n_features, higher_is_better=True,
-                          rule="nbatches" if share is not None else rule,
-                          params={"graph": "built within each batch", "batch_graph": "one PCA of all cells, kNN within each batch"})
+    sel = select_by_batch(
+        one,
+        batches,
+        plan=plan,
+        method="graph_moran",
+        n_features=n_features,
+        higher_is_better=True,
+        rule="nbatches" if share is not None else rule,
+        params={"graph": "built within each batch", "batch_graph": "one PCA of all cells, kNN within each batch"},
+    )
     if share is None:
         return sel
     scores, ranking = _minus_share(sel.extra["batch_scores"], share)
-    return make_selection("graph_moran", scores, higher_is_better=True, n_features=n_features, ranking=ranking,
-                          params={**sel.params, "batch_rule": rule},
-                          extra={**sel.extra, "between_batch_share": glob, "local_batch_share": local,
-                                 "mean_moran_i": sel.scores})
+    return make_selection(
+        "graph_moran",
+        scores,
+        higher_is_better=True,
+        n_features=n_features,
+        ranking=ranking,
+        params={**sel.params, "batch_rule": rule},
+        extra={**sel.extra, "between_batch_share": glob, "local_batch_share": local, "mean_moran_i": sel.scores},
+    )
 
 
 def _local_share(X, codes, n_batches, n_neighbors, n_pcs, random_state):
@@ -442,7 +525,9 @@ def _local_share(X, codes, n_batches, n_neighbors, n_pcs, random_state):
     full = np.zeros((X.shape[0], n_comp if Z is not None else g), dtype=np.float64)
     full[keep] = Z if Z is not None else (Xk.toarray() if sp.issparse(Xk) else np.asarray(Xk))
     per_batch = max(2, -(-int(n_neighbors) // n_batches))
-    log.info("graph_moran: local between-batch share on %d dimensions, %d nearest cells per batch", full.shape[1], per_batch)
+    log.info(
+        "graph_moran: local between-batch share on %d dimensions, %d nearest cells per batch", full.shape[1], per_batch
+    )
     return local_batch_share(X, codes, full, per_batch, random_state=random_state), Z
 
 

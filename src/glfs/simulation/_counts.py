@@ -82,7 +82,6 @@ def _block_counts(rngs, library_size, proportion, rows, bcv: tuple, bcv_gene, dr
     return block
 
 
-
 class Chunks:
     """Growing 1-d storage in fixed chunks of ``CHUNK_ELEMENTS`` values, concatenated at the end.
 

@@ -48,8 +48,9 @@ BCV_BOOT_GENES = 1000
 BCV_BOOT_CELLS = 3000
 #: Bounds of the gene-mean mixture's parameters (log shape, log rate, out_prob, out_fac_loc, log out_fac_scale):
 #: outliers at most half the genes and at least e^0.5 times the median, the gamma's shape in [0.02, 100].
-MIXTURE_BOUNDS = np.array([[math.log(0.02), math.log(100.0)], [-40.0, 40.0], [0.0, 0.5], [0.5, 8.0],
-                           [math.log(0.05), math.log(3.0)]])
+MIXTURE_BOUNDS = np.array(
+    [[math.log(0.02), math.log(100.0)], [-40.0, 40.0], [0.0, 0.5], [0.5, 8.0], [math.log(0.05), math.log(3.0)]]
+)
 #: Genes at most this many (a seeded subset) in the gene-mean mixture and in each group's DE fit.
 FIT_GENES = 4000
 #: The smallest df used for the mean BCV level df / (df - 2) (it is infinite at df <= 2).
@@ -218,11 +219,15 @@ def _mixture_negloglik(theta, x, q, with_outliers=True):
     log_g = a * math.log(r) + (a - 1.0) * lx - r * x - special.gammaln(a)
     y = lx - math.log(M)
     with np.errstate(divide="ignore"):
-        log_o = np.where(y >= 0, np.logaddexp(_norm_logpdf(y, loc, sc * sc), _norm_logpdf(y, -loc, sc * sc)) - lx, -np.inf)
+        log_o = np.where(
+            y >= 0, np.logaddexp(_norm_logpdf(y, loc, sc * sc), _norm_logpdf(y, -loc, sc * sc)) - lx, -np.inf
+        )
     z = math.log(q / M)  # P(|N(loc, sc^2)| > z)
     out_above = 1.0 if z < 0 else float(special.ndtr((loc - z) / sc) + special.ndtr((-loc - z) / sc))
     surv = (1.0 - pi) * special.gammaincc(a, r * q) + pi * out_above
-    ll = (np.logaddexp(math.log1p(-pi) + log_g, math.log(pi) + log_o) if pi > 0 else log_g) - math.log(max(surv, 1e-300))
+    ll = (np.logaddexp(math.log1p(-pi) + log_g, math.log(pi) + log_o) if pi > 0 else log_g) - math.log(
+        max(surv, 1e-300)
+    )
     return -float(np.sum(ll))
 
 
@@ -252,8 +257,13 @@ def _fit_means(means: np.ndarray):
         res = optimize.minimize(_mixture_negloglik, start, args=(x, q), method="Nelder-Mead", options=opts)
         if best is None or res.fun < best.fun:
             best = res
-    plain = optimize.minimize(_mixture_negloglik, _mixture_theta(shape, rate, 0.05, 3.0, 0.5), args=(x, q, False),
-                              method="Nelder-Mead", options=opts)
+    plain = optimize.minimize(
+        _mixture_negloglik,
+        _mixture_theta(shape, rate, 0.05, 3.0, 0.5),
+        args=(x, q, False),
+        method="Nelder-Mead",
+        options=opts,
+    )
     if 2.0 * (plain.fun - best.fun) <= 3.0 * math.log(x.size):  # BIC: three more parameters must pay for themselves
         return (*_mixture_params(plain.x)[:2], 0.0, 0.0, 0.0)
     return _mixture_params(best.x)
@@ -359,10 +369,20 @@ def _fit_bcv(X, codes, k, gs: _GroupStats, rng, trend: float | None) -> tuple[fl
         v_noise, _ = _log_ratio_var(boot, codes[cells], k, c, t, gs.lib[cells])
         target = v_obs - v_noise
         # trigamma decreases from +inf to 0: one root; no spread beyond the noise is df = inf
-        df = math.inf if target <= 0 else float(optimize.brentq(lambda x: special.polygamma(1, x / 2.0) - target, 1e-3, 1e8))
+        df = (
+            math.inf
+            if target <= 0
+            else float(optimize.brentq(lambda x, target=target: special.polygamma(1, x / 2.0) - target, 1e-3, 1e8))
+        )
         level = max(df, MIN_BCV_DF) / (max(df, MIN_BCV_DF) - 2.0) if math.isfinite(df) else 1.0
-    diag = {"bcv_level_measured": measured, "bcv_level_model": level, "bcv_genes": int(inf.sum()),
-            "bcv_genes_spread": n_obs, "bcv_logvar_obs": v_obs, "bcv_logvar_noise": v_noise}
+    diag = {
+        "bcv_level_measured": measured,
+        "bcv_level_model": level,
+        "bcv_genes": int(inf.sum()),
+        "bcv_genes_spread": n_obs,
+        "bcv_logvar_obs": v_obs,
+        "bcv_logvar_noise": v_noise,
+    }
     return c, t, df, diag
 
 
@@ -439,8 +459,9 @@ def _fit_de(gs: _GroupStats, rng, min_count: float = 10.0) -> dict:
     for g in range(k):
         best = None
         for loc0 in (0.3, 2.0):
-            res = optimize.minimize(_de_negloglik, [-2.0, 0.0, loc0, math.log(0.5)], args=(lfc[g], var[g]),
-                                    method="L-BFGS-B", bounds=bounds)
+            res = optimize.minimize(
+                _de_negloglik, [-2.0, 0.0, loc0, math.log(0.5)], args=(lfc[g], var[g]), method="L-BFGS-B", bounds=bounds
+            )
             if best is None or res.fun < best.fun:
                 best = res
         t = best.x
@@ -539,10 +560,30 @@ def estimate_params(counts, groups=None, *, bcv_trend: float | None = 1.0, rando
         diag["de_genes"] = de.pop("de_genes")
         extra = {"group_prob": tuple(float(x) for x in gs.n / n), **de, "diagnostics": diag | {"groups": names}}
     params = SimParams(
-        n_cells=n, n_genes=d, mean_shape=shape, mean_rate=rate, out_prob=out[0], out_fac_loc=out[1],
-        out_fac_scale=out[2], lib_loc=lib_loc, lib_scale=lib_scale, bcv_common=bcv_common, bcv_df=bcv_df, bcv_trend=bcv_trend,
-        dropout_mid=drop_mid, dropout_shape=drop_shape, **({"diagnostics": diag} | extra),
+        n_cells=n,
+        n_genes=d,
+        mean_shape=shape,
+        mean_rate=rate,
+        out_prob=out[0],
+        out_fac_loc=out[1],
+        out_fac_scale=out[2],
+        lib_loc=lib_loc,
+        lib_scale=lib_scale,
+        bcv_common=bcv_common,
+        bcv_df=bcv_df,
+        bcv_trend=bcv_trend,
+        dropout_mid=drop_mid,
+        dropout_shape=drop_shape,
+        **({"diagnostics": diag} | extra),
     )
-    log.info("estimate_params: %d cells x %d genes, %d groups: shape %.3g, BCV %.3g (df %.3g), outliers %.3g",
-             n, d, k, shape, bcv_common, bcv_df, out[0])
+    log.info(
+        "estimate_params: %d cells x %d genes, %d groups: shape %.3g, BCV %.3g (df %.3g), outliers %.3g",
+        n,
+        d,
+        k,
+        shape,
+        bcv_common,
+        bcv_df,
+        out[0],
+    )
     return params

@@ -32,7 +32,6 @@ class BatchParams:
     diagnostics: dict = field(default_factory=dict)
 
 
-
 #: At most this many batches for :func:`estimate_batch_params` (its likelihood sums over 2^n_batches sign patterns).
 MAX_BATCHES = 10
 
@@ -142,11 +141,17 @@ def estimate_batch_params(counts, batch, groups=None, *, min_count: float = 10.0
     best = None
     for frac in (0.2, 0.5, 0.8):
         start = [math.sqrt(frac * m2), 0.5 * math.log((1 - frac) * m2)]
-        res = optimize.minimize(_batch_negloglik, start, args=(y, se2, Q, signs), method="L-BFGS-B",
-                                bounds=[(0.0, 5.0), (-7.0, 1.5)])
+        res = optimize.minimize(
+            _batch_negloglik, start, args=(y, se2, Q, signs), method="L-BFGS-B", bounds=[(0.0, 5.0), (-7.0, 1.5)]
+        )
         if best is None or res.fun < best.fun:
             best = res
     diag = {"groups_used": used, "genes_used": int(y.shape[0]), "n_batches": b, "second_moment": m2}
-    log.info("estimate_batch_params: %d batches, %d group x gene pairs: loc %.3g, scale %.3g",
-             b, y.shape[0], best.x[0], math.exp(best.x[1]))
+    log.info(
+        "estimate_batch_params: %d batches, %d group x gene pairs: loc %.3g, scale %.3g",
+        b,
+        y.shape[0],
+        best.x[0],
+        math.exp(best.x[1]),
+    )
     return BatchParams(float(best.x[0]), float(math.exp(best.x[1])), diag)

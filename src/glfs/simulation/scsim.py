@@ -110,7 +110,10 @@ def _per_group(
         msg = f"{name} must be a number or a sequence of one number per {per.split('_')[0]} ({n_groups}, the length of {per}); got {len(values)} values"
         raise ValueError(msg)
     return np.array(
-        [check_real(v, f"{name}[{i}]", min_val, max_val, include_boundaries=include_boundaries) for i, v in enumerate(values)]
+        [
+            check_real(v, f"{name}[{i}]", min_val, max_val, include_boundaries=include_boundaries)
+            for i, v in enumerate(values)
+        ]
     )
 
 
@@ -367,14 +370,30 @@ def simulate_counts(
     ((500, 1000), (3, 1000))
     """
     prm = _checked_params(
-        n_cells, n_genes, group_prob, de_prob=de_prob, de_down_prob=de_down_prob, de_fac_loc=de_fac_loc,
-        de_fac_scale=de_fac_scale, mean_shape=mean_shape, mean_rate=mean_rate, out_prob=out_prob,
-        out_fac_loc=out_fac_loc, out_fac_scale=out_fac_scale, lib_loc=lib_loc, lib_scale=lib_scale,
-        bcv_common=bcv_common, bcv_df=bcv_df, block_cells=block_cells,
+        n_cells,
+        n_genes,
+        group_prob,
+        de_prob=de_prob,
+        de_down_prob=de_down_prob,
+        de_fac_loc=de_fac_loc,
+        de_fac_scale=de_fac_scale,
+        mean_shape=mean_shape,
+        mean_rate=mean_rate,
+        out_prob=out_prob,
+        out_fac_loc=out_fac_loc,
+        out_fac_scale=out_fac_scale,
+        lib_loc=lib_loc,
+        lib_scale=lib_scale,
+        bcv_common=bcv_common,
+        bcv_df=bcv_df,
+        block_cells=block_cells,
     )
-    prm.update(_checked_batches_dropout(
-        prm["n_cells"], batch_cells, batch_fac_loc, batch_fac_scale, dropout_mid, dropout_shape
-    ), bcv_trend=check_real(bcv_trend, "bcv_trend", 0))
+    prm.update(
+        _checked_batches_dropout(
+            prm["n_cells"], batch_cells, batch_fac_loc, batch_fac_scale, dropout_mid, dropout_shape
+        ),
+        bcv_trend=check_real(bcv_trend, "bcv_trend", 0),
+    )
     return _simulate(prm, _seed_sequence(random_state))
 
 
@@ -393,31 +412,71 @@ def _simulate(prm: dict, seq: np.random.SeedSequence) -> SimulatedCounts:
     bcv_gene = _bcv_per_gene(rngs["bcv"], n_genes, prm["bcv_df"])
 
     dropout = None if prm["dropout_mid"] is None else (prm["dropout_mid"], prm["dropout_shape"])
-    counts = draw_counts(rngs, library_size, proportion, batches * k + groups, (prm["bcv_common"], prm["bcv_trend"]), bcv_gene,
-                         prm["block_cells"], dropout)
+    counts = draw_counts(
+        rngs,
+        library_size,
+        proportion,
+        batches * k + groups,
+        (prm["bcv_common"], prm["bcv_trend"]),
+        bcv_gene,
+        prm["block_cells"],
+        dropout,
+    )
     params = _params_record(prm, int(seq.entropy))
     log.info(
         "simulate_counts: %d cells x %d genes, %d groups, %d programme genes, %.1f%% nonzero",
-        n_cells, n_genes, k, int(programme.any(axis=0).sum()), 100.0 * counts.nnz / max(1, n_cells * n_genes),
+        n_cells,
+        n_genes,
+        k,
+        int(programme.any(axis=0).sum()),
+        100.0 * counts.nnz / max(1, n_cells * n_genes),
     )
     return SimulatedCounts(counts, groups, programme, de_factor, gene_mean, library_size, params, batches, batch_factor)
 
 
 def _class_proportions(gene_mean, batch_factor, de_factor) -> np.ndarray:
     """One row per (batch, group), batch-major: m_j b_bj f_gj scaled to sum 1; (n_batches * n_groups, n_genes)."""
-    group_mean = (gene_mean[None, None, :] * batch_factor[:, None, :] * de_factor[None, :, :]).reshape(-1, gene_mean.size)
+    group_mean = (gene_mean[None, None, :] * batch_factor[:, None, :] * de_factor[None, :, :]).reshape(
+        -1, gene_mean.size
+    )
     return group_mean / group_mean.sum(axis=1, keepdims=True)
 
 
 #: The per-group parameters of :func:`simulate_counts` (a number or one per group) and its scalar
 #: model parameters, in the order of its signature (and of ``SimulatedCounts.params``).
 _PER_GROUP = ("de_prob", "de_down_prob", "de_fac_loc", "de_fac_scale")
-_SCALARS = ("mean_shape", "mean_rate", "out_prob", "out_fac_loc", "out_fac_scale", "lib_loc", "lib_scale", "bcv_common", "bcv_df")
+_SCALARS = (
+    "mean_shape",
+    "mean_rate",
+    "out_prob",
+    "out_fac_loc",
+    "out_fac_scale",
+    "lib_loc",
+    "lib_scale",
+    "bcv_common",
+    "bcv_df",
+)
 
 
 def _checked_params(
-    n_cells, n_genes, group_prob, *, de_prob, de_down_prob, de_fac_loc, de_fac_scale, mean_shape, mean_rate,
-    out_prob, out_fac_loc, out_fac_scale, lib_loc, lib_scale, bcv_common, bcv_df, block_cells,
+    n_cells,
+    n_genes,
+    group_prob,
+    *,
+    de_prob,
+    de_down_prob,
+    de_fac_loc,
+    de_fac_scale,
+    mean_shape,
+    mean_rate,
+    out_prob,
+    out_fac_loc,
+    out_fac_scale,
+    lib_loc,
+    lib_scale,
+    bcv_common,
+    bcv_df,
+    block_cells,
 ) -> dict:
     """:func:`simulate_counts`' parameters, checked in the order of its signature (the first bad one raises).
 
@@ -481,7 +540,9 @@ def _batch_factors(rng, prm: dict):
     factor = np.ones((sizes.size, n_genes))
     if sizes.size > 1:
         for b in range(sizes.size):
-            factor[b] = _lognormal_factors(rng, n_genes, 1.0, 0.5, prm["batch_fac_loc"][b], prm["batch_fac_scale"][b])[1]
+            factor[b] = _lognormal_factors(rng, n_genes, 1.0, 0.5, prm["batch_fac_loc"][b], prm["batch_fac_scale"][b])[
+                1
+            ]
     return batches, factor
 
 
@@ -489,7 +550,9 @@ def _gene_means(rng, prm: dict) -> np.ndarray:
     """Step 3 of the model: gamma gene means, high expression outliers scaled from their median; float64 (n_genes,)."""
     n_genes = prm["n_genes"]
     base_mean = rng.gamma(prm["mean_shape"], 1.0 / prm["mean_rate"], size=n_genes)
-    is_outlier, out_fac = _lognormal_factors(rng, n_genes, prm["out_prob"], 0.0, prm["out_fac_loc"], prm["out_fac_scale"])
+    is_outlier, out_fac = _lognormal_factors(
+        rng, n_genes, prm["out_prob"], 0.0, prm["out_fac_loc"], prm["out_fac_scale"]
+    )
     return np.where(is_outlier, np.median(base_mean) * out_fac, base_mean)
 
 

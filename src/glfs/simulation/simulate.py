@@ -72,7 +72,7 @@ def recovery_score(ranking, informative) -> float:
     k = informative.size
     pos = np.empty(ranking.size, dtype=np.int64)
     pos[ranking] = np.arange(1, ranking.size + 1)
-    I = pos[informative]
+    I = pos[informative]  # noqa: E741 (the paper's I(f_i))
     return float(np.mean(1.0 / (np.maximum(k, I) - (k - 1))))
 
 
@@ -127,9 +127,7 @@ def recovery_experiment(
     for sigma, n_noise in points:
         for rep in range(int(replicates)):
             seed = point_seed(random_state, sigma, n_noise, rep)
-            X, informative, _ = make_planted(
-                n_samples, n_noise, sigma, n_informative=n_informative, random_state=seed
-            )
+            X, informative, _ = make_planted(n_samples, n_noise, sigma, n_informative=n_informative, random_state=seed)
             W = similarity_graph(X, **gp) if method_info(method).needs_graph else None
             sel = select(
                 X,
