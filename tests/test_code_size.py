@@ -1,12 +1,13 @@
-"""Size limits of the code (issue 20): no file over 600 lines and no function over 80 lines of
-code in src/, scripts/ and workflow/.  Lines of code exclude the docstring, blank lines and
+"""Size limits of the code: no file over 750 lines and no function over 80 lines of code in src/,
+scripts/ and workflow/.  Lines are ruff-formatted lines: the formatter gives a call that does not fit
+one argument a line, up to a quarter more lines than the hand layout the earlier 600 was set for.  Lines of code exclude the docstring, blank lines and
 comment-only lines; a file counts all its lines.  Read from the source with ``ast``."""
 
 import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MAX_FILE_LINES = 600
+MAX_FILE_LINES = 750
 MAX_FUNCTION_CODE_LINES = 80
 
 

@@ -538,19 +538,9 @@ def graph_min_cells(n_neighbors) -> tuple[int, str]:
     return max(k + 1, 4), f"more cells than the graph's {k} neighbours, and at least 4"
 
 
-def run_by_batch(
-    info,
-    X,
-    batches,
-    *,
-    n_features,
-    graph=None,
-    graph_params=None,
-    counts=None,
-    random_state=0,
-    rule: str | None = None,
-    **params,
-) -> Selection:
+# fmt: off
+def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None, counts=None,
+                 random_state=0, rule: str | None = None, **params) -> Selection:
     """A registered gene-wise method (``info``: a :class:`glfs.api.MethodInfo`) within each batch, combined by rank.
 
     X : (n_samples, n_features), in memory (dense or sparse), already checked by :func:`glfs.select`.
@@ -579,30 +569,20 @@ def run_by_batch(
         return info.fn(X, None, n_features=n_features, labels=None, random_state=random_state, batches=batches, **kw)
     rule = "nbatches" if rule is None else rule
     if "batch_rule" in params:  # an own-graph method's rule over its own graphs (graph_moran's)
-        msg = (
-            f"batch_rule is {info.name}'s rule over the graphs it builds within the batches; with a given graph "
-            f"(graph=, obsp=) the batches are combined by rank: leave batch_rule out"
-        )
+        msg = (f"batch_rule is {info.name}'s rule over the graphs it builds within the batches; with a given graph "
+               f"(graph=, obsp=) the batches are combined by rank: leave batch_rule out")
         raise ValueError(msg)
     min_cells, why = min_batch_cells(info, graph_params, params)
     plan = plan_batches(batches, X.shape[0], method=info.name, min_cells=min_cells, why_min=why)
     if info.batch_fn is not None and not params and not info.needs_graph and _in_memory(counts):
         codes = scored_codes(plan)  # every batch in one pass: the Selections of the batches scored one by one
         sels = info.batch_fn(X, codes, len(plan.scored), n_features=n_features, counts=counts)
-        return select_by_batch(
-            lambda rows: (sels[codes[rows[0]]], None, rows),
-            batches,
-            method=info.name,
-            n_features=n_features,
-            higher_is_better=info.higher_is_better,
-            rule=rule,
-            params={"graph": "none"},
-            plan=plan,
-        )
+        return select_by_batch(lambda rows: (sels[codes[rows[0]]], None, rows), batches, method=info.name,
+                               n_features=n_features, higher_is_better=info.higher_is_better, rule=rule,
+                               params={"graph": "none"}, plan=plan)
     if info.needs_graph and given is None and not info.own_graph:
-        shared = within_batches(
-            plan, lambda keep, codes: similarity_graph(X if keep is None else X[keep], batches=codes, **graph_params)
-        )
+        shared = within_batches(plan, lambda keep, codes: similarity_graph(X if keep is None else X[keep],
+                                                                           batches=codes, **graph_params))
     else:
         shared = given
 
@@ -612,11 +592,8 @@ def run_by_batch(
             W = shared[rows][:, rows]
             linked = np.asarray((W != 0).sum(axis=1)).ravel() > 0
             if not linked.all():
-                log.warning(
-                    "%s: %d cells of the batch have no edge inside it in the given graph; left out of its score",
-                    info.name,
-                    int(np.sum(~linked)),
-                )
+                log.warning("%s: %d cells of the batch have no edge inside it in the given graph; left out of its score",
+                            info.name, int(np.sum(~linked)))
                 rows, W = rows[linked], W[linked][:, linked]
         kw = dict(params)
         if counts is not None:
@@ -628,18 +605,7 @@ def run_by_batch(
             raise RuntimeError(msg)
         return sel, used, rows
 
-    how = (
-        "none"
-        if not info.needs_graph
-        else ("given, cut to each batch" if given is not None else "built within each batch")
-    )
-    return select_by_batch(
-        select_one,
-        batches,
-        method=info.name,
-        n_features=n_features,
-        higher_is_better=info.higher_is_better,
-        rule=rule,
-        params={"graph": how},
-        plan=plan,
-    )
+    how = "none" if not info.needs_graph else ("given, cut to each batch" if given is not None else "built within each batch")
+    return select_by_batch(select_one, batches, method=info.name, n_features=n_features,
+                           higher_is_better=info.higher_is_better, rule=rule, params={"graph": how}, plan=plan)
+# fmt: on

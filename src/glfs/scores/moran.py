@@ -398,9 +398,9 @@ def _graph_params(built, residuals, n_neighbors, n_pcs, graph_genes) -> dict:
     return params
 
 
-def _graph_moran_batches(
-    X, counts, batches, *, n_features, rule, graph_from, graph_genes, n_neighbors, n_pcs, residuals, random_state
-) -> Selection:
+# fmt: off
+def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, graph_genes, n_neighbors, n_pcs,
+                         residuals, random_state) -> Selection:
     """graph_moran within batches on graphs of a shared embedding (:func:`select_graph_moran`, ``batches``).
 
     The batches too small for the graph are left out first (:func:`glfs.scores.batches.graph_min_cells`),
@@ -422,29 +422,12 @@ def _graph_moran_batches(
 
     def graph(genes):
         if genes is None and pcs is not None:  # the first graph on the components already computed (the same graph)
-            return within_batches(
-                plan,
-                lambda keep, codes: similarity_graph(
-                    pcs,
-                    n_neighbors=min(int(n_neighbors), pcs.shape[0] - 1),
-                    kernel="binary",
-                    n_pcs=pcs.shape[1],
-                    method="auto",
-                    random_state=random_state,
-                    batches=codes,
-                ),
-            )
-        return within_batches(
-            plan,
-            lambda keep, codes: cell_graph(
-                X if keep is None else X[keep],
-                genes,
-                n_neighbors=n_neighbors,
-                n_pcs=n_pcs,
-                random_state=random_state,
-                batches=codes,
-            ),
-        )
+            return within_batches(plan, lambda keep, codes: similarity_graph(
+                pcs, n_neighbors=min(int(n_neighbors), pcs.shape[0] - 1), kernel="binary", n_pcs=pcs.shape[1],
+                method="auto", random_state=random_state, batches=codes))
+        return within_batches(plan, lambda keep, codes: cell_graph(
+            X if keep is None else X[keep], genes, n_neighbors=n_neighbors, n_pcs=n_pcs, random_state=random_state,
+            batches=codes))
 
     def score(Wg, rows):
         Wb = Wg[rows][:, rows]
@@ -452,13 +435,8 @@ def _graph_moran_batches(
             return pearson_residual_autocorrelation(counts[rows], Wb), Wb
         return graph_autocorrelation(X[rows], Wb), Wb
 
-    log.info(
-        "graph_moran: building the cell graph within %d batches (%d-NN on %d PCs of all %d cells and genes)",
-        len(plan.scored),
-        n_neighbors,
-        n_pcs,
-        d,
-    )
+    log.info("graph_moran: building the cell graph within %d batches (%d-NN on %d PCs of all %d cells and genes)",
+             len(plan.scored), n_neighbors, n_pcs, d)
     W, built = graph(None), "all_genes"
     if graph_from == "self" and d > graph_genes:
         with warnings.catch_warnings():  # the constant genes are reported once, by the final pass
@@ -470,46 +448,27 @@ def _graph_moran_batches(
             rankings = [ranking_from_scores(f, higher_is_better=True) for f in first]
             tops = [np.isin(np.arange(d), r[:graph_genes]) & ~np.isnan(f) for r, f in zip(rankings, first)]
             top = combine_batch_ranks(rankings, tops, rule=rule).ranking[:graph_genes]
-        log.info(
-            "graph_moran: refining the graph on the top %d genes of the first pass, combined over the batches",
-            graph_genes,
-        )
+        log.info("graph_moran: refining the graph on the top %d genes of the first pass, combined over the batches",
+                 graph_genes)
         W, built = graph(top), "self"
 
     def one(rows):
         res, Wb = score(W, rows)
-        sel = make_selection(
-            "graph_moran",
-            res.moran_i,
-            higher_is_better=True,
-            n_features=n_features,
-            params=_graph_params(built, residuals, n_neighbors, n_pcs, graph_genes),
-            extra={"z": res.z},
-        )
+        sel = make_selection("graph_moran", res.moran_i, higher_is_better=True, n_features=n_features,
+                             params=_graph_params(built, residuals, n_neighbors, n_pcs, graph_genes), extra={"z": res.z})
         return sel, Wb, rows
 
-    sel = select_by_batch(
-        one,
-        batches,
-        plan=plan,
-        method="graph_moran",
-        n_features=n_features,
-        higher_is_better=True,
-        rule="nbatches" if share is not None else rule,
-        params={"graph": "built within each batch", "batch_graph": "one PCA of all cells, kNN within each batch"},
-    )
+    sel = select_by_batch(one, batches, plan=plan, method="graph_moran", n_features=n_features, higher_is_better=True,
+                          rule="nbatches" if share is not None else rule,
+                          params={"graph": "built within each batch", "batch_graph": "one PCA of all cells, kNN within each batch"})
     if share is None:
         return sel
     scores, ranking = _minus_share(sel.extra["batch_scores"], share)
-    return make_selection(
-        "graph_moran",
-        scores,
-        higher_is_better=True,
-        n_features=n_features,
-        ranking=ranking,
-        params={**sel.params, "batch_rule": rule},
-        extra={**sel.extra, "between_batch_share": glob, "local_batch_share": local, "mean_moran_i": sel.scores},
-    )
+    return make_selection("graph_moran", scores, higher_is_better=True, n_features=n_features, ranking=ranking,
+                          params={**sel.params, "batch_rule": rule},
+                          extra={**sel.extra, "between_batch_share": glob, "local_batch_share": local,
+                                 "mean_moran_i": sel.scores})
+# fmt: on
 
 
 def _local_share(X, codes, n_batches, n_neighbors, n_pcs, random_state):
