@@ -22,7 +22,7 @@ learning formulation, Mairal et al. 2009; far slower for d >> n: about 270 s
 on 200 x 12,000 here) with penalty ``alpha`` on X scaled to unit mean gene
 variance.
 
-Gene score: loading mass sum_k |V_kj| with unit-norm loading vectors V_k;
+Gene score: loading mass ``sum_k |V_kj|`` with unit-norm loading vectors V_k;
 higher is better.  Genes with no loading tie at 0 and are then ordered by
 variance (higher first), then by index.
 
@@ -138,7 +138,7 @@ def spca_score(
     Returns
     -------
     scores : ndarray of shape (n_features,)
-        sum_k |V_kj|; 0 for genes outside every component, NaN for constant genes.
+        ``sum_k |V_kj|``; 0 for genes outside every component, NaN for constant genes.
     components : ndarray of shape (n_components, n_features), optional
     info : dict, optional
 

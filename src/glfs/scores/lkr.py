@@ -321,7 +321,7 @@ def lkr_score(X, W=None, *, labels=None, h=None, ridge: float = 0.1, n_neighbors
     Notes
     -----
     Cost, unsupervised: the local regressions are O(sum_i n_i^2 d + n_i^3)
-    (n_i = |N_i|), the scores one sparse product B X, O(nnz(B) d), in gene
+    (``n_i = |N_i|``), the scores one sparse product B X, O(nnz(B) d), in gene
     blocks; memory O(n d + nnz(B)).  Supervised: one Cholesky inverse
     P = (K_l + lambda I)^-1 per class and the leave-one-out residuals
     (P f)_i / P_ii (the same numbers as F - B F), O(sum_l N_l^2 d + N_l^3)
