@@ -220,7 +220,7 @@ def test_target_after_configfile(tmp_path, mini_workflow):
     assert "FileNotFoundError" in flat
 
 
-DOCS = ["README.md", "docs/data.md", "docs/cluster.md"]
+DOCS = ["README.md", "docs/guides/data.md", "docs/guides/atlases.md"]
 
 
 @pytest.mark.parametrize("doc", DOCS)
@@ -237,7 +237,7 @@ def test_docs_cite_only_files_in_the_repository(doc):
 
 def test_readme_keeps_day_one_and_leaves_slurm_detail_to_cluster_md():
     readme = (REPO / "README.md").read_text()
-    cluster = (REPO / "docs/cluster.md").read_text()
+    cluster = (REPO / "docs/guides/atlases.md").read_text()
     headings = re.findall(r"^## (.+)$", readme, flags=re.M)
     for h in [
         "Quick start",
@@ -251,5 +251,5 @@ def test_readme_keeps_day_one_and_leaves_slurm_detail_to_cluster_md():
         assert h in headings, f"README lost the section {h!r}"
     for detail in ["slurm-status-command", "MinJobAge", "mem_mb_per_mcell", "--conda-create-envs-only", "slurmctld"]:
         assert detail in cluster and detail not in readme, detail
-    assert "docs/cluster.md" in readme.split("## Running on a cluster")[1]
+    assert "docs/guides/atlases.md" in readme.split("## Running on a cluster")[1]
     assert len(readme.splitlines()) < 250  # was 342, about half SLURM detail
