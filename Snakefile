@@ -1,5 +1,5 @@
 # GLFS workflow: graph-Laplacian unsupervised feature selection on expression data.
-# Wiring only; see README.md and docs/methods.md.
+# Wiring only; see README.md and docs/guides/workflow.md.
 
 
 configfile: "config.yaml"

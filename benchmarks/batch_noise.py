@@ -226,7 +226,7 @@ def main():
         print(f"{' '.join(sys.argv[1:])}: {time.time() - t0:.0f} s, load {load0:.1f} -> {os.getloadavg()[0]:.1f}")
     md = [
         f"# Noise of the batch benchmark ({time.strftime('%Y-%m-%d %H:%M')} UTC; rows of batch_noise.tsv, "
-        "each run's command, wall time and load in docs/methods.md)",
+        "each run's command, wall time and load in studies/batch-rules.md)",
         "",
         "ARI at the labels' cluster count (Leiden protocol, 2 runs), batch mixing (kNN batch entropy within types), "
         "500 or 2,000 genes. Paired: each replicate's value less seurat_v3's (with batch_key) on the same "

@@ -5,7 +5,7 @@ beside each worker's, in one fresh process per run.
 X: an .h5ad of ``atlas_scale.py``'s log-normalised simulated counts (CSR float32), read as a scanpy
 user would (``anndata.experimental.read_elem_lazy``, row chunks of ``--chunk`` cells), or ``--shards``:
 the same cells as shards stored by genes (CSC, written from the .h5ad by ``--make-shards``), read as
-2-D tiles of a shard x ``--gene-chunk`` genes (docs/cluster.md, "How to store X").  ``--nprobe 1``
+2-D tiles of a shard x ``--gene-chunk`` genes (docs/guides/atlases.md, "How to store X").  ``--nprobe 1``
 probes one IVF cell per query instead of sqrt(nlist): the same objects on the client (one neighbour
 list per cell), a lower recall, for a search that fits a loaded machine.  The cluster: ``--workers`` worker processes of 1 thread and ``--worker-mem-gb`` each.  The
 library is whatever ``glfs`` imports (PYTHONPATH), so one script measures the tree before and after

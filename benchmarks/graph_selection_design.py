@@ -11,7 +11,7 @@ binomial deviance, the variance and random genes, and judged by
 - planted-gene precision at k (fraction of the top k that are programme genes).
 
 No real data set is used here: the defaults of the method come from this table
-(docs/methods.md, "The graph-based single-cell selection").
+(docs/methods/graph-moran.md, "The graph-based single-cell selection").
 
     python benchmarks/graph_selection_design.py            # the grid below (about 30-60 min on 2 cores)
     python benchmarks/graph_selection_design.py --quick    # one small setting, for a smoke test

@@ -3,7 +3,7 @@
 Each candidate is ``fn(panel) -> scores`` (higher = better, NaN last) on a
 :class:`real_panel.Panel` (``panel.X`` log-normalised, ``panel.counts`` raw, ``panel.graph``
 scanpy's standard graph).  Chosen by leave-one-dataset-out (``panel_lodo.py``); the winner
-becomes a registered method, the rest stay here with their held-out numbers in docs/methods.md
+becomes a registered method, the rest stay here with their held-out numbers in studies/real-panel.md
 ("The real development panel").
 
 - ``moran_bin_scanpy``: Moran's I on scanpy's graph, standardised within mean bins as

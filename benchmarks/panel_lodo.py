@@ -1,7 +1,7 @@
 """Leave-one-dataset-out on the development panel: choose on three sets, score on the held-out fourth.
 
 A design choice or default counts only if it wins on the panel set it was not chosen on (issue 28,
-docs/methods.md, "The real development panel").  The functions work on the panel table of
+studies/real-panel.md, "The real development panel").  The functions work on the panel table of
 ``benchmarks/real_panel.py`` (one row per set x labels x method x draw x k x run, column ``score``).
 
 - :func:`score_matrix`: the mean score per method (rows) and (labels, k) (columns); random genes
@@ -121,7 +121,7 @@ def head_to_head(S: pd.DataFrame, reference: str, members, panel, grid) -> pd.Da
     Per member: its held-out mean score (over ``grid``) minus the reference's on each set; the folds
     whose training sets choose it over the reference (strictly higher mean there; ties keep the
     reference); and how many of those it wins held out (strictly higher on the held-out set).
-    The rule of docs/methods.md: a design counts only if it wins the folds that choose it.
+    The rule of studies/real-panel.md: a design counts only if it wins the folds that choose it.
     """
     grid = [int(k) for k in grid]
     held = {m: {h: float(np.mean([S.loc[m, (h, k)] for k in grid])) for h in panel} for m in [reference, *members]}

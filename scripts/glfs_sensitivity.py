@@ -8,7 +8,7 @@ n_features genes with the configured graph and its other parameters
 clustering_nmi.tsv (glfs.evaluate.evaluate_ranking: spectral clustering, the
 same affinity and run seeds) at the gene counts of glfs_sensitivity.feature_grid.
 This is a sensitivity analysis on the evaluated data, not tuning: the default
-graph_weight was chosen on the planted simulation (docs/methods.md).
+graph_weight was chosen on the planted simulation (docs/methods/glfs-design.md).
 
 Output results/{dataset}/glfs_sensitivity.tsv, one row per (graph_weight, k):
 graph_weight, is_default, lambda1, lambda2, n_selected, criterion,

@@ -2,7 +2,7 @@
 results/{dataset}/adata.h5ad with all of them, and, where they apply, glfs_path.tsv and glfs_vs_greedy.tsv.
 
 One process per dataset, not one per (dataset, method) or per output: a bulk method's work is 0.02-0.3 CPU s
-against 1.7-2.5 s of imports and snakemake's preamble in each job (docs/methods.md, "Workflow runtime").  The
+against 1.7-2.5 s of imports and snakemake's preamble in each job (studies/workflow-runtime.md, "Workflow runtime").  The
 methods run one after another on the same prepared data and graph, each exactly as a job of its own would run
 it (its own seed, parameters and files); ``params.methods``, ``output.tables`` and ``output.metas`` are in the
 same order.  Then, from the files just written:
@@ -47,7 +47,7 @@ try:
     n_features = int(min(par.n_features, adata.n_vars))
     batched = dataset_batches(adata) is not None
     for method, table, meta in zip(methods, out.tables, out.metas, strict=True):
-        # a dataset with batch_column: the batch-aware methods select within its batches (docs/methods.md)
+        # a dataset with batch_column: the batch-aware methods select within its batches (docs/methods/batch-aware.md)
         batch_key = "batch" if batched and glfs.METHODS[method].batch else None
         if batched and batch_key is None:
             log.info("%s takes no batches (MethodInfo.batch): selected on all cells of the batched dataset", method)

@@ -1,4 +1,4 @@
-"""The import graph shows the architecture (docs/architecture.md): the methods library at the
+"""The import graph shows the architecture (docs/guides/architecture.md): the methods library at the
 bottom, its adapters above it, the workflow package above those, scripts and rules on top; no
 import points back up.  Read from the source with ``ast`` (nothing is imported), so a new
 upward import fails here with the module and the import named."""
@@ -138,7 +138,9 @@ def _imports(path: Path, pkg: str):
 
 def test_every_module_has_a_layer():
     found = {(pkg, _module_name(p, pkg)) for pkg in LAYERS for p in (SRC / pkg).rglob("*.py")}
-    assert found == set(LAYER), f"add new modules to LAYERS (and docs/architecture.md): {sorted(found ^ set(LAYER))}"
+    assert found == set(LAYER), (
+        f"add new modules to LAYERS (and docs/guides/architecture.md): {sorted(found ^ set(LAYER))}"
+    )
 
 
 @pytest.mark.parametrize("pkg", sorted(LAYERS))

@@ -28,7 +28,7 @@ def test_sharded_search_equals_the_single_search(dask_client, monkeypatch, ivf):
         monkeypatch.setattr(nb, "IVF_BLOCKED_MIN_SAMPLES", 3000)
         monkeypatch.setattr(ivf_blocks, "BLOCK_QUERIES", 300)
     if ivf:  # 32 of the 55 lists: ivf_nprobe's 8 for 12 dimensions finds 0.84 of these structureless
-        # Gaussian neighbours (docs/methods.md, "The own graph on 20 principal components"); sharded = single either way
+        # Gaussian neighbours (studies/graph-20-pcs.md, "The own graph on 20 principal components"); sharded = single either way
         want = nb._knn_ivf(Z, 10, random_state=3, nprobe=32)
         got = nb._knn_ivf(Z, 10, random_state=3, client=dask_client, nprobe=32)
     else:

@@ -128,7 +128,7 @@ def test_relaxed_criterion_equals_trace_at_vertices_and_gradient_by_finite_diffe
 
 
 def test_relaxation_is_concave_and_every_vertex_is_first_order_stationary():
-    # the two facts docs/methods.md gives for why the continuous solver is replaced by exchange
+    # the two facts docs/methods/glfs-design.md gives for why the continuous solver is replaced by exchange
     X, W = _toy(n=20, d=8, seed=5)
     l1, l2 = 0.3, 0.5
     rng = np.random.default_rng(1)

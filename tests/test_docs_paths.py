@@ -109,7 +109,9 @@ def test_the_check_finds_a_dead_path(tmp_path):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("sphinx") is None, reason="the docs extra (sphinx) is not installed")
-@pytest.mark.skipif(importlib.util.find_spec("myst_parser") is None, reason="the docs extra (myst-parser) is not installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("myst_parser") is None, reason="the docs extra (myst-parser) is not installed"
+)
 def test_docs_build_with_warnings_as_errors(tmp_path):
     """``sphinx-build -W`` on docs/: a broken reference, a bad docstring or a page outside the toctree fails."""
     cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "-d", str(tmp_path / "doctrees")]

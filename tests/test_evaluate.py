@@ -611,7 +611,7 @@ def test_subsample_of_string_labels_equals_evaluate_rankings_own():
 def test_auto_eigen_solver_switches_at_the_documented_size():
     from glfs.evaluate import ARPACK_MAX_SAMPLES, resolve_eigen_solver
 
-    assert ARPACK_MAX_SAMPLES == 2000  # the bound docs/methods.md states
+    assert ARPACK_MAX_SAMPLES == 2000  # the bound docs/methods/evaluation.md states
     assert resolve_eigen_solver("auto", 1999) == "arpack"
     assert resolve_eigen_solver("auto", 2000) == "lobpcg"
     assert resolve_eigen_solver("arpack", 50_000) == "arpack"

@@ -320,7 +320,7 @@ def test_monotone_flag_reports_a_gene_that_leaves():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_planted_recovery_exact(seed):
     # easy setting with more genes than samples (the expression-data regime); with d < n the
-    # default start level can fail (docs/methods.md records it)
+    # default start level can fail (docs/methods/glfs-readings.md records it)
     X, W, informative = _small_problem(seed=seed, n=100, d=204, sigma=0.2)
     res = glfs.glfs(X, W, objective="exact", n_features=4)
     assert recovery_score(res.ranking, informative) == 1.0

@@ -419,7 +419,7 @@ def test_ivf_query_order_changes_nothing(data):
 
 def test_ivf_nprobe_grows_like_the_root_of_the_cell_count():
     """The probed cells: sqrt(nlist), never fewer than 32 (the measured setting of every size up to nlist 1,024,
-    a million cells), never more than nlist; docs/methods.md ('Atlas scale') has the recall and time trade-off."""
+    a million cells), never more than nlist; docs/guides/atlases.md ('Atlas scale') has the recall and time trade-off."""
     assert [nb.ivf_nprobe(m) for m in (1, 20, 224, 256)] == [1, 20, 32, 32]
     assert nb.ivf_nprobe(1000) == 32  # a million cells: the setting of the 380 s end-to-end run
     assert nb.ivf_nprobe(1024) == 32 and nb.ivf_nprobe(1025) == 33

@@ -175,7 +175,7 @@ def test_glfs_path_descent_and_kkt(data):
     """What the lam path guarantees, on random inputs (exact objective, X used as given).
 
     Monotone sparsity (support never shrinking as lam decreases) is *not* asserted:
-    docs/methods.md ("Monotonicity of the path") says it need not hold -- the
+    docs/methods/glfs-readings.md ("Monotonicity of the path") says it need not hold -- the
     problem is non-convex and a point after an empty one starts cold.  (It did hold on
     every input tried while writing this test: 40 seeded Gaussian matrices and these
     examples.)  Asserted instead, because the solver guarantees them:

@@ -299,7 +299,7 @@ def test_check_scalar_agrees_with_sklearn_on_finite_non_bool_values(target_name,
 
 def test_import_glfs_does_not_import_sklearn():
     """scikit-learn costs about 1 s per process; the workflow's select jobs never need it
-    for the graph methods (docs/methods.md, "Workflow runtime")."""
+    for the graph methods (studies/workflow-runtime.md, "Workflow runtime")."""
     import subprocess
     import sys
 

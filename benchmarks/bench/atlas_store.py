@@ -1,7 +1,7 @@
 """A simulated atlas stored as a user stores one too large for a node: shards of cells, each by genes.
 
 Atlases are published as many files of cells (a sample, donor or study each), and one that is scored
-by genes is best kept by genes (docs/methods.md, "Atlas scale": a CSC file is read once per pass).
+by genes is best kept by genes (docs/guides/atlases.md, "Atlas scale": a CSC file is read once per pass).
 So the store here is a directory of ``.h5ad`` shards of ``shard`` cells each, every shard's X the
 log-normalised counts (total 1e4 + log1p, float32) written as **CSC** by anndata.  Read lazily
 (:func:`open_store`: ``anndata.experimental.read_elem_lazy(f["X"], chunks=(-1, gene_chunk))`` per

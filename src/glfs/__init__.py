@@ -1,7 +1,7 @@
 """glfs: graph-Laplacian unsupervised feature selection for expression data.
 
 X is always (n_samples, n_features) = (patients or cells, genes); graphs are
-sparse (n_samples, n_samples).  See ``docs/methods.md`` for the methods, the
+sparse (n_samples, n_samples).  See ``docs/methods/index.md`` for the methods, the
 papers' equations and the errata.
 """
 

@@ -47,7 +47,7 @@ __all__ = [
 FAMILIES = {
     "score": "gene-wise score",
     "optimal_design": "greedy optimal experimental design (He et al. 2011)",
-    "glfs": "well-posed GLFS (budgeted A-optimal design, docs/methods.md)",
+    "glfs": "well-posed GLFS (budgeted A-optimal design, docs/methods/glfs-design.md)",
     "glfs_published": "GLFS as published (Wang & Goldenberg 2013), one reading of its equations",
     "lkr": "Laplacian-regularised kernel regression score (Cheung & Zeng 2009)",
     "baseline": "baseline without a graph",
@@ -173,7 +173,7 @@ def _registry() -> dict[str, MethodInfo]:
           params_from=("theta", "clip", "chunksize"), batch="own", description="scanpy HVG, Pearson residuals (raw counts)"),
         M(name="deviance", fn=_select_deviance, family="baseline", needs_counts=True, streams=True,
           batch="ranks", batch_fn=_select_deviance_batches, description="binomial deviance (Townes et al. 2019), raw counts"),
-        # the graph-based single-cell selection (glfs.scores.moran; docs/methods.md)
+        # the graph-based single-cell selection (glfs.scores.moran; docs/methods/graph-moran.md)
         M(name="graph_moran", fn=moran.select_graph_moran, family="score", needs_graph=True, own_graph=True,
           optional_counts=True, streams=True, fixed_params=("batches",),
           batch="ranks", description="Moran's I on a kNN graph of the cells refined on its own top genes (single-cell)"),
@@ -275,7 +275,7 @@ def select(
         One batch label per sample (scanpy's ``adata.obs[batch_key]``), for the methods with
         ``METHODS[m].batch``: scanpy's flavours pass them to scanpy (``batch_key``); the gene-wise
         scores are computed within each batch, their graph built (or a given graph cut) within
-        it, and the batches combined by rank (:mod:`glfs.scores.batches`; docs/methods.md,
+        it, and the batches combined by rank (:mod:`glfs.scores.batches`; docs/methods/batch-aware.md,
         "Batch-aware selection").  Needs ``n_features_to_select`` and X in memory.
     **params
         Method parameters (see each method's function).
@@ -374,7 +374,7 @@ def check_seed(random_state) -> None:
 
 
 def _select_batches(info, X, batches, W, n_features, graph_params, random_state, params):
-    """The method within batches (docs/methods.md, "Batch-aware selection"): scanpy's or glfs.scores.batches'."""
+    """The method within batches (docs/methods/batch-aware.md, "Batch-aware selection"): scanpy's or glfs.scores.batches'."""
     if info.batch is None:
         aware = [m for m, i in METHODS.items() if i.batch is not None]
         msg = f"method {info.name!r} does not take batches (batch_key); the batch-aware methods are {aware}"

@@ -121,7 +121,7 @@ def select(
         with it (they would describe another selection), named in the warning.
     batch_key : str, optional
         ``adata.obs`` column of each cell's batch (donor, sample; scanpy's ``batch_key``): the
-        selection is made within batches (:func:`glfs.select`'s ``batches``; docs/methods.md,
+        selection is made within batches (:func:`glfs.select`'s ``batches``; docs/methods/batch-aware.md,
         "Batch-aware selection"), and ``var[f"{key}_nbatches"]``, ``var[f"{key}_intersection"]``,
         ``var[f"{key}_median_rank"]`` and ``varm[f"{key}_batch_ranks"]`` are written beside the rest.
         A graph method builds its graph within each batch (``obsp`` given: its edges inside each batch).

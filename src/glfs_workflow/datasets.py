@@ -341,7 +341,7 @@ def _check_dense_step(expr: Path, X, method: str) -> None:
         msg = (
             f"{expr}: preprocess {method!r} would make the sparse matrix of {n} samples x {d} genes "
             f"({X.nnz} non-zeros) dense: {need:.1f} GB of float64, above the size limit of "
-            f"{limits.DENSE_LIMIT_GB:g} GB (docs/methods.md, 'Size limits'); use preprocess 'log1p' or "
+            f"{limits.DENSE_LIMIT_GB:g} GB (docs/methods/size-limits.md, 'Size limits'); use preprocess 'log1p' or "
             "'normalize_log1p' (they keep it sparse), or 'none' for data already normalised"
         )
         raise DataError(msg)
@@ -518,7 +518,7 @@ def _counts_notes(name: str, expr: Path, X, method: str) -> list:
         f"{X.max() / np.median(pos):.3g} times the median non-zero value {np.median(pos):.4g}): "
         "distances, variances and GLFS are then driven by a few very highly expressed genes; "
         f"set datasets.{name}.preprocess: normalize_log1p (library-size normalisation + log1p) "
-        "or log1p (docs/data.md)"
+        "or log1p (docs/guides/data.md)"
     )
     log.warning("%s: %s", expr, note)
     return [note]

@@ -116,7 +116,7 @@ class ParseBudget:
         return (
             f"{path}: reading this text matrix ({size}{values}) would take at least {need / _GB:.2f} GB of memory "
             f"while it is parsed ({PARSE_BYTES_PER_TEXT_BYTE} bytes per byte of text + {PARSE_BYTES_PER_VALUE} per value, "
-            f"measured: docs/data.md), more than the {self.memory_bytes / _GB:.2f} GB of {self.memory_from}; refused before "
+            f"measured: docs/guides/data.md), more than the {self.memory_bytes / _GB:.2f} GB of {self.memory_from}; refused before "
             f"parsing. Give the job more memory ({self.memory_key}), or convert the matrix to .h5ad (read without parsing "
             "text: anndata.AnnData(X).write_h5ad)"
         )

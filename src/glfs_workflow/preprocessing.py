@@ -1,6 +1,6 @@
 """Preprocess an expression matrix: log1p, library-size normalisation, gene filters.
 
-X is (n_samples, n_features).  See ``docs/data.md`` ("preprocess").
+X is (n_samples, n_features).  See ``docs/guides/data.md`` ("preprocess").
 """
 
 from __future__ import annotations

@@ -416,7 +416,7 @@ def which_facts(wm: WhichMethod | None, dataset: str) -> dict | None:
     }
 
 
-# The gene counts the single-cell advice quotes (the bar of docs/methods.md: 500 and 2,000 genes).
+# The gene counts the single-cell advice quotes (the bar of studies/real-panel.md: 500 and 2,000 genes).
 ADVICE_COUNTS = (500, 2000)
 # The random-genes rows of the panel summary.
 RANDOM_GENES = "random_genes"

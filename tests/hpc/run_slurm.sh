@@ -29,7 +29,7 @@
 #                     (default: the snakemake on PATH and the python next to it,
 #                     else /work/venv/bin/*)
 #
-# Facts about SLURM 22.05 on this kind of machine (see docs/cluster.md):
+# Facts about SLURM 22.05 on this kind of machine (see docs/guides/atlases.md):
 # no systemd, so the daemons are started directly; proctrack/linuxproc and
 # task/none because cgroups are not available in a container; no slurmdbd, so
 # `sacct` fails ("accounting storage is disabled") and the profile uses

@@ -16,7 +16,7 @@ through the whole workflow (`odd_run`) with the names that used to break a
 later step: gene ids pandas reads as NA or numbers, `$` and `/` in genes and
 labels, an .h5ad whose labels come from `label_column`.  Config-level cases
 (unsafe `filename`, a dataset name with a newline) are in test_config.py;
-the full disk is simulated in tests/test_io.py.  docs/data.md lists every case.
+the full disk is simulated in tests/test_io.py.  docs/guides/data.md lists every case.
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ def test_minimal_config_gets_every_default_nested_ones_included():
     cfg = _filled({"run": ["d"], "datasets": {"d": {"expression": "data/m.tsv"}}})
     expected = _expected_defaults(SCHEMA)
     assert {k: v for k, v in cfg.items() if k not in ("run", "datasets")} == expected
-    # spot checks of nested values, typed from config.yaml's comments and docs/cluster.md
+    # spot checks of nested values, typed from config.yaml's comments and docs/guides/atlases.md
     assert cfg["graph"] == {"n_neighbors": 5, "kernel": "heat", "t": None, "mu": 0.5, "method": "auto", "n_pcs": None}
     assert cfg["clustering"]["feature_grid"] == [5, 10, 15, 20, 25, 50, 75, 100, 150, 200, "all"]
     assert cfg["selection"] == {"n_features": 100, "params": {}}

@@ -1,4 +1,4 @@
-"""A new method is one function plus one registry row (docs/architecture.md, "Adding a method").
+"""A new method is one function plus one registry row (docs/guides/architecture.md, "Adding a method").
 
 A toy method registered by a fixture (one ``MethodInfo`` row, removed afterwards) runs through
 ``glfs.tl.select``, the workflow's ``select_features`` script and the report's tables, with no

@@ -161,7 +161,7 @@ SIMULATE_BENCHMARK = "logs/benchmarks/simulate_recovery/{simgrid}.tsv"
 # jobs that lead to them before those: the Leiden dataset's chain (fetch, prepare, graph, selection),
 # then the classified dataset's preparation, then every other dataset's chain (each unlocks several
 # evaluations), the leaves last.  With 2 cores both then stay busy to the end instead of one waiting
-# on a long job started late (docs/methods.md, "Workflow runtime").  Priorities change no result.
+# on a long job started late (studies/workflow-runtime.md, "Workflow runtime").  Priorities change no result.
 # fetch, prepare, graph and selection of a dataset with the Leiden evaluation
 PRIORITY_LEIDEN_INPUTS = 4
 PRIORITY_CLASSIFY_INPUTS = 3  # fetch and prepare of a classified dataset

@@ -3,7 +3,7 @@
 # report shows the floor beside every method; the Golub `random_genes` classification row is
 # computed by classify_samples).  One job per dataset (not per method, nor one more for the
 # floor): the job's work per ranking is a few seconds, less than a fresh process's imports cost,
-# so per-method jobs spent most of their CPU starting up (docs/methods.md, "Evaluation protocols").
+# so per-method jobs spent most of their CPU starting up (docs/methods/evaluation.md, "Evaluation protocols").
 
 
 rule evaluate_clustering:

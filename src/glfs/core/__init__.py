@@ -3,5 +3,5 @@ out-of-core X read in blocks, progress lines and the numba kernels of the sparse
 
 User settings live here: :data:`glfs.core.limits.DENSE_LIMIT_GB`,
 :data:`glfs.core.out_of_core.STREAM_VALUES` and :data:`glfs.core.out_of_core.SPILL`
-(set them on their module).  See ``docs/architecture.md``.
+(set them on their module).  See ``docs/guides/architecture.md``.
 """

@@ -104,7 +104,7 @@ def check_scalar(
 
     The type and bound rules are those of :func:`sklearn.utils.check_scalar`,
     written out so that ``import glfs`` does not import scikit-learn (about
-    1 s of every workflow job; ``docs/methods.md``, "Workflow runtime").
+    1 s of every workflow job; ``studies/workflow-runtime.md``.
 
     Parameters
     ----------
@@ -231,7 +231,7 @@ def check_X(
             msg = f"{name} must be 2-D (n_samples, n_features); got shape {X.shape}"
             raise ValueError(msg)
         _check_size(X.shape, name)
-        check_sparse_structure(X, name)  # before anything reads the indices (docs/methods.md, "Size limits")
+        check_sparse_structure(X, name)  # before anything reads the indices (docs/methods/size-limits.md)
         X = canonical(X, name)
         if dense:
             n, d = X.shape

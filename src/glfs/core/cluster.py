@@ -15,7 +15,7 @@ blocks stream through the calling process as before (:class:`glfs.core.out_of_co
 dask and distributed are imported only when a dask X meets an active client (``pip install glfs[scale]``).
 A task that fails (or a worker lost more often than ``distributed.scheduler.allowed-failures``)
 makes the whole call fail with a RuntimeError naming the block: no partial result is returned.
-docs/methods.md, "On a dask cluster", has the design and the measured costs.
+docs/guides/atlases.md, "On a dask cluster", has the design and the measured costs.
 """
 
 from __future__ import annotations
@@ -232,7 +232,7 @@ def chunk_grid(source):
     a result of the projection (the PCA scores), the worker kept the projection's released tasks with
     their dependencies, took the score's task of the same key with the old, fused dependency beside the
     new one, found it nowhere and waited forever: the stall of the Laplacian score at 10^6 x 2,000
-    (docs/methods.md, "On a dask cluster"; tests/test_cluster_stall.py reproduces it on 4 shards).
+    (docs/guides/atlases.md, "On a dask cluster"; tests/test_cluster_stall.py reproduces it on 4 shards).
     """
     return source.to_delayed(optimize_graph=False)
 

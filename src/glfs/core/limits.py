@@ -2,7 +2,7 @@
 
 A method that cannot handle an input refuses at once with a ``ValueError``
 whose message says "size limit", names the sizes, the limit and the
-alternative (docs/methods.md, "Size limits"), instead of allocating its way
+alternative (docs/methods/size-limits.md, "Size limits"), instead of allocating its way
 into swap or an out-of-memory kill.
 
 The budget is a public setting: on a machine with the memory, raise it with
@@ -70,7 +70,7 @@ def check_bytes(
     if need > limit:
         msg = (
             f"{method}: {what} would need {need:.1f} GB, above the size limit of {limit:g} GB "
-            f"for {kind} (docs/methods.md, 'Size limits'). {alternative}"
+            f"for {kind} (docs/methods/size-limits.md, 'Size limits'). {alternative}"
         )
         raise ValueError(msg)
     return need

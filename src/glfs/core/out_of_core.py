@@ -6,7 +6,7 @@ block, each block at most :data:`STREAM_VALUES` values.  ``STREAM_VALUES`` is a 
 on a machine with more memory, raise it (``glfs.core.out_of_core.STREAM_VALUES = 2**28``) for fewer,
 larger blocks.  A row-stored sparse X (CSR file, dask array) with 3 or more gene blocks is split
 into them in one pass through temporary files (:data:`SPILL`), instead of being read once per
-block (docs/methods.md, "Size limits", "Out of core").  Also here: the checks of
+block (docs/methods/size-limits.md, "Size limits", "Out of core").  Also here: the checks of
 a matrix's values and shape that :func:`~glfs.core._validation.check_X` shares with
 :meth:`OutOfCore.validate` (finite, real, at least 2 samples and 1 feature).
 """
@@ -41,7 +41,7 @@ STREAM_VALUES = 2**26
 
 #: Dask arrays validated in this process that are not read again to be checked (the last ones, by the
 #: array's name, dask's token of its tasks: the same name is the same tasks, so the same values): the
-#: graph's call and the score's call on one dask X scan it once (docs/methods.md, "On a dask cluster").
+#: graph's call and the score's call on one dask X scan it once (docs/guides/atlases.md, "On a dask cluster").
 VALIDATED_KEEP = 8
 _validated: collections.OrderedDict = collections.OrderedDict()
 
@@ -580,7 +580,7 @@ def gene_parts(X, max_values: int, client):
 
     A dask X chunked by genes (CSC chunks of all cells, or 2-D tiles) gets blocks of whole column chunks
     (consecutive ones merged up to ``max_values``; a larger one cut within itself): each block is then
-    the concatenation of (part of) one column of tiles, never of pieces of every row chunk (docs/cluster.md)."""
+    the concatenation of (part of) one column of tiles, never of pieces of every row chunk (docs/guides/atlases.md)."""
     n, d = X.shape
     nnz = X.nnz if X.nnz is not None else n * d
     want = min(d, BLOCKS_PER_WORKER * n_workers(client))

@@ -1,7 +1,7 @@
 """The uniform, frozen result of every feature-selection method.
 
 :class:`Selection` (also ``glfs.Selection``) and :func:`make_selection`, which builds one: a new
-method's result (docs/architecture.md, "Adding a method"), or a Selection rebuilt from stored
+method's result (docs/guides/architecture.md, "Adding a method"), or a Selection rebuilt from stored
 tables (the workflow's ``glfs_workflow.tables.selection_from_table``).
 """
 
@@ -130,7 +130,7 @@ def make_selection(
     ``selected`` defaults to the first ``n_features`` of the ranking, never
     including a feature whose score is NaN.
 
-    Refused (``ValueError`` naming the method, the count and ``nan_reason``, docs/data.md): a
+    Refused (``ValueError`` naming the method, the count and ``nan_reason``, docs/guides/data.md): a
     selection by the scores (neither ``ranking`` nor ``selected`` given) with fewer than ``n_features``
     scores that are not NaN, and a ``selected`` mask that marks a feature whose score is NaN; either
     way the genes asked for cannot be chosen by the score, and filling the selection in gene order

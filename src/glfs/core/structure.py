@@ -7,12 +7,12 @@ anndata take them as stored; the numba kernels (:mod:`glfs.core._sparse_kernels`
 routines (``toarray``, ``tocsc``) then index memory with them, and a bad index ends the process
 with SIGSEGV or, for a negative one, reads another gene's memory.  :func:`check_sparse_structure`
 refuses such a matrix with a ``ValueError`` that names it and its first bad entry, in a few
-vectorised passes over ``indptr`` and ``indices`` (docs/methods.md, "Size limits": its cost at a
+vectorised passes over ``indptr`` and ``indices`` (docs/methods/size-limits.md, "Size limits": its cost at a
 million cells).  :func:`canonical` then sums duplicate entries and sorts the indices of a copy
 (never of the caller's matrix), so that a matrix stored with duplicates scores as the matrix it
 means; a CSR matrix whose indices are unsorted within rows but hold no duplicate (a column subset
 ``X[:, genes]``, some scanpy outputs) is taken as it is: every consumer sums over the stored
-entries, in any order (docs/methods.md, "Size limits").  :func:`check_stored_values` finds the
+entries, in any order (docs/methods/size-limits.md, "Size limits").  :func:`check_stored_values` finds the
 first NaN/infinite stored value.
 """
 

@@ -1,6 +1,6 @@
 """The well-posed GLFS: the fixed-size LapRLS A-optimal design problem (``method="glfs"``).
 
-Why the published GLFS needs a fix (docs/methods.md, "The well-posed glfs")
+Why the published GLFS needs a fix (docs/methods/glfs-design.md, "The well-posed glfs")
 -------------------------------------------------------------------------
 GLFS (Wang & Goldenberg, ICML 2013, Eq. 4-8) weights gene i by beta_i >= 0
 (A = X diag(beta) X') and minimises a LapRLS covariance trace plus lam *
@@ -96,7 +96,7 @@ __all__ = [
     "standardise",
 ]
 
-# Defaults (chosen on the planted simulation, benchmarks/glfs_design_defaults.py; docs/methods.md).
+# Defaults (chosen on the planted simulation, benchmarks/glfs_design_defaults.py; docs/methods/glfs-design.md).
 DEFAULT_GRAPH_WEIGHT = 0.1  # lambda1 L has mean eigenvalue 0.1
 DEFAULT_RIDGE = 1e-2  # lambda2 = ridge * n on unit-variance genes
 DEFAULT_TOL = 1e-9  # a swap must lower Tr(H_S^-1) by more than tol * Tr(H_S^-1)
@@ -342,7 +342,7 @@ def glfs_design(
         design of its size; with no swap this is the greedy start's own order.
         "essentiality": by the cost of each gene's best replacement (``scores``),
         which stops meaning much as k approaches n_samples, where every set
-        spans the samples (docs/methods.md, "The well-posed GLFS").
+        spans the samples (docs/methods/glfs-design.md, "The well-posed GLFS").
 
     Returns
     -------

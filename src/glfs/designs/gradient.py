@@ -1,7 +1,7 @@
 """GLFS: gradient-based Laplacian feature selection (Wang & Goldenberg, ICML 2013).
 
 The three *published* readings of the method (``glfs_exact``, ``glfs_paper``,
-``glfs_printed``); docs/methods.md, section GLFS, says what each one is and what
+``glfs_printed``); docs/methods/glfs-readings.md, section GLFS, says what each one is and what
 was measured.  This module is their public face (:func:`glfs`, :func:`glfs_path`,
 :func:`glfs_objective`, :func:`laprls_fit`, the ``select_*`` adapters); the work is
 split by concern: :mod:`glfs.designs.gradient_model` (constants, size limits, checks, the
@@ -18,7 +18,7 @@ the column f_i = X[:, i] (length n).  With beta >= 0 (one weight per gene)
     M = lambda2 P^{-1}                  (n x n, dense if formed)
     R = (M + A)^{-1},  K = R M
 
-and three objectives (docs/methods.md, "Errata and the three variants"):
+and three objectives (docs/methods/glfs-readings.md, "Errata and the three variants"):
 
 - ``"exact"``  : V(beta) = Tr(A [(M+A)^{-1} M]^2) = Tr(K' A K) >= 0, the exact
   A-optimal trace of Cov(w) of LapRLS up to the constant sigma^2 / lambda2^2

@@ -1,4 +1,4 @@
-"""GLFS, the model (docs/methods.md, GLFS): constants and defaults, argument checks, and the
+"""GLFS, the model (docs/methods/glfs-readings.md, GLFS): constants and defaults, argument checks, and the
 objective with its gradient in the dense and the low-rank (Woodbury) form.
 
 The formulas, orientation and objectives are in :mod:`glfs.designs.gradient`'s docstring; this module
@@ -28,7 +28,7 @@ OBJECTIVES = ("paper", "exact", "printed")
 SCALES = ("unit", "none", "standardize")
 RANK_RULES = ("weight", "entry")
 
-# Defaults (chosen on the planted simulation, benchmarks/glfs_defaults.py; see docs/methods.md).
+# Defaults (chosen on the planted simulation, benchmarks/glfs_defaults.py; see docs/methods/glfs-readings.md).
 DEFAULT_LAMBDA1 = 0.01
 DEFAULT_LAMBDA2 = 0.01
 DEFAULT_BETA_INIT = 2.0
@@ -52,7 +52,7 @@ KKT_FLOOR = 1e-10
 DENSE_MAX_N = 2000
 #: Size limit of the published readings (n_samples * n_features): a lam path of many points, each
 #: solved to the KKT tolerance, took 160 to over 300 s at 5,000 x 2,000 and over 300 s at
-#: 20,000 x 2,000 on 2 cores (benchmarks/results/scaling.md); docs/methods.md, "Size limits".
+#: 20,000 x 2,000 on 2 cores (benchmarks/results/scaling.md); docs/methods/size-limits.md, "Size limits".
 PATH_MAX_CELLS = 1e7
 #: Largest support (genes with beta > 0) of the low-rank form when dense is not allowed (k x k systems).
 LOWRANK_MAX_K = 4000
@@ -148,7 +148,7 @@ def _check_path_size(X, objective):
             f"glfs ({objective!r} objective): {n} samples x {d} genes = {n * d:.2g} matrix cells, above the "
             f"size limit of {PATH_MAX_CELLS:.0e} (glfs.designs.gradient_model.PATH_MAX_CELLS) for the published GLFS readings, "
             "whose lam path is solved point by point to the KKT tolerance (over 300 s at 20,000 x 2,000 on "
-            "2 cores; docs/methods.md, 'Size limits'). Use method='glfs' (the fixed-size design, which runs "
+            "2 cores; docs/methods/size-limits.md, 'Size limits'). Use method='glfs' (the fixed-size design, which runs "
             "at 50,000 x 2,000), or subsample the cells."
         )
         raise ValueError(msg)
@@ -393,7 +393,7 @@ class _LowRankState:
     - printed: with E = N'M^{-1}N, a~ = C^{-1} a, e~ = C^{-1} e,
       f'Df = f'f - 3 a'c - b'e~ + c'F e~ + 2 a~'E e~ + 2 a~'F a~ - 2 a~'F C^{-1} F e~.
 
-    (Derivations in docs/methods.md, "Low-rank form".)  Cost: O(nnz(P) k
+    (Derivations in docs/methods/glfs-readings.md, "Low-rank form".)  Cost: O(nnz(P) k
     + n k^2 + k^3) for the value (+ once per gene that enters a support, a CG
     solve for its column of M X), + O(n k m + k^2 m) for m genes.
     """

@@ -1,5 +1,5 @@
 """GLFS, the lam path and the halving search, the preprocessing of X and the result
-(:func:`glfs`, :func:`glfs_path`, :class:`GLFSResult`; docs/methods.md, GLFS)."""
+(:func:`glfs`, :func:`glfs_path`, :class:`GLFSResult`; docs/methods/glfs-readings.md, GLFS)."""
 
 from __future__ import annotations
 
@@ -182,7 +182,7 @@ def _halving_search(prob, *, lam_init, C):
             msg = (
                 f"no gene has a negative {'Eq. 9 direction' if prob.objective == 'printed' else 'gradient'} at the "
                 f"start point (beta_init, start level doubled {prob.start_doublings} times), so beta = 0 is reached "
-                "for every lam; seen with fewer genes than samples (docs/methods.md); try another beta_init"
+                "for every lam; seen with fewer genes than samples (docs/methods/glfs-readings.md); try another beta_init"
             )
             raise ValueError(msg)
         lam = prob.lam_ref
@@ -370,7 +370,7 @@ def _lam_grid(prob, lams, n_lams, lam_ratio):
             msg = (
                 f"no gene has a negative {'Eq. 9 direction' if prob.objective == 'printed' else 'gradient'} at the "
                 f"start point (beta_init, start level doubled {prob.start_doublings} times), so every lam gives "
-                "beta = 0; seen with fewer genes than samples (docs/methods.md); try another beta_init"
+                "beta = 0; seen with fewer genes than samples (docs/methods/glfs-readings.md); try another beta_init"
             )
             raise ValueError(msg)
         return prob.lam_ref * np.geomspace(1.0, lam_ratio, int(n_lams))

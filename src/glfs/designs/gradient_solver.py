@@ -1,5 +1,5 @@
 """GLFS, the solver: projected gradient with a working set and non-monotone backtracking, to
-the KKT tolerance ``KKT_TOL`` (docs/methods.md, GLFS, "Solver")."""
+the KKT tolerance ``KKT_TOL`` (docs/methods/glfs-readings.md, GLFS, "Solver")."""
 
 from __future__ import annotations
 

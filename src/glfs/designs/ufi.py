@@ -46,7 +46,7 @@ become zero).  The Gram X'X is formed once (O(n d^2)); each removal costs
 O(p^2), so the full ranking is O(n d^2 + d^3) time and O(d^2) memory: nothing
 n x n.  ``form="auto"`` picks it when n_samples > n_features and no instance
 is removed; the dual form, whose P is n x n, refuses above the size limit
-(docs/methods.md, "Size limits").
+(docs/methods/size-limits.md, "Size limits").
 
 Step sizes: the printed "alpha = n - p/t" is garbled; each iteration removes
 about (n_features_total - p) / t genes and (n_samples - q) / t instances; the
@@ -277,7 +277,7 @@ def ufi_form(
     n_removed: int | None = None,
     max_work: float | None = None,
 ):
-    """Which form UFI uses, after checking its size (docs/methods.md, "Size limits").
+    """Which form UFI uses, after checking its size (docs/methods/size-limits.md, "Size limits").
 
     ``"primal"`` (genes x genes, all instances kept) when ``form="auto"``,
     every instance is kept and n_samples > n_features; ``"dual"`` (samples x
@@ -323,7 +323,7 @@ def ufi_form(
             f"ufi: the {form} form on {n_samples} samples x {n_features} genes "
             f"({n_removed} gene removals) needs about {work:.1e} operations "
             f"({formula}), above the size limit of {limit:.0e} (about {limit / 3e8:.0f} s on 2 cores; "
-            "glfs.designs.ufi.UFI_MAX_WORK; docs/methods.md, 'Size limits'). Pre-filter the genes (e.g. 2,000 highly "
+            "glfs.designs.ufi.UFI_MAX_WORK; docs/methods/size-limits.md, 'Size limits'). Pre-filter the genes (e.g. 2,000 highly "
             "variable genes: sc.pp.highly_variable_genes, or glfs.select(X, 'variance', ...)) or subsample the samples."
         )
         raise ValueError(msg)

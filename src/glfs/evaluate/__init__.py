@@ -1,7 +1,7 @@
 """Evaluation of gene selections: clustering agreement, nearest-neighbour accuracy, classification.
 
 X is always (n_samples, n_features) = (patients or cells, genes); pure functions of arrays, no file I/O.
-The protocols (docs/methods.md) live in :mod:`glfs.evaluate.clustering` (NMI, ACC, spectral clustering and
+The protocols (docs/methods/evaluation.md) live in :mod:`glfs.evaluate.clustering` (NMI, ACC, spectral clustering and
 leave-one-out 1-NN on the bulk data, Wang & Goldenberg 2013 Sec. 3.3 and He et al. 2011 Sec. 7.2),
 :mod:`glfs.evaluate.leiden` (the single-cell protocol of scanpy users: PCA, 15-NN graph, Leiden over a
 resolution grid, ARI and NMI; scanpy imported lazily) and :mod:`glfs.evaluate.classify` (the Table 3

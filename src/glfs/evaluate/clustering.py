@@ -3,7 +3,7 @@
 X is always (n_samples, n_features) = (patients or cells, genes).  Everything
 here is a pure function of arrays (numpy, scipy, scikit-learn); no file I/O.
 
-Protocols (see docs/methods.md and the README):
+Protocols (see docs/methods/evaluation.md and the README):
 
 - spectral clustering on the top-k genes, NMI against the known labels
   (Wang & Goldenberg, ICML 2013, Sec. 3.3: 10 runs, mean NMI), reported with
@@ -244,7 +244,7 @@ def spectral_cluster_runs(
     components than ``n_clusters``, the zero eigenvalue is repeated beyond the
     embedding and the eigensolver's start vector picks which basis of it is
     used, so every run then computes its own embedding with its own seed
-    (exactly :func:`spectral_cluster` with that seed).  docs/methods.md ("Evaluation protocols")
+    (exactly :func:`spectral_cluster` with that seed).  docs/methods/evaluation.md ("Evaluation protocols")
     shows the fast and the per-run form agree.
 
     Parameters

@@ -3,7 +3,7 @@
 X is always (n_samples, n_features) = (cells, genes).  The protocol of scanpy
 users (:func:`evaluate_ranking_leiden`): PCA, 15-NN graph and Leiden over a
 resolution grid, ARI and NMI against the cell types (Zappia et al., Nat
-Methods 2025); see docs/methods.md.  It imports scanpy lazily.  The public
+Methods 2025); see docs/methods/evaluation.md.  It imports scanpy lazily.  The public
 names are re-exported by :mod:`glfs.evaluate`.
 """
 

@@ -14,7 +14,7 @@ is what random neighbours give: a sample of k neighbours has less entropy than t
 entropy-of-batch-mixing of Haghverdi et al. (Nat Biotechnol 2018) restricted to cells of one type
 and scaled per type, so that a type sampled mostly from one donor is not counted as badly mixed;
 scib's iLISI (Korsunsky et al. 2019, Luecken et al. 2022) is the same idea with perplexity
-weights over all cells (docs/methods.md, "Batch-aware selection", why this and not scib-metrics).
+weights over all cells (docs/methods/batch-aware.md, "Batch-aware selection", why this and not scib-metrics).
 Cost O(nnz(graph)).
 """
 

@@ -59,7 +59,7 @@ __all__ = [
 AUTO_APPROX_MIN_SAMPLES = 8192
 #: Principal components searched when ``n_pcs`` is None, the search runs on components (``method="auto"`` at
 #: scale, or ``"approx"``) and X has more genes.  20, not scanpy's 50, since 2026-12-05 (chosen on the real panel,
-#: and half the time at a million cells: docs/methods.md, "The own graph on 20 principal components").
+#: and half the time at a million cells: studies/graph-20-pcs.md, "The own graph on 20 principal components").
 APPROX_N_PCS = 20
 NEIGHBOR_METHODS = ("auto", "exact", "approx")
 
@@ -254,7 +254,7 @@ IVF_NPROBE_PCS = 50
 #: From this many samples on (where ``method="auto"`` starts the IVF search) it runs as dense blocks
 #: (glfs.graph.ivf_blocks: each inverted list against the queries that probe it, one matrix product): the
 #: candidates of IndexIVFFlat with the same centres and probes, by exact float32 distances, in about a
-#: third of its CPU; below it, IndexIVFFlat (benchmarks/results/knn_blocked.md; docs/methods.md, "Atlas scale").
+#: third of its CPU; below it, IndexIVFFlat (benchmarks/results/knn_blocked.md; docs/guides/atlases.md, "Atlas scale").
 IVF_BLOCKED_MIN_SAMPLES = 30_000
 
 
@@ -264,11 +264,11 @@ def ivf_nprobe(nlist: int, n_dims: int = IVF_NPROBE_PCS) -> int:
 
     On 50 components (``IVF_NPROBE_PCS``), max(32, sqrt(nlist)): the recall@15 of the IVF search on simulated
     cells is a function of nprobe / sqrt(nlist) (0.912 at 1.0, 0.985 at 2.7, benchmarks/results/knn_backends.md),
-    and 2 sqrt(nlist) made a million cells take 3 x the time (docs/methods.md, "Atlas scale").  The probes
+    and 2 sqrt(nlist) made a million cells take 3 x the time (docs/guides/atlases.md, "Atlas scale").  The probes
     scale with the dimension, since the recall at a given number of probes falls with it: on 10, 20, 30 and 50
     components of 50,000-10^6 cells, with these probes (7, 13, 20 and 32 up to a million cells) the recall@15
     was 0.962-0.994, 0.981-0.988, 0.951-0.983 and 0.922-0.978, at or above the 50-component figure at every
-    size (benchmarks/results/graph_pcs.md; docs/methods.md, "The own graph on 20 principal components").
+    size (benchmarks/results/graph_pcs.md; studies/graph-20-pcs.md, "The own graph on 20 principal components").
     """
     on_50 = max(IVF_NPROBE, np.ceil(IVF_NPROBE_PER_SQRT_NLIST * np.sqrt(nlist)))
     return int(min(nlist, max(1, np.ceil(on_50 * int(n_dims) / IVF_NPROBE_PCS))))
@@ -547,7 +547,7 @@ def _pca(X, n_pcs, random_state, float32=False):
 #: Every X (in memory, AnnData backed, dask) gets its principal components from at most this many
 #: of its samples, a seeded uniform subsample; every sample is then projected on them
 #: (:func:`_pca_in_memory`, :func:`_pca_out_of_core`: the same components either way).  Chosen on
-#: simulated counts, not on the evaluated data (docs/methods.md, "Size limits").
+#: simulated counts, not on the evaluated data (docs/methods/size-limits.md, "Size limits").
 PCA_FIT_SAMPLES = 100_000
 
 

@@ -3,7 +3,7 @@
 :func:`glfs.graph.neighbors.nearest_neighbors` (through :func:`glfs.similarity_graph`) of an out-of-core
 dask X with a client active (:func:`glfs.core.out_of_core.cluster_client`) runs every step on the
 workers, and the client holds only what comes back: the components V, the neighbour pairs and then
-the graph (docs/methods.md, "On a dask cluster"):
+the graph (docs/guides/atlases.md, "On a dask cluster"):
 
 - the PCA: its seeded subsample (:data:`glfs.graph.neighbors.PCA_FIT_SAMPLES` cells) is taken from
   the chunks by tasks and fitted by one task (:func:`fit_components`: the same estimator as the single

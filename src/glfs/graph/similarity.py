@@ -123,7 +123,7 @@ def similarity_graph(
         by ``random_state``) instead of all genes, as scanpy's ``pp.neighbors``
         does.  Default None: all genes below 8192 samples and for
         ``method="exact"``, 20 components otherwise (``APPROX_N_PCS``, when X has
-        more than 20 genes; scanpy's default is 50: docs/methods.md, "The own
+        more than 20 genes; scanpy's default is 50: studies/graph-20-pcs.md, "The own
         graph on 20 principal components").
     method : {"auto", "exact", "approx"}, default "auto"
         Neighbour search.  ``"exact"``: exact search on all genes
@@ -159,7 +159,7 @@ def similarity_graph(
         default heat width ``t`` is each batch's own mean squared kNN distance.
         A batch of at most ``n_neighbors`` samples joins all its samples
         (logged); one sample has no edge.  With one batch the graph is the one
-        without ``batches`` exactly.  docs/methods.md, "Batch-aware selection".
+        without ``batches`` exactly.  docs/methods/batch-aware.md, "Batch-aware selection".
 
     Returns
     -------

@@ -49,7 +49,7 @@ genes is a fixed point (alpha concentrated on them, Q spanning them), so a
 random start often ends on arbitrary noise genes.  Default start ``"pca"``:
 Q^(0) = the k leading eigenvectors of A_alpha with uniform alpha (every gene
 weighted equally), which is deterministic; ``init="random"`` gives a seeded
-random orthonormal Q^(0) (see docs/methods.md for the comparison).
+random orthonormal Q^(0) (see docs/methods/spca-qalpha.md for the comparison).
 """
 
 from __future__ import annotations

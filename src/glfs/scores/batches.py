@@ -5,7 +5,7 @@ sample, plate, technology: scanpy's ``batch_key``).  A gene-wise method is run o
 each batch (a graph method on its batch's block of one graph whose edges stay within batches,
 below), each batch ranks the genes, and the rankings are combined the way Seurat's ``SelectIntegrationFeatures`` (Stuart
 et al., Cell 2019) and scanpy's ``highly_variable_genes(batch_key=...)`` combine theirs
-(docs/methods.md, "Batch-aware selection"):
+(docs/methods/batch-aware.md, "Batch-aware selection"):
 
 1. ``nbatches``: in how many batches the gene is among the batch's ``n_top`` selected genes
    (scanpy's ``highly_variable_nbatches``); ``intersection``: selected in every scored batch
@@ -79,7 +79,7 @@ __all__ = [
 #: Ways of combining the per-batch rankings (module docstring, step 3).
 BATCH_RULES = ("nbatches", "median_rank")
 #: :func:`local_batch_share` centres its neighbourhoods on every cell up to this many scored cells, above it on a
-#: seeded uniform draw of this many (the pooled sums are means over the cells: docs/methods.md, "Batch-aware selection").
+#: seeded uniform draw of this many (the pooled sums are means over the cells: docs/methods/batch-aware.md, "Batch-aware selection").
 LOCAL_SHARE_CENTRES = 100_000
 
 
@@ -364,7 +364,7 @@ def local_batch_share(
     df_b = sum_i (K - 1), df_w = sum_i (|N_i| - K): the part of SS_b beyond what K groups of the same cells give
     without a batch effect (its expectation under exchangeable batches).  0 (to rounding) where the batches do not
     differ among similar cells, whatever their composition; 0 with one batch; NaN for a gene constant on every
-    neighbourhood.  docs/methods.md, "Batch-aware selection".
+    neighbourhood.  docs/methods/batch-aware.md, "Batch-aware selection".
 
     X : (n_samples, n_features) dense or sparse; ``codes`` one batch code 0 .. K-1 per cell (-1: left out);
     ``Z`` (n_samples, n_components).  ``method`` ("auto", "exact", "approx") and ``random_state``: the search of
@@ -511,7 +511,7 @@ def _block_graph(rows_of, graphs, n):
 
 
 def min_batch_cells(info, graph_params: dict, params: dict) -> tuple[int, str]:
-    """(the smallest batch a method can score, why), the rule of docs/methods.md ("Batch-aware selection").
+    """(the smallest batch a method can score, why), the rule of docs/methods/batch-aware.md ("Batch-aware selection").
 
     A method that builds a kNN graph within the batch needs more cells than the graph's neighbours
     (``graph_params["n_neighbors"]``, or the method's own ``n_neighbors`` parameter when it builds

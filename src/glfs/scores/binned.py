@@ -8,7 +8,7 @@ every other about 5 %.  Graph scores such as Moran's I have no mean reference: a
 variance that follows the cell graph grows with its mean (less sampling noise), so the raw score
 ranks broad, highly expressed genes above the markers of small populations.  In bins, each gene is
 compared with genes of its own mean.  On the real development panel Moran's I in these bins lost
-to scanpy's seurat_v3 held out (docs/methods.md, "The real development panel"); the function serves
+to scanpy's seurat_v3 held out (studies/real-panel.md, "The real development panel"); the function serves
 the panel's candidate designs (benchmarks/panel_candidates.py).
 """
 

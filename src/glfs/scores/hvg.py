@@ -21,7 +21,7 @@ way whatever ``n_top_genes`` is, so the top n of this ranking is scanpy's
 selection of n genes, for every n).
 
 scanpy (and anndata) are imported when a method runs, not with ``glfs``: the
-methods need ``pip install glfs[singlecell]``.  docs/methods.md, "Single-cell
+methods need ``pip install glfs[singlecell]``.  docs/methods/hvg-deviance.md, "Single-cell
 baselines", gives the details.
 """
 
@@ -316,7 +316,7 @@ def select_hvg_seurat_v3(
 
 
 def _seurat_v3_batches(counts, labels, n_features, params, call) -> Selection:
-    """seurat_v3 with scanpy's batch_key, less the batches its loess cannot fit (docs/methods.md, "Small batches").
+    """seurat_v3 with scanpy's batch_key, less the batches its loess cannot fit (docs/methods/batch-aware.md, "Small batches").
 
     First rule: a batch with fewer varying genes than the loess needs (:func:`_refuse_too_few_for_loess`)
     is left out before scanpy runs (scikit-misc would end the process).  Second: when scanpy's call
@@ -458,7 +458,7 @@ def pearson_residuals_bytes(X) -> float:
     and sums.  A dense X: two copies of X and one in float64, ``n d (2 s + 8)``
     for values of ``s`` bytes.  At a million cells x 20,000 genes with 5.5e8
     non-zeros this is 12.4 GB (2^30 bytes); scanpy failed there with a MemoryError under a
-    16 GB address-space limit (docs/methods.md, "Size limits").
+    16 GB address-space limit (docs/methods/size-limits.md, "Size limits").
     """
     n, d = X.shape
     if not sp.issparse(X):

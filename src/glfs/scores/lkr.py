@@ -220,7 +220,7 @@ SUPERVISED_MAX_FLOPS = 2e12
 
 
 def supervised_size_check(class_sizes, n_features: int = 1, *, limit_gb=None, max_flops=None):
-    """Refuse the supervised LKR score when its per-class kernels are too large (docs/methods.md, "Size limits").
+    """Refuse the supervised LKR score when its per-class kernels are too large (docs/methods/size-limits.md, "Size limits").
 
     The supervised neighbourhoods are whole classes (Eq. 6), so each class of
     N_l samples needs a dense N_l x N_l kernel and its inverse (about three
@@ -245,7 +245,7 @@ def supervised_size_check(class_sizes, n_features: int = 1, *, limit_gb=None, ma
         msg = (
             f"lkr_score_supervised: {sizes.size} classes of up to {n_max} samples x {n_features} genes need "
             f"{work:.1e} floating-point operations (sum of N^3 + 4 N^2 d per class), above the size limit of "
-            f"{limit:.0e} (docs/methods.md, 'Size limits'). {alt}"
+            f"{limit:.0e} (docs/methods/size-limits.md, 'Size limits'). {alt}"
         )
         raise ValueError(msg)
 
@@ -327,7 +327,7 @@ def lkr_score(X, W=None, *, labels=None, h=None, ridge: float = 0.1, n_neighbors
     (P f)_i / P_ii (the same numbers as F - B F), O(sum_l N_l^2 d + N_l^3)
     time and O(n d + max_l N_l^2) memory: the sum_l N_l^2 coefficients are
     never stored.  Refused above the size limit (:func:`supervised_size_check`,
-    docs/methods.md "Size limits").
+    docs/methods/size-limits.md "Size limits").
     """
     X = check_X(X)
     n, d = X.shape

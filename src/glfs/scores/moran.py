@@ -243,7 +243,7 @@ def _moran_block(B, *, W, U, w_row, block_size):
     return zwz, m2, m4, np.ptp(B, axis=0) == 0
 
 
-# ---- the graph-based single-cell selection (docs/methods.md, "The graph-based single-cell selection") ----
+# ---- the graph-based single-cell selection (docs/methods/graph-moran.md, "The graph-based single-cell selection") ----
 
 #: Defaults of the cell graph the method builds when none is given: scanpy's (15 neighbours on 50
 #: principal components, connectivity weights 1) and the size of a usual first selection.
@@ -312,7 +312,7 @@ def select_graph_moran(
     batches : one batch label per cell (scanpy's ``batch_key``), with W None: each graph is
         one PCA of all cells and the kNN search within each batch (:func:`cell_graph`); every
         gene is scored within each batch on its part of the graph and the batches are combined
-        by ``batch_rule`` (docs/methods.md, "Batch-aware selection"); the refined graph is built on
+        by ``batch_rule`` (docs/methods/batch-aware.md, "Batch-aware selection"); the refined graph is built on
         the combined top ``graph_genes``.  ``glfs.select(..., batches=)`` calls this.
     batch_rule : {"minus_global_local_share", "minus_batch_share", "nbatches", "median_rank"}, optional
         With ``batches`` only; default :data:`BATCH_RULE` (``"minus_global_local_share"``): the genes
@@ -325,7 +325,7 @@ def select_graph_moran(
         ``"nbatches"`` / ``"median_rank"``: the rank rules of
         :func:`glfs.scores.batches.combine_batch_ranks` (Seurat's / scanpy's seurat_v3).
     Scores: Moran's I (higher = more structure); ``extra`` holds the z-scores of the
-    randomisation null.  docs/methods.md, "The graph-based single-cell selection", gives the
+    randomisation null.  docs/methods/graph-moran.md, "The graph-based single-cell selection", gives the
     simulation evidence for each choice.  Cost: two PCA + kNN graphs and two sparse products
     W X (own graph), or one product (given graph); with ``batches`` and the default rule, plus the local
     share's batch-balanced search (:func:`glfs.scores.batches.batch_neighbourhoods`: exact below 30,000 cells,
@@ -492,13 +492,13 @@ def _local_share(X, codes, n_batches, n_neighbors, n_pcs, random_state):
 
 #: graph_moran's ways of combining the batches: the rank rules of glfs.scores.batches, "minus_batch_share"
 #: (the mean within-batch Moran's I less the gene's between-batch share of variance) and "minus_global_local_share"
-#: (less the local between-batch share too; docs/methods.md).
+#: (less the local between-batch share too; docs/methods/graph-moran.md).
 MORAN_BATCH_RULES = ("nbatches", "median_rank", "minus_batch_share", "minus_global_local_share")
 
 #: The rules that take a between-batch share of variance off the mean within-batch Moran's I.
 SHARE_RULES = ("minus_batch_share", "minus_global_local_share")
 
-#: graph_moran's default way of combining the batches (docs/methods.md, "Batch-aware selection", "Mixing the
+#: graph_moran's default way of combining the batches (docs/methods/batch-aware.md, "Batch-aware selection", "Mixing the
 #: donors": chosen on the Kang donors' mixing, agreeing with the simulated batches).
 BATCH_RULE = "minus_global_local_share"
 

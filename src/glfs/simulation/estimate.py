@@ -14,7 +14,7 @@ The estimators follow splatter's documented ones (``splatEstMean``,
 https://rdrr.io/bioc/splatter/man/splatEstimate.html and the pages it links)
 where they are consistent for the model, and depart from them where a planted
 simulation showed they are not; each departure is named in the function's
-notes and in docs/methods.md ("Simulator calibration").  No code of splatter's
+notes and in docs/methods/simulation.md ("Simulator calibration").  No code of splatter's
 is used.
 """
 

@@ -3,7 +3,7 @@
 :func:`estimate_batch_params` returns the ``batch_fac_loc`` and
 ``batch_fac_scale`` of :func:`glfs.simulation.scsim.simulate_counts` (Splat's
 ``batch.facLoc``, ``batch.facScale``) that describe real donors, e.g. the
-Kang 2018 PBMC donors of the development panel (docs/methods.md, "Simulator
+Kang 2018 PBMC donors of the development panel (docs/methods/simulation.md, "Simulator
 calibration").  splatter has no estimator for them.
 """
 

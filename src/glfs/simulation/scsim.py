@@ -278,7 +278,7 @@ def simulate_counts(
         model; 0 gives a negative binomial of dispersion
         (``bcv_common`` phi_j)^2 at every mean (the model of UMI counts, e.g.
         Svensson 2020; real droplet sets are far less dispersed at low means
-        than Splat's trend, docs/methods.md "Simulator calibration").  Not a
+        than Splat's trend, docs/methods/simulation.md "Simulator calibration").  Not a
         splatter parameter.
     batch_cells : sequence of int >= 1 summing to ``n_cells``, optional
         Cells in each batch (splatter's ``batchCells``); default one batch.

@@ -2,7 +2,7 @@
 
 The paper says only: 400 samples, 4 significant features, N Gaussian noise
 features with standard deviation sigma.  It does not say how the significant
-features are generated.  Our choice (documented in docs/methods.md): the
+features are generated.  Our choice (documented in docs/methods/simulation.md): the
 samples fall into 4 equal clusters; informative feature j is the indicator of
 cluster j plus N(0, signal_sd^2) jitter, so each informative gene separates one
 cluster from the rest and the four together identify every cluster.  Noise
