@@ -68,18 +68,41 @@ def _public_names(package: str) -> list[str]:
 
 
 def _write_api_pages() -> None:
-    """Write docs/api/<package>.md: one autosummary table of the package's ``__all__``."""
+    """Write docs/api/<package>.md: one autosummary table of the package's ``__all__``.
+
+    A function or class that several packages export (``glfs.laplacian_score`` is
+    ``glfs.scores.laplacian_score``) is documented once, under the subpackage that owns it, and listed as a
+    link on the other pages; ``glfs`` itself comes last.
+    """
     out = DOCS / "api"
     out.mkdir(exist_ok=True)
+    owner: dict[int, str] = {}
+    pages: dict[str, tuple[list[str], list[str]]] = {}
+    for package in [*API_PACKAGES[1:], API_PACKAGES[0]]:
+        mod = importlib.import_module(package)
+        own, elsewhere = [], []
+        for name in _public_names(package):
+            obj = getattr(mod, name)
+            if callable(obj) and id(obj) in owner:
+                elsewhere.append(owner[id(obj)])
+                continue
+            if callable(obj):
+                owner[id(obj)] = f"{package}.{name}"
+            own.append(name)
+        pages[package] = (own, elsewhere)
     for package in API_PACKAGES:
-        names = _public_names(package)
+        own, elsewhere = pages[package]
         lines = [f"# `{package}`", "", "```{eval-rst}", f".. automodule:: {package}", "   :no-members:", ""]
-        if names:
+        if own:
             lines += [f".. currentmodule:: {package}", "", ".. autosummary::", "   :toctree: generated", ""]
-            lines += [f"   {n}" for n in names]
-        else:
+            lines += [f"   {n}" for n in own]
+        elif not elsewhere:
             lines += [f"``{package}`` curates no public names yet (no ``__all__``)."]
         lines += ["```", ""]
+        if elsewhere:
+            lines += [f"Also exported by `{package}`, documented where they are defined:", ""]
+            lines += [f"- {{py:obj}}`{target}`" for target in elsewhere]
+            lines += [""]
         text = "\n".join(lines)
         page = out / f"{package}.md"
         if not page.exists() or page.read_text() != text:

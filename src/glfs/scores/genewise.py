@@ -75,9 +75,9 @@ def _csr_or_csc(B):
 
 
 def sparse_stats(B):
-    """(largest |value|, constant mask, stored entries) of each column of a sparse (n, b) matrix, O(nnz).
+    """(largest ``|value|``, constant mask, stored entries) of each column of a sparse (n, b) matrix, O(nnz).
 
-    The largest |value| is 1 for all-zero columns (a divisor); a column is constant when its
+    The largest ``|value|`` is 1 for all-zero columns (a divisor); a column is constant when its
     smallest and largest value (implicit zeros included) are equal.
     """
     B = _csr_or_csc(B)

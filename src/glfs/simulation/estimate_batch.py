@@ -78,7 +78,7 @@ def estimate_batch_params(counts, batch, groups=None, *, min_count: float = 10.0
     """Estimate the batch factor's log-normal (Splat's ``batch.facLoc``, ``batch.facScale``) from cells of several batches.
 
     In the simulator each gene's mean in batch b is multiplied by
-    exp(+-|N(loc, scale^2)|), up or down with probability 1/2 (splatter's
+    ``exp(+-|N(loc, scale^2)|)``, up or down with probability 1/2 (splatter's
     batch effects; splatter has no estimator for them).  Here, within each
     group (e.g. cell type, so that the batches' different make-up is not
     counted as a batch effect) and for each gene with at least ``min_count``

@@ -152,7 +152,7 @@ def _seed_sequence(random_state) -> np.random.SeedSequence:
 
 
 def _lognormal_factors(rng, n: int, prob: float, down_prob: float, loc: float, scale: float):
-    """Splat's log-normal factors: selected with ``prob``; log factor = +-|N(loc, scale^2)|, negative with ``down_prob``.
+    """Splat's log-normal factors: selected with ``prob``; log factor = ``+-|N(loc, scale^2)|``, negative with ``down_prob``.
 
     Splatter draws f ~ LogNormal(loc, scale) and a direction (down with
     ``down_prob``), and inverts the direction when f < 1, so the log factor is
@@ -202,11 +202,11 @@ def simulate_counts(
        (meanlog, sdlog).
     3. Gene means: m_j ~ Gamma(shape ``mean_shape``, rate ``mean_rate``);
        with probability ``out_prob`` gene j is an expression outlier and
-       m_j = median(m) * exp(|N(``out_fac_loc``, ``out_fac_scale``^2)|)
+       ``m_j = median(m) * exp(|N(out_fac_loc, out_fac_scale^2)|)``
        (high outliers only, scaled from the median mean as in splatter).
     4. Programmes: in group g, gene j is differentially expressed with
-       probability ``de_prob[g]``, with factor f_gj = exp(+-|N(``de_fac_loc[g]``,
-       ``de_fac_scale[g]``^2)|), down-regulated (minus sign) with probability
+       probability ``de_prob[g]``, with factor ``f_gj = exp(+-|N(de_fac_loc[g],
+       de_fac_scale[g]^2)|)``, down-regulated (minus sign) with probability
        ``de_down_prob[g]``; f_gj = 1 otherwise.  DE is relative to a
        fictional base cell, so a gene can be in several programmes.
     5. Cell means scaled to the library size:
@@ -227,7 +227,7 @@ def simulate_counts(
     **Batches** (splatter's ``batchCells``, ``batch.facLoc``,
     ``batch.facScale``): cells come in blocks of ``batch_cells`` (batch 0
     first); every gene has a factor in every batch,
-    b_bj = exp(+-|N(``batch_fac_loc[b]``, ``batch_fac_scale[b]``^2)|), up or
+    ``b_bj = exp(+-|N(batch_fac_loc[b], batch_fac_scale[b]^2)|)``, up or
     down with probability 1/2 each (splatter's ``getLNormFactors`` with
     selection probability 1).  With one batch no factor is drawn (b = 1): the
     counts are exactly those of a call without batches (splatter draws a
@@ -252,8 +252,8 @@ def simulate_counts(
         Probability that a programme gene is down-regulated in that group.
     de_fac_loc : float or sequence (per group), default 0.1
         Location (meanlog) of the DE factor's log-normal: the programme's
-        strength (at the default scale 0.4, the mean |natural log-fold change|
-        E|N(loc, 0.4^2)| is 0.33 for loc 0.1 and 0.40 for loc 0.3).
+        strength (at the default scale 0.4, the mean absolute natural log-fold change
+        ``E|N(loc, 0.4^2)|`` is 0.33 for loc 0.1 and 0.40 for loc 0.3).
     de_fac_scale : float or sequence (per group) >= 0, default 0.4
         Scale (sdlog) of the DE factor's log-normal.
     mean_shape, mean_rate : float > 0, default 0.6 and 0.3
@@ -339,7 +339,7 @@ def simulate_counts(
     count matrix by :func:`glfs.simulation.estimate.estimate_params`.
 
     **Choices the paper leaves open**: the outlier median is taken over the
-    base gamma means (as splatter does); the DE magnitude |N(loc, scale^2)| is
+    base gamma means (as splatter does); the DE magnitude ``|N(loc, scale^2)|`` is
     drawn for every gene and used where the gene is selected (splatter draws
     it for the selected genes only: same distribution, other random numbers,
     so the draws are not splatter's for a given seed); cells are assigned to
