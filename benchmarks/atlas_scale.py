@@ -85,7 +85,7 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
         sp.save_npz(_graph_file(work, n, "scanpy"), sp.csr_matrix(a.obsp["connectivities"]))
         return {"seconds": dt, "note": f"PCA {t1 - t0:.1f} s, neighbours {dt - (t1 - t0):.1f} s"}
     if name == "own_graph":  # the library's default graph (5-NN heat kernel on 50 PCs; faiss IVF from 30,000 cells)
-        from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
+        from glfs.graph._similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
 
         a = _read(log_f)
         X = a.X
@@ -95,7 +95,7 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
             def emit(self, record):
                 stamps.append((time.perf_counter(), record.getMessage()))
 
-        lg = logging.getLogger("glfs.graph.neighbors")  # the neighbour search logs "PCA to ..."
+        lg = logging.getLogger("glfs.graph._neighbors")  # the neighbour search logs "PCA to ..."
         lg.setLevel(logging.INFO)
         lg.addHandler(_Stamp())
         _mark()
@@ -107,7 +107,7 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
         split = f"PCA {pca[0] - t0:.1f} s, neighbours and weights {t2 - pca[0]:.1f} s" if pca else ""
         return {"seconds": t2 - t0, "note": split}
     if name in ("ls_scanpy_graph", "ls_own_graph", "ls_backed", "ls_backed_no_split", "moran_given_graph"):
-        import glfs.core.out_of_core
+        import glfs.core._out_of_core
 
         which = "own" if name == "ls_own_graph" or not _graph_file(work, n, "scanpy").exists() else "scanpy"
         if not _graph_file(work, n, which).exists() and _graph_file(work, n, "backed").exists():
@@ -115,8 +115,8 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
         W = sp.load_npz(_graph_file(work, n, which))
         a = _read(log_f, backed=name.startswith("ls_backed"))
         a.obsp["connectivities"] = W
-        glfs.core.out_of_core.SPILL = name != "ls_backed_no_split"  # the CSR file read once per gene block instead
-        stamps = log_stamps("glfs.core.out_of_core")
+        glfs.core._out_of_core.SPILL = name != "ls_backed_no_split"  # the CSR file read once per gene block instead
+        stamps = log_stamps("glfs.core._out_of_core")
         _mark()
         if name == "moran_given_graph":
             dt = median_of(lambda: glfs.select(a.X, "graph_moran", graph=W, n_features_to_select=2000), repeat)
@@ -135,7 +135,7 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
 
         if name.endswith("no_faiss"):  # the base install: `import faiss` fails as if it were not installed
             sys.modules["faiss"] = None
-        stamps = log_stamps("glfs.graph.neighbors", "glfs.graph.similarity", "glfs.graph.ivf_blocks")
+        stamps = log_stamps("glfs.graph._neighbors", "glfs.graph._similarity", "glfs.graph._ivf_blocks")
         a = _read(log_f)
         _mark()
         t0 = time.perf_counter()
@@ -144,13 +144,13 @@ def step(name: str, n: int, work: Path, lib_loc: float, repeat: int) -> dict:
         at = {key: next((t for t, m in stamps if key in m), None) for key in ("PCA to", "similarity_graph:")}
         if all(at.values()):
             note = (
-                f"neighbours: {glfs.graph.neighbors.approx_backend() if name.endswith('no_faiss') else 'faiss'}; "
+                f"neighbours: {glfs.graph._neighbors.approx_backend() if name.endswith('no_faiss') else 'faiss'}; "
                 f"PCA {at['PCA to'] - t0:.1f} s, neighbours and weights {at['similarity_graph:'] - at['PCA to']:.1f} s, "
                 f"score {t3 - at['similarity_graph:']:.1f} s{_search_split(stamps)}"
             )
         return {"seconds": t3 - t0, "note": note}
     if name == "ls_backed_own_graph_end_to_end":  # the same from the backed file: streamed PCA, then streamed score
-        stamps = log_stamps("glfs.graph.neighbors", "glfs.graph.similarity", "glfs.graph.ivf_blocks")
+        stamps = log_stamps("glfs.graph._neighbors", "glfs.graph._similarity", "glfs.graph._ivf_blocks")
         a = _read(log_f, backed=True)
         _mark()
         t0 = time.perf_counter()
@@ -341,7 +341,7 @@ STEP_TEXT = {
     "ls_own_graph_end_to_end": "`glfs.tl.select(adata, 'laplacian_score', 2000)`: own graph + score",
     "ls_own_graph_end_to_end_no_faiss": "the same without faiss-cpu (the base install)",
     "ls_backed": "Laplacian score from the backed .h5ad (`backed='r'`), graph given",
-    "ls_backed_no_split": "the same with `glfs.core.out_of_core.SPILL = False` (the CSR file read once per gene block)",
+    "ls_backed_no_split": "the same with `glfs.core._out_of_core.SPILL = False` (the CSR file read once per gene block)",
     "moran_given_graph": "`graph_moran` (Moran's I) on the given graph",
     "ls_backed_own_graph_end_to_end": "`glfs.tl.select(backed, 'laplacian_score', 2000)` from the backed .h5ad: "
     "own graph (streamed PCA) + score",

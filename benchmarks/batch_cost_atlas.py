@@ -54,7 +54,7 @@ def _read(store: Path, n_batches: int):
 
 def run(args):
     import glfs
-    from glfs.graph.neighbors import IVF_BLOCKED_MIN_SAMPLES
+    from glfs.graph._neighbors import IVF_BLOCKED_MIN_SAMPLES
 
     X, batches = _read(args.store, args.batches)
     note = f"IVF_BLOCKED_MIN_SAMPLES {IVF_BLOCKED_MIN_SAMPLES:,}"

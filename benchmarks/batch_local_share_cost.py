@@ -5,7 +5,7 @@
 
 Simulated counts with Splat batch effects (benchmarks/batch_selection.py's ``simulate``: 6 groups, ``--batches``
 batches, batch factor loc ``--loc``), log-normalised; the principal components as graph_moran computes them
-(glfs.graph.neighbors._pca_in_memory, 50).  Per size, in one process:
+(glfs.graph._neighbors._pca_in_memory, 50).  Per size, in one process:
 - ``local_batch_share`` with ``method="auto"`` (exact below 30,000 cells, faiss' IVF above) and, up to
   ``--old-max`` cells, with the old search (scikit-learn's brute force of every cell in each batch,
   ``method="exact"`` on the sklearn backend): times, their ratio, the recall of the neighbourhoods (each cell's
@@ -18,7 +18,7 @@ Writes benchmarks/results/batch_local_share_cost.tsv and .md (appending rows per
 ``--search-only`` (e.g. at 10^6 cells, where neither the old brute force nor a simulated X of 2,000 genes fits
 the time and memory here): 50 Gaussian components of 30 cell states with a shift per batch, no X; the
 neighbourhoods' search (``batch_neighbourhoods``) against the plain graph's search on the same components
-(``glfs.graph.neighbors.nearest_neighbors(Z, 15)``: faiss' IVF, in dense blocks from 500,000 cells), the
+(``glfs.graph._neighbors.nearest_neighbors(Z, 15)``: faiss' IVF, in dense blocks from 500,000 cells), the
 search the plain graph_moran runs twice, and the recall of the neighbourhoods on 2,000 cells' exact groups.
 Writes batch_local_share_cost_search.tsv and .md.
 """
@@ -56,8 +56,8 @@ def one_size(n_cells, args):
     from batch_selection import lognorm, simulate
 
     import glfs
-    from glfs.graph import neighbors as nb
-    from glfs.scores.batches import batch_neighbourhoods, local_batch_share, plan_batches, scored_codes
+    from glfs.graph import _neighbors as nb
+    from glfs.scores._batches import batch_neighbourhoods, local_batch_share, plan_batches, scored_codes
 
     counts, _, batches = simulate(n_cells, args.genes, args.batches, args.loc, 0.1)
     X = lognorm(counts)
@@ -120,8 +120,8 @@ def one_size(n_cells, args):
 
 
 def search_only(n_cells, args):
-    from glfs.graph import neighbors as nb
-    from glfs.scores.batches import LOCAL_SHARE_CENTRES, batch_neighbourhoods
+    from glfs.graph import _neighbors as nb
+    from glfs.scores._batches import LOCAL_SHARE_CENTRES, batch_neighbourhoods
 
     rng = np.random.default_rng(0)
     K, per = args.batches, max(2, -(-15 // args.batches))
@@ -186,7 +186,7 @@ def main():
     ap.add_argument("--no-all-centres", action="store_true", help="--search-only: not every cell's neighbourhoods")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("glfs.scores.moran").setLevel(logging.WARNING)
+    logging.getLogger("glfs.scores._moran").setLevel(logging.WARNING)
     stem = "batch_local_share_cost_search" if args.search_only else "batch_local_share_cost"
     tsv = os.path.join(OUT, f"{stem}.tsv")
     for n_cells in args.cells:

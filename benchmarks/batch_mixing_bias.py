@@ -4,8 +4,8 @@
 
 Random genes of four expression levels (quartiles of the mean count among the expressed genes), ``--draws``
 draws of ``--n`` genes each, on the Kang donors and the simulated batches of benchmarks/batch_selection.py (seed
-0): the evaluation's PCA and kNN graph on them (the Leiden protocol's graph, glfs.evaluate.leiden) and
-``glfs.evaluate.mixing.knn_batch_mixing`` on it, beside the genes' between-type and between-batch shares of
+0): the evaluation's PCA and kNN graph on them (the Leiden protocol's graph, glfs.evaluate._leiden) and
+``glfs.evaluate._mixing.knn_batch_mixing`` on it, beside the genes' between-type and between-batch shares of
 variance (batch_selection.variance_shares) and the type purity of the graph (the share of each cell's neighbours
 of its own type).  No selection: if the mixing of random genes rises as their level falls while their
 between-batch share does not, the measure rewards low-count (noisy) genes for their noise.
@@ -39,7 +39,7 @@ def graph_stats(X, labels, batches, genes, seed=0):
     import anndata
     import scanpy as sc
 
-    from glfs.evaluate.mixing import knn_batch_mixing
+    from glfs.evaluate._mixing import knn_batch_mixing
 
     adata = anndata.AnnData(sp.csr_matrix(X[:, np.sort(genes)]))
     sc.pp.pca(adata, n_comps=min(50, len(genes) - 1), mask_var=None, svd_solver="arpack", random_state=seed)

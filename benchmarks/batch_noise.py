@@ -49,7 +49,7 @@ REFERENCE = "hvg_seurat_v3"
 def replicates(name, args):
     """[(dataset, replicate, counts, labels, batches)] of one --datasets entry."""
     if name == "kang":
-        from glfs.evaluate.clustering import stratified_subsample
+        from glfs.evaluate._clustering import stratified_subsample
 
         counts, labels, batches = load_kang()
         out = [("kang", 0, counts, labels, batches)] if 0 in args.replicates else []

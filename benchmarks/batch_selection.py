@@ -4,13 +4,13 @@
     nice -n 10 python benchmarks/batch_selection.py --datasets kang --n 500 1000
 
 Data: the panel's Kang 2018 PBMC (8,684 cells, 2,511 genes, 4 cell types, obs "batch" = 5 donors) and counts
-simulated by glfs.simulation.scsim.simulate_counts with Splat batch effects (``--sim-batch-loc/--sim-batch-scale``,
+simulated by glfs.simulation._scsim.simulate_counts with Splat batch effects (``--sim-batch-loc/--sim-batch-scale``,
 4 batches).  Each method runs as a scanpy user would: ``glfs.select`` on normalize_total + log1p, the counts for
 the count methods, once without and once with ``batches=`` (the batch labels: scanpy's batch_key); graph_moran
 also with the rule of scanpy's seurat_v3 (median rank first, ``--rules median_rank``) and with a PCA and graphs of
 each batch's own (``per_batch_pca``, the form before the shared embedding; ``--no-per-batch-pca`` leaves it out).  Judged by the Leiden protocol
 (``glfs.evaluate.evaluate_ranking_leiden`` at the selected genes, ``--runs`` runs): ARI at the best resolution and
-at the labels' cluster count, and ``batch_mixing`` (glfs.evaluate.mixing.knn_batch_mixing on the protocol's kNN
+at the labels' cluster count, and ``batch_mixing`` (glfs.evaluate._mixing.knn_batch_mixing on the protocol's kNN
 graph: 1 = neighbourhoods within a cell type as mixed as its batches).  Cost: the selection's wall time with
 batches over without (same process, one after the other; the load is written beside it).
 Writes benchmarks/results/batch_selection.tsv and .md.
@@ -41,7 +41,7 @@ def load_kang(path=KANG):
 
 
 def simulate(n_cells, n_genes, n_batches, loc, scale, seed=0):
-    from glfs.simulation.scsim import simulate_counts
+    from glfs.simulation._scsim import simulate_counts
 
     per = [n_cells // n_batches] * n_batches
     per[-1] += n_cells - sum(per)
@@ -76,8 +76,8 @@ def lognorm(counts):
 def per_batch_pca(X, batches, n):
     """graph_moran as it was before the shared embedding: each batch alone, its own two PCAs and graphs
     (refined on the batch's own top genes), the batches combined by the same rule."""
-    from glfs.scores.batches import graph_min_cells, select_by_batch
-    from glfs.scores.moran import CELL_GRAPH_NEIGHBORS, select_graph_moran
+    from glfs.scores._batches import graph_min_cells, select_by_batch
+    from glfs.scores._moran import CELL_GRAPH_NEIGHBORS, select_graph_moran
 
     def one(rows):
         sel = select_graph_moran(X[rows], None, n_features=n)
@@ -92,7 +92,7 @@ def per_batch_pca(X, batches, n):
 def run_one(X, counts, method, n, batches, rule):
     import glfs
     from glfs.api import method_info
-    from glfs.scores.batches import run_by_batch
+    from glfs.scores._batches import run_by_batch
 
     kw = {"counts": counts} if method in COUNT_METHODS else {}
     t = time.perf_counter()

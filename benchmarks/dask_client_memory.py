@@ -70,7 +70,7 @@ def make_shards(h5ad: Path, out: Path, shard: int) -> None:
 
 def _capture(store):
     """Keep the handle of the scores and the neighbour pairs of the sharded search (this tree's route)."""
-    import glfs.graph.neighbors as nb
+    import glfs.graph._neighbors as nb
 
     inner = getattr(nb, "search_on_cluster", None)
     if inner is None:  # the tree before: no recall
@@ -105,12 +105,12 @@ def run(a) -> dict:
     from distributed import Client, LocalCluster
 
     import glfs
-    import glfs.graph.neighbors as nb
+    import glfs.graph._neighbors as nb
 
     if a.nprobe:
         nb.ivf_nprobe = lambda nlist, n_dims=None: min(nlist, a.nprobe)  # the same probes on any components
     if a.stream_values:  # smaller gene blocks for workers with little memory
-        import glfs.core.out_of_core as ooc
+        import glfs.core._out_of_core as ooc
 
         ooc.STREAM_VALUES = a.stream_values
     out = {
@@ -199,7 +199,7 @@ def main(argv=None):
     ap.add_argument("--nprobe", type=int, default=None, help="IVF cells probed per query (default: the library's)")
     ap.add_argument("--chunk", type=int, default=50_000)
     ap.add_argument("--gene-chunk", type=int, default=1000)
-    ap.add_argument("--stream-values", type=int, default=None, help="glfs.core.out_of_core.STREAM_VALUES")
+    ap.add_argument("--stream-values", type=int, default=None, help="glfs.core._out_of_core.STREAM_VALUES")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--no-queuing", action="store_true", help="distributed.scheduler.worker-saturation = inf")
     ap.add_argument("--worker-mem-gb", type=float, default=2.5)

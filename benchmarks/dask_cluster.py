@@ -66,18 +66,18 @@ class _Steps(logging.Handler):
         self.marks.append((time.perf_counter(), record.getMessage()))
 
 
-#: The steps that build the search's index: one index (below glfs.graph.neighbors.IVF_BLOCKED_MIN_SAMPLES), or its shards.
+#: The steps that build the search's index: one index (below glfs.graph._neighbors.IVF_BLOCKED_MIN_SAMPLES), or its shards.
 INDEX_STEPS = ("neighbour search index", "neighbour search index shards")
 
 
 def _wrap_steps(store, search_shards: int | None):
-    """Count the workers' CPU seconds of each library step (around glfs.core.cluster.gather_blocks, which
+    """Count the workers' CPU seconds of each library step (around glfs.core._cluster.gather_blocks, which
     waits for every step's tasks), keep the PCA scores' handle (for the recall), and with ``search_shards``
     wait for only that many query shards of the search (0: stop after the index), then stop (_StopSearch)."""
-    import glfs.core.cluster as cluster
-    import glfs.graph.neighbors as nb
-    import glfs.graph.sharded as sharded
-    from glfs.graph.ivf_blocks import BLOCK_QUERIES
+    import glfs.core._cluster as cluster
+    import glfs.graph._neighbors as nb
+    import glfs.graph._sharded as sharded
+    from glfs.graph._ivf_blocks import BLOCK_QUERIES
 
     gather, project = cluster.gather_blocks, nb.project
 
@@ -204,7 +204,7 @@ def run(kind: str, a) -> dict:
     store, steps = {"cpu": {}}, _Steps()
     said = logging.StreamHandler()
     said.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
-    for name in ("glfs.core.cluster", "glfs.graph.neighbors", "glfs.graph.sharded", "glfs.core.out_of_core"):
+    for name in ("glfs.core._cluster", "glfs.graph._neighbors", "glfs.graph._sharded", "glfs.core._out_of_core"):
         lg = logging.getLogger(name)
         lg.setLevel(logging.INFO)
         lg.addHandler(steps)
@@ -238,7 +238,7 @@ def run(kind: str, a) -> dict:
     t0 = time.perf_counter()
     W = None
     if a.scan_only:  # only the validation scan (one task per tile)
-        from glfs.core.out_of_core import OutOfCore
+        from glfs.core._out_of_core import OutOfCore
 
         OutOfCore(X).validate()
         out.update(graph="none", scan_s=round(time.perf_counter() - t0, 1), steps=_spans(steps.marks, t0))

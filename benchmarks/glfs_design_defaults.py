@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 
 import glfs
-from glfs.simulation.simulate import make_planted, recovery_score
+from glfs.simulation._simulate import make_planted, recovery_score
 
 N_SAMPLES, N_NOISE, REPS = 200, 1000, 3
 SIGMAS = (0.2, 0.3, 0.4, 0.5)

@@ -2,13 +2,13 @@
 
 Target (issue 8 item 5): ``glfs.select(X, method=m, graph=W, n_features=100)`` on
 100 samples x 10,000 genes in at most 20 s on 2 cores, for every GLFS variant:
-the recommended ``glfs`` (the fixed-size design, ``glfs.designs.budgeted``; it has no
+the recommended ``glfs`` (the fixed-size design, ``glfs.designs._budgeted``; it has no
 previous implementation to compare with) and the published readings
 glfs_exact, glfs_paper, glfs_printed.  Two kinds of data of that shape:
 
 - ``lognormal``: X = exp(N(2, 0.5)), independent genes (no structure; uncentred
   expression-like levels);
-- ``planted``: ``glfs.simulation.simulate.make_planted(100, 9996, sigma=0.2)`` (4 planted
+- ``planted``: ``glfs.simulation._simulate.make_planted(100, 9996, sigma=0.2)`` (4 planted
   cluster genes; the recovery score of the ranking is reported).
 
 Each call runs in its own process (``--one``), the current code (with the BLAS
@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _data(kind, n, d):
     import glfs
-    from glfs.simulation.simulate import make_planted
+    from glfs.simulation._simulate import make_planted
 
     if kind == "lognormal":
         X = np.exp(np.random.default_rng(0).normal(2.0, 0.5, size=(n, d)))
@@ -72,7 +72,7 @@ def _old_module():
 def run_one(impl, method, kind, n, d, call):
     """One timed call in this process; prints a JSON record."""
     import glfs
-    from glfs.simulation.simulate import recovery_score
+    from glfs.simulation._simulate import recovery_score
 
     X, W, informative = _data(kind, n, d)
     warnings.simplefilter("ignore")

@@ -19,7 +19,7 @@ import anndata as ad
 import numpy as np
 import scipy.sparse as sp
 
-from glfs.designs.budgeted import DEFAULT_CENTER, glfs_design, standardise, trace_criterion
+from glfs.designs._budgeted import DEFAULT_CENTER, glfs_design, standardise, trace_criterion
 
 KS = (10, 25, 50, 100)
 DATASETS = ("golub", "tcga_gbm", "tcga_gbm_clanc840")

@@ -103,7 +103,7 @@ def search(Z, kind, **kw):
     """(rows, cols, dist) of the K nearest other samples, distances in float64 on Z."""
     import faiss
 
-    import glfs.graph.neighbors as nb
+    import glfs.graph._neighbors as nb
 
     Z32 = np.ascontiguousarray(Z, dtype=np.float32)
     n, p = Z32.shape
@@ -137,7 +137,7 @@ def search(Z, kind, **kw):
 
 
 def heat_graph(rows, cols, dist, n):
-    import glfs.graph.similarity as gg
+    import glfs.graph._similarity as gg
 
     t = float(np.mean(dist**2))
     return gg._symmetrise_max(rows, cols, np.exp(-(dist**2) / t), n)

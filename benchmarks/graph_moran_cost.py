@@ -4,7 +4,7 @@
     python benchmarks/graph_moran_cost.py --cells 20000   # smaller
     python benchmarks/graph_moran_cost.py --method graph_moran_binned   # another graph method (its own result files)
 
-Simulated counts (glfs.simulation.scsim, the Splat model, 8 groups, ~3,000 counts per cell), scanpy's
+Simulated counts (glfs.simulation._scsim, the Splat model, 8 groups, ~3,000 counts per cell), scanpy's
 normalize_total + log1p, then, each timed (best of --repeats, fresh data each time):
 - ``sc.pp.highly_variable_genes(flavor="seurat_v3")`` on the counts (the peer);
 - scanpy's graph: ``sc.pp.pca`` + ``sc.pp.neighbors`` (what a user has computed already);
@@ -33,7 +33,7 @@ def main():
     import scanpy as sc
 
     import glfs
-    from glfs.simulation.scsim import simulate_counts
+    from glfs.simulation._scsim import simulate_counts
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cells", type=int, default=50_000)

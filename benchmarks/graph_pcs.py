@@ -16,7 +16,7 @@ protocol and cache (Leiden, 200-2,000 genes, the score the mean of three ARIs).
 The atlas: ``atlas_scale.py``'s stored 10^6 x 20,000 cells (make them with ``atlas_scale.py --cells 1000000``).
 Each step is a fresh process: ``glfs.tl.select(adata, "laplacian_score", 2000, graph_params={"n_pcs": n})`` in
 memory (the file read before the clock starts, as for seurat_v3) or from the file opened with ``backed="r"`` (the
-reads inside the clock: two passes), with ``glfs.graph.neighbors.ivf_nprobe`` replaced by the row's nprobe, and scanpy's
+reads inside the clock: two passes), with ``glfs.graph._neighbors.ivf_nprobe`` replaced by the row's nprobe, and scanpy's
 seurat_v3 on the counts between the calls.  Recall@15: 5,000 seeded cells, the library's blocked IVF search (nlist 1,000) on the first
 n of the stored 50 components (``knn_backends.py --pcs``) against faiss' exact search in the same components.
 
@@ -118,13 +118,13 @@ def worker(step: str, n_pcs: int | None, nprobe: int | None) -> dict:
     import anndata as ad
 
     import glfs
-    import glfs.graph.neighbors as nb
+    import glfs.graph._neighbors as nb
 
     counts, lognorm, _ = atlas_files(WORK, N_CELLS, LIB_LOC)
     a = ad.read_h5ad(counts if step == "hvg" else lognorm, backed="r" if step == "ls_backed" else None)
     if nprobe is not None:
         nb.ivf_nprobe = lambda nlist, n_dims=None: min(nlist, int(nprobe))  # these probes on any components
-    stamps = log_stamps("glfs.graph.neighbors", "glfs.graph.similarity")
+    stamps = log_stamps("glfs.graph._neighbors", "glfs.graph._similarity")
     l0, t, c = os.getloadavg()[0], time.perf_counter(), time.process_time()
     if step == "hvg":
         import scanpy as sc
@@ -151,7 +151,7 @@ def recall(
     components of n seeded cells of the million (all of them at n = N_CELLS), against faiss' exact search."""
     import faiss
 
-    from glfs.graph.ivf_blocks import ivf_lists, search_lists
+    from glfs.graph._ivf_blocks import ivf_lists, search_lists
 
     Z = cells(n, d)
     q = np.sort(np.random.default_rng(0).choice(Z.shape[0], n_queries, replace=False))
@@ -177,8 +177,8 @@ def cells(n: int, d: int) -> np.ndarray:
 
 def recall_sweep() -> pd.DataFrame:
     """Recall@15 against components d and probes per sqrt(nlist) (and ``ivf_nprobe``'s), nlist = the library's sqrt(n), at 3 sizes."""
-    from glfs.graph.ivf_blocks import ivf_lists
-    from glfs.graph.neighbors import ivf_nprobe
+    from glfs.graph._ivf_blocks import ivf_lists
+    from glfs.graph._neighbors import ivf_nprobe
 
     rows = []
     for n in SWEEP_CELLS:

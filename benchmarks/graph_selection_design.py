@@ -2,7 +2,7 @@
 
 Which graph and which per-gene score make a graph-based selection beat scanpy's highly
 variable genes?  Every candidate (graph x score) is run on counts from
-``glfs.simulation.scsim.simulate_counts`` (the Splat model: programmes of varied strength and size,
+``glfs.simulation._scsim.simulate_counts`` (the Splat model: programmes of varied strength and size,
 rare groups, library-size variation, overdispersion), beside scanpy's HVG flavours, the
 binomial deviance, the variance and random genes, and judged by
 
@@ -34,8 +34,8 @@ import scipy.sparse as sp
 
 import glfs
 from glfs.evaluate import evaluate_ranking_leiden, random_gene_orders
-from glfs.scores.moran import graph_autocorrelation
-from glfs.simulation.scsim import simulate_counts
+from glfs.scores._moran import graph_autocorrelation
+from glfs.simulation._scsim import simulate_counts
 
 OUT = Path(__file__).resolve().parent / "results"
 

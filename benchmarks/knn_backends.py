@@ -2,8 +2,8 @@
 
 What: ``glfs.similarity_graph`` searches the nearest neighbours of every cell on 50 principal
 components; from 30,000 cells it uses faiss' IndexIVFFlat (nlist = sqrt(n), nprobe 32 until 2026-11-25 and
-since then ``glfs.graph.similarity.ivf_nprobe``: 2 sqrt(nlist), at least 32; k + 5
-candidates searched, k kept; ``glfs.graph.similarity._knn_ivf``; since commit 489dcb0 with the queries grouped
+since then ``glfs.graph._similarity.ivf_nprobe``: 2 sqrt(nlist), at least 32; k + 5
+candidates searched, k kept; ``glfs.graph._similarity._knn_ivf``; since commit 489dcb0 with the queries grouped
 by their k-means cell, ``order=list`` here).  This script times that search against
 other approximate indexes on the same components, and measures how many of the true neighbours
 each one finds:
@@ -20,7 +20,7 @@ each one finds:
 - ``flat``: the exact IndexFlatL2 search of every cell (50,000 and 100,000 cells only).
 
 How: the components are computed once per size by the library's own route
-(as ``glfs.graph.similarity.nearest_neighbors(X, n_pcs=50)`` computes them: scikit-learn's ARPACK PCA on the
+(as ``glfs.graph._similarity.nearest_neighbors(X, n_pcs=50)`` computes them: scikit-learn's ARPACK PCA on the
 sparse log-normalised counts of
 ``benchmarks/atlas_scale.py``'s simulation) and cached as ``pcs_{n}.npy`` (float32) beside the
 counts.  The ground truth is the exact search (IndexFlatL2) of a seeded random subset of 2,000
@@ -199,7 +199,7 @@ faiss HNSW at the same recall (hnswlib M 16 efc 100 efs 128: 106 s, 0.969; usear
 0.954 / 0.976 / 0.985 / 0.993; 1,000,000 (1,000) 0.912 / 0.955 / 0.972 (96 not run). Across the sizes
 the recall is a function of nprobe / sqrt(nlist), not of the probed share nprobe / nlist: 1.0 -> 0.912,
 1.4 -> 0.954, 1.8 -> 0.969, 2.0-2.1 -> 0.972-0.976, 2.7 -> 0.984-0.985 (at a fixed share it rises with
-n). So `glfs.graph.similarity.ivf_nprobe` now probes 2 sqrt(nlist) cells, at least 32: unchanged up to 65,536
+n). So `glfs.graph._similarity.ivf_nprobe` now probes 2 sqrt(nlist) cells, at least 32: unchanged up to 65,536
 cells, 36 at 100,000, 47 at 300,000, 64 at a million (recall@15 0.972 there, the 50,000-cell figure).
 Its cost: CPU seconds of the million-cell search 305 / 442 / 636 at nprobe 32 / 48 / 64, so 2.1 x the
 previous setting; on quiet cores (148 s at nprobe 32) about 310 s. The wall times of this sweep
@@ -260,10 +260,10 @@ on two: build 27.0 / 23.3 s wall, efSearch 64 recall@15 0.945 (recall@5 0.965) i
 efSearch 32 0.898: below IVFFlat's recall at about its cost, and the one-thread build costs little at
 this load (both threads were contended anyway).
 
-**The choice** (2026-11-28 07:58, glfs.graph.neighbors.IVF_PQ_MIN_SAMPLES): from 500,000 samples on the
+**The choice** (2026-11-28 07:58, glfs.graph._neighbors.IVF_PQ_MIN_SAMPLES): from 500,000 samples on the
 IVF index held the fast-scan codes and re-ranked 100 candidates; below, IndexIVFFlat.  **Superseded the
 same day** (10:40, `knn_blocked.md`, `benchmarks/knn_blocked.py`): from `IVF_BLOCKED_MIN_SAMPLES` (500,000)
-on, the same k-means lists are searched in dense blocks (`glfs.graph.ivf_blocks`: each list against all the
+on, the same k-means lists are searched in dense blocks (`glfs.graph._ivf_blocks`: each list against all the
 queries that probe it, one float32 matrix product), the candidates of IndexIVFFlat by exact float32
 distances: at a million cells the same recall@15 0.921 in 131 CPU s against 986 (IndexIVFFlat) and 322
 (the fast-scan codes) in one run, 0.13 x and 0.41 x.
@@ -282,7 +282,7 @@ def _threads():
 def make_pcs(n: int, work: Path, lib_loc: float) -> dict:
     """The library's PCA route on the simulated log-normalised counts; cache the scores as float32.
 
-    The route of ``glfs.graph.neighbors.nearest_neighbors(X, n_pcs=50)`` for an in-memory sparse X:
+    The route of ``glfs.graph._neighbors.nearest_neighbors(X, n_pcs=50)`` for an in-memory sparse X:
     scikit-learn's PCA, ARPACK on the implicitly centred operator, seeded; above ``PCA_FIT_SAMPLES``
     cells fitted on a seeded subsample of that many and every cell projected (``_pca_in_memory``;
     until 2026-11-28 this script fitted on every cell, which the library no longer does).
@@ -295,7 +295,7 @@ def make_pcs(n: int, work: Path, lib_loc: float) -> dict:
 
     from sklearn.decomposition import PCA
 
-    from glfs.graph.neighbors import PCA_FIT_SAMPLES
+    from glfs.graph._neighbors import PCA_FIT_SAMPLES
 
     t0 = time.perf_counter()
     X = ad.read_h5ad(work / f"lognorm_{n}_{lib_loc:g}.h5ad").X
@@ -340,7 +340,7 @@ def make_truth(Z, n: int, work: Path, m: int = N_TRUTH) -> np.ndarray:
 
 def _refined(Z, i, row):
     """The candidates ``row`` of cell i (self and -1 dropped) ordered by float64 distance, as
-    ``glfs.graph.neighbors._from_candidates`` keeps them (stable for ties)."""
+    ``glfs.graph._neighbors._from_candidates`` keeps them (stable for ties)."""
     row = np.asarray([j for j in row if j != i and j >= 0], dtype=np.int64)
     d = ((Z[row].astype(np.float64) - Z[i].astype(np.float64)) ** 2).sum(axis=1)
     return row[np.argsort(d, kind="stable")]
@@ -378,7 +378,7 @@ _ZERO = _Timer()
 
 def _grouped_search(index, Z, qs, k_search):
     """Candidates of the queries ``qs`` in an IVF index, searched grouped by their k-means cell as
-    ``glfs.graph.sharded.ivf_search`` does (the rows of ``qs`` in their own order)."""
+    ``glfs.graph._sharded.ivf_search`` does (the rows of ``qs`` in their own order)."""
     _, cell = index.quantizer.search(Z[qs], 1)
     order = np.argsort(cell.ravel(), kind="stable")
     ind = np.empty((qs.size, k_search), dtype=np.int64)
@@ -951,7 +951,7 @@ def render(tsv: Path, md: Path) -> None:
         f"Written by `benchmarks/knn_backends.py` from `{tsv.name}` (see the script's docstring for the "
         "method). Data: the simulated log-normalised counts of `benchmarks/atlas_scale.py` (20,000 genes, 10 "
         "cell groups, CSR float32), reduced to 50 principal components by the library's own route "
-        "(`glfs.graph.neighbors.nearest_neighbors` with `n_pcs`: ARPACK; in knn_backends.md on every cell, in "
+        "(`glfs.graph._neighbors.nearest_neighbors` with `n_pcs`: ARPACK; in knn_backends.md on every cell, in "
         "knn_backends_1m.md fitted on 100,000 cells and every cell projected, as the library does now), float32, "
         "Euclidean. Every index searches all cells against all cells "
         "(the whole kNN graph), k + 5 candidates (pynndescent: `_knn_approx`'s max(20, 2 (k + 1))), self "

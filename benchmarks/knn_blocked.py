@@ -1,11 +1,11 @@
 """The IVF search of the whole kNN graph in dense blocks against faiss' IVF scans, on the same PCs, in one run.
 
-What: ``glfs.graph.ivf_blocks`` (the library's search from ``IVF_BLOCKED_MIN_SAMPLES`` on: for each
+What: ``glfs.graph._ivf_blocks`` (the library's search from ``IVF_BLOCKED_MIN_SAMPLES`` on: for each
 inverted list, all the queries probing it against its samples as one float32 matrix product, the
 pairs below each query's bound kept) against faiss' IndexIVFFlat (the library's search below that
 size) and IndexIVFPQFastScan with 4-bit residual codes and 100 candidates re-ranked (the library's
 search at a million cells from 2026-11-28 07:58 until this script's run), all with nlist = sqrt(n)
-and nprobe = ``glfs.graph.neighbors.ivf_nprobe`` (32), k + 5 candidates, 2 threads.
+and nprobe = ``glfs.graph._neighbors.ivf_nprobe`` (32), k + 5 candidates, 2 threads.
 
 How: the cached 50 principal components and ground truth of ``benchmarks/knn_backends.py``
 (``pcs_{n}.npy``, ``truth_{n}_10000.npz`` in ``--work``: the exact 15 nearest other cells of 10,000
@@ -59,7 +59,7 @@ def _queries(n, truth_q, m):
 
 def _fastscan(Z, nlist):
     """IndexIVFPQFastScan (one 4-bit code per component of the residual) + IndexRefineFlat re-ranking 100,
-    as glfs.graph.neighbors._ivf_index built it with k_factor until this script's run."""
+    as glfs.graph._neighbors._ivf_index built it with k_factor until this script's run."""
     import faiss
 
     p = Z.shape[1]
@@ -89,8 +89,8 @@ def _scan(index, base, Z, qs, nprobe, step):
 def run(n, work, m_queries, which):
     import faiss
 
-    import glfs.graph.neighbors as nb
-    from glfs.graph.sharded import ivf_search
+    import glfs.graph._neighbors as nb
+    from glfs.graph._sharded import ivf_search
 
     faiss.omp_set_num_threads(2)
     Z = np.load(work / f"pcs_{n}.npy")
@@ -123,7 +123,7 @@ def run(n, work, m_queries, which):
     if "blocked" in which:
         b = _timed(lambda: nb._ivf_index(Z, nlist, 0, blocked=True))
         s = _timed(lambda: ivf_search(b[0], Z, KS, nprobe))
-        row("blocked (glfs.graph.ivf_blocks)", b, s, s[0], "all cells searched")
+        row("blocked (glfs.graph._ivf_blocks)", b, s, s[0], "all cells searched")
         del b, s
     scale = n / qs.size
     note = (

@@ -1,8 +1,8 @@
 """The neighbour search without faiss (the base install): exact brute force or pynndescent, by cell count.
 
 What: without faiss-cpu (``pip install glfs[scale]``) the library's graph searches 50 principal
-components either exactly (scikit-learn's brute force, ``glfs.graph.neighbors._knn_brute32(...,
-backend="sklearn")``, O(n^2)) or with pynndescent's NN-descent (``glfs.graph.neighbors._knn_approx``:
+components either exactly (scikit-learn's brute force, ``glfs.graph._neighbors._knn_brute32(...,
+backend="sklearn")``, O(n^2)) or with pynndescent's NN-descent (``glfs.graph._neighbors._knn_approx``:
 one thread, its numba functions compiled in every fresh Python process).  This script times both
 as a user meets them, each in a fresh process (numba compilation included, as the first call of a
 session pays it), on the first n rows of one set of components, and measures the recall@5 of
@@ -39,7 +39,7 @@ K = 5
 
 def worker(search: str, n: int, pcs: Path, out: Path) -> dict:
     """One search in this (fresh) process; the graph's (rows, cols) saved to ``out``."""
-    import glfs.graph.neighbors as nb
+    import glfs.graph._neighbors as nb
 
     Z = np.load(pcs, mmap_mode="r")[:n].astype(np.float32)
     load0 = os.getloadavg()[0]

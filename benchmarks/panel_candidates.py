@@ -39,7 +39,7 @@ def _memo(panel, key, fn):
 
 def mean_bin_standardise(score, mean):
     """cell_ranger's normalisation of a per-gene score: (score - median of its mean bin) / MAD of the bin."""
-    from glfs.scores.binned import bin_standardise
+    from glfs.scores._binned import bin_standardise
 
     return bin_standardise(score, mean)
 
@@ -50,7 +50,7 @@ def gene_means(panel):
 
 
 def _moran(panel, which="scanpy"):
-    from glfs.scores.moran import graph_autocorrelation
+    from glfs.scores._moran import graph_autocorrelation
 
     return _memo(panel, f"moran_{which}", lambda: graph_autocorrelation(panel.X, _graph(panel, which)))
 
@@ -65,7 +65,7 @@ def _graph(panel, which):
             panel, "own_graph", lambda: glfs.select(panel.X, "graph_moran", n_features_to_select=1).extra["graph"]
         )
     if which == "crgraph":
-        from glfs.scores.moran import cell_graph
+        from glfs.scores._moran import cell_graph
 
         top = np.argsort(-np.nan_to_num(_cell_ranger(panel), nan=-np.inf), kind="stable")[:2000]
         return _memo(panel, "crgraph", lambda: cell_graph(panel.X, top, random_state=0))
@@ -140,13 +140,13 @@ def moran_bin_crgraph(p):
 
 
 def moran_residuals_scanpy(p):
-    from glfs.scores.moran import pearson_residual_autocorrelation
+    from glfs.scores._moran import pearson_residual_autocorrelation
 
     return pearson_residual_autocorrelation(p.counts, p.graph).moran_i
 
 
 def smoothdisp_bin_scanpy(p):
-    from glfs.scores.moran import graph_autocorrelation
+    from glfs.scores._moran import graph_autocorrelation
 
     def f():
         E = p.X.copy()

@@ -78,7 +78,7 @@ def randomized_components(S, n_pcs, random_state):
     """(V (d, n_pcs) float64, column means) of the sparse CSR S by randomized subspace iteration."""
     import scipy.linalg as la
 
-    from glfs.graph.sharded import project_block
+    from glfs.graph._sharded import project_block
 
     n, d = S.shape
     dtype = np.float32 if S.dtype == np.float32 else np.float64
@@ -123,8 +123,8 @@ def run(args):
     from sklearn.decomposition import PCA
 
     import glfs
-    from glfs.graph import neighbors as nb
-    from glfs.graph.sharded import project_block
+    from glfs.graph import _neighbors as nb
+    from glfs.graph._sharded import project_block
 
     n = args.cells
     X = ad.read_h5ad(args.work / f"lognorm_{n}_{args.lib_loc}.h5ad").X

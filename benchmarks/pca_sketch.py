@@ -1,7 +1,7 @@
 """The PCA of an out-of-core X, fitted on a subsample (issue 21): how many cells the fit needs.
 
 ``glfs.similarity_graph`` on a backed .h5ad or a dask array (and, since 2026-11-27, on any X above
-that many cells) fits its principal components on a seeded uniform subsample of at most ``glfs.graph.neighbors.PCA_FIT_SAMPLES`` cells (one pass), then projects every
+that many cells) fits its principal components on a seeded uniform subsample of at most ``glfs.graph._neighbors.PCA_FIT_SAMPLES`` cells (one pass), then projects every
 cell (a second pass).  This benchmark chooses that number on simulated counts (atlas_scale.py's
 simulation: 10 cell groups, 3 % of the genes up-regulated per group, log-normalised), never on the
 evaluated data: for each fit size m it builds the graph from the backed file and compares it with the
@@ -43,7 +43,7 @@ def worker(args):
     import scipy.sparse as sp
 
     import glfs
-    import glfs.graph.neighbors as nb
+    import glfs.graph._neighbors as nb
 
     _, log_f, tag = atlas_files(Path(args.work), args.cells, args.lib_loc)
     load0 = os.getloadavg()[0]

@@ -160,7 +160,7 @@ def worker(spec):
     import scipy.sparse as sp
 
     import glfs
-    import glfs.graph.similarity
+    import glfs.graph._similarity
 
     warnings.simplefilter("ignore")
     n, d, case = spec["n"], spec["d"], spec["case"]
@@ -197,7 +197,7 @@ def worker(spec):
 
         # the same heat-kernel width as glfs' default (mean squared kNN distance, not timed):
         # skfeature weighs exp(-d^2 / (2 t^2)), glfs exp(-d^2 / t_glfs), so t = sqrt(t_glfs / 2)
-        _, _, dist = glfs.graph.similarity.nearest_neighbors(X, N_NEIGHBORS, method="exact")
+        _, _, dist = glfs.graph._similarity.nearest_neighbors(X, N_NEIGHBORS, method="exact")
         t_sk = float(np.sqrt(np.mean(dist**2) / 2))
 
         def run():

@@ -7,7 +7,7 @@
 For each development-panel set (``/work/shared/data/singlecell``, MANIFEST.md): a stratified
 subsample of at most ``--max-cells`` cells (3,000: the run's time; the same cells for every
 selection and for the parameter estimate), then the simulator's parameters estimated from it
-(``glfs.simulation.estimate.estimate_params`` with the labels: library sizes, gene means and
+(``glfs.simulation._estimate.estimate_params`` with the labels: library sizes, gene means and
 outliers, BCV within the labels, dropout, each label's share and DE) and a simulated
 counterpart of the same size (``simulate_counts(**params.simulate_kwargs())``, seed 0; its
 groups are the simulated labels).  Two counterparts: ``sim_splat`` (Splat's BCV trend,
@@ -149,7 +149,7 @@ def separation(counts, labels) -> float:
 
 def matched_kwargs(p, counts, labels) -> tuple[dict, float, float]:
     """``simulate_kwargs`` with the DE scaled to the real set's separation: (kwargs, lambda, real eta^2)."""
-    from glfs.simulation.scsim import simulate_counts
+    from glfs.simulation._scsim import simulate_counts
 
     target = separation(counts, labels)
     best = None
@@ -169,8 +169,8 @@ def run_set(name: str, args) -> tuple[list[dict], dict]:
     import anndata as ad
 
     from glfs.evaluate import stratified_subsample
-    from glfs.simulation.estimate import estimate_params
-    from glfs.simulation.scsim import simulate_counts
+    from glfs.simulation._estimate import estimate_params
+    from glfs.simulation._scsim import simulate_counts
 
     file, col = SETS[name]
     a = ad.read_h5ad(DATA / file)

@@ -9,7 +9,7 @@
 
 Data
 ----
-- Simulated: ``glfs.simulation.scsim.simulate_counts`` (the Splat model of splatter), 2,000 cells
+- Simulated: ``glfs.simulation._scsim.simulate_counts`` (the Splat model of splatter), 2,000 cells
   x 5,000 genes, seeds 0 and 1, over programme strength x group structure:
   ``weak`` (``de_fac_loc`` 0.1, ``de_prob`` 0.05) and ``strong`` (0.3, 0.1), each
   ``balanced`` (five groups of 20 %) and ``rare`` (40/30/20/7/3 %).  Library sizes
@@ -29,7 +29,7 @@ Protocol (the same for every selection)
 ``X_lognorm`` = scanpy ``normalize_total`` + ``log1p`` of the counts.  Each method
 runs as a scanpy user would run it: ``glfs.select(X_lognorm, m,
 n_features_to_select=k_max, counts=counts)`` (graph methods build their own graph,
-``glfs.graph.similarity.DEFAULT_GRAPH_PARAMS``, unless named in ``--scanpy-graph``: then
+``glfs.graph._similarity.DEFAULT_GRAPH_PARAMS``, unless named in ``--scanpy-graph``: then
 ``glfs.tl.select(adata, m, obsp="connectivities")`` on scanpy's standard graph,
 HVG seurat 2,000 -> PCA 50 -> 15-NN, whose time is recorded apart).  The
 wall time of the call is ``select_seconds``.  Its ranking is evaluated by
@@ -297,7 +297,7 @@ def write_summary(df: pd.DataFrame, run: str, path: Path) -> None:
         f"{N_RUNS} runs). `ari` = ARI at the best resolution (chosen with the labels, optimistic); "
         "`ari_nlabels` = at the cluster count nearest the number of labels. Random = mean over seeded draws; "
         "all_genes = every gene (the same value in both k columns). Simulated settings (Splat model, "
-        "`glfs.simulation.scsim.simulate_counts`): "
+        "`glfs.simulation._scsim.simulate_counts`): "
         + "; ".join(
             f"`{s}` {json.loads(p)}"
             for s, p in df[df["data_kind"] == "simulated"].groupby("setting")["params"].first().items()
@@ -415,7 +415,7 @@ def main(argv=None) -> int:
     import anndata as ad
 
     import glfs
-    from glfs.simulation.scsim import simulate_counts
+    from glfs.simulation._scsim import simulate_counts
 
     methods = list(args.only_methods) if args.only_methods is not None else default_methods()
     methods += [m for m in args.methods if m not in methods]

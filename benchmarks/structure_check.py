@@ -6,7 +6,7 @@
 A simulated CSR X (float32 values, int32 indices, each row's non-zeros one per stripe of d/k genes, so
 sorted and without duplicates) and a graph of 10 neighbours per cell (cell i to i+1..i+5 and back,
 symmetric).  Timed in the same process, best of ``--repeats``:
-- the check ``glfs.check_X`` runs on every sparse X: ``glfs.core.structure.check_sparse_structure``
+- the check ``glfs.check_X`` runs on every sparse X: ``glfs.core._structure.check_sparse_structure``
   (indptr and indices), scipy's ``has_canonical_format`` (on a fresh object, so not cached) and
   ``check_stored_values`` (NaN/inf);
 - one ``glfs.laplacian_score(X, W)`` (the peer; it includes the check);
@@ -50,7 +50,7 @@ def ring_graph(n, half=5):
 
 
 def the_check(X):
-    from glfs.core.structure import check_sparse_structure, check_stored_values
+    from glfs.core._structure import check_sparse_structure, check_stored_values
 
     fresh = sp.csr_matrix((X.data, X.indices, X.indptr), shape=X.shape)  # has_canonical_format not cached
     check_sparse_structure(fresh)

@@ -230,8 +230,8 @@ def test_tl_select_warns_on_raw_counts(caplog):
 
 def test_package_names_resolve_to_their_objects():
     """Every name in glfs.__all__ is the object its module defines (DESIGN's Python API), and the
-    submodule glfs.designs.ufi stays a module: before 2026-11-27 the package's lazy table named the
-    function ``ufi`` but ``glfs.designs.ufi`` was the module, so ``glfs.designs.ufi(X)`` failed."""
+    submodule glfs.designs._ufi stays a module: before 2026-11-27 the package's lazy table named the
+    function ``ufi`` but ``glfs.designs._ufi`` was the module, so ``glfs.designs._ufi(X)`` failed."""
     import importlib
     import types
 
@@ -257,7 +257,7 @@ def test_package_names_resolve_to_their_objects():
         assert getattr(glfs, name) is getattr(importlib.import_module(f"glfs.{mod}"), name), name
     for name in glfs.__all__:
         assert getattr(glfs, name) is not None, name
-    assert isinstance(glfs.designs.ufi, types.ModuleType) and callable(glfs.designs.ufi.ufi)
+    assert isinstance(glfs.designs._ufi, types.ModuleType) and callable(glfs.designs._ufi.ufi)
     assert isinstance(glfs.tl, types.ModuleType) and callable(glfs.tl.select)
 
 
@@ -279,8 +279,11 @@ def test_every_name_a_package_exports_is_there(package):
 def test_graph_and_evaluate_export_their_modules_names():
     import glfs.evaluate as ev
     import glfs.graph as gr
-    from glfs.evaluate import classify, clustering, leiden, mixing
-    from glfs.graph import similarity
+    from glfs.evaluate import _classify as classify
+    from glfs.evaluate import _clustering as clustering
+    from glfs.evaluate import _leiden as leiden
+    from glfs.evaluate import _mixing as mixing
+    from glfs.graph import _similarity as similarity
 
     assert gr.__all__ == similarity.__all__ and all(getattr(gr, n) is getattr(similarity, n) for n in gr.__all__)
     for m in (classify, clustering, leiden, mixing):

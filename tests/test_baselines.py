@@ -8,8 +8,8 @@ import scipy.sparse as sp
 from sklearn.decomposition import PCA, SparsePCA
 
 import glfs
-from glfs.scores.baselines import q_alpha, select_q_alpha, select_spca, spca_score
-from glfs.simulation.simulate import make_planted, recovery_score
+from glfs.scores._baselines import q_alpha, select_q_alpha, select_spca, spca_score
+from glfs.simulation._simulate import make_planted, recovery_score
 
 
 def _subspace_gap(A, B):
@@ -150,7 +150,7 @@ def test_spca_records_whether_it_converged(solver, caplog):
     X, _, _ = make_planted(n_samples=60, n_noise=40, sigma=0.5, random_state=0)
     _, info = spca_score(X, solver=solver, return_info=True)
     assert info["converged"] and info["n_iter"] >= 1
-    with caplog.at_level(logging.WARNING, logger="glfs.scores.baselines"):
+    with caplog.at_level(logging.WARNING, logger="glfs.scores._baselines"):
         _, info = spca_score(X, solver=solver, max_iter=1, tol=1e-14, return_info=True)
     assert info == {"n_iter": 1, "converged": False}
     assert any("did not converge in 1 iterations" in r.getMessage() for r in caplog.records)
@@ -197,7 +197,7 @@ def test_long_iterations_log_progress(fn, what, monkeypatch, caplog):
 
     monkeypatch.setattr(glfs.core._progress, "PROGRESS_EVERY_S", 0.0)
     X, _, _ = make_planted(n_samples=60, n_noise=40, sigma=0.5, random_state=0)
-    with caplog.at_level(logging.INFO, logger="glfs.scores.baselines"):
+    with caplog.at_level(logging.INFO, logger="glfs.scores._baselines"):
         fn(X)
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"{what}: iteration")]
     assert [line.split(",")[0] for line in lines] == [f"{what}: iteration {i} of 4" for i in range(1, 5)]

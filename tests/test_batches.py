@@ -1,4 +1,4 @@
-"""Batch-aware selection (issue 29; glfs.scores.batches, glfs.select(..., batches=)).
+"""Batch-aware selection (issue 29; glfs.scores._batches, glfs.select(..., batches=)).
 
 Checked against hand-worked combinations and against each batch scored alone: one batch is the
 plain result exactly; per-batch scores are each batch's own; copies of one batch rank as it does;
@@ -18,9 +18,9 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-from glfs.graph import neighbors as nb
-from glfs.scores.batches import batch_neighbourhoods, combine_batch_ranks, local_batch_share, select_by_batch
-from glfs.scores.moran import cell_graph
+from glfs.graph import _neighbors as nb
+from glfs.scores._batches import batch_neighbourhoods, combine_batch_ranks, local_batch_share, select_by_batch
+from glfs.scores._moran import cell_graph
 
 RANKED = ["variance", "laplacian_score", "graph_moran", "deviance"]
 SHIFT = 29  # the planted batch-shift gene of _data
@@ -194,7 +194,7 @@ def _edges(W):
 
 
 def test_the_graph_is_one_pca_of_all_cells_searched_within_batches_brute_force():
-    from glfs.graph.neighbors import _pca_in_memory
+    from glfs.graph._neighbors import _pca_in_memory
 
     X, b = _data()
     sel = _quiet(glfs.select, X, "graph_moran", n_features_to_select=5, batches=b)
@@ -209,7 +209,7 @@ def test_the_graph_is_one_pca_of_all_cells_searched_within_batches_brute_force()
 
 
 def test_similarity_graph_searches_within_batches_on_shared_components_brute_force():
-    from glfs.graph.neighbors import _pca_in_memory
+    from glfs.graph._neighbors import _pca_in_memory
 
     X, b = _data(per_batch=(50, 70, 40), d=40)
     W = glfs.similarity_graph(X, n_neighbors=6, kernel="binary", n_pcs=8, method="exact", batches=b)
@@ -251,7 +251,7 @@ def test_graph_moran_with_one_batch_is_the_plain_result_exactly_refined_or_not(k
     rule = kw.pop("batch_rule", "nbatches")
     plain = _quiet(glfs.select, X, "graph_moran", n_features_to_select=5, **kw)
     from glfs.api import method_info
-    from glfs.scores.batches import run_by_batch
+    from glfs.scores._batches import run_by_batch
 
     one = _quiet(run_by_batch, method_info("graph_moran"), X, np.zeros(X.shape[0], int), n_features=5, rule=rule, **kw)
     _same(one, plain)
@@ -270,7 +270,7 @@ def test_graph_moran_refines_its_graph_on_the_genes_the_batches_select_together(
 
 
 def test_between_batch_share_is_the_one_way_anova_r2_written_out():
-    from glfs.scores.batches import between_batch_share
+    from glfs.scores._batches import between_batch_share
 
     X, b = _data(per_batch=(20, 35, 25))
     X[:, 3] = 2.0  # constant: NaN
@@ -292,7 +292,7 @@ def test_between_batch_share_is_the_one_way_anova_r2_written_out():
 
 def _run(X, b, rule, n=9):
     from glfs.api import method_info
-    from glfs.scores.batches import run_by_batch
+    from glfs.scores._batches import run_by_batch
 
     return _quiet(run_by_batch, method_info("graph_moran"), X, b, n_features=n, rule=rule)
 
@@ -324,7 +324,7 @@ def test_minus_batch_share_through_select_and_its_refusals():
         glfs.select, X, "graph_moran", n_features_to_select=9, batches=b, batch_rule="minus_batch_share"
     )
     _same(via_select, _run(X, b, "minus_batch_share"))
-    # graph_moran's default with batches (glfs.scores.moran.BATCH_RULE); the rank rule on request
+    # graph_moran's default with batches (glfs.scores._moran.BATCH_RULE); the rank rule on request
     default = _quiet(glfs.select, X, "graph_moran", n_features_to_select=9, batches=b)
     _same(default, _run(X, b, "minus_global_local_share"))
     assert default.params["batch_rule"] == "minus_global_local_share"
@@ -472,7 +472,7 @@ def test_feature_selector_takes_batches_in_fit_and_in_a_pipeline():
 @pytest.mark.parametrize("launch_values", [None, 1])
 def test_deviance_scores_every_batch_in_one_pass_as_each_batch_alone(monkeypatch, launch_values):
     # interleaved batches of unequal size (one of 3 cells, one of 1 cell left out), sparse counts with a stored zero
-    from glfs.scores import genewise
+    from glfs.scores import _genewise as genewise
 
     if launch_values:  # one batch per kernel launch
         monkeypatch.setattr(genewise, "BATCH_PART_VALUES", launch_values)
@@ -494,7 +494,7 @@ def test_deviance_with_batches_never_scores_a_batch_alone(monkeypatch):
     from dataclasses import replace
 
     from glfs.api import method_info
-    from glfs.scores.batches import run_by_batch
+    from glfs.scores._batches import run_by_batch
 
     X, b = _data(counts=True)
     one_by_one = _quiet(run_by_batch, replace(method_info("deviance"), batch_fn=None), X, b, n_features=5, counts=X)
@@ -680,7 +680,7 @@ def test_local_batch_share_is_the_neighbourhood_anova_written_out():
 def test_local_batch_share_sees_a_shift_within_one_type_and_not_composition():
     # gene 0 moves with the batch inside type 0 only; gene 1 marks type 0, whose share of the cells differs between
     # the batches (composition); gene 2 is noise.  The global share counts composition, the local one does not.
-    from glfs.scores.batches import between_batch_share, local_batch_share
+    from glfs.scores._batches import between_batch_share, local_batch_share
 
     rng = np.random.default_rng(0)
     codes = np.repeat([0, 1], 300)

@@ -1,4 +1,4 @@
-"""glfs.scores.binned: a per-gene score standardised in cell_ranger's mean bins.
+"""glfs.scores._binned: a per-gene score standardised in cell_ranger's mean bins.
 
 Checked against the written-out form (pandas.cut with scanpy's edges, median and MAD per bin by
 loops) and against scanpy's own cell_ranger normalised dispersion.
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from glfs.scores.binned import BIN_PERCENTILES, bin_standardise, mean_bins
+from glfs.scores._binned import BIN_PERCENTILES, bin_standardise, mean_bins
 
 
 def _written_out(score, means):

@@ -8,7 +8,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 import glfs
-from glfs.simulation.simulate import make_planted
+from glfs.simulation._simulate import make_planted
 
 
 def _two_class(seed=0, n=40, n_noise=36, sigma=0.3):
@@ -200,7 +200,7 @@ def _shifted_classes(shift, seed=0, n=60, d=20):
 
 
 def test_laprls_random_floor_separable_and_noise():
-    """The random-genes floor of the classification table (glfs.evaluate.classify.laprls_random_floor): on
+    """The random-genes floor of the classification table (glfs.evaluate._classify.laprls_random_floor): on
     classes 4 sd apart in every gene any random genes classify perfectly; on pure noise the test
     errors are near chance; the medians lie in the reported ranges and the draws are seeded."""
     from glfs.evaluate import cv_splitter, laprls_random_floor
@@ -224,7 +224,7 @@ def test_laprls_random_floor_separable_and_noise():
 def test_laprls_random_floor_is_the_supervised_classifier_on_those_genes():
     """With every gene drawn (n_genes = d), each draw is LapRLS with the class graph of the training
     labels on all genes: its test errors equal the ones of laprls_fit written out here."""
-    from glfs.designs.gradient import laprls_fit
+    from glfs.designs._gradient import laprls_fit
     from glfs.evaluate import cv_splitter, laprls_random_floor
 
     X, y, train = _shifted_classes(0.6, seed=2, n=80, d=6)

@@ -1,4 +1,4 @@
-"""The gene-wise scores of a dask X on a dask.distributed LocalCluster (issue 31, glfs.core.cluster): the
+"""The gene-wise scores of a dask X on a dask.distributed LocalCluster (issue 31, glfs.core._cluster): the
 same scores as in memory, on random and planted data, sparse and dense chunks; a failed task or a lost
 worker never yields partial scores; no task holds more than its block."""
 
@@ -11,10 +11,11 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-import glfs.scores.genewise as genewise
+import glfs.core.limits
+import glfs.scores._genewise as genewise
 from glfs import ConstantFeatureWarning
-from glfs.scores.genewise import deviance_score, fisher_score, laplacian_score, variance_score
-from glfs.scores.moran import graph_autocorrelation
+from glfs.scores._genewise import deviance_score, fisher_score, laplacian_score, variance_score
+from glfs.scores._moran import graph_autocorrelation
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -66,7 +67,7 @@ def test_cluster_scores_equal_in_memory(dask_client, caplog, data, kind):
         groups = np.random.default_rng(4).integers(0, 3, X.shape[0])  # labels unrelated to the counts
     W = _graph(X, groups)
     want = _scores(X, W, groups)
-    with caplog.at_level(logging.INFO, logger="glfs.core.cluster"):
+    with caplog.at_level(logging.INFO, logger="glfs.core._cluster"):
         got = _scores(_chunked(X, kind), W, groups)
     ran = [r.getMessage() for r in caplog.records if "gene blocks of all" in r.getMessage()]
     assert len(ran) == 5, ran  # laplacian, moran, variance, fisher, deviance: each as dask tasks
@@ -114,7 +115,7 @@ def test_select_and_tl_select_run_on_the_cluster(dask_client, caplog):
     X, groups = _planted()
     W = _graph(X, groups)
     dx = da.from_array(X, chunks=(125, X.shape[1]), asarray=False)
-    with caplog.at_level(logging.INFO, logger="glfs.core.cluster"):
+    with caplog.at_level(logging.INFO, logger="glfs.core._cluster"):
         sel = glfs.select(dx, "laplacian_score", graph=W, n_features_to_select=8)
         dev = glfs.select(dx, "deviance", n_features_to_select=8)
     assert sum("gene blocks of all" in r.getMessage() for r in caplog.records) == 2
@@ -254,17 +255,16 @@ def test_tiles_the_workers_never_hold_the_matrix(monkeypatch, caplog):
     Laplacian score on a one-worker in-process cluster, traced.  The gene blocks are columns of tiles,
     and each call's traced peak (client and worker together) stays under half of X's size as CSR;
     the scores equal the in-memory ones on the same graph."""
-    import glfs.core.out_of_core as ooc
-    import glfs.graph.neighbors as nb
+    import glfs.graph._neighbors as nb
 
     n, d = 8000, 4000
     X = da.map_blocks(_sparse_tile, chunks=((2000,) * 4, (250,) * 16), dtype=np.float64, meta=sp.csr_matrix((0, 0)))
     whole = int(0.2 * n * d) * 12  # CSR: 8-byte values, 4-byte indices
-    monkeypatch.setattr(ooc, "STREAM_VALUES", int(0.2 * n * d) // 16)  # blocks of 1 column of tiles
+    monkeypatch.setattr(glfs.core.limits, "STREAM_VALUES", int(0.2 * n * d) // 16)  # blocks of 1 column of tiles
     monkeypatch.setattr(nb, "PCA_FIT_SAMPLES", 800)
     graph = dict(n_neighbors=8, n_pcs=10, method="approx", kernel="heat")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cl:
-        with distributed.Client(cl), caplog.at_level(logging.INFO, logger="glfs.core.cluster"):
+        with distributed.Client(cl), caplog.at_level(logging.INFO, logger="glfs.core._cluster"):
             small = X[:600, :500]  # the imports and numba compilations first: they are traced too
             laplacian_score(small, glfs.similarity_graph(small, **graph))
             caplog.clear()
@@ -292,8 +292,8 @@ def test_worker_processes_score_as_in_memory(monkeypatch):
     faiss index pickled between them): the Laplacian score and the deviance equal the in-memory ones,
     and the graph built there has the edges of the graph streamed through this process."""
     pytest.importorskip("faiss")
-    import glfs.graph.neighbors as nb
-    import glfs.graph.sharded as sharded
+    import glfs.graph._neighbors as nb
+    import glfs.graph._sharded as sharded
 
     X, groups = _planted(n=400, d=60)
     W = _graph(X, groups)

@@ -1,5 +1,5 @@
 """Batch-aware gene-wise scores of a dask X on a dask.distributed LocalCluster (issue 31): each batch's cells
-cut from the dask X lazily (glfs.core.out_of_core.OutOfCore rows) and scored in gene blocks as tasks,
+cut from the dask X lazily (glfs.core._out_of_core.OutOfCore rows) and scored in gene blocks as tasks,
 equal to the in-memory batch-aware result; one batch equals the plain result; the graph built within
 the batches on the cluster equals the streamed one."""
 
@@ -43,7 +43,7 @@ def test_batches_on_the_cluster_equal_in_memory(dask_client, caplog, data, kind)
     for method in METHODS:
         want = _select(X if kind != "dense" else X.toarray(), method, batches, W)
         caplog.clear()
-        with caplog.at_level(logging.INFO, logger="glfs.core.cluster"):
+        with caplog.at_level(logging.INFO, logger="glfs.core._cluster"):
             got = _select(dx, method, batches, W)
         tasks = [r.getMessage() for r in caplog.records if "gene blocks of all" in r.getMessage()]
         assert len(tasks) >= 3, (method, tasks)  # each batch scored in gene blocks as dask tasks
@@ -75,8 +75,8 @@ def test_one_batch_is_the_plain_result_on_the_cluster(dask_client):
 def test_graph_within_batches_on_the_cluster_equals_the_streamed_graph(dask_client, monkeypatch):
     """laplacian_score with batches and no graph: the graph of a shared PCA, searched within each batch on
     the cluster, is the one the single process streams; no edge joins two batches."""
-    import glfs.graph.neighbors as nb
-    import glfs.graph.sharded as sharded
+    import glfs.graph._neighbors as nb
+    import glfs.graph._sharded as sharded
 
     X, groups = _planted(n=900, d=60, seed=2)
     batches = np.repeat(["a", "b", "c"], 300)[np.random.default_rng(0).permutation(900)]

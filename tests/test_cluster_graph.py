@@ -1,4 +1,4 @@
-"""The graph of a dask X on a dask.distributed LocalCluster (issue 31, glfs.graph.sharded): the subsample
+"""The graph of a dask X on a dask.distributed LocalCluster (issue 31, glfs.graph._sharded): the subsample
 and the projection as tasks give the components of the single-process route, and the neighbour search
 sharded into query blocks against the index on every worker equals the single search given the same index."""
 
@@ -11,9 +11,9 @@ import scipy.sparse as sp
 from test_out_of_core_graph import _planted
 
 import glfs
-import glfs.graph.ivf_blocks as ivf_blocks
-import glfs.graph.neighbors as nb
-import glfs.graph.sharded as sharded
+import glfs.graph._ivf_blocks as ivf_blocks
+import glfs.graph._neighbors as nb
+import glfs.graph._sharded as sharded
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -134,12 +134,12 @@ def test_select_without_a_graph_on_the_cluster(dask_client):
 def test_projection_of_tiles_is_summed_per_row_of_chunks_on_the_workers(dask_client, caplog):
     """A dask X chunked by cells and genes (3 x 4 tiles): X V - shift as in memory, the tiles of a row of
     chunks summed on the workers (3 sums waited for, nothing fetched) and the scores left on the cluster."""
-    from glfs.core.out_of_core import OutOfCore
+    from glfs.core._out_of_core import OutOfCore
 
     X = sp.random(900, 80, density=0.1, format="csr", random_state=4, dtype=np.float32)
     V = np.random.default_rng(5).normal(size=(80, 6)).astype(np.float32)
     shift = np.arange(6, dtype=np.float32)
-    with caplog.at_level(logging.INFO, logger="glfs.core.cluster"):
+    with caplog.at_level(logging.INFO, logger="glfs.core._cluster"):
         Z = sharded.project(OutOfCore(da.from_array(X, chunks=(300, 25), asarray=False)), V, shift, dask_client)
     assert isinstance(Z, sharded.ClusterZ) and Z.shape == (900, 6)
     assert sum(r.getMessage().startswith("PCA projection: cells from") for r in caplog.records) == 3

@@ -1,6 +1,6 @@
 """A dask X scored after another step on the same cluster never stalls (issue 31): the stall of the Laplacian
 score at 10^6 x 2,000 on CSC shards, reproduced on 4 small shards; a stalled step raises, naming its blocks;
-a dask X is validated once per process (glfs.core.cluster, glfs.core.out_of_core)."""
+a dask X is validated once per process (glfs.core._cluster, glfs.core._out_of_core)."""
 
 import logging
 import warnings
@@ -10,10 +10,10 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-import glfs.core.out_of_core as ooc
-import glfs.graph.neighbors as nb
+import glfs.core.limits
+import glfs.graph._neighbors as nb
 from glfs import ConstantFeatureWarning
-from glfs.core.cluster import chunk_grid, gather_blocks, stall_seconds
+from glfs.core._cluster import chunk_grid, gather_blocks, stall_seconds
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -42,7 +42,7 @@ def test_score_after_the_graph_with_its_scores_held_does_not_stall(one_worker, m
     limit of 20 s raised).  Now the call ends with the in-memory scores."""
     X, dX = _shards()
     monkeypatch.setattr(nb, "PCA_FIT_SAMPLES", 1000)
-    monkeypatch.setattr(ooc, "STREAM_VALUES", 2000)  # gene blocks narrower than the tiles: each tile split
+    monkeypatch.setattr(glfs.core.limits, "STREAM_VALUES", 2000)  # gene blocks narrower than the tiles: each tile split
     held = {}
     search = nb.search_on_cluster
 
@@ -83,7 +83,7 @@ def test_a_stalled_step_raises_naming_its_blocks(dask_client):
 
 
 def test_the_stall_limit_is_dask_config():
-    assert stall_seconds() == glfs.core.cluster.STALL_SECONDS
+    assert stall_seconds() == glfs.core._cluster.STALL_SECONDS
     with dask.config.set({"glfs.stall-timeout": "2 minutes"}):
         assert stall_seconds() == 120
     with dask.config.set({"glfs.stall-timeout": None}):
@@ -97,7 +97,7 @@ def test_a_dask_x_is_validated_once_per_process(dask_client, caplog):
     a NaN in a new X is still refused."""
     X, dX = _shards(n=600, d=60, seed=2)
     W = glfs.similarity_graph(X, n_neighbors=5)
-    with caplog.at_level(logging.INFO, logger="glfs.core.out_of_core"), warnings.catch_warnings():
+    with caplog.at_level(logging.INFO, logger="glfs.core._out_of_core"), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConstantFeatureWarning)
         first = glfs.laplacian_score(dX, W)
         second = glfs.laplacian_score(dX, W)
@@ -116,8 +116,10 @@ def test_tiles_without_a_client_are_read_by_columns(monkeypatch, caplog):
     tiles' edges and read by columns, no split of the row blocks through temporary files; the in-memory scores."""
     X, dX = _shards(n=800, d=90, seed=4)
     W = glfs.similarity_graph(X, n_neighbors=5)
-    monkeypatch.setattr(ooc, "STREAM_VALUES", 1500)  # 5 or more gene blocks: the row-stored route would split
-    with caplog.at_level(logging.INFO, logger="glfs.core.out_of_core"), warnings.catch_warnings():
+    monkeypatch.setattr(
+        glfs.core.limits, "STREAM_VALUES", 1500
+    )  # 5 or more gene blocks: the row-stored route would split
+    with caplog.at_level(logging.INFO, logger="glfs.core._out_of_core"), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConstantFeatureWarning)
         got = glfs.laplacian_score(dX, W)
         want = glfs.laplacian_score(X, W)

@@ -365,12 +365,12 @@ def test_genes_of_very_different_scales_in_one_matrix(planted, a):
 
 def test_registry_objective_is_the_one_each_glfs_function_uses():
     """MethodInfo.objective (what the classifier script passes to GLFSClassifier) is the objective the
-    registered function solves: the published readings equal glfs.designs.gradient.select_glfs with it, and the
+    registered function solves: the published readings equal glfs.designs._gradient.select_glfs with it, and the
     well-posed one is the classifier's "design" objective; no other method has one."""
     import scipy.sparse as sp
 
     from glfs.api import METHODS, methods_of
-    from glfs.designs.gradient import select_glfs
+    from glfs.designs._gradient import select_glfs
     from glfs.sklearn import GLFSClassifier
 
     rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""The well-posed GLFS (``method="glfs"``, glfs.designs.budgeted): brute force, finite differences, planted truth."""
+"""The well-posed GLFS (``method="glfs"``, glfs.designs._budgeted): brute force, finite differences, planted truth."""
 
 import itertools
 
@@ -7,15 +7,15 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-from glfs.designs.budgeted import (
+from glfs.designs._budgeted import (
     glfs_design,
     relaxed_criterion,
     scale_free_lambdas,
     standardise,
     trace_criterion,
 )
-from glfs.designs.optimal import optimal_design_greedy
-from glfs.simulation.simulate import make_planted, recovery_score
+from glfs.designs._optimal import optimal_design_greedy
+from glfs.simulation._simulate import make_planted, recovery_score
 
 
 def _toy(n=24, d=9, seed=0):
@@ -64,7 +64,7 @@ def test_swap_deltas_match_direct_traces():
     r = glfs_design(X, W, 4, max_swaps=0, graph_weight=1.0)
     Xs = standardise(X, False)
     l1, l2 = r.params["lambda1"], r.params["lambda2"]
-    from glfs.designs.budgeted import _Exchange
+    from glfs.designs._budgeted import _Exchange
 
     L, _ = glfs.laplacian(W)
     P = sp.identity(30) + l1 * L

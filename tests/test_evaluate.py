@@ -204,7 +204,7 @@ def test_evaluate_ranking_is_deterministic_and_all_means_every_gene():
 def test_evaluate_ranking_depends_on_the_gene_set_and_the_cache_evaluates_each_set_once(monkeypatch):
     """Two rankings with the same top-3 set in another order and the same genes in all: equal records there
     (the top-k genes are taken in index order); with one cache the shared sets are clustered once."""
-    from glfs.evaluate import clustering
+    from glfs.evaluate import _clustering as clustering
 
     X, y = _planted(n_noise=5)
     d = X.shape[1]
@@ -308,7 +308,7 @@ def test_search_cv_errors_equal_a_refit_cross_validation():
     cross_val_predict of the frozen estimator on the same folds (what evaluate_classifier counted before)."""
     from sklearn.model_selection import cross_val_predict
 
-    from glfs.evaluate.classify import _fixed_estimator, _search_cv_errors
+    from glfs.evaluate._classify import _fixed_estimator, _search_cv_errors
 
     X, y = _two_class(n=40, d=12, shift=0.8, seed=3)  # overlapping classes: some CV errors
     cv = cv_splitter(y, 5, random_state=0)
@@ -412,14 +412,14 @@ def test_precomputed_affinity_gives_the_labels_of_the_old_call(seed):
 
 
 def test_loo_1nn_uses_the_principal_component_search_for_many_samples(monkeypatch):
-    import glfs.graph.neighbors as nb
+    import glfs.graph._neighbors as nb
 
     X, y = _blobs_big(n=400, d=60)
     exact = loo_1nn_accuracy(X, y)
     calls = []
     real = (
         nb._knn_brute32
-    )  # at scale: exact search on APPROX_N_PCS components (glfs.graph.neighbors.choose_neighbor_method)
+    )  # at scale: exact search on APPROX_N_PCS components (glfs.graph._neighbors.choose_neighbor_method)
     monkeypatch.setattr(nb, "_knn_brute32", lambda *a, **k: calls.append(a[0].shape) or real(*a, **k))
     monkeypatch.setattr(nb, "AUTO_APPROX_MIN_SAMPLES", 100)
     approx = loo_1nn_accuracy(X, y)
@@ -471,7 +471,7 @@ def test_nmi_pair_equals_scikit_learns_nmi():
     from sklearn.metrics import normalized_mutual_info_score
     from sklearn.metrics.cluster import contingency_matrix
 
-    from glfs.evaluate.clustering import _nmi_pair
+    from glfs.evaluate._clustering import _nmi_pair
 
     rng = np.random.default_rng(11)
     cases = [(rng.integers(0, 4, 60), rng.integers(0, 5, 60)) for _ in range(30)]
@@ -515,7 +515,7 @@ def test_spectral_cluster_runs_matches_the_per_run_form_in_distribution():
     runs of the two forms differ (their k-means draws differ); the protocol's quantity, the mean
     NMI over runs, must agree within four standard errors of the difference of the two means.
     """
-    from glfs.evaluate.clustering import _spectral_labels, knn_affinity, spectral_cluster_runs
+    from glfs.evaluate._clustering import _spectral_labels, knn_affinity, spectral_cluster_runs
 
     X, y = _mixture()
     A = knn_affinity(X, 10)
@@ -533,7 +533,7 @@ def test_spectral_cluster_runs_keeps_per_run_embeddings_when_components_exceed_c
     """More components than clusters: the eigensolver's start picks the basis, so each run keeps its own."""
     import scipy.sparse as sp
 
-    from glfs.evaluate.clustering import _spectral_labels, spectral_cluster_runs
+    from glfs.evaluate._clustering import _spectral_labels, spectral_cluster_runs
 
     blocks = [np.ones((8, 8)) - np.eye(8)] * 6  # six disconnected cliques, 4 clusters wanted
     A = sp.csr_matrix(sp.block_diag(blocks))
@@ -563,7 +563,7 @@ def test_spectral_cluster_runs_bad_inputs(affinity, n_clusters, seeds, match):
 def test_nmi_pair_of_identical_partitions_is_at_most_one():
     """Identical partitions of sizes 25, 20, 11, 13, 2: MI / H rounds to 1 + 2.2e-16 unclipped
     (found by a search over diagonal tables); the reported NMI must stay in [0, 1]."""
-    from glfs.evaluate.clustering import _nmi_pair
+    from glfs.evaluate._clustering import _nmi_pair
 
     a, b = _nmi_pair(np.diag([25, 20, 11, 13, 2]))
     assert a == 1.0 and b == 1.0
@@ -624,8 +624,8 @@ def test_lobpcg_embedding_equals_arpacks_above_the_switch():
     import scipy.linalg as sla
     from sklearn.manifold import spectral_embedding
 
-    from glfs.evaluate.clustering import knn_affinity, spectral_cluster_runs
-    from glfs.evaluate.spectral import _solver_kwargs
+    from glfs.evaluate._clustering import knn_affinity, spectral_cluster_runs
+    from glfs.evaluate._spectral import _solver_kwargs
 
     X, y = _mixture(n=2400, d=6, shift=3.0, seed=8)
     A = knn_affinity(X, 10)
@@ -646,14 +646,14 @@ def test_lobpcg_that_misses_its_tolerance_is_flagged(monkeypatch, caplog):
 
     from sklearn.exceptions import ConvergenceWarning
 
-    import glfs.evaluate.clustering as ev
-    import glfs.evaluate.spectral as spectral  # EIGEN_TOL is read where the spectral embedding lives
+    import glfs.evaluate._clustering as ev
+    import glfs.evaluate._spectral as spectral  # EIGEN_TOL is read where the spectral embedding lives
 
     X, _ = _mixture(n=120, d=6, shift=3.0, seed=8)
     A = ev.knn_affinity(X, 10)
     monkeypatch.setattr(spectral, "EIGEN_TOL", 1e-30)
     with (
-        caplog.at_level(logging.WARNING, logger="glfs.evaluate.spectral"),
+        caplog.at_level(logging.WARNING, logger="glfs.evaluate._spectral"),
         pytest.warns(ConvergenceWarning, match="did not reach eigen_tol=1e-30"),
     ):
         ev.spectral_cluster_runs(A, 4, run_seeds(0, 2), eigen_solver="lobpcg")

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import glfs
-from glfs.anndata_writers import write_graph, write_selection
+from glfs._anndata_writers import write_graph, write_selection
 from glfs_workflow.files import atomic_path, write_tsv
 from glfs_workflow.tables import path_table, selection_from_table, selection_meta, selection_table
 
@@ -70,7 +70,7 @@ def test_write_selection_leaves_adata_unchanged_on_mismatch():
 
 def test_weight_key():
     anndata = pytest.importorskip("anndata")
-    sel = glfs.core.result.make_selection(
+    sel = glfs.core._result.make_selection(
         "glfs_exact", np.arange(4.0), higher_is_better=True, n_features=2, weights=[0, 0, 1, 2]
     )
     a = anndata.AnnData(X=np.zeros((3, 4)))
@@ -153,7 +153,7 @@ def test_tables_read_back_ids_as_text(tmp_path):
     from glfs_workflow.files import read_tsv
 
     d = len(ODD_IDS)
-    sel = glfs.core.result.make_selection(
+    sel = glfs.core._result.make_selection(
         "variance", np.r_[np.nan, np.arange(d - 1.0)], higher_is_better=True, n_features=3
     )
     t = selection_table(sel, ODD_IDS)

@@ -10,14 +10,14 @@ import pytest
 import scipy.sparse as sp
 from sklearn.metrics import adjusted_rand_score
 
-import glfs.evaluate.leiden
+import glfs.evaluate._leiden
 from glfs.evaluate import (
     LEIDEN_RESOLUTIONS,
     evaluate_ranking_leiden,
     random_gene_orders,
     stratified_subsample,
 )
-from glfs.evaluate.clustering import nmi
+from glfs.evaluate._clustering import nmi
 
 pytest.importorskip("scanpy")
 pytest.importorskip("igraph")
@@ -133,7 +133,7 @@ def test_max_samples_is_a_stratified_subsample(planted, caplog):
     # noise genes first: their scores move with the cells, so a full-data run differs from the subsample's
     ranking = np.r_[np.arange(N_MARKERS, X.shape[1]), np.arange(N_MARKERS)]
     kw = dict(feature_grid=(50,), n_runs=1, random_state=5)
-    with caplog.at_level(logging.INFO, logger="glfs.evaluate.leiden"):
+    with caplog.at_level(logging.INFO, logger="glfs.evaluate._leiden"):
         got = evaluate_ranking_leiden(X, y, ranking, max_samples=160, **kw)
     assert "stratified subsample of 160" in caplog.text
     keep = stratified_subsample(y, 160, 5)
@@ -157,7 +157,7 @@ def test_resolution_choice_and_ties(monkeypatch):
     def fake_leiden_runs(sc, adata, seed, resolutions, graph=None):
         return [partitions[r] for r in resolutions]
 
-    monkeypatch.setattr(glfs.evaluate.leiden, "_leiden_runs", fake_leiden_runs)
+    monkeypatch.setattr(glfs.evaluate._leiden, "_leiden_runs", fake_leiden_runs)
     X = np.random.default_rng(0).normal(size=(100, 10))
     (r,) = evaluate_ranking_leiden(X, y, np.arange(10), feature_grid=(10,), n_runs=1, resolutions=(0.5, 1.0, 1.5, 2.0))
     # ARI: split (0.88) > merge (0.79) > many; split at 1.0 and 2.0 ties -> the first, 1.0
@@ -186,10 +186,10 @@ def test_leiden_runs_are_scanpys_leiden(planted, monkeypatch, private_api):
         monkeypatch.setitem(sys.modules, "scanpy._utils.random", None)
     resolutions = (0.3, 1.0, 2.0)
     n_distinct = set()
-    graph = glfs.evaluate.leiden._leiden_graph(adata)  # built once, used for both seeds
+    graph = glfs.evaluate._leiden._leiden_graph(adata)  # built once, used for both seeds
     assert (graph is None) == (not private_api)
     for seed in (0, 7):
-        got = glfs.evaluate.leiden._leiden_runs(sc, adata, seed, resolutions, graph=graph)
+        got = glfs.evaluate._leiden._leiden_runs(sc, adata, seed, resolutions, graph=graph)
         assert len(got) == len(resolutions)
         for resolution, membership in zip(resolutions, got):
             ref = sc.tl.leiden(
@@ -216,7 +216,7 @@ def test_shared_graph_keeps_the_records(planted, monkeypatch):
     kw = {"feature_grid": (5, 30), "n_runs": 2, "random_state": 3}
     ranking = np.arange(X.shape[1])
     got = evaluate_ranking_leiden(X, y, ranking, **kw)
-    monkeypatch.setattr(glfs.evaluate.leiden, "_leiden_graph", lambda adata: None)
+    monkeypatch.setattr(glfs.evaluate._leiden, "_leiden_graph", lambda adata: None)
     want = evaluate_ranking_leiden(X, y, ranking, **kw)
     assert got == want
     assert len({r["n_clusters"] for r in got}) > 1 or len({r["resolution"] for r in got}) > 1
@@ -321,7 +321,7 @@ def test_a_label_count_never_reached_is_marked_and_warned(planted, caplog):
     """Issue 30 item 9: a grid whose resolutions never come near the label count (here one high resolution:
     more clusters than the 4 labels allow within 1) marks its *_nlabels figures and says the count reached."""
     X, y = planted
-    with caplog.at_level(logging.INFO, logger="glfs.evaluate.leiden"):
+    with caplog.at_level(logging.INFO, logger="glfs.evaluate._leiden"):
         far = evaluate_ranking_leiden(
             X, y, np.arange(X.shape[1]), feature_grid=(N_MARKERS,), n_runs=1, resolutions=(50.0,), random_state=3
         )
@@ -347,7 +347,7 @@ def test_pynndescent_kernels_get_numba_disk_cache():
     pytest.importorskip("pynndescent")
     code = (
         "import numba, numba.core.decorators as dec\n"
-        "from glfs.evaluate.leiden import _import_pynndescent_cached\n"
+        "from glfs.evaluate._leiden import _import_pynndescent_cached\n"
         "_import_pynndescent_cached()\n"
         "import pynndescent.distances as d, pynndescent.sparse as s\n"
         "f = numba.njit(lambda x: x + 1)\n"

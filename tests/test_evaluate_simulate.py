@@ -1,9 +1,9 @@
-"""Tests of the Figure 1 simulation driver (glfs.simulation.simulate.recovery_experiment)."""
+"""Tests of the Figure 1 simulation driver (glfs.simulation._simulate.recovery_experiment)."""
 
 import numpy as np
 import pytest
 
-from glfs.simulation.simulate import make_planted, point_seed, recovery_experiment, simulation_grid
+from glfs.simulation._simulate import make_planted, point_seed, recovery_experiment, simulation_grid
 
 
 def test_grid_has_both_panels_once():

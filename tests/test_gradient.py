@@ -8,13 +8,13 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-import glfs.designs.gradient_model as gradient_model
-import glfs.designs.gradient_path as gradient_path
+import glfs.designs._gradient_model as gradient_model
+import glfs.designs._gradient_path as gradient_path
 from glfs import ConstantFeatureWarning
-from glfs.designs.gradient import KKT_TOL, GLFSConvergenceWarning, glfs_objective
-from glfs.designs.gradient_model import _m_matrix
-from glfs.graph.similarity import laplacian
-from glfs.simulation.simulate import make_planted, recovery_score
+from glfs.designs._gradient import KKT_TOL, GLFSConvergenceWarning, glfs_objective
+from glfs.designs._gradient_model import _m_matrix
+from glfs.graph._similarity import laplacian
+from glfs.simulation._simulate import make_planted, recovery_score
 
 
 def _toy(seed, n=8, d=11):
@@ -472,7 +472,7 @@ def test_constant_genes_never_selected_and_warned():
     assert sel.weights[[2, 5]].tolist() == [0.0, 0.0]
 
 
-@pytest.mark.parametrize("method", ["glfs_exact", "glfs_paper", "glfs_printed"])  # "glfs" is glfs.designs.budgeted now
+@pytest.mark.parametrize("method", ["glfs_exact", "glfs_paper", "glfs_printed"])  # "glfs" is glfs.designs._budgeted now
 def test_select_registry_returns_selection(method):
     X, W, _ = _small_problem(seed=9)
     with warnings.catch_warnings():
@@ -602,7 +602,7 @@ def test_published_readings_refuse_above_the_size_limit_before_copying_x(objecti
     """50,000 x 2,000 is refused at once: X here is a zero-memory broadcast view, so any copy would allocate 800 MB."""
     import tracemalloc
 
-    from glfs.designs.gradient import PATH_MAX_CELLS, glfs, glfs_path
+    from glfs.designs._gradient import PATH_MAX_CELLS, glfs, glfs_path
 
     X = np.broadcast_to(np.float64(1.0), (50_000, 2_000))
     assert X.size > PATH_MAX_CELLS

@@ -1,7 +1,7 @@
-"""The default graph is written once: glfs.graph.similarity.DEFAULT_GRAPH_PARAMS, read from similarity_graph's signature.
+"""The default graph is written once: glfs.graph._similarity.DEFAULT_GRAPH_PARAMS, read from similarity_graph's signature.
 
 Every entry point that builds a graph when given none (glfs.select, glfs.tl.select,
-glfs.simulation.simulate.recovery_experiment) must build it with similarity_graph's own
+glfs.simulation._simulate.recovery_experiment) must build it with similarity_graph's own
 defaults, and the scikit-learn estimators' constructor defaults (literal, as
 scikit-learn requires) must equal them.  A spy on similarity_graph records what
 each entry point passes, so a literal written again with another value fails here.
@@ -16,10 +16,10 @@ import pytest
 
 import glfs
 import glfs.api
-import glfs.graph.similarity
-import glfs.simulation.simulate
+import glfs.graph._similarity
+import glfs.simulation._simulate
 import glfs.tl
-from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
+from glfs.graph._similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
 from glfs.sklearn import FeatureSelector, GLFSClassifier
 
 SIGNATURE = inspect.signature(similarity_graph)
@@ -53,10 +53,10 @@ def _effective(calls):
 
 @pytest.fixture
 def spy(monkeypatch):
-    """Record every similarity_graph call made through glfs.api, glfs.tl, glfs.simulation.simulate,
-    glfs.scores.batches and glfs.graph.similarity (each imports it by name at the top of the module)."""
-    import glfs.scores.batches
-    import glfs.simulation.simulate
+    """Record every similarity_graph call made through glfs.api, glfs.tl, glfs.simulation._simulate,
+    glfs.scores._batches and glfs.graph._similarity (each imports it by name at the top of the module)."""
+    import glfs.scores._batches
+    import glfs.simulation._simulate
     import glfs.tl
 
     calls = []
@@ -66,10 +66,10 @@ def spy(monkeypatch):
         return similarity_graph(*args, **kwargs)
 
     monkeypatch.setattr(glfs.api, "similarity_graph", recording)
-    monkeypatch.setattr(glfs.graph.similarity, "similarity_graph", recording)
+    monkeypatch.setattr(glfs.graph._similarity, "similarity_graph", recording)
     monkeypatch.setattr(glfs.tl, "similarity_graph", recording)
-    monkeypatch.setattr(glfs.simulation.simulate, "similarity_graph", recording)
-    monkeypatch.setattr(glfs.scores.batches, "similarity_graph", recording)
+    monkeypatch.setattr(glfs.simulation._simulate, "similarity_graph", recording)
+    monkeypatch.setattr(glfs.scores._batches, "similarity_graph", recording)
     return calls
 
 
@@ -90,7 +90,7 @@ def test_tl_select_builds_the_default_graph(spy):
 
 
 def test_simulation_builds_the_default_graph(spy):
-    glfs.simulation.simulate.recovery_experiment("laplacian_score", [(0.1, 4)], replicates=1, n_samples=20)
+    glfs.simulation._simulate.recovery_experiment("laplacian_score", [(0.1, 4)], replicates=1, n_samples=20)
     expected = {"n_neighbors": _own_default("n_neighbors"), "kernel": _own_default("kernel")}
     assert spy and all(e == expected for e in _effective(spy))
 

@@ -9,8 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-from glfs.scores.moran import cell_graph, graph_autocorrelation, select_graph_moran
-from glfs.simulation.scsim import simulate_counts
+from glfs.scores._moran import cell_graph, graph_autocorrelation, select_graph_moran
+from glfs.simulation._scsim import simulate_counts
 
 ad = pytest.importorskip("anndata")
 sc = pytest.importorskip("scanpy")

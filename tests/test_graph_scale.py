@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-import glfs.graph.neighbors as nb
+import glfs.graph._neighbors as nb
 
 
 def latent_clusters(n=1500, d=200, n_clusters=6, rank=8, noise=0.05, seed=0):

@@ -131,8 +131,8 @@ def test_deviance_equals_the_binomial_likelihood_ratio():
     Y[0, 5] = 7  # a gene with a single count
     ref = _deviance_reference(Y)
     ref[np.all(Y == 0, axis=0)] = 0.0
-    got_dense = glfs.scores.genewise.deviance_score(Y)
-    got_sparse = glfs.scores.genewise.deviance_score(sp.csr_matrix(Y))
+    got_dense = glfs.scores._genewise.deviance_score(Y)
+    got_sparse = glfs.scores._genewise.deviance_score(sp.csr_matrix(Y))
     np.testing.assert_allclose(got_dense, ref, rtol=1e-9, atol=1e-8)
     np.testing.assert_allclose(got_sparse, got_dense, rtol=1e-12, atol=1e-10)
     assert np.all(got_dense[:3] == 0)  # genes without a count
@@ -146,15 +146,15 @@ def test_deviance_orders_a_planted_gene_above_a_constant_proportion_one():
     constant = rng.binomial(lib, 0.01)
     planted = rng.binomial(lib, np.where(group, 0.018, 0.002))  # same overall share, split by group
     rest = lib - constant - planted
-    s = glfs.scores.genewise.deviance_score(np.column_stack([constant, planted, rest]))
+    s = glfs.scores._genewise.deviance_score(np.column_stack([constant, planted, rest]))
     assert s[1] > 10 * s[0]
 
 
 def test_deviance_refuses_non_counts():
     with pytest.raises(ValueError, match="raw counts"):
-        glfs.scores.genewise.deviance_score(np.array([[0.5, 1.0], [2.0, 3.0]]))
+        glfs.scores._genewise.deviance_score(np.array([[0.5, 1.0], [2.0, 3.0]]))
     with pytest.raises(ValueError, match="all-zero"):
-        glfs.scores.genewise.deviance_score(np.zeros((3, 2)))
+        glfs.scores._genewise.deviance_score(np.zeros((3, 2)))
 
 
 @pytest.mark.parametrize("method", COUNT_METHODS)
@@ -274,7 +274,7 @@ def _scanpy_pearson_peak(X):
     """tracemalloc peak of scanpy's Pearson-residuals call on X (numpy registers its buffers with tracemalloc)."""
     import tracemalloc
 
-    from glfs.scores.hvg import _adata
+    from glfs.scores._hvg import _adata
 
     def run(Y):
         with warnings.catch_warnings():
@@ -303,7 +303,7 @@ def test_pearson_copy_estimate_matches_the_measured_peak(form):
     if layout == "dense":
         X = X.toarray()
     peak = _scanpy_pearson_peak(X)
-    est = glfs.scores.hvg.pearson_residuals_bytes(X)
+    est = glfs.scores._hvg.pearson_residuals_bytes(X)
     assert 0.85 < peak / est < 1.15, (form, peak, est)
 
 
@@ -311,7 +311,7 @@ def test_pearson_residuals_refuse_above_the_size_limit_before_scanpy_runs(data, 
     counts, _, _ = data
     import glfs.core.limits
 
-    need = glfs.scores.hvg.pearson_residuals_bytes(counts) / 2**30
+    need = glfs.scores._hvg.pearson_residuals_bytes(counts) / 2**30
     monkeypatch.setattr(glfs.core.limits, "DENSE_LIMIT_GB", need / 2)
 
     def fail(*a, **k):
@@ -335,7 +335,7 @@ def test_the_counts_check_reads_a_large_matrix_in_blocks():
     """Checking that X holds counts makes no copy of its values (the floor is taken block by block)."""
     import tracemalloc
 
-    from glfs.core.value_checks import holds_counts
+    from glfs.core._value_checks import holds_counts
 
     rng = np.random.default_rng(0)
     nnz = 1 << 24  # 64 MB of float32 values: a floor of all of them would be 64 MB

@@ -6,8 +6,8 @@ import scipy.sparse as sp
 from sklearn.kernel_ridge import KernelRidge
 
 import glfs
-from glfs.scores.lkr import lkr_coefficients, lkr_score, select_lkr_score, select_lkr_score_supervised
-from glfs.simulation.simulate import make_planted, recovery_score
+from glfs.scores._lkr import lkr_coefficients, lkr_score, select_lkr_score, select_lkr_score_supervised
+from glfs.simulation._simulate import make_planted, recovery_score
 
 
 def _naive(X, nbrs, deg, h, ridge, center=False):
@@ -196,13 +196,13 @@ def test_supervised_loo_residuals_equal_coefficient_form(center):
     expected = _dense_form(X, B.toarray(), np.ones(45), center)
     np.testing.assert_allclose(lkr_score(X, labels=labels, center=center), expected, rtol=1e-8)
     # the default width, computed without the N x N distances, equals the one from them
-    from glfs.scores.lkr import _class_groups, _row_sq_norms, _within_class_h
+    from glfs.scores._lkr import _class_groups, _row_sq_norms, _within_class_h
 
     assert _within_class_h(X, _row_sq_norms(X), _class_groups(labels, 45)) == pytest.approx(h, rel=1e-10)
 
 
 def test_unsupervised_gene_blocks_equal_dense_form(monkeypatch):
-    import glfs.scores.lkr as lk
+    import glfs.scores._lkr as lk
 
     rng = np.random.default_rng(22)
     X = rng.normal(size=(60, 23)) + 3.0
@@ -242,7 +242,7 @@ def test_unsupervised_gene_blocks_equal_dense_form(monkeypatch):
     ],
 )
 def test_supervised_size_limit(sizes, d, kw, match):
-    from glfs.scores.lkr import supervised_size_check
+    from glfs.scores._lkr import supervised_size_check
 
     if match is None:
         supervised_size_check(sizes, d, **kw)
@@ -265,7 +265,7 @@ def test_supervised_refuses_before_allocating(monkeypatch):
 
 def test_batched_local_regressions_equal_per_sample_solves(monkeypatch):
     """The batched solves (grouped by neighbourhood size, several batches) equal one solve per sample."""
-    import glfs.scores.lkr as lk
+    import glfs.scores._lkr as lk
 
     rng = np.random.default_rng(24)
     X = rng.normal(size=(70, 9)) * rng.uniform(0.5, 3, size=9)

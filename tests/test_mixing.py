@@ -1,4 +1,4 @@
-"""Batch mixing within cell types (glfs.evaluate.mixing.knn_batch_mixing), against hand-worked examples,
+"""Batch mixing within cell types (glfs.evaluate._mixing.knn_batch_mixing), against hand-worked examples,
 and the Leiden protocol reporting it with ``batches=``."""
 
 from __future__ import annotations

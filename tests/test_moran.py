@@ -1,4 +1,4 @@
-"""glfs.scores.moran.graph_autocorrelation: Moran's I and its exact randomisation z-score (issue 18).
+"""glfs.scores._moran.graph_autocorrelation: Moran's I and its exact randomisation z-score (issue 18).
 
 The permutation moments are checked against brute-force permutations (an independent route),
 sparse input against dense, and the z-score's point: a gene with a few counts in a few
@@ -14,7 +14,7 @@ import pytest
 import scipy.sparse as sp
 
 from glfs import ConstantFeatureWarning
-from glfs.scores.moran import graph_autocorrelation
+from glfs.scores._moran import graph_autocorrelation
 
 
 def _ring(n, k=2):
@@ -129,7 +129,7 @@ def test_pearson_residual_autocorrelation_equals_scanpys_residuals():
     """Residuals formed in gene blocks from sparse counts = scanpy's dense residuals, then Moran's I."""
     sc = pytest.importorskip("scanpy")
     ad = pytest.importorskip("anndata")
-    from glfs.scores.moran import pearson_residual_autocorrelation
+    from glfs.scores._moran import pearson_residual_autocorrelation
 
     rng = np.random.default_rng(5)
     n, d = 150, 30

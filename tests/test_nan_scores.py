@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-from glfs.core.result import make_selection
+from glfs.core._result import make_selection
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -37,7 +37,7 @@ def test_pearson_residuals_refuse_empty_cells():
 def test_pearson_residuals_all_nan_are_never_selected_in_gene_order(monkeypatch):
     """Past the empty-cell check (bypassed here), scanpy's all-NaN scores reach the general rule."""
     pytest.importorskip("scanpy")
-    from glfs.scores import hvg
+    from glfs.scores import _hvg as hvg
 
     monkeypatch.setattr(hvg, "_refuse_empty_cells", lambda X: None)
     with pytest.raises(

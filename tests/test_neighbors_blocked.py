@@ -1,4 +1,4 @@
-"""The IVF search in dense blocks (glfs.graph.ivf_blocks, the library's search from
+"""The IVF search in dense blocks (glfs.graph._ivf_blocks, the library's search from
 IVF_BLOCKED_MIN_SAMPLES on): exact within the probed lists, the same candidates as IndexIVFFlat on
 the same centres, and the same result for any thread count, query block or distance block."""
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from test_graph_scale import brute_force_knn, knn_ivf_on_1_and_2_threads, knn_sets, latent_clusters, recall
 
-import glfs.graph.ivf_blocks as ib
-import glfs.graph.neighbors as nb
+import glfs.graph._ivf_blocks as ib
+import glfs.graph._neighbors as nb
 
 faiss = pytest.importorskip("faiss")
 

@@ -5,8 +5,8 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-from glfs.designs.optimal import lapaofs, lapdofs, optimal_design_greedy, select_lapaofs, select_lapdofs
-from glfs.simulation.simulate import make_planted
+from glfs.designs._optimal import lapaofs, lapdofs, optimal_design_greedy, select_lapaofs, select_lapdofs
+from glfs.simulation._simulate import make_planted
 
 
 def _problem(n=12, d=9, seed=0, scale=3.0, shift=1.0):

@@ -10,10 +10,11 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-import glfs.core.out_of_core as ooc
+import glfs.core._out_of_core as ooc
+import glfs.core.limits
 from glfs import ConstantFeatureWarning
-from glfs.scores.genewise import deviance_score
-from glfs.scores.moran import graph_autocorrelation
+from glfs.scores._genewise import deviance_score
+from glfs.scores._moran import graph_autocorrelation
 
 ad = pytest.importorskip("anndata")
 da = pytest.importorskip("dask.array")
@@ -82,7 +83,7 @@ def _sources(X, files):
 def test_out_of_core_equals_in_memory(data, small_blocks, monkeypatch):
     X, W, groups, files = data
     if small_blocks:  # many gene blocks and row blocks: the same sums
-        monkeypatch.setattr(ooc, "STREAM_VALUES", 1000)
+        monkeypatch.setattr(glfs.core.limits, "STREAM_VALUES", 1000)
     ref = _all_scores(X, W, groups)
     for name, src in _sources(X, files):
         got = _all_scores(src, W, groups)
@@ -169,7 +170,7 @@ def test_non_finite_values_are_found_while_streaming(tmp_path):
 def test_peak_memory_does_not_grow_with_the_matrix(tmp_path, monkeypatch):
     # backed CSR files of 5 and 16 MB (float32 values, int32 indices) streamed in blocks of 200,000 values:
     # the traced peak is the same for both, and a fraction of the larger matrix
-    monkeypatch.setattr(ooc, "STREAM_VALUES", 200_000)
+    monkeypatch.setattr(glfs.core.limits, "STREAM_VALUES", 200_000)
     W = _graph(2_000, 10, 5)
     glfs.laplacian_score(sp.random(100, 50, density=0.3, format="csr"), W[:100, :100] + sp.eye(100))  # compile first
     peaks, sizes = {}, {}
@@ -202,16 +203,16 @@ def test_a_row_stored_file_read_many_times_says_how_to_read_it_once(data, monkey
     import logging
 
     X, W, groups, files = data
-    monkeypatch.setattr(ooc, "STREAM_VALUES", 1000)
-    monkeypatch.setattr(ooc, "SPILL", False)
+    monkeypatch.setattr(glfs.core.limits, "STREAM_VALUES", 1000)
+    monkeypatch.setattr(glfs.core.limits, "SPILL", False)
     n_blocks = len(list(ooc._gene_partition(np.diff(X.tocsc().indptr), 1000)))
     assert n_blocks > 1
-    with caplog.at_level(logging.INFO, logger="glfs.core.out_of_core"):
+    with caplog.at_level(logging.INFO, logger="glfs.core._out_of_core"):
         glfs.variance_score(ad.read_h5ad(files["csr"], backed="r").X)
     said = [r.getMessage() for r in caplog.records if "stored by rows" in r.getMessage()]
     assert said and f"{n_blocks} times" in said[0] and "tocsc()" in said[0] and "STREAM_VALUES" in said[0]
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="glfs.core.out_of_core"):
+    with caplog.at_level(logging.INFO, logger="glfs.core._out_of_core"):
         glfs.variance_score(ad.read_h5ad(files["csc"], backed="r").X)
     assert not [r for r in caplog.records if "stored by rows" in r.getMessage()]
 
@@ -239,12 +240,12 @@ def split_dir(tmp_path, monkeypatch):
     where = tmp_path / "tmpdir"
     where.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(where))
-    monkeypatch.setattr(ooc, "STREAM_VALUES", 1000)
+    monkeypatch.setattr(glfs.core.limits, "STREAM_VALUES", 1000)
     return where
 
 
 def _blocks(src, spill, monkeypatch):
-    monkeypatch.setattr(ooc, "SPILL", spill)
+    monkeypatch.setattr(glfs.core.limits, "SPILL", spill)
     return list(ooc.OutOfCore(src).validate().column_blocks())
 
 
@@ -268,7 +269,7 @@ def test_the_split_gives_the_gene_blocks_of_the_matrix(data, tmp_path, split_dir
         f = tmp_path / "x.h5ad"
         ad.AnnData(X=X).write_h5ad(f)
         src = ad.read_h5ad(f, backed="r").X
-    with caplog.at_level(logging.INFO, logger="glfs.core.out_of_core"):
+    with caplog.at_level(logging.INFO, logger="glfs.core._out_of_core"):
         split = _blocks(src, True, monkeypatch)
     assert any("splitting it into" in r.getMessage() for r in caplog.records)
     passes = _blocks(src, False, monkeypatch)
@@ -284,7 +285,7 @@ def test_the_split_gives_the_gene_blocks_of_the_matrix(data, tmp_path, split_dir
 
 def test_the_split_files_are_removed_as_blocks_are_read_and_when_stopped(data, split_dir, monkeypatch):
     X, W, groups, files = data
-    monkeypatch.setattr(ooc, "SPILL", True)
+    monkeypatch.setattr(glfs.core.limits, "SPILL", True)
     src = ooc.OutOfCore(ad.read_h5ad(files["csr"], backed="r").X).validate()
     blocks = src.column_blocks()
     next(blocks)
@@ -310,10 +311,10 @@ def test_without_disk_space_x_is_read_once_per_gene_block(data, split_dir, monke
     import logging
 
     X, W, groups, files = data
-    monkeypatch.setattr(ooc, "SPILL", True)
+    monkeypatch.setattr(glfs.core.limits, "SPILL", True)
     usage = collections.namedtuple("usage", "total used free")
     monkeypatch.setattr(ooc.shutil, "disk_usage", lambda path: usage(2**40, 2**40 - 2**29, 2**29))
-    with caplog.at_level(logging.INFO, logger="glfs.core.out_of_core"):
+    with caplog.at_level(logging.INFO, logger="glfs.core._out_of_core"):
         got = glfs.laplacian_score(ad.read_h5ad(files["csr"], backed="r").X, W)
     said = " ".join(r.getMessage() for r in caplog.records)
     assert "0.5 GB free in" in said and "set TMPDIR to a larger disk" in said and "read once per gene block" in said
@@ -323,7 +324,7 @@ def test_without_disk_space_x_is_read_once_per_gene_block(data, split_dir, monke
 
 def test_a_failed_write_names_the_space_and_the_ways_out(data, split_dir, monkeypatch):
     X, W, groups, files = data
-    monkeypatch.setattr(ooc, "SPILL", True)
+    monkeypatch.setattr(glfs.core.limits, "SPILL", True)
 
     def full(*a, **k):
         raise OSError(28, "No space left on device")
@@ -366,7 +367,7 @@ def test_the_validation_scan_counts_and_finds_the_largest_value(tmp_path, dtype)
 def test_a_boolean_sparse_x_scores_as_its_zero_one_values(tmp_path, monkeypatch):
     """A boolean sparse X, in memory and from a CSR file split into gene blocks, gives the scores of its
     0/1 float form (before, check_X failed on numpy's unary minus of booleans)."""
-    monkeypatch.setattr(ooc, "STREAM_VALUES", 500)
+    monkeypatch.setattr(glfs.core.limits, "STREAM_VALUES", 500)
     X = sp.random(400, 60, density=0.3, format="csr", random_state=0).astype(bool)
     f = tmp_path / "b.h5ad"
     ad.AnnData(X=X).write_h5ad(f)

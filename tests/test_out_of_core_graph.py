@@ -11,8 +11,8 @@ import pytest
 import scipy.sparse as sp
 
 import glfs
-import glfs.core.out_of_core as ooc
-import glfs.graph.neighbors as nb
+import glfs.core.limits
+import glfs.graph._neighbors as nb
 from glfs import ConstantFeatureWarning
 
 ad = pytest.importorskip("anndata")
@@ -171,7 +171,7 @@ def test_peak_memory_of_the_streamed_graph(tmp_path, monkeypatch):
     """Backed CSR files of 2,000 cells x 3,500 and 31,500 genes; a fit on 200 cells and blocks of
     200,000 values: the traced peak is a small fraction of the larger matrix and grows far less than
     it (no dense n x d array, no copy of X)."""
-    monkeypatch.setattr(ooc, "STREAM_VALUES", 200_000)
+    monkeypatch.setattr(glfs.core.limits, "STREAM_VALUES", 200_000)
     monkeypatch.setattr(nb, "PCA_FIT_SAMPLES", 200)
     peaks, sizes = {}, {}
     for d in (3_500, 31_500):

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import glfs
-from glfs.graph.similarity import KERNELS
+from glfs.graph._similarity import KERNELS
 
 FLOATS = st.floats(-5.0, 5.0, allow_nan=False, allow_infinity=False, allow_subnormal=False)
 SETTINGS = {"derandomize": True, "deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
@@ -149,14 +149,14 @@ def test_laplacian_score_invariant_to_affine_maps_per_gene(data):
 
 
 # ------------------------------------------------------------------ GLFS
-gradient = pytest.importorskip("glfs.designs.gradient")
+gradient = pytest.importorskip("glfs.designs._gradient")
 
 
 @settings(max_examples=40, **SETTINGS)
 @given(data=st.data())
 def test_exact_glfs_objective_non_negative(data):
     """V(beta) = Tr(K' A K) >= 0 for every beta >= 0, any graph and lambdas (the exact
-    covariance trace; docs: glfs.designs.gradient module docstring).  No filter: constant or
+    covariance trace; docs: glfs.designs._gradient module docstring).  No filter: constant or
     zero genes are allowed."""
     X = data.draw(matrices(), label="X")
     d = X.shape[1]

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from glfs.core.value_checks import looks_like_counts
+from glfs.core._value_checks import looks_like_counts
 from glfs_workflow import datasets, fetch, files, preprocessing, readers, vendored
 
 RES = Path(__file__).resolve().parents[1] / "resources"

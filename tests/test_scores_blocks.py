@@ -72,7 +72,7 @@ def test_input_array_is_not_modified(data):
 
 def test_default_block_is_smaller_than_d_for_many_samples(monkeypatch, data):
     # the default block (LS_BLOCK_VALUES // n_samples genes) splits X into several blocks
-    import glfs.scores.genewise as gs
+    import glfs.scores._genewise as gs
 
     X, W = data
     monkeypatch.setattr(gs, "LS_BLOCK_VALUES", 4 * X.shape[0])  # 4 genes per block: 6 blocks

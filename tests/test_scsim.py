@@ -1,4 +1,4 @@
-"""Tests of the single-cell count simulator (glfs.simulation.scsim.simulate_counts, the Splat model).
+"""Tests of the single-cell count simulator (glfs.simulation._scsim.simulate_counts, the Splat model).
 
 Each statistical check compares a sample statistic with what the model says,
 with a tolerance of about 4-5 standard errors of that statistic (so a seeded
@@ -12,7 +12,7 @@ import pytest
 import scipy.sparse as sp
 from scipy import stats
 
-from glfs.simulation.scsim import SimulatedCounts, simulate_counts
+from glfs.simulation._scsim import SimulatedCounts, simulate_counts
 
 RARE = (0.4, 0.3, 0.2, 0.07, 0.03)
 
@@ -271,7 +271,7 @@ def test_bad_inputs_are_refused(kwargs, match):
 
 def test_chunked_storage_gives_the_same_matrix(monkeypatch):
     """The nonzeros are kept in fixed chunks (memory); chunk boundaries inside a block change nothing."""
-    from glfs.simulation import scsim
+    from glfs.simulation import _scsim as scsim
 
     one = simulate_counts(80, 200, random_state=6)
     monkeypatch.setattr(scsim._Chunks, "CHUNK_ELEMENTS", 37)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import glfs
-from glfs.graph import similarity
+from glfs.graph import _similarity as similarity
 
 
 @pytest.mark.parametrize("seed", ["abc", -1, 1.5, True, 2**32, [1, 2]])

@@ -18,8 +18,9 @@ CHILD = r"""
 import sys, time
 import numpy as np, scipy.sparse as sp, anndata as ad
 import glfs
-import glfs.core.out_of_core as ooc
-ooc.STREAM_VALUES = 2_000          # many gene blocks: the split is used
+import glfs.core.limits
+import glfs.core._out_of_core as ooc
+glfs.core.limits.STREAM_VALUES = 2_000          # many gene blocks: the split is used
 raw = ooc.OutOfCore._raw_blocks
 def slow(self):
     for item in raw(self):

@@ -1,4 +1,4 @@
-"""Tests of glfs.simulation.estimate: Splat parameters recovered from counts simulated with known (planted) ones.
+"""Tests of glfs.simulation._estimate: Splat parameters recovered from counts simulated with known (planted) ones.
 
 Each tolerance is stated beside its check; they were set from the estimators'
 spread over seeds 0-2 at these sizes (not from one run's output): a fit that
@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from glfs.simulation.estimate import estimate_params
-from glfs.simulation.estimate_batch import estimate_batch_params
-from glfs.simulation.scsim import simulate_counts
+from glfs.simulation._estimate import estimate_params
+from glfs.simulation._estimate_batch import estimate_batch_params
+from glfs.simulation._scsim import simulate_counts
 
 
 @pytest.fixture(scope="module")

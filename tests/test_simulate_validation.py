@@ -1,4 +1,4 @@
-"""Bad arguments of the simulation (glfs.simulation.simulate) are refused by the one validator, glfs.core._validation.check_scalar."""
+"""Bad arguments of the simulation (glfs.simulation._simulate) are refused by the one validator, glfs.core._validation.check_scalar."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from glfs.core._validation import ParameterTypeError
-from glfs.simulation.simulate import make_planted, recovery_experiment
+from glfs.simulation._simulate import make_planted, recovery_experiment
 
 BAD_PLANTED = [
     ({"n_samples": 7}, ValueError, r"n_samples must be an integer >= 8; got 7"),

@@ -3,7 +3,7 @@ counts without a dense or float64 copy, give the dense input's scores, and the m
 dense X refuse at once, naming the size limit.
 
 The dense input is the reference (its code centres dense column blocks); the sparse path sums over
-the non-zeros (glfs.scores.genewise module docstring).  float32 inputs: the same float32 values, dense and
+the non-zeros (glfs.scores._genewise module docstring).  float32 inputs: the same float32 values, dense and
 sparse, so the scores agree far below the 1e-6 the issue asks.
 """
 
@@ -17,8 +17,8 @@ import scipy.sparse as sp
 import glfs
 import glfs.core.limits as limits
 from glfs import ConstantFeatureWarning
-from glfs.scores.moran import graph_autocorrelation
-from glfs.simulation.scsim import simulate_counts
+from glfs.scores._moran import graph_autocorrelation
+from glfs.simulation._scsim import simulate_counts
 from glfs_workflow.errors import DataError
 from glfs_workflow.preprocessing import preprocess
 
@@ -204,7 +204,7 @@ def test_no_dense_copy_on_the_sparse_path(big, what):
         "fisher_score": lambda: glfs.fisher_score(X, labels),
         "variance": lambda: glfs.variance_score(X),
         "moran": lambda: graph_autocorrelation(X, W),
-        "deviance": lambda: glfs.scores.genewise.deviance_score(X),
+        "deviance": lambda: glfs.scores._genewise.deviance_score(X),
         "normalize_log1p": lambda: preprocess(X, genes, "normalize_log1p"),
         "log1p": lambda: preprocess(X, genes, "log1p"),
     }[what]
@@ -321,7 +321,8 @@ def test_check_x_dense_refuses_before_allocating(monkeypatch):
 
 
 def test_ufi_dual_form_work_limit():
-    from glfs.designs.ufi import UFI_MAX_WORK, ufi_form, ufi_work
+    from glfs.core.limits import UFI_MAX_WORK
+    from glfs.designs._ufi import ufi_form, ufi_work
 
     # the issue's case: 4,186 cells x 10,023 genes ran past 600 s without a word
     assert ufi_work(4186, 10023, "dual") > UFI_MAX_WORK
@@ -337,9 +338,8 @@ def test_ufi_dual_form_work_limit():
 
 
 def test_ufi_refuses_through_select(monkeypatch):
-    import glfs.designs.ufi as gu
 
-    monkeypatch.setattr(gu, "UFI_MAX_WORK", 1e6)
+    monkeypatch.setattr(limits, "UFI_MAX_WORK", 1e6)
     X = np.random.default_rng(0).normal(size=(50, 200))
     with pytest.raises(ValueError, match=r"ufi: the dual form on 50 samples x 200 genes .*size limit of 1e\+06"):
         glfs.select(X, "ufi", n_features_to_select=5)
@@ -407,7 +407,7 @@ def test_prepare_dataset_refuses_a_dense_step_naming_the_file_and_sizes(tmp_path
 def test_csc_kernels_equal_the_csr_kernels_and_brute_force():
     """The CSC kernels (a gene per thread, no conversion to CSR) give the CSR kernels' sums, and
     cross_sums is x'Ux written out densely; stored zeros and empty columns included."""
-    from glfs.scores.genewise import centred_sums, cross_sums, sparse_stats
+    from glfs.scores._genewise import centred_sums, cross_sums, sparse_stats
 
     rng = np.random.default_rng(11)
     X = _random_sparse(300, 40, 0.15, 4).tolil()

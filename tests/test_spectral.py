@@ -1,4 +1,4 @@
-"""The spectral embedding's dense path for disconnected graphs (glfs.evaluate.spectral).
+"""The spectral embedding's dense path for disconnected graphs (glfs.evaluate._spectral).
 
 ARPACK grows one Krylov space from a single start vector, so on a graph of c
 connected components (eigenvalue 0 of the normalised Laplacian repeated c times)
@@ -14,8 +14,8 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.cluster import SpectralClustering
 from sklearn.manifold import spectral_embedding
 
-from glfs.evaluate.clustering import clustering_accuracy, knn_affinity, spectral_cluster, spectral_cluster_runs
-from glfs.evaluate.spectral import _spectral_labels, exact_embedding, needs_exact_embedding
+from glfs.evaluate._clustering import clustering_accuracy, knn_affinity, spectral_cluster, spectral_cluster_runs
+from glfs.evaluate._spectral import _spectral_labels, exact_embedding, needs_exact_embedding
 
 
 def _blobs(n_per=20, n_blobs=3, sd=0.3, seed=0):

@@ -86,7 +86,7 @@ def test_corrupt_sparse_x_refused_in_memory(in_child, case, where):
 
 @pytest.mark.parametrize("case", ["index_past_end", "index_negative"])
 def test_corrupt_csc_and_coo_refused(case):
-    from glfs.core.structure import check_sparse_structure
+    from glfs.core._structure import check_sparse_structure
 
     X = _good("csc")
     X.indices[4] = 10_000 if case == "index_past_end" else -1
@@ -255,7 +255,7 @@ def test_duplicates_backed_and_dask_score_as_canonical(tmp_path):
 
 
 def test_canonical_never_changes_its_input():
-    from glfs.core.structure import canonical
+    from glfs.core._structure import canonical
 
     dup, X = _duplicated(seed=11)
     Xc = canonical(dup)
@@ -277,8 +277,8 @@ def test_scanpy_normalised_panel_set_with_unsorted_rows_is_used_without_copy_or_
     import anndata as ad
 
     sc = pytest.importorskip("scanpy")
+    from glfs.core._structure import canonical
     from glfs.core._validation import check_X
-    from glfs.core.structure import canonical
 
     path = Path(__file__).resolve().parents[1] / "resources/singlecell/kang2018_pbmc_5donors_2511g.h5ad"
     counts = sp.csr_matrix(ad.read_h5ad(path).X, dtype=np.float32)
@@ -290,7 +290,7 @@ def test_scanpy_normalised_panel_set_with_unsorted_rows_is_used_without_copy_or_
     assert not Xu.has_sorted_indices  # the case: scipy keeps the new column order within each row
     Xs = Xu.sorted_indices()
     assert Xs.has_canonical_format and Xs.nnz == Xu.nnz  # the same matrix: no duplicates
-    with caplog.at_level(logging.DEBUG, logger="glfs.core.structure"):
+    with caplog.at_level(logging.DEBUG, logger="glfs.core._structure"):
         assert canonical(Xu) is Xu
         assert check_X(Xu, read_only=True) is Xu  # no copy at the door
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
@@ -313,13 +313,13 @@ def test_scanpy_normalised_panel_set_with_unsorted_rows_is_used_without_copy_or_
 def test_unsorted_rows_with_a_duplicate_still_get_the_canonical_copy(caplog):
     import logging
 
-    from glfs.core.structure import canonical
+    from glfs.core._structure import canonical
 
     X = sp.csr_matrix(
         (np.array([1.0, 2.0, 3.0, 4.0]), np.array([2, 0, 1, 2], np.int32), np.array([0, 4])), shape=(1, 3)
     )
     assert not X.has_sorted_indices  # column 2 stored twice, not side by side
-    with caplog.at_level(logging.WARNING, logger="glfs.core.structure"):
+    with caplog.at_level(logging.WARNING, logger="glfs.core._structure"):
         Xc = canonical(X)
     assert Xc is not X and Xc.has_canonical_format
     np.testing.assert_array_equal(Xc.toarray(), [[2.0, 3.0, 5.0]])

@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 from glfs.core._sparse_kernels import times_dense
-from glfs.graph.sharded import project_block
+from glfs.graph._sharded import project_block
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])

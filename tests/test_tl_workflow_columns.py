@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import glfs
-from glfs.anndata_writers import GRAPH_KEY, write_graph
+from glfs._anndata_writers import GRAPH_KEY, write_graph
 from glfs_workflow.files import read_tsv, write_tsv
 from glfs_workflow.tables import annotate_selection, selection_graph, selection_meta, selection_table
 

@@ -6,8 +6,8 @@ import scipy.sparse as sp
 
 import glfs
 import glfs.core.limits
-from glfs.designs.ufi import _PrimalState, _State, select_ufi, ufi, ufi_form
-from glfs.simulation.simulate import make_planted, recovery_score
+from glfs.designs._ufi import _PrimalState, _State, select_ufi, ufi, ufi_form
+from glfs.simulation._simulate import make_planted, recovery_score
 
 
 def _trace(X, S, T, lam):
@@ -200,7 +200,7 @@ def test_primal_equals_dual(shape, scale):
     np.testing.assert_allclose(p.removal_criterion, d.removal_criterion, rtol=1e-8)
     # Eq. 9 after each iteration, directly: the primal value is exact; the dual one,
     # (p - q)/lam + Tr(P), cancels when q > p, so it is only compared loosely
-    from glfs.designs.ufi import _schedule
+    from glfs.designs._ufi import _schedule
 
     lam = p.ridge
     direct = []

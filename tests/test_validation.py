@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 import glfs
-from glfs.designs.budgeted import glfs_design
-from glfs.designs.gradient import glfs_objective, glfs_path, laprls_fit
-from glfs.designs.optimal import lapaofs, optimal_design_greedy
-from glfs.designs.ufi import ufi
-from glfs.scores.baselines import q_alpha, spca_score
-from glfs.scores.lkr import lkr_coefficients, lkr_score
+from glfs.designs._budgeted import glfs_design
+from glfs.designs._gradient import glfs_objective, glfs_path, laprls_fit
+from glfs.designs._optimal import lapaofs, optimal_design_greedy
+from glfs.designs._ufi import ufi
+from glfs.scores._baselines import q_alpha, spca_score
+from glfs.scores._lkr import lkr_coefficients, lkr_score
 
 NAN, INF = float("nan"), float("inf")
 
@@ -465,12 +465,12 @@ def test_affinity_neighbors_larger_than_the_samples_is_logged(caplog):
 
     X = _small(12, 4)
     y = np.repeat([0, 1], 6)
-    with caplog.at_level("WARNING", logger="glfs.evaluate.clustering"):
+    with caplog.at_level("WARNING", logger="glfs.evaluate._clustering"):
         recs = evaluate_ranking(X, y, np.arange(4), feature_grid=["all"], n_runs=1, affinity_neighbors=50)
     assert recs
     assert re.search(r"affinity_neighbors = 50 is more than the 12 samples allow; using 11", caplog.text), caplog.text
     caplog.clear()
-    with caplog.at_level("WARNING", logger="glfs.evaluate.clustering"):
+    with caplog.at_level("WARNING", logger="glfs.evaluate._clustering"):
         evaluate_ranking(X, y, np.arange(4), feature_grid=["all"], n_runs=1, affinity_neighbors=5)
     assert "affinity_neighbors" not in caplog.text
 

@@ -527,7 +527,7 @@ def _read_h5ad(path: Path, layer: str | None = None, budget: ParseBudget | None 
         msg = f"{path}: empty AnnData ({a.n_obs} obs x {a.n_vars} var)"
         raise DataError(msg)
     if sp.issparse(X):  # before anything reads its indices: a corrupt file must not crash the process
-        from glfs.core.structure import canonical, check_sparse_structure
+        from glfs.core import canonical, check_sparse_structure
 
         where = f"layers[{layer!r}]" if layer is not None else "X"
         try:

@@ -13,7 +13,7 @@ SUPERVISED_METHODS = {name for name, info in _GLFS_METHODS.items() if info.needs
 # The published GLFS readings (lam paths).  The contracted results/{dataset}/glfs_path.tsv
 # is the path of the first of these among the dataset's methods (glfs_exact by default); every
 # variant's path is kept in results/{dataset}/selection/{method}.json and drawn in the
-# report.  The well-posed GLFS (DESIGN_GLFS, glfs.designs.budgeted) has no lam path: it is a plain method.
+# report.  The well-posed GLFS (DESIGN_GLFS, glfs.designs._budgeted) has no lam path: it is a plain method.
 GLFS_VARIANTS = _methods_of("glfs_published")  # registry order: glfs_exact first
 
 # Gene-set sizes of the glfs-vs-greedy criterion table (issue 8; capped at the number of genes).

@@ -36,12 +36,12 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from glfs.core._cluster import as_current
+from glfs.core._result import Selection, make_selection, ranking_from_scores
 from glfs.core._validation import ConstantFeatureWarning, check_graph, check_int, check_X, warn_constant
-from glfs.core.cluster import as_current
-from glfs.core.result import Selection, make_selection, ranking_from_scores
-from glfs.graph.neighbors import _pca_in_memory
-from glfs.graph.similarity import similarity_graph
-from glfs.scores.batches import (
+from glfs.graph._neighbors import _pca_in_memory
+from glfs.graph._similarity import similarity_graph
+from glfs.scores._batches import (
     between_batch_share,
     combine_batch_ranks,
     graph_min_cells,
@@ -51,7 +51,7 @@ from glfs.scores.batches import (
     select_by_batch,
     within_batches,
 )
-from glfs.scores.genewise import DENSE_SHARE, _dense_parts, centred_sums, cross_sums, gene_block_results, sparse_stats
+from glfs.scores._genewise import DENSE_SHARE, _dense_parts, centred_sums, cross_sums, gene_block_results, sparse_stats
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def _dense_block(X, cols, W):
 def _sparse_block(B, W, U, w_row, w_tot, n, block_size):
     """(z'Wz, sum z^2, sum z^4, constant) of the genes of a sparse (n, b) block, from sums over the non-zeros.
 
-    The kernels of the Laplacian score (glfs.scores.genewise: ``centred_sums``, ``cross_sums``): each gene
+    The kernels of the Laplacian score (glfs.scores._genewise: ``centred_sums``, ``cross_sums``): each gene
     scaled by its largest |value| (the statistics are scale-free), the centred moments summed over
     the non-zeros with the zeros added in closed form (no cancellation), z'Wz = x'Wx - 2 m (W1)'x +
     m^2 1'W1 with x'Wx from the pairs of non-zeros joined by an edge.  Genes stored in more than DENSE_SHARE (90 %)
@@ -317,18 +317,18 @@ def select_graph_moran(
     batch_rule : {"minus_global_local_share", "minus_batch_share", "nbatches", "median_rank"}, optional
         With ``batches`` only; default :data:`BATCH_RULE` (``"minus_global_local_share"``): the genes
         ranked by their mean within-batch Moran's I less their between-batch share of variance over all
-        cells (:func:`glfs.scores.batches.between_batch_share`) and less their between-batch share among
-        similar cells (:func:`glfs.scores.batches.local_batch_share`, on the principal components of all
+        cells (:func:`glfs.scores._batches.between_batch_share`) and less their between-batch share among
+        similar cells (:func:`glfs.scores._batches.local_batch_share`, on the principal components of all
         genes, the graph's neighbours spread over the batches), which keeps out genes whose batch shift,
         over all cells or within a cell state, outweighs their structure within the batches.
         ``"minus_batch_share"``: the first share only (the default before 2026-11-28 11:00).
         ``"nbatches"`` / ``"median_rank"``: the rank rules of
-        :func:`glfs.scores.batches.combine_batch_ranks` (Seurat's / scanpy's seurat_v3).
+        :func:`glfs.scores._batches.combine_batch_ranks` (Seurat's / scanpy's seurat_v3).
     Scores: Moran's I (higher = more structure); ``extra`` holds the z-scores of the
     randomisation null.  docs/methods.md, "The graph-based single-cell selection", gives the
     simulation evidence for each choice.  Cost: two PCA + kNN graphs and two sparse products
     W X (own graph), or one product (given graph); with ``batches`` and the default rule, plus the local
-    share's batch-balanced search (:func:`glfs.scores.batches.batch_neighbourhoods`: exact below 30,000 cells,
+    share's batch-balanced search (:func:`glfs.scores._batches.batch_neighbourhoods`: exact below 30,000 cells,
     faiss' IVF index of each batch above) and its sparse products.
     """
     if graph_from not in GRAPH_FROM:
@@ -403,7 +403,7 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
                          residuals, random_state) -> Selection:
     """graph_moran within batches on graphs of a shared embedding (:func:`select_graph_moran`, ``batches``).
 
-    The batches too small for the graph are left out first (:func:`glfs.scores.batches.graph_min_cells`),
+    The batches too small for the graph are left out first (:func:`glfs.scores._batches.graph_min_cells`),
     so their cells take no part in the PCA either; with one batch the result is the plain one exactly.
     """
     if rule not in MORAN_BATCH_RULES:
@@ -472,7 +472,7 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
 
 
 def _local_share(X, codes, n_batches, n_neighbors, n_pcs, random_state):
-    """(:func:`glfs.scores.batches.local_batch_share`, the components) on the principal components of all genes of
+    """(:func:`glfs.scores._batches.local_batch_share`, the components) on the principal components of all genes of
     the scored cells, those :func:`cell_graph`'s first graph searches (the same call: the graph is built on them,
     no second PCA; None when it searches the genes themselves), the graph's neighbours spread over the batches
     (at least 2 each)."""
@@ -490,7 +490,7 @@ def _local_share(X, codes, n_batches, n_neighbors, n_pcs, random_state):
     return local_batch_share(X, codes, full, per_batch, random_state=random_state), Z
 
 
-#: graph_moran's ways of combining the batches: the rank rules of glfs.scores.batches, "minus_batch_share"
+#: graph_moran's ways of combining the batches: the rank rules of glfs.scores._batches, "minus_batch_share"
 #: (the mean within-batch Moran's I less the gene's between-batch share of variance) and "minus_global_local_share"
 #: (less the local between-batch share too; docs/methods.md).
 MORAN_BATCH_RULES = ("nbatches", "median_rank", "minus_batch_share", "minus_global_local_share")

@@ -3,8 +3,8 @@
 X has shape (n_samples, n_features).  Every graph here is (n_samples, n_samples),
 symmetric, non-negative, stored as CSR with O(n * n_neighbors) non-zeros; no
 function here builds an n x n dense array.  The neighbour search behind
-:func:`similarity_graph` is in :mod:`glfs.graph.neighbors`; its public names are
-re-exported here (``glfs.graph.similarity.nearest_neighbors`` etc. keep working).
+:func:`similarity_graph` is in :mod:`glfs.graph._neighbors`; its public names are
+re-exported here (``glfs.graph._similarity.nearest_neighbors`` etc. keep working).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from types import MappingProxyType
 import numpy as np
 import scipy.sparse as sp
 
+from glfs.core._out_of_core import OutOfCore, out_of_core_kind
 from glfs.core._validation import check_graph, check_labels, check_real, check_X
-from glfs.core.out_of_core import OutOfCore, out_of_core_kind
-from glfs.graph.neighbors import (  # noqa: F401  (public names re-exported: glfs.graph.similarity.<name> keeps working)
+from glfs.graph._neighbors import (  # noqa: F401  (public names re-exported: glfs.graph._similarity.<name> keeps working)
     APPROX_N_PCS,
     AUTO_APPROX_MIN_SAMPLES,
     AUTO_INDEX_MIN_SAMPLES,
@@ -87,7 +87,7 @@ def similarity_graph(
         Samples in rows (patients or cells), genes in columns.  An out-of-core
         X (an AnnData backed matrix, ``read_h5ad(f, backed="r").X``, or a dask
         array) is read in blocks: its principal components are fitted on a
-        seeded subsample of at most ``glfs.graph.neighbors.PCA_FIT_SAMPLES`` samples
+        seeded subsample of at most ``glfs.graph._neighbors.PCA_FIT_SAMPLES`` samples
         and every sample is projected on them (two passes; the search then
         needs ``n_pcs``, which ``method="auto"`` sets to 20 at every size for
         such an X (an in-memory X from 8,192 samples on), and the Euclidean metric).  Above ``PCA_FIT_SAMPLES`` samples an
@@ -234,7 +234,7 @@ def _heat_width(dist, groups=None):
 
 
 #: The graph that :func:`glfs.select`, :func:`glfs.tl.select` and
-#: :func:`glfs.simulation.simulate.recovery_experiment` build when given none (``graph_params``
+#: :func:`glfs.simulation._simulate.recovery_experiment` build when given none (``graph_params``
 #: override it): :func:`similarity_graph`'s own defaults of ``n_neighbors`` and
 #: ``kernel``, read from its signature so that the default is written once.
 DEFAULT_GRAPH_PARAMS = MappingProxyType(

@@ -70,6 +70,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from glfs.core._result import PicklableResult, Selection, make_selection
 from glfs.core._validation import (
     check_graph,
     check_int,
@@ -80,9 +81,8 @@ from glfs.core._validation import (
     constant_features,
     warn_constant,
 )
-from glfs.core.result import PicklableResult, Selection, make_selection
-from glfs.designs.optimal import optimal_design_greedy
-from glfs.graph.similarity import laplacian
+from glfs.designs._optimal import optimal_design_greedy
+from glfs.graph._similarity import laplacian
 
 log = logging.getLogger(__name__)
 

@@ -55,6 +55,7 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
+from glfs.core._result import Selection, make_selection
 from glfs.core._validation import (
     check_graph,
     check_n_features,
@@ -63,7 +64,6 @@ from glfs.core._validation import (
     constant_features,
     warn_constant,
 )
-from glfs.core.result import Selection, make_selection
 
 log = logging.getLogger(__name__)
 

@@ -270,7 +270,7 @@ def _kmeans_seed(random_state) -> int:
 
 def train_centres(Z32, nlist: int, random_state) -> np.ndarray:
     """(nlist, p) float32 centres of faiss' k-means of the float32 rows Z32 seeded by ``random_state`` (as the
-    IVF index of :func:`glfs.graph.neighbors._ivf_index`)."""
+    IVF index of :func:`glfs.graph._neighbors._ivf_index`)."""
     import faiss
 
     p = Z32.shape[1]
@@ -295,7 +295,7 @@ def shard_lists(Z32, centres, row0: int = 0) -> IVFLists:
 
 def ivf_lists(Z32, nlist: int, random_state) -> IVFLists:
     """:class:`IVFLists` of the float32 rows Z32: faiss' k-means into ``nlist`` cells seeded by ``random_state``
-    (as the IVF index of :func:`glfs.graph.neighbors._ivf_index`), each sample in the list of its nearest centre."""
+    (as the IVF index of :func:`glfs.graph._neighbors._ivf_index`), each sample in the list of its nearest centre."""
     return shard_lists(Z32, train_centres(Z32, nlist, random_state))
 
 
@@ -340,7 +340,7 @@ def merge_candidates(parts, m: int, k_search: int, n_neighbors: int, row0: int):
     """(rows, cols, distances) of the queries row0 .. row0 + m - 1 from every shard's :func:`shard_candidates`,
     and the queries with fewer than ``n_neighbors + 1`` candidates: the ``k_search`` nearest in the order the
     lists of all samples give them (list, then sample), refined by their float64 distances as
-    :func:`glfs.graph.neighbors._from_candidates` refines one search's."""
+    :func:`glfs.graph._neighbors._from_candidates` refines one search's."""
     q, c, d, L, d64 = (np.concatenate(a) for a in zip(*parts))
     order = np.lexsort((c, L, q))
     q, c, d, d64 = q[order], c[order], d[order], d64[order]

@@ -62,8 +62,8 @@ import scipy.sparse.linalg as spla
 from threadpoolctl import threadpool_limits
 
 from glfs.core._progress import Progress
+from glfs.core._result import Selection, make_selection
 from glfs.core._validation import check_int, check_positive, check_X, constant_features, warn_constant
-from glfs.core.result import Selection, make_selection
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ Dense X: sparse products in column blocks, O(nnz(W) d + n d) time, O(n block)
 memory beyond X.  Sparse X (CSR or CSC, float32 or float64): sums over the
 non-zeros only, O(nnz(X) + nnz(W) nnz(X) / n) time and O(d) memory beyond X
 (no dense copy, no float64 copy of X; see "Sparse X" below).  Out-of-core X
-(an AnnData backed sparse matrix, a dask array; :class:`glfs.core.out_of_core.OutOfCore`):
+(an AnnData backed sparse matrix, a dask array; :class:`glfs.core._out_of_core.OutOfCore`):
 the same sums in gene blocks streamed from the file, so the memory is one block.
 
 Sparse X
@@ -37,11 +37,11 @@ import logging
 import numpy as np
 import scipy.sparse as sp
 
-from glfs.core import out_of_core
+from glfs.core import limits
+from glfs.core._cluster import as_current, map_chunks, map_gene_blocks
+from glfs.core._out_of_core import OutOfCore, cluster_client, gene_parts
 from glfs.core._sparse_kernels import _kernel
 from glfs.core._validation import check_graph, check_int, check_labels, check_X, warn_constant
-from glfs.core.cluster import as_current, map_chunks, map_gene_blocks
-from glfs.core.out_of_core import OutOfCore, cluster_client, gene_parts
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ def cross_sums(B, U, inv):
 
     With U the strict upper triangle of a symmetric graph W, x' W x = 2 cross_sums(B, U) +
     sum_i W_ii x_i^2.  Only pairs of non-zeros contribute: O(nnz(U) nnz(B) / n) time, O(b)
-    memory per row part.  Shared by the Laplacian score and Moran's I (``glfs.scores.moran``).
+    memory per row part.  Shared by the Laplacian score and Moran's I (``glfs.scores._moran``).
     """
     B = _csr_or_csc(B)
     U = sp.csr_matrix(U)
@@ -134,8 +134,8 @@ def sparse_blocks(X, dense_genes: int):
     """(column slice, block) pairs over the genes of X (n_samples, n_features), each block in memory.
 
     In-memory CSR X: the whole of it (no copy).  In-memory CSC X: column slices of at most
-    :data:`glfs.core.out_of_core.STREAM_VALUES` non-zeros, kept CSC (the kernels read either).  Out-of-core X: the
-    gene blocks of :meth:`~glfs.core.out_of_core.OutOfCore.column_blocks` (CSR, or dense arrays of a
+    :data:`glfs.core.limits.STREAM_VALUES` non-zeros, kept CSC (the kernels read either).  Out-of-core X: the
+    gene blocks of :meth:`~glfs.core._out_of_core.OutOfCore.column_blocks` (CSR, or dense arrays of a
     dense source).  Dense X: column slices of ``dense_genes`` genes.
     """
     n, d = X.shape
@@ -150,7 +150,7 @@ def sparse_blocks(X, dense_genes: int):
         j0 = 0
         while j0 < d:
             base = csum[j0 - 1] if j0 else 0
-            j1 = min(d, max(j0 + 1, int(np.searchsorted(csum, base + out_of_core.STREAM_VALUES, side="right"))))
+            j1 = min(d, max(j0 + 1, int(np.searchsorted(csum, base + limits.STREAM_VALUES, side="right"))))
             yield slice(j0, j1), X[:, j0:j1]
             j0 = j1
     else:
@@ -165,12 +165,12 @@ def gene_block_results(X, fn, shared, *, block_size: int, client=None, what: str
     ``fn`` returns a tuple of per-gene arrays (last axis: the block's genes); the result is the same
     tuple over all genes.  A dask X with a dask.distributed client active (or ``client``) is scored
     as dask tasks, one per gene block, with ``shared`` scattered to every worker once
-    (:func:`glfs.core.cluster.map_gene_blocks`); otherwise the blocks are read here, one at a time.
+    (:func:`glfs.core._cluster.map_gene_blocks`); otherwise the blocks are read here, one at a time.
     """
     n, d = X.shape
     cl = cluster_client(X, client)
     if cl is not None:
-        parts = gene_parts(X, out_of_core.STREAM_VALUES if X.format != "dense" else block_size * n, cl)
+        parts = gene_parts(X, limits.STREAM_VALUES if X.format != "dense" else block_size * n, cl)
         results = zip(parts, map_gene_blocks(X, parts, fn, shared, cl, what))
     else:
         results = ((cols, fn(B, **shared)) for cols, B in sparse_blocks(X, block_size))
@@ -232,7 +232,7 @@ def laplacian_score(X, W, *, block_size: int | None = None, client=None):
         Samples in rows, genes in columns.  Sparse X (CSR or CSC, float32 or
         float64) is read as it is, without a dense or float64 copy; an AnnData
         backed sparse matrix or a dask array is streamed in gene blocks
-        (:class:`glfs.core.out_of_core.OutOfCore`).
+        (:class:`glfs.core._out_of_core.OutOfCore`).
     W : sparse of shape (n_samples, n_samples)
         Symmetric non-negative similarity graph (e.g. :func:`glfs.similarity_graph`).
     block_size : int, optional
@@ -242,7 +242,7 @@ def laplacian_score(X, W, *, block_size: int | None = None, client=None):
         denser genes, if any, in dense blocks of this size).
     client : dask.distributed.Client, optional
         For a dask X: the cluster to score it on, in gene blocks as dask tasks
-        (:mod:`glfs.core.cluster`).  Default: the client in use, if any; without
+        (:mod:`glfs.core._cluster`).  Default: the client in use, if any; without
         one the blocks stream through this process.
 
     Returns

@@ -5,7 +5,7 @@ sparse affinity, with the eigensolver chosen by size (:func:`resolve_eigen_solve
 LOBPCG's missed tolerance reported, and a dense symmetric eigensolver where ARPACK
 cannot be trusted: a disconnected graph whose repeated zero eigenvalue the
 embedding keeps whole (:func:`needs_exact_embedding`).  Used by
-:mod:`glfs.evaluate.clustering`; docs/methods.md, "Evaluation protocols".
+:mod:`glfs.evaluate._clustering`; docs/methods.md, "Evaluation protocols".
 """
 
 from __future__ import annotations

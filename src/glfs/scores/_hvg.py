@@ -35,10 +35,10 @@ from contextlib import contextmanager
 import numpy as np
 import scipy.sparse as sp
 
+from glfs.core._result import Selection, make_selection
 from glfs.core._validation import constant_features
 from glfs.core.limits import check_bytes
-from glfs.core.result import Selection, make_selection
-from glfs.scores.batches import batch_columns
+from glfs.scores._batches import batch_columns
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ def _key(column, descending):
 
 def _batch_extra(df, batches) -> tuple[dict, dict]:
     """(params, extra) of a batched scanpy call: the batches, and scanpy's per-gene batch columns as
-    :func:`glfs.scores.batches.batch_columns` (``median_rank`` = its ``highly_variable_rank`` + 1, where it has one)."""
+    :func:`glfs.scores._batches.batch_columns` (``median_rank`` = its ``highly_variable_rank`` + 1, where it has one)."""
     labels = sorted({str(b) for b in np.asarray(batches).astype(str)})
     nb = df["highly_variable_nbatches"].to_numpy(dtype=np.int64)
     inter = (

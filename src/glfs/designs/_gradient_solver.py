@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from glfs.designs.gradient_model import (
+from glfs.designs._gradient_model import (
     _ARMIJO,
     _MAX_BACKTRACK,
     _NONMONOTONE,

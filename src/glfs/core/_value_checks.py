@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from glfs.core.out_of_core import OutOfCore
+from glfs.core._out_of_core import OutOfCore
 
 __all__ = [
     "SCALE_RANGE",

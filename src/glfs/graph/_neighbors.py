@@ -1,4 +1,4 @@
-"""Nearest-neighbour search over samples: the search behind :func:`glfs.graph.similarity.similarity_graph`.
+"""Nearest-neighbour search over samples: the search behind :func:`glfs.graph._similarity.similarity_graph`.
 
 X has shape (n_samples, n_features).  Exact search on all genes (scikit-learn),
 exact float32 brute force on principal components (faiss or scikit-learn), or
@@ -17,11 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
+from glfs.core._out_of_core import OutOfCore, cluster_client
 from glfs.core._sparse_kernels import column_range
 from glfs.core._validation import check_int, check_X
-from glfs.core.out_of_core import OutOfCore, cluster_client
-from glfs.graph.ivf_blocks import ivf_lists, nearest_of
-from glfs.graph.sharded import (
+from glfs.graph._ivf_blocks import ivf_lists, nearest_of
+from glfs.graph._sharded import (
     ClusterZ,
     fit_components,
     flat_index,
@@ -186,7 +186,7 @@ def _knn_brute32(Z, n_neighbors: int, backend: str | None = None, client=None):
     recomputes their distances in float64 and keeps the nearest
     ``n_neighbors`` other samples, so float32 rounding cannot reorder them.
     Cost O(n^2 p) for p columns, memory O(n k) besides Z.  With a dask ``client`` (faiss only), the
-    index is built and the queries searched in shards as tasks (glfs.graph.sharded).
+    index is built and the queries searched in shards as tasks (glfs.graph._sharded).
     """
     n = Z.shape[0]
     _check_n_neighbors(n_neighbors, n)
@@ -252,7 +252,7 @@ IVF_NPROBE = 32
 IVF_NPROBE_PER_SQRT_NLIST = 1.0
 IVF_NPROBE_PCS = 50
 #: From this many samples on (where ``method="auto"`` starts the IVF search) it runs as dense blocks
-#: (glfs.graph.ivf_blocks: each inverted list against the queries that probe it, one matrix product): the
+#: (glfs.graph._ivf_blocks: each inverted list against the queries that probe it, one matrix product): the
 #: candidates of IndexIVFFlat with the same centres and probes, by exact float32 distances, in about a
 #: third of its CPU; below it, IndexIVFFlat (benchmarks/results/knn_blocked.md; docs/methods.md, "Atlas scale").
 IVF_BLOCKED_MIN_SAMPLES = 30_000
@@ -278,7 +278,7 @@ def _ivf_index(Z32, nlist: int, random_state, blocked: bool = False):
     """faiss' IVF index over the float32 rows Z32: k-means into ``nlist`` cells seeded by ``random_state``.
 
     IndexIVFFlat (the float32 rows in their cells), or with ``blocked`` the same k-means' inverted lists
-    for the block search (:class:`glfs.graph.ivf_blocks.IVFLists`, :data:`IVF_BLOCKED_MIN_SAMPLES`).
+    for the block search (:class:`glfs.graph._ivf_blocks.IVFLists`, :data:`IVF_BLOCKED_MIN_SAMPLES`).
     """
     import faiss
 
@@ -310,11 +310,11 @@ def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, npro
     Searches ``n_neighbors + 5`` candidates; samples whose probed cells hold
     too few others are searched exactly.  Distances recomputed in float64.
     From :data:`IVF_BLOCKED_MIN_SAMPLES` (30,000) samples on, the same candidates are searched list by
-    list as dense matrix products (:mod:`glfs.graph.ivf_blocks`): at a million cells the same recall@15
+    list as dense matrix products (:mod:`glfs.graph._ivf_blocks`): at a million cells the same recall@15
     (0.92) as IndexIVFFlat in a fraction of its CPU time (benchmarks/results/knn_backends_1m.md).  With a dask ``client``
-    (Z in memory, or a :class:`glfs.graph.sharded.ClusterZ` on the cluster), the same pairs from tasks: the
-    index built by one and the queries searched in shards (:func:`glfs.graph.sharded.search_on_cluster`), or
-    the dense-block search's lists in shards (:func:`glfs.graph.sharded.search_ivf_shards`).
+    (Z in memory, or a :class:`glfs.graph._sharded.ClusterZ` on the cluster), the same pairs from tasks: the
+    index built by one and the queries searched in shards (:func:`glfs.graph._sharded.search_on_cluster`), or
+    the dense-block search's lists in shards (:func:`glfs.graph._sharded.search_ivf_shards`).
     """
     n, p = Z.shape
     _check_n_neighbors(n_neighbors, n)

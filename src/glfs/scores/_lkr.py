@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
+from glfs.core._result import Selection, make_selection
 from glfs.core._validation import (
     check_graph,
     check_int,
@@ -43,8 +44,7 @@ from glfs.core._validation import (
     warn_constant,
 )
 from glfs.core.limits import check_dense_size
-from glfs.core.result import Selection, make_selection
-from glfs.graph.similarity import similarity_graph
+from glfs.graph._similarity import similarity_graph
 
 log = logging.getLogger(__name__)
 

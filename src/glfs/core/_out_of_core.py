@@ -2,10 +2,9 @@
 
 :func:`glfs.core._validation.check_X` (``lazy=True``) wraps such an X in an :class:`OutOfCore` and
 reads it once; the streaming scores (the methods with ``glfs.METHODS[m].streams``) then take it gene block by gene
-block, each block at most :data:`STREAM_VALUES` values.  ``STREAM_VALUES`` is a public setting:
-on a machine with more memory, raise it (``glfs.core.out_of_core.STREAM_VALUES = 2**28``) for fewer,
-larger blocks.  A row-stored sparse X (CSR file, dask array) with 3 or more gene blocks is split
-into them in one pass through temporary files (:data:`SPILL`), instead of being read once per
+block, each block at most :data:`glfs.core.limits.STREAM_VALUES` values (a user setting: raise it on a
+machine with more memory for fewer, larger blocks).  A row-stored sparse X (CSR file, dask array) with 3 or more gene blocks is split
+into them in one pass through temporary files (:data:`glfs.core.limits.SPILL`), instead of being read once per
 block (docs/methods.md, "Size limits", "Out of core").  Also here: the checks of
 a matrix's values and shape that :func:`~glfs.core._validation.check_X` shares with
 :meth:`OutOfCore.validate` (finite, real, at least 2 samples and 1 feature).
@@ -26,18 +25,15 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from glfs.core import limits
+from glfs.core._cluster import BLOCKS_PER_WORKER, active_client, map_chunks, n_workers
 from glfs.core._sparse_kernels import _kernel
-from glfs.core.cluster import BLOCKS_PER_WORKER, active_client, map_chunks, n_workers
-from glfs.core.structure import canonical, check_indptr, check_sparse_structure, check_stored_values
+from glfs.core._structure import canonical, check_indptr, check_sparse_structure, check_stored_values
 
 log = logging.getLogger(__name__)
 
-__all__ = ["OutOfCore", "out_of_core_kind", "cluster_client", "gene_parts", "STREAM_VALUES", "SPILL"]
+__all__ = ["OutOfCore", "out_of_core_kind", "cluster_client", "gene_parts"]
 
-
-#: Values (non-zeros of a sparse X, entries of a dense one) per block streamed from an out-of-core X:
-#: 2**26 = 67 million, about 0.5 GB as float32 values with int32 indices.
-STREAM_VALUES = 2**26
 
 #: Dask arrays validated in this process that are not read again to be checked (the last ones, by the
 #: array's name, dask's token of its tasks: the same name is the same tasks, so the same values): the
@@ -45,11 +41,6 @@ STREAM_VALUES = 2**26
 VALIDATED_KEEP = 8
 _validated: collections.OrderedDict = collections.OrderedDict()
 
-#: Split a row-stored sparse X (a CSR file, a dask array) that would be read 3 or more times (one pass
-#: per gene block) into its gene blocks in one pass through temporary files (``tempfile``'s directory:
-#: $TMPDIR, else /tmp), so that it is read twice in all; the files take about the matrix's size and are
-#: removed as the blocks are read.  False: read it once per gene block, writing nothing.
-SPILL = True
 
 #: Free space left in the temporary directory after the split (bytes); below it X is read once per gene block.
 SPILL_HEADROOM = 2**30
@@ -93,7 +84,7 @@ class OutOfCore:
     columns sliced by anndata), an h5py dataset (a backed dense X), or a dask array (blocks
     computed by dask).  :func:`check_X` (``lazy=True``) builds it and reads it once
     (:meth:`validate`); :meth:`column_blocks` then hands the scores gene blocks in memory, each
-    at most :data:`STREAM_VALUES` values, so the memory does not grow with the matrix.
+    at most :data:`glfs.core.limits.STREAM_VALUES` values, so the memory does not grow with the matrix.
     Attributes after validation: ``max_abs`` (largest |value|), ``gene_nnz`` (non-zeros per
     gene, sparse only), ``nnz``.
     """
@@ -120,7 +111,7 @@ class OutOfCore:
         """The cells ``rows`` (sorted int indices) of a dask X, as an :class:`OutOfCore` still to validate.
 
         One row chunk per chunk of X that holds some of them, the column chunks kept (a batch's
-        cells for the batch-aware scores, ``glfs.scores.batches``): nothing is read here.  Only rows
+        cells for the batch-aware scores, ``glfs.scores._batches``): nothing is read here.  Only rows
         of a dask X: an AnnData backed X would be read into memory by its own slicing.
         """
         idx = np.asarray(rows) if not isinstance(rows, tuple) else None
@@ -158,7 +149,7 @@ class OutOfCore:
     def _natural_blocks(self):
         """(axis, slice, block in memory) over the whole matrix in the order its storage favours:
         row blocks (CSR, dense, dask) or column blocks (CSC).  A sparse block is checked
-        (:func:`~glfs.core.structure.check_sparse_structure`) before it is handed on, on every pass,
+        (:func:`~glfs.core._structure.check_sparse_structure`) before it is handed on, on every pass,
         and made canonical (duplicates summed, on a copy), so no kernel sees a bad index."""
         label = self._label(self.name)
         for axis, sl, blk in self._raw_blocks():
@@ -183,7 +174,7 @@ class OutOfCore:
             return
         axis = 1 if self.format == "csc" else 0
         total, other = (d, n) if axis else (n, d)
-        step = max(1, STREAM_VALUES // (32 * other))  # first guess: 25 % non-zeros, STREAM_VALUES / 8 a block
+        step = max(1, limits.STREAM_VALUES // (32 * other))  # first guess: 25 % non-zeros, STREAM_VALUES / 8 a block
         i = 0
         while i < total:
             sl = slice(i, min(total, i + step))
@@ -191,7 +182,7 @@ class OutOfCore:
             yield axis, sl, blk
             i = sl.stop
             if sp.issparse(blk) and blk.nnz:  # adapt to the density seen: about STREAM_VALUES / 8 per block
-                step = max(1, int(step * (STREAM_VALUES / 8) / blk.nnz))
+                step = max(1, int(step * (limits.STREAM_VALUES / 8) / blk.nnz))
 
     def validate(self, name: str = "X"):
         """Read the matrix once: real, finite, at least 2 samples and 1 gene; record max |x| and non-zeros per gene."""
@@ -287,7 +278,7 @@ class OutOfCore:
         check_indptr(indptr, n_idx, self.shape, self.format, label)
 
     def _validate_on_cluster(self, client, name):
-        """:meth:`validate` with every chunk scanned by a task on the dask cluster (glfs.core.cluster), or
+        """:meth:`validate` with every chunk scanned by a task on the dask cluster (glfs.core._cluster), or
         with ``client`` None by this process chunk by chunk (a dask X of 2-D tiles: no row block assembled)."""
         n, d = self.shape
         sparse = self.format != "dense"
@@ -336,16 +327,16 @@ class OutOfCore:
     def column_blocks(self, dense_genes: int | None = None, max_values: int | None = None):
         """(column slice, block) over the genes: each block an in-memory (n_samples, b) matrix.
 
-        Sparse: at most ``max_values`` (default :data:`STREAM_VALUES`) non-zeros per block.  A CSC
+        Sparse: at most ``max_values`` (default :data:`glfs.core.limits.STREAM_VALUES`) non-zeros per block.  A CSC
         file is sliced by columns (anndata reads only those); so is a dask array chunked by genes (2-D
         tiles), whose blocks are cut at the tiles' edges as on a cluster (:func:`gene_parts`).  A CSR file or dask array is read row
         block by row block: with 3 or more gene blocks, once, writing each gene block's columns to
-        temporary files that are then read back block by block (:data:`SPILL`); otherwise, or without
+        temporary files that are then read back block by block (:data:`glfs.core.limits.SPILL`); otherwise, or without
         the disk space, once per gene block, keeping that block's columns.  Each block is the same
         CSR matrix either way.  Dense: ``dense_genes`` genes per block (default max_values / n).
         """
         n, d = self.shape
-        max_values = STREAM_VALUES if max_values is None else int(max_values)
+        max_values = limits.STREAM_VALUES if max_values is None else int(max_values)
         if self.format == "dense":
             step = max(1, dense_genes or max_values // n)
             for j0 in range(0, d, step):
@@ -370,7 +361,7 @@ class OutOfCore:
             log.info(
                 "%s is stored by rows: read once per gene block, %d times (blocks of at most %d values); "
                 "a CSC file is read once (adata.X = adata.X.tocsc() before writing it), or raise "
-                "glfs.core.out_of_core.STREAM_VALUES (8 bytes of memory per value of a block)",
+                "glfs.core.limits.STREAM_VALUES (8 bytes of memory per value of a block)",
                 self.describe(),
                 len(parts),
                 max_values,
@@ -389,9 +380,9 @@ class OutOfCore:
         return self.nnz * (self.dtype.itemsize + 4) + 4 * n_blocks * self.shape[0]
 
     def _spill_dir(self, n_blocks: int) -> str | None:
-        """The temporary directory to split the source into when :data:`SPILL` is on and it would be
+        """The temporary directory to split the source into when :data:`glfs.core.limits.SPILL` is on and it would be
         read at least 3 times, None otherwise (also when that directory lacks the space: then said)."""
-        if not SPILL or n_blocks < 3:
+        if not limits.SPILL or n_blocks < 3:
             return None
         where = tempfile.gettempdir()
         need = self._spill_bytes(n_blocks)
@@ -447,7 +438,7 @@ class OutOfCore:
             except OSError as e:
                 msg = (
                     f"writing the split of {self.describe()} to {tmp} failed ({e}); it needs {need / 2**30:.1f} GB: "
-                    "set TMPDIR to a disk with the space, or glfs.core.out_of_core.SPILL = False to read X once per gene block"
+                    "set TMPDIR to a disk with the space, or glfs.core.limits.SPILL = False to read X once per gene block"
                 )
                 raise OSError(msg) from e
             log.info("split in %.1f s", time.perf_counter() - t0)
@@ -567,7 +558,7 @@ def _check_size(shape, name):
 
 
 def cluster_client(X, client=None):
-    """The client to run the block work of X on (:mod:`glfs.core.cluster`): X an out-of-core dask X and a
+    """The client to run the block work of X on (:mod:`glfs.core._cluster`): X an out-of-core dask X and a
     client active (``client``, else the current one); else None."""
     if not isinstance(X, OutOfCore) or X.kind != "dask":
         return None
@@ -575,8 +566,8 @@ def cluster_client(X, client=None):
 
 
 def gene_parts(X, max_values: int, client):
-    """Consecutive gene slices of the out-of-core X for :func:`glfs.core.cluster.map_gene_blocks`: at most ``max_values``
-    stored values each, and at least :data:`glfs.core.cluster.BLOCKS_PER_WORKER` blocks per worker where X has the genes.
+    """Consecutive gene slices of the out-of-core X for :func:`glfs.core._cluster.map_gene_blocks`: at most ``max_values``
+    stored values each, and at least :data:`glfs.core._cluster.BLOCKS_PER_WORKER` blocks per worker where X has the genes.
 
     A dask X chunked by genes (CSC chunks of all cells, or 2-D tiles) gets blocks of whole column chunks
     (consecutive ones merged up to ``max_values``; a larger one cut within itself): each block is then

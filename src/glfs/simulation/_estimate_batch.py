@@ -1,7 +1,7 @@
 """The simulator's batch factor estimated from cells of several batches (donors) of the same cell types.
 
 :func:`estimate_batch_params` returns the ``batch_fac_loc`` and
-``batch_fac_scale`` of :func:`glfs.simulation.scsim.simulate_counts` (Splat's
+``batch_fac_scale`` of :func:`glfs.simulation._scsim.simulate_counts` (Splat's
 ``batch.facLoc``, ``batch.facScale``) that describe real donors, e.g. the
 Kang 2018 PBMC donors of the development panel (docs/methods.md, "Simulator
 calibration").  splatter has no estimator for them.
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize, special
 
-from glfs.simulation.estimate import _codes, _counts_csr, _GroupStats
+from glfs.simulation._estimate import _codes, _counts_csr, _GroupStats
 
 log = logging.getLogger(__name__)
 

@@ -1,10 +1,10 @@
 """GLFS, the model (docs/methods.md, GLFS): constants and defaults, argument checks, and the
 objective with its gradient in the dense and the low-rank (Woodbury) form.
 
-The formulas, orientation and objectives are in :mod:`glfs.designs.gradient`'s docstring; this module
+The formulas, orientation and objectives are in :mod:`glfs.designs._gradient`'s docstring; this module
 holds the evaluation of one objective at one beta (:class:`_Model` and its states) and
 :func:`glfs_objective`.  The size limits (``DENSE_MAX_N``, ``LOWRANK_MAX_K``, ``PATH_MAX_CELLS``)
-live here and are read where they are used: raise them here (``glfs.designs.gradient_model``)."""
+live here and are read where they are used: raise them here (``glfs.designs._gradient_model``)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import scipy.sparse.linalg as spla
 from threadpoolctl import threadpool_limits
 
 from glfs.core._validation import check_graph, check_int, check_nonnegative, check_positive, check_real, check_X
-from glfs.graph.similarity import laplacian
+from glfs.graph._similarity import laplacian
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ def _check_path_size(X, objective):
     if n * d > PATH_MAX_CELLS:
         msg = (
             f"glfs ({objective!r} objective): {n} samples x {d} genes = {n * d:.2g} matrix cells, above the "
-            f"size limit of {PATH_MAX_CELLS:.0e} (glfs.designs.gradient_model.PATH_MAX_CELLS) for the published GLFS readings, "
+            f"size limit of {PATH_MAX_CELLS:.0e} (glfs.designs._gradient_model.PATH_MAX_CELLS) for the published GLFS readings, "
             "whose lam path is solved point by point to the KKT tolerance (over 300 s at 20,000 x 2,000 on "
             "2 cores; docs/methods.md, 'Size limits'). Use method='glfs' (the fixed-size design, which runs "
             "at 50,000 x 2,000), or subsample the cells."
@@ -157,7 +157,7 @@ def _check_path_size(X, objective):
 def _refuse_dense(n):
     msg = (
         f"GLFS would need a dense {n} x {n} matrix; dense forms are limited to n_samples <= {DENSE_MAX_N} "
-        "(glfs.designs.gradient_model.DENSE_MAX_N).  Above it only the low-rank (Woodbury) form is used, which needs "
+        "(glfs.designs._gradient_model.DENSE_MAX_N).  Above it only the low-rank (Woodbury) form is used, which needs "
         f"at most {LOWRANK_MAX_K} genes with beta > 0"
     )
     raise ValueError(msg)

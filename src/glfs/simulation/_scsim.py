@@ -285,7 +285,7 @@ def simulate_counts(
     batch_fac_loc, batch_fac_scale : float or sequence (one per batch), default 0.1 and 0.1
         Location and scale (>= 0) of the batch factor's log-normal
         (splatter's defaults).  Estimated from real donors by
-        :func:`glfs.simulation.estimate_batch.estimate_batch_params`.
+        :func:`glfs.simulation._estimate_batch.estimate_batch_params`.
     dropout_mid : float, optional
         Midpoint (in natural log of the trended mean) of the dropout
         logistic; default None: no dropout (splatter's default).
@@ -336,7 +336,7 @@ def simulate_counts(
     ``dropout.type = "none"`` too; droplet data show no zero inflation
     beyond a negative binomial, Svensson, Nat Biotechnol 38:147, 2020), batches (one batch), differentiation paths,
     and a normal library-size option.  Parameters are estimated from a real
-    count matrix by :func:`glfs.simulation.estimate.estimate_params`.
+    count matrix by :func:`glfs.simulation._estimate.estimate_params`.
 
     **Choices the paper leaves open**: the outlier median is taken over the
     base gamma means (as splatter does); the DE magnitude |N(loc, scale^2)| is

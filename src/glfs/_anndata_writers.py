@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 
 from glfs.api import plain_value
-from glfs.core.result import Selection
+from glfs.core._result import Selection
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ GRAPH_KEY = "patient_similarity"
 COUNTS_LAYER = "counts"
 # Selection.extra diagnostics that are copied into uns[key]["params"]
 CONVERGENCE_KEYS = ("converged", "n_iter")
-# Selection.extra per-gene columns of a selection within batches (glfs.scores.batches.batch_columns), written to var
+# Selection.extra per-gene columns of a selection within batches (glfs.scores._batches.batch_columns), written to var
 BATCH_COLUMNS = ("nbatches", "intersection", "median_rank")
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from glfs.api import method_info, select
 from glfs.core._validation import check_int, check_real
-from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
+from glfs.graph._similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
 
 __all__ = ["make_planted", "recovery_score", "simulation_grid", "point_seed", "recovery_experiment"]
 

@@ -35,7 +35,7 @@ from sklearn.metrics import mutual_info_score, normalized_mutual_info_score, pai
 from sklearn.metrics.cluster import contingency_matrix
 
 from glfs.core._validation import check_int, check_labels, check_X
-from glfs.evaluate.spectral import (
+from glfs.evaluate._spectral import (
     ARPACK_MAX_SAMPLES,
     EIGEN_SOLVERS,
     EIGEN_TOL,
@@ -43,7 +43,7 @@ from glfs.evaluate.spectral import (
     resolve_eigen_solver,
     shared_embedding,
 )
-from glfs.graph.similarity import choose_neighbor_method, nearest_neighbors
+from glfs.graph._similarity import choose_neighbor_method, nearest_neighbors
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ def knn_affinity(X, n_neighbors: int = 10, *, method: str = "auto", random_state
     A = 0.5 (C + C') with C the connectivity of each sample to itself and its
     ``n_neighbors - 1`` nearest other samples (scikit-learn's
     ``kneighbors_graph(include_self=True)``), built with
-    :func:`glfs.graph.similarity.nearest_neighbors`: exact search on all genes below 8192
+    :func:`glfs.graph._similarity.nearest_neighbors`: exact search on all genes below 8192
     samples, exact search on 20 principal components above (``APPROX_N_PCS``), as
     :func:`glfs.similarity_graph` does.
 
@@ -320,7 +320,7 @@ def loo_1nn_accuracy(X, labels, *, method: str = "auto") -> float:
     chunks (scikit-learn ``pairwise_distances_chunked``, memory bounded, time
     O(n^2 n_features)); ties in distance go to the lowest sample index, so the
     result is deterministic.  From 8192 samples on: the nearest neighbour from
-    the search of :func:`glfs.graph.similarity.nearest_neighbors` on 20 principal
+    the search of :func:`glfs.graph._similarity.nearest_neighbors` on 20 principal
     components (``APPROX_N_PCS``; exact brute force in float32, O(n^2 20); ``method="approx"``:
     pynndescent's index).
     """

@@ -4,11 +4,11 @@ The three *published* readings of the method (``glfs_exact``, ``glfs_paper``,
 ``glfs_printed``); docs/methods.md, section GLFS, says what each one is and what
 was measured.  This module is their public face (:func:`glfs`, :func:`glfs_path`,
 :func:`glfs_objective`, :func:`laprls_fit`, the ``select_*`` adapters); the work is
-split by concern: :mod:`glfs.designs.gradient_model` (constants, size limits, checks, the
-objective and its gradient in both forms), :mod:`glfs.designs.gradient_solver` (the
-projected-gradient solver) and :mod:`glfs.designs.gradient_path` (preprocessing, the lam
+split by concern: :mod:`glfs.designs._gradient_model` (constants, size limits, checks, the
+objective and its gradient in both forms), :mod:`glfs.designs._gradient_solver` (the
+projected-gradient solver) and :mod:`glfs.designs._gradient_path` (preprocessing, the lam
 path and its search, :class:`GLFSResult`).  The size limits are read where they
-are used: raise them in ``glfs.designs.gradient_model`` (e.g. ``PATH_MAX_CELLS``).
+are used: raise them in ``glfs.designs._gradient_model`` (e.g. ``PATH_MAX_CELLS``).
 
 Orientation: X has shape (n_samples, n_features) = (patients, genes); gene i is
 the column f_i = X[:, i] (length n).  With beta >= 0 (one weight per gene)
@@ -57,9 +57,9 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from glfs.core._result import Selection, make_selection
 from glfs.core._validation import check_graph, check_X, constant_features, warn_constant
-from glfs.core.result import Selection, make_selection
-from glfs.designs.gradient_model import (
+from glfs.designs._gradient_model import (
     DEFAULT_LAMBDA1,
     DEFAULT_LAMBDA2,
     DENSE_MAX_N,
@@ -74,8 +74,8 @@ from glfs.designs.gradient_model import (
     _sym,
     glfs_objective,
 )
-from glfs.designs.gradient_path import GLFSResult, glfs, glfs_path
-from glfs.graph.similarity import laplacian
+from glfs.designs._gradient_path import GLFSResult, glfs, glfs_path
+from glfs.graph._similarity import laplacian
 
 log = logging.getLogger(__name__)
 

@@ -63,13 +63,14 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from glfs.core import limits
+from glfs.core._result import Selection, make_selection
 from glfs.core._validation import check_int, check_n_features, check_positive, check_X, constant_features, warn_constant
 from glfs.core.limits import check_dense_size
-from glfs.core.result import Selection, make_selection
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ufi", "UFIResult", "select_ufi", "ufi_form", "ufi_work", "UFI_MAX_WORK"]
+__all__ = ["ufi", "UFIResult", "select_ufi", "ufi_form", "ufi_work"]
 
 #: Rank-one updates between two recomputations of P in :func:`ufi` (drift after 3000 updates: below 1e-11, relative).
 DEFAULT_REFRESH_EVERY = 1000
@@ -255,11 +256,10 @@ class _PrimalState:
 #: ``select_ufi``).  Measured 2026-11-25 on 2 busy cores (load 3-4): about 3e8 such operations per
 #: second (400 x 1,500 dual: 2.1 s; 700 x 2,500: 12 s; 20,000 x 2,000 primal: 29 s), so the limit
 #: of 3e10 is about 100 s.  4,186 x 10,023 in the dual form (3.9e11, about 20 min) is refused.
-UFI_MAX_WORK = 3e10
 
 
 def ufi_work(n_samples: int, n_features: int, form: str, n_removed: int | None = None) -> float:
-    """The operations of UFI's gene removals in ``form`` (see :data:`UFI_MAX_WORK`)."""
+    """The operations of UFI's gene removals in ``form`` (see :data:`glfs.core.limits.UFI_MAX_WORK`)."""
     n, d = float(n_samples), float(n_features)
     r = d if n_removed is None else float(n_removed)
     if form == "dual":
@@ -286,7 +286,7 @@ def ufi_form(
     ``limit_gb`` (default :data:`glfs.core.limits.DENSE_LIMIT_GB`), or, when
     ``n_removed`` is given (:func:`ufi` passes it: all genes for a full
     ranking), when the work of removing that many genes exceeds ``max_work``
-    (default :data:`UFI_MAX_WORK`, about 100 s; :func:`ufi_work`).
+    (default :data:`glfs.core.limits.UFI_MAX_WORK`, about 100 s; :func:`ufi_work`).
     """
     if form not in ("auto", "primal", "dual"):
         msg = f"form must be 'auto', 'primal' or 'dual'; got {form!r}"
@@ -315,7 +315,7 @@ def ufi_form(
             "Pre-filter the genes (e.g. by variance or sc.pp.highly_variable_genes) before UFI.",
             limit_gb=limit_gb,
         )
-    limit = UFI_MAX_WORK if max_work is None else float(max_work)
+    limit = limits.UFI_MAX_WORK if max_work is None else float(max_work)
     work = 0.0 if n_removed is None else ufi_work(n_samples, n_features, form, n_removed)
     if work > limit:
         formula = "n r (d/2 + n)" if form == "dual" else "d^3/3 + n d^2/16"
@@ -323,7 +323,7 @@ def ufi_form(
             f"ufi: the {form} form on {n_samples} samples x {n_features} genes "
             f"({n_removed} gene removals) needs about {work:.1e} operations "
             f"({formula}), above the size limit of {limit:.0e} (about {limit / 3e8:.0f} s on 2 cores; "
-            "glfs.designs.ufi.UFI_MAX_WORK; docs/methods.md, 'Size limits'). Pre-filter the genes (e.g. 2,000 highly "
+            "glfs.core.limits.UFI_MAX_WORK; docs/methods.md, 'Size limits'). Pre-filter the genes (e.g. 2,000 highly "
             "variable genes: sc.pp.highly_variable_genes, or glfs.select(X, 'variance', ...)) or subsample the samples."
         )
         raise ValueError(msg)

@@ -12,9 +12,9 @@ from types import MappingProxyType
 
 import numpy as np
 
+from glfs.core._result import PicklableResult
 from glfs.core._validation import check_graph, check_n_features, check_real, check_X, constant_features
-from glfs.core.result import PicklableResult
-from glfs.designs.gradient_model import (
+from glfs.designs._gradient_model import (
     _MAX_START_DOUBLINGS,
     DEFAULT_BETA_INIT,
     DEFAULT_CENTER,
@@ -40,7 +40,7 @@ from glfs.designs.gradient_model import (
     _p_matrix,
     _preprocess,
 )
-from glfs.designs.gradient_solver import _solve
+from glfs.designs._gradient_solver import _solve
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from sklearn.metrics import adjusted_rand_score
 from threadpoolctl import threadpool_limits
 
 from glfs.core._validation import check_int, check_labels, check_positive, check_X
-from glfs.evaluate.clustering import (
+from glfs.evaluate._clustering import (
     _as_dense,
     kmeans_best_of,
     nmi,
@@ -29,7 +29,7 @@ from glfs.evaluate.clustering import (
     run_seeds,
     stratified_subsample,
 )
-from glfs.evaluate.mixing import knn_batch_mixing
+from glfs.evaluate._mixing import knn_batch_mixing
 
 log = logging.getLogger(__name__)
 
@@ -354,7 +354,7 @@ def evaluate_ranking_leiden(
     batches : array-like of shape (n_samples,), optional
         Batch labels (donors, samples): each record then also has ``batch_mixing``, how well the
         evaluation's kNN graph at k genes mixes the batches within each cell type
-        (:func:`glfs.evaluate.mixing.knn_batch_mixing` on ``obsp["distances"]``; 1 = as mixed as
+        (:func:`glfs.evaluate._mixing.knn_batch_mixing` on ``obsp["distances"]``; 1 = as mixed as
         each type's batches, 0 = every cell's same-type neighbours of its own batch; the same
         for every run at k).
 

@@ -1,11 +1,11 @@
 """The graph of a dask X on a dask.distributed cluster: PCA fit, projection, index and search as tasks.
 
-:func:`glfs.graph.neighbors.nearest_neighbors` (through :func:`glfs.similarity_graph`) of an out-of-core
-dask X with a client active (:func:`glfs.core.out_of_core.cluster_client`) runs every step on the
+:func:`glfs.graph._neighbors.nearest_neighbors` (through :func:`glfs.similarity_graph`) of an out-of-core
+dask X with a client active (:func:`glfs.core._out_of_core.cluster_client`) runs every step on the
 workers, and the client holds only what comes back: the components V, the neighbour pairs and then
 the graph (docs/methods.md, "On a dask cluster"):
 
-- the PCA: its seeded subsample (:data:`glfs.graph.neighbors.PCA_FIT_SAMPLES` cells) is taken from
+- the PCA: its seeded subsample (:data:`glfs.graph._neighbors.PCA_FIT_SAMPLES` cells) is taken from
   the chunks by tasks and fitted by one task (:func:`fit_components`: the same estimator as the single
   process, on the same rows, so the same V); every chunk is then projected on V by a task, the
   projections of a row of chunks summed in column order, and the (n_samples, n_pcs) float32 scores
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from glfs.core._cluster import chunk_tasks, gather_blocks, task_key, wait_for
 from glfs.core._sparse_kernels import times_dense
-from glfs.core.cluster import chunk_tasks, gather_blocks, task_key, wait_for
-from glfs.graph.ivf_blocks import (
+from glfs.graph._ivf_blocks import (
     BLOCK_QUERIES,
     IVFLists,
     merge_candidates,
@@ -327,7 +327,7 @@ def _shard(centres, row0, *blocks):
 
 
 def _probes(a, b, starts, centres, nprobe, *blocks):
-    """:func:`glfs.graph.ivf_blocks.query_side` of the rows a .. b - 1 of Z, from the blocks (first rows
+    """:func:`glfs.graph._ivf_blocks.query_side` of the rows a .. b - 1 of Z, from the blocks (first rows
     ``starts``) that hold them: the queries and their probed cells, once for every shard."""
     parts = [blk[max(a - r0, 0) : max(min(b - r0, blk.shape[0]), 0)] for r0, blk in zip(starts, blocks)]
     Q = np.ascontiguousarray(np.concatenate(parts) if len(parts) > 1 else parts[0], np.float32)
@@ -412,17 +412,17 @@ def _index_shards(Z: ClusterZ, client, nlist, random_state, what):
 def search_ivf_shards(
     Z, n_neighbors: int, k_search: int, client, *, nlist: int, nprobe: int, random_state, what: str = "neighbour search"
 ):
-    """The blocked IVF search (:mod:`glfs.graph.ivf_blocks`) of the scores Z on the cluster, its index in shards.
+    """The blocked IVF search (:mod:`glfs.graph._ivf_blocks`) of the scores Z on the cluster, its index in shards.
 
     Z : :class:`ClusterZ` (or an in-memory array, scattered in blocks).  The k-means is trained by a task on
-    the rows faiss' own training would take (:func:`glfs.graph.ivf_blocks.training_rows`: the same centres);
+    the rows faiss' own training would take (:func:`glfs.graph._ivf_blocks.training_rows`: the same centres);
     each shard of whole blocks of Z gets its inverted lists by a task; each block of
-    :data:`glfs.graph.ivf_blocks.BLOCK_QUERIES` queries (the one-machine search's blocks, so the same float32
+    :data:`glfs.graph._ivf_blocks.BLOCK_QUERIES` queries (the one-machine search's blocks, so the same float32
     products choose the same probed cells, found once by a task for all the shards) is searched against every
     shard in two rounds (the bound tau from every
     shard's part of the query's nearest cell, then each shard's candidates below it, with the float64
     distances of the kept ones) and merged by a task in the order the lists of all samples give: the same
-    (rows, cols, distances) as :func:`glfs.graph.ivf_blocks.search_lists` and its refinement on one machine.
+    (rows, cols, distances) as :func:`glfs.graph._ivf_blocks.search_lists` and its refinement on one machine.
     Queries whose probed cells hold too few candidates are searched exactly, on every shard.  The results
     are fetched :data:`WAVE_BLOCKS` query blocks at a time (two such waves in flight).
     """

@@ -47,12 +47,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core._progress import Progress
+from glfs.core._result import Selection, make_selection
 from glfs.core._validation import check_labels
-from glfs.core.result import Selection, make_selection
-from glfs.graph import neighbors as nb
-from glfs.graph.sharded import flat_index, ivf_search
-from glfs.graph.similarity import similarity_graph
-from glfs.scores.genewise import variance_score
+from glfs.graph import _neighbors as nb
+from glfs.graph._sharded import flat_index, ivf_search
+from glfs.graph._similarity import similarity_graph
+from glfs.scores._genewise import variance_score
 
 log = logging.getLogger(__name__)
 
@@ -332,7 +332,7 @@ def between_batch_share(X, codes) -> np.ndarray:
     left out).  The share of the gene's variance that separates the batches (the R^2 of a one-way
     analysis of variance by batch); 0 with one batch, NaN for a gene constant over the cells counted.
     Cost O(nnz(X)): the batch sums by one sparse product, the variance by
-    :func:`glfs.scores.genewise.variance_score`.
+    :func:`glfs.scores._genewise.variance_score`.
     """
     codes = np.asarray(codes)
     keep = codes >= 0
@@ -416,12 +416,12 @@ def batch_neighbourhoods(Z, codes, n_per_batch: int, *, method: str = "auto", ra
 
     Z (n_samples, n_components), ``codes`` 0 .. K-1 (every cell scored); ``centres``: the sorted cells whose
     neighbourhoods are wanted (i-th centre: rows i K + b), default every cell.  Each batch b is searched by every
-    centre with the library's search (:mod:`glfs.graph.neighbors`), on an index of b's cells: ``method="auto"``
-    follows :func:`glfs.graph.neighbors.choose_neighbor_method` at the number of cells searched (all of them):
+    centre with the library's search (:mod:`glfs.graph._neighbors`), on an index of b's cells: ``method="auto"``
+    follows :func:`glfs.graph._neighbors.choose_neighbor_method` at the number of cells searched (all of them):
     exact below ``AUTO_INDEX_MIN_SAMPLES`` (faiss' flat index or scikit-learn's brute force, float32, the
     ``n_per_batch + 4`` candidates' distances recomputed in float64), else faiss' IVF index of the batch
     (its k-means seeded by ``random_state``, ``IVF_NLIST_PER_SQRT_N`` sqrt(n_b) lists, :func:`ivf_nprobe`
-    probes for the components' dimension; searched in dense blocks at every size, :mod:`glfs.graph.ivf_blocks`: IndexIVFFlat's candidates,
+    probes for the components' dimension; searched in dense blocks at every size, :mod:`glfs.graph._ivf_blocks`: IndexIVFFlat's candidates,
     and 2.5 s against 9.0 s for 100,000 queries in a batch of 25,000 cells; queries with too few candidates
     searched exactly).  Ties in distance are broken by cell index (among the ``n_per_batch + 4`` candidates
     searched).  Memory O(n (n_per_batch + 5)) a batch besides Z.
@@ -461,7 +461,7 @@ def batch_neighbourhoods(Z, codes, n_per_batch: int, *, method: str = "auto", ra
 
 def _candidates(R32, Q32, k_search: int, how: str, random_state):
     """The ``k_search`` candidates (indices into R32, -1 none) of every row of Q32 among the rows of R32:
-    :func:`glfs.graph.neighbors._knn_brute32`'s exact search or :func:`glfs.graph.neighbors._knn_ivf`'s index."""
+    :func:`glfs.graph._neighbors._knn_brute32`'s exact search or :func:`glfs.graph._neighbors._knn_ivf`'s index."""
     if how == "exact" and nb.exact_backend() != "faiss":
         from sklearn.neighbors import NearestNeighbors
 
@@ -483,7 +483,7 @@ def batch_columns(nbatches, intersection, median_rank) -> dict:
     ``nbatches`` (int: batches whose top n holds the gene; scanpy's ``highly_variable_nbatches``),
     ``intersection`` (bool: all of them; ``highly_variable_intersection``), ``median_rank`` (float:
     the median 1-based within-batch rank over those batches, NaN for none; scanpy's
-    ``highly_variable_rank`` plus 1).  :func:`glfs.anndata_writers.write_selection` writes them.
+    ``highly_variable_rank`` plus 1).  :func:`glfs._anndata_writers.write_selection` writes them.
     """
     return {
         "nbatches": np.asarray(nbatches, dtype=np.int64),
@@ -564,7 +564,7 @@ def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None,
     given = None if graph is None else sp.csr_matrix(graph)
     if info.own_graph and given is None and "batches" in inspect.signature(info.fn).parameters:
         kw = dict(params) if counts is None else {**params, "counts": counts}
-        if rule is not None:  # the method's own rules and default (graph_moran's: glfs.scores.moran.BATCH_RULE)
+        if rule is not None:  # the method's own rules and default (graph_moran's: glfs.scores._moran.BATCH_RULE)
             kw["batch_rule"] = kw.get("batch_rule", rule)
         return info.fn(X, None, n_features=n_features, labels=None, random_state=random_state, batches=batches, **kw)
     rule = "nbatches" if rule is None else rule

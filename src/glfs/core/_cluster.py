@@ -2,15 +2,15 @@
 
 When X is a dask array and a ``dask.distributed`` client is active (``distributed.Client(...)``,
 ``with client.as_current():``, or ``client=`` given to a score), the streaming scores
-(:mod:`glfs.scores.genewise`, :func:`glfs.scores.moran.graph_autocorrelation`) and the graph's
-PCA, index and neighbour search (:mod:`glfs.graph.sharded`) run as dask tasks: X is rechunked
+(:mod:`glfs.scores._genewise`, :func:`glfs.scores._moran.graph_autocorrelation`) and the graph's
+PCA, index and neighbour search (:mod:`glfs.graph._sharded`) run as dask tasks: X is rechunked
 into gene blocks of all cells (``dask.array.rechunk``; an X chunked by genes is cut at its chunks'
 edges, so a block is one column of tiles and no worker needs more than it), the graph and the other shared inputs are
 scattered to every worker once (``client.scatter(..., broadcast=True)``), each task applies the
 score's own block function (the numba kernels of the single-process route) to its block, and the
 client combines the small per-gene results.  The client never holds a block of X; a task holds its
 block and that block's temporaries.  Without a client, or for any other X, nothing here runs and the
-blocks stream through the calling process as before (:class:`glfs.core.out_of_core.OutOfCore`).
+blocks stream through the calling process as before (:class:`glfs.core._out_of_core.OutOfCore`).
 
 dask and distributed are imported only when a dask X meets an active client (``pip install glfs[scale]``).
 A task that fails (or a worker lost more often than ``distributed.scheduler.allowed-failures``)
@@ -27,7 +27,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from glfs.core.structure import canonical, check_sparse_structure
+from glfs.core._structure import canonical, check_sparse_structure
 
 log = logging.getLogger(__name__)
 
@@ -247,7 +247,7 @@ def _call(fn, block, shared):
 
 
 def _call_block(fn, block, shared):
-    """``fn`` on a gene block; a sparse block checked and made canonical first (glfs.core.structure)."""
+    """``fn`` on a gene block; a sparse block checked and made canonical first (glfs.core._structure)."""
     if sp.issparse(block):
         check_sparse_structure(block)
         block = canonical(block, warn=False)

@@ -2,10 +2,10 @@
 
 :func:`estimate_params` reads a raw count matrix, cells x genes (and optionally
 the cells' labels), and returns the :class:`SimParams` of
-:func:`glfs.simulation.scsim.simulate_counts` that describe it: gene means,
+:func:`glfs.simulation._scsim.simulate_counts` that describe it: gene means,
 library sizes, expression outliers, the biological coefficient of variation
 (BCV), dropout and, given labels, each group's differential expression.
-:func:`glfs.simulation.estimate_batch.estimate_batch_params` estimates the
+:func:`glfs.simulation._estimate_batch.estimate_batch_params` estimates the
 batch factor's log-normal from cells of several batches (donors) of the
 same cell types.
 
@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from scipy import optimize, special
 
 from glfs.core._validation import check_real, check_X
-from glfs.core.value_checks import check_counts
+from glfs.core._value_checks import check_counts
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ MIN_BCV_DF = 2.5
 
 @dataclass(frozen=True)
 class SimParams:
-    """Parameters of :func:`glfs.simulation.scsim.simulate_counts` estimated from real counts.
+    """Parameters of :func:`glfs.simulation._scsim.simulate_counts` estimated from real counts.
 
     Every field but ``diagnostics`` is an argument of ``simulate_counts`` of the
     same name; :meth:`simulate_kwargs` returns them as a dict.  The per-group
@@ -476,7 +476,7 @@ def _fit_de(gs: _GroupStats, rng, min_count: float = 10.0) -> dict:
 
 
 def estimate_params(counts, groups=None, *, bcv_trend: float | None = 1.0, random_state=0) -> SimParams:
-    """Estimate the Splat parameters of :func:`glfs.simulation.scsim.simulate_counts` from real counts.
+    """Estimate the Splat parameters of :func:`glfs.simulation._scsim.simulate_counts` from real counts.
 
     splatter's ``splatEstimate`` estimates, in order: gene means, library
     sizes, expression outliers, the BCV and dropout

@@ -21,10 +21,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import ElasticNet
 
 from glfs.core._validation import check_X
-from glfs.designs.gradient import laprls_fit
-from glfs.designs.gradient_model import DEFAULT_LAMBDA1, DEFAULT_LAMBDA2
-from glfs.evaluate.clustering import _as_dense
-from glfs.graph.similarity import label_graph
+from glfs.designs._gradient import laprls_fit
+from glfs.designs._gradient_model import DEFAULT_LAMBDA1, DEFAULT_LAMBDA2
+from glfs.evaluate._clustering import _as_dense
+from glfs.graph._similarity import label_graph
 
 log = logging.getLogger(__name__)
 
@@ -264,7 +264,7 @@ def laprls_random_floor(X, y, train, cv, n_genes: int, *, draws: int, random_sta
 
     X is (n_samples, n_features); ``y`` the labels (two classes), ``train`` a boolean mask of the
     training samples, ``cv`` the splitter of the baselines (:func:`cv_splitter`).  Same classifier
-    as the supervised GLFS row: :func:`glfs.designs.gradient.laprls_fit` (Wang & Goldenberg 2013, Eq. 11)
+    as the supervised GLFS row: :func:`glfs.designs._gradient.laprls_fit` (Wang & Goldenberg 2013, Eq. 11)
     with the class graph of the training labels and GLFSClassifier's default lambda1 and lambda2,
     genes and 0/1 targets centred on the training means, class 1 when the score >= 0.5; only the
     genes differ: ``draws`` seeded random sets.  Returns one row of the classification table:
