@@ -429,7 +429,7 @@ def test_ivf_nprobe_grows_like_the_root_of_the_cell_count():
 
 def test_ivf_nprobe_is_in_proportion_to_the_components():
     """The rule above is the one on 50 components; on p components it probes p/50 of its cells, rounded up
-    (benchmarks/results/graph_pcs_recall.tsv: the recall at a given number of probes falls with p)."""
+    (studies/graph-20-pcs.md: the recall at a given number of probes falls with p)."""
     assert nb.ivf_nprobe(1000, 50) == nb.ivf_nprobe(1000) == 32
     assert [nb.ivf_nprobe(1000, p) for p in (10, 20, 30, 100)] == [7, 13, 20, 64]  # 6.4, 12.8, 19.2, 64 up
     assert nb.ivf_nprobe(1000, nb.APPROX_N_PCS) == 13  # the default graph of a million cells

@@ -30,7 +30,7 @@ SHA = {
     "tcga_gbm/STATegRa_S1_sample_map.derived.tsv": "494e2ce5b26a021a4fb279d4960ac6418ec58d1df8829f72dac092d172265b6e",
     "tcga_gbm/TCGA_unified_CORE_ClaNC840.txt": "c69b92feb65b29d1a3d913818cb480fa8d1b4c8b73dcc3a2df7954855145b86d",
     "tcga_gbm/TCGAbiolinks_lgg.gbm.subtype.tsv": "8c70c2e9468805514b120fd213cecf3f8da1093c67334b3b3f7695ac28df4cbd",
-    # the single-cell development panel (benchmarks/real_panel.py)
+    # the single-cell development panel (studies/real-panel.md)
     "singlecell/mouse_bladder_2100.h5ad": "1336faa6ca5c03afbf3850d0345046c009bd538d202ae8752b045870dc346d71",
     "singlecell/zeisel2015_mouse_cortex_4000g.h5ad": "d77a542df9b1c5a0d991b555e80f4022049363bbf44fc094937ab4875e55b3d0",
     "singlecell/kang2018_pbmc_5donors_2511g.h5ad": "f7c9689455b5857877fea7380938e9535b1261227a525906d0d41e77dc6b43ad",

@@ -272,7 +272,7 @@ def recovery_tables(wildcards):
 RECOVERY_TABLE = "results/{simgrid}/recovery.tsv"
 SIMULATION_TABLE = RECOVERY_TABLE.format(simgrid="simulation")
 PAPER_TABLE = "resources/paper_table3.tsv"
-# The development panel's summary (benchmarks/real_panel.py): the report's single-cell advice.
+# The development panel's summary (studies/real-panel.md): the report's single-cell advice.
 PANEL_SUMMARY = "resources/singlecell/panel_summary.tsv"
 
 

@@ -96,7 +96,7 @@ __all__ = [
     "standardise",
 ]
 
-# Defaults (chosen on the planted simulation, benchmarks/glfs_design_defaults.py; docs/methods.md).
+# Defaults (chosen on the planted simulation, studies/glfs-defaults.md; docs/methods.md).
 DEFAULT_GRAPH_WEIGHT = 0.1  # lambda1 L has mean eigenvalue 0.1
 DEFAULT_RIDGE = 1e-2  # lambda2 = ridge * n on unit-variance genes
 DEFAULT_TOL = 1e-9  # a swap must lower Tr(H_S^-1) by more than tol * Tr(H_S^-1)

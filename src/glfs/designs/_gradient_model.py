@@ -28,7 +28,7 @@ OBJECTIVES = ("paper", "exact", "printed")
 SCALES = ("unit", "none", "standardize")
 RANK_RULES = ("weight", "entry")
 
-# Defaults (chosen on the planted simulation, benchmarks/glfs_defaults.py; see docs/methods.md).
+# Defaults (chosen on the planted simulation, studies/glfs-defaults.md; see docs/methods.md).
 DEFAULT_LAMBDA1 = 0.01
 DEFAULT_LAMBDA2 = 0.01
 DEFAULT_BETA_INIT = 2.0
@@ -52,13 +52,13 @@ KKT_FLOOR = 1e-10
 DENSE_MAX_N = 2000
 #: Size limit of the published readings (n_samples * n_features): a lam path of many points, each
 #: solved to the KKT tolerance, took 160 to over 300 s at 5,000 x 2,000 and over 300 s at
-#: 20,000 x 2,000 on 2 cores (benchmarks/results/scaling.md); docs/methods.md, "Size limits".
+#: 20,000 x 2,000 on 2 cores (studies/atlas-scale.md); docs/methods.md, "Size limits".
 PATH_MAX_CELLS = 1e7
 #: Largest support (genes with beta > 0) of the low-rank form when dense is not allowed (k x k systems).
 LOWRANK_MAX_K = 4000
 #: Below this many samples the solver runs with one BLAS thread: its products are small (n x n,
 #: k x k) and many, and threads only add synchronisation (on a loaded 2-core machine a 100 x 100
-#: product took 10-50 ms with OpenBLAS threads; benchmarks/results/glfs_runtime.txt).
+#: product took 10-50 ms with OpenBLAS threads; studies/glfs-runtime.md).
 SINGLE_THREAD_MAX_N = 1000
 #: A projected-gradient step may set at most this fraction of the non-zero weights to zero.
 MAX_KILL_FRACTION = 0.5

@@ -271,7 +271,7 @@ def glfs_path(
     center : bool, default False
         Centre each gene before the optimisation.  Default off, as in the
         paper ("no pre-processing") and as chosen on the planted simulation
-        (benchmarks/results/glfs_defaults.txt): centred cluster indicators are
+        (studies/glfs-defaults.md): centred cluster indicators are
         linearly dependent (they sum to 0), so with centring GLFS keeps only
         3 of 4 planted genes.  With raw expression levels, a gene's mean
         enters ||f_i||^2 (the constant vector is in the null space of L).

@@ -405,7 +405,7 @@ def evaluate_ranking_leiden(
     where numba compiles pynndescent's and umap's kernels (the first process after an install),
     a few seconds where it loads them from its disk cache (:func:`_import_pynndescent_cached`).
     Sharing the graph across runs and NMI at the two reported resolutions only: old/new in
-    benchmarks/results/leiden_cost.md (benchmarks/leiden_cost.py).
+    studies/evaluation-cost.md.
 
     References
     ----------

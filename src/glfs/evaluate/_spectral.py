@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 # n x n Laplacian, and on kNN graphs the sparse LU fills in towards dense: measured
 # 0.3 s at 1,000 samples, 3-10 s at 3,000 and 27-288 s at 10,000 (2 cores), where
 # LOBPCG to EIGEN_TOL takes 0.6-4.2 s and gives the same subspace to 1e-5 degrees
-# (benchmarks/spectral_solvers.py; docs/methods.md, "Evaluation protocols").  The same bound as GLFS's dense forms.
+# (studies/spectral-solvers.md; docs/methods.md, "Evaluation protocols").  The same bound as GLFS's dense forms.
 ARPACK_MAX_SAMPLES = 2000
 EIGEN_TOL = 1e-8
 EIGEN_SOLVERS = ("auto", "arpack", "lobpcg")

@@ -18,7 +18,7 @@ The caller refines the candidates by their float64 distances as after any search
 blocks of :data:`BLOCK_QUERIES`, one thread each with BLAS on one thread, so the result does not depend
 on the thread count; a query's candidates do not depend on the other queries of its block (its
 distances are rows of matrix products; tests/test_neighbors_blocked.py).  docs/methods.md,
-"Atlas scale", has the measurements (benchmarks/results/knn_backends_1m.md).
+"Atlas scale", has the measurements (studies/knn-search.md).
 """
 
 from __future__ import annotations

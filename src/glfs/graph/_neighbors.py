@@ -87,7 +87,7 @@ def choose_neighbor_method(n_samples: int, n_features: int, method: str = "auto"
     ``AUTO_INDEX_MIN_SAMPLES`` (30,000) samples on, when faiss-cpu is
     installed, with faiss' inverted-file index (``"approx"``, IndexIVFFlat,
     O(n^1.5 n_pcs); recall 0.97-0.99 of the exact 5 neighbours on simulated
-    data at 50,000 cells, ``benchmarks/results/graph_at_scale.tsv``).  Without
+    data at 50,000 cells, ``studies/knn-search.md``).  Without
     faiss, auto stays exact up to ``AUTO_NNDESCENT_MIN_SAMPLES`` (200,000)
     samples and runs pynndescent's NN-descent (``"approx"``) from there on:
     pynndescent compiles its search with numba in every fresh Python process
@@ -96,7 +96,7 @@ def choose_neighbor_method(n_samples: int, n_features: int, method: str = "auto"
     200,000), while the brute force grows like n^2 (about an hour at a
     million cells) and NN-descent about linearly (206-364 s at a million, recall@5
     0.92-0.96 of the exact search at 30,000-200,000;
-    ``benchmarks/results/knn_without_faiss.md``).
+    ``studies/knn-search.md``).
     ``method="exact"`` searches all genes unless ``n_pcs`` is given;
     ``method="approx"`` the approximate index of :func:`approx_backend`.
 
@@ -254,7 +254,7 @@ IVF_NPROBE_PCS = 50
 #: From this many samples on (where ``method="auto"`` starts the IVF search) it runs as dense blocks
 #: (glfs.graph._ivf_blocks: each inverted list against the queries that probe it, one matrix product): the
 #: candidates of IndexIVFFlat with the same centres and probes, by exact float32 distances, in about a
-#: third of its CPU; below it, IndexIVFFlat (benchmarks/results/knn_blocked.md; docs/methods.md, "Atlas scale").
+#: third of its CPU; below it, IndexIVFFlat (studies/knn-search.md; docs/methods.md, "Atlas scale").
 IVF_BLOCKED_MIN_SAMPLES = 30_000
 
 
@@ -263,12 +263,12 @@ def ivf_nprobe(nlist: int, n_dims: int = IVF_NPROBE_PCS) -> int:
     ``ceil(max(IVF_NPROBE, IVF_NPROBE_PER_SQRT_NLIST sqrt(nlist)) n_dims / IVF_NPROBE_PCS)``.
 
     On 50 components (``IVF_NPROBE_PCS``), max(32, sqrt(nlist)): the recall@15 of the IVF search on simulated
-    cells is a function of nprobe / sqrt(nlist) (0.912 at 1.0, 0.985 at 2.7, benchmarks/results/knn_backends.md),
+    cells is a function of nprobe / sqrt(nlist) (0.912 at 1.0, 0.985 at 2.7, studies/knn-search.md),
     and 2 sqrt(nlist) made a million cells take 3 x the time (docs/methods.md, "Atlas scale").  The probes
     scale with the dimension, since the recall at a given number of probes falls with it: on 10, 20, 30 and 50
     components of 50,000-10^6 cells, with these probes (7, 13, 20 and 32 up to a million cells) the recall@15
     was 0.962-0.994, 0.981-0.988, 0.951-0.983 and 0.922-0.978, at or above the 50-component figure at every
-    size (benchmarks/results/graph_pcs.md; docs/methods.md, "The own graph on 20 principal components").
+    size (studies/graph-20-pcs.md; docs/methods.md, "The own graph on 20 principal components").
     """
     on_50 = max(IVF_NPROBE, np.ceil(IVF_NPROBE_PER_SQRT_NLIST * np.sqrt(nlist)))
     return int(min(nlist, max(1, np.ceil(on_50 * int(n_dims) / IVF_NPROBE_PCS))))
@@ -311,7 +311,7 @@ def _knn_ivf(Z, n_neighbors: int, random_state=0, nlist: int | None = None, npro
     too few others are searched exactly.  Distances recomputed in float64.
     From :data:`IVF_BLOCKED_MIN_SAMPLES` (30,000) samples on, the same candidates are searched list by
     list as dense matrix products (:mod:`glfs.graph._ivf_blocks`): at a million cells the same recall@15
-    (0.92) as IndexIVFFlat in a fraction of its CPU time (benchmarks/results/knn_backends_1m.md).  With a dask ``client``
+    (0.92) as IndexIVFFlat in a fraction of its CPU time (studies/knn-search.md).  With a dask ``client``
     (Z in memory, or a :class:`glfs.graph._sharded.ClusterZ` on the cluster), the same pairs from tasks: the
     index built by one and the queries searched in shards (:func:`glfs.graph._sharded.search_on_cluster`), or
     the dense-block search's lists in shards (:func:`glfs.graph._sharded.search_ivf_shards`).
@@ -579,7 +579,7 @@ def _pca_in_memory(X, n_pcs, random_state):
 
     A full ARPACK PCA of 10^6 x 20,000 sparse cells took 386 s (2 quiet cores, 2026-11-27), the fit on
     10^5 of them 35 s and the projection 10 s; the in-memory and the backed graph of one X are then the
-    same (float32 rounding apart).  What the subsample changes: benchmarks/results/pca_sketch.md.
+    same (float32 rounding apart).  What the subsample changes: studies/pca-at-scale.md.
     """
     n, d = X.shape
     valid = (

@@ -217,7 +217,7 @@ def ivf_search(index, Q, k_search: int, nprobe: int):
     The queries are searched in the order of their k-means cell: consecutive queries probe the same
     lists, which stay in cache (each query's result does not depend on the order, nor on the other
     queries searched with it; at 300,000 cells the search took 24 s in this order against 62 s in the
-    cells' own, benchmarks/results/knn_backends.md).
+    cells' own, studies/knn-search.md).
     """
     import faiss
 

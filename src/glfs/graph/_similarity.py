@@ -175,13 +175,13 @@ def similarity_graph(
     on a quiet machine.  Approximate search (``method="approx"``): faiss'
     IVF index, O(n^1.5 n_pcs), recall 0.97-0.99 of the exact 5 nearest
     neighbours on the same components at 50,000 cells (simulated data,
-    ``benchmarks/results/graph_at_scale.tsv``), about twice as fast as the
+    ``studies/knn-search.md``), about twice as fast as the
     exact search there; NN-descent (without faiss), empirically close to
     linear in n (206-364 s at a million cells, one thread), recall@5 0.92-0.96,
     but pynndescent compiles its search with numba in every new Python
     process, a one-off cost of 20 s to minutes that its numba cache does not
-    remove (``benchmarks/results/scaling.md``,
-    ``benchmarks/results/knn_without_faiss.md``).
+    remove (``studies/atlas-scale.md``,
+    ``studies/knn-search.md``).
     The edge weights always use the distances on the searched representation
     (all genes, or the principal components).
     """

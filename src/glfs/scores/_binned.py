@@ -9,7 +9,7 @@ variance that follows the cell graph grows with its mean (less sampling noise), 
 ranks broad, highly expressed genes above the markers of small populations.  In bins, each gene is
 compared with genes of its own mean.  On the real development panel Moran's I in these bins lost
 to scanpy's seurat_v3 held out (docs/methods.md, "The real development panel"); the function serves
-the panel's candidate designs (benchmarks/panel_candidates.py).
+the panel's candidate designs (studies/mean-bias-candidates.md).
 """
 
 from __future__ import annotations

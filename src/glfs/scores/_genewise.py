@@ -272,7 +272,7 @@ def laplacian_score(X, W, *, block_size: int | None = None, client=None):
     (:func:`centred_sums`), f~' L f~ from the pairs of non-zeros joined by an
     edge (:func:`cross_sums`), genes on more than :data:`DENSE_SHARE` (90 %) of the degree
     weight on their dense columns; O(nnz(X) + nnz(W) nnz(X) / n) time, O(d) memory
-    beyond X (``benchmarks/results/atlas_scale.md``).
+    beyond X (``studies/atlas-scale.md``).
     """
     with as_current(client):
         X = check_X(X, read_only=True, lazy=True)
