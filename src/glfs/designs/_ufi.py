@@ -253,7 +253,7 @@ class _PrimalState:
 #: Work limit of UFI, in the operations of its gene removals: n r (d / 2 + n) for the dual form and
 #: d^3 / 3 + n d^2 / 16 for the primal (its one Gram product X'X runs as BLAS-3, about 16 times
 #: faster per operation), for r removed genes out of d (r = d for the full ranking of
-#: ``select_ufi``).  Measured 2026-11-25 on 2 busy cores (load 3-4): about 3e8 such operations per
+#: ``select_ufi``).  Measured (studies/size-limits.md): about 3e8 such operations per
 #: second (400 x 1,500 dual: 2.1 s; 700 x 2,500: 12 s; 20,000 x 2,000 primal: 29 s), so the limit
 #: of 3e10 is about 100 s.  4,186 x 10,023 in the dual form (3.9e11, about 20 min) is refused.
 

@@ -62,8 +62,8 @@ def _import_singlecell():
 
 
 # The two numba kernels of umap that scanpy's neighbors calls for its connectivities.  numba
-# compiles them at their first call in every process (5 s on a quiet core, 10 s at load 2: a
-# tenth of a workflow job's time); with numba's on-disk cache (``enable_caching``: the machine
+# compiles them at their first call in every process (a tenth of a workflow job's time:
+# studies/evaluation-cost.md); with numba's on-disk cache (``enable_caching``: the machine
 # code of that same compilation, stored beside umap's source or in numba's user cache) later
 # processes load them instead.
 _UMAP_KERNELS = ("smooth_knn_dist", "compute_membership_strengths")

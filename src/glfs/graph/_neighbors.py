@@ -58,8 +58,8 @@ __all__ = [
 #: below it, exact search on all genes.
 AUTO_APPROX_MIN_SAMPLES = 8192
 #: Principal components searched when ``n_pcs`` is None, the search runs on components (``method="auto"`` at
-#: scale, or ``"approx"``) and X has more genes.  20, not scanpy's 50, since 2026-12-05 (chosen on the real panel,
-#: and half the time at a million cells: docs/methods.md, "The own graph on 20 principal components").
+#: scale, or ``"approx"``) and X has more genes.  20, not scanpy's 50 (chosen on the real panel,
+#: and half the time at a million cells: studies/graph-20-pcs.md).
 APPROX_N_PCS = 20
 NEIGHBOR_METHODS = ("auto", "exact", "approx")
 
@@ -577,7 +577,7 @@ def _pca_in_memory(X, n_pcs, random_state):
     """:func:`_pca` of an in-memory X up to ``PCA_FIT_SAMPLES`` samples; above, the components of a
     seeded subsample of that many (as :func:`_pca_out_of_core`), every sample projected.
 
-    A full ARPACK PCA of 10^6 x 20,000 sparse cells took 386 s (2 quiet cores, 2026-11-27), the fit on
+    A full ARPACK PCA of 10^6 x 20,000 sparse cells took 386 s on 2 cores, the fit on
     10^5 of them 35 s and the projection 10 s; the in-memory and the backed graph of one X are then the
     same (float32 rounding apart).  What the subsample changes: studies/pca-at-scale.md.
     """

@@ -321,7 +321,7 @@ def select_graph_moran(
         similar cells (:func:`glfs.scores._batches.local_batch_share`, on the principal components of all
         genes, the graph's neighbours spread over the batches), which keeps out genes whose batch shift,
         over all cells or within a cell state, outweighs their structure within the batches.
-        ``"minus_batch_share"``: the first share only (the default before 2026-11-28 11:00).
+        ``"minus_batch_share"``: the first share only.
         ``"nbatches"`` / ``"median_rank"``: the rank rules of
         :func:`glfs.scores._batches.combine_batch_ranks` (Seurat's / scanpy's seurat_v3).
     Scores: Moran's I (higher = more structure); ``extra`` holds the z-scores of the

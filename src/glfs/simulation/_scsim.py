@@ -350,7 +350,7 @@ def simulate_counts(
     memory: the sparse result (8 bytes per nonzero: float32 value, int32
     column) plus the dense float64 arrays of one block (about six of 32 MB by
     default) and one 64 MB chunk of the growing nonzero storage.  Measured
-    (2 shared cores, load 5.4-5.9): 50,000 cells x 20,000 genes at the
+    (studies/size-limits.md): 50,000 cells x 20,000 genes at the
     defaults and ``group_prob=(0.4, 0.3, 0.2, 0.07, 0.03)``, 41 % nonzero
     (4.1e8), result 3.1 GB, peak RSS 3.8 GB, 166 s.  Shallower libraries
     (smaller ``lib_loc``) give fewer nonzeros.
