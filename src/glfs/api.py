@@ -447,7 +447,7 @@ def check_streams(method: str, X, graph) -> None:
 # Every parameter of a method is named in one place: the signature of the function its registry row
 # points at (MethodInfo.params_from, or fn itself), less the arguments glfs.select passes itself
 # (_PASSED) and the names fn sets itself (MethodInfo.fixed_params).  glfs.select checks the names
-# before the method runs; tests/test_validation.py checks that each method accepts the defaults of
+# before the method runs; tests/core/test_validation.py checks that each method accepts the defaults of
 # the names found here and refuses other names.
 _PASSED = {"X", "W", "n_features", "n_features_to_select", "labels", "random_state", "counts"}
 

@@ -56,7 +56,7 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
     -----
     Parameters are checked in ``fit`` (scikit-learn's convention); X is
     validated by :func:`sklearn.utils.validation.validate_data` (dense or CSR,
-    at least 2 samples, finite).  ``tests/test_sklearn_checks.py`` runs
+    at least 2 samples, finite).  ``tests/api/test_sklearn_checks.py`` runs
     scikit-learn's estimator checks on it.
 
     Examples

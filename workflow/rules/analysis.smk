@@ -402,7 +402,7 @@ def run_benchmarks():
     runtime table: each rule's `benchmark:` pattern over the wildcards analysis_targets() gives
     its jobs.  Files of earlier runs' datasets and methods are not among them.  Called when
     make_report is defined (report.smk, included last), so every rule exists;
-    tests/test_report_run_only.py checks the list against the DAG's jobs."""
+    tests/workflow/test_report_run_only.py checks the list against the DAG's jobs."""
     ds, spectral, leiden = run_datasets(), spectral_datasets(), leiden_datasets()
     with_glfs = [d for d in ds if DESIGN_GLFS in dataset_methods(d)]
     per_dataset = {

@@ -232,7 +232,7 @@ def chunk_grid(source):
     a result of the projection (the PCA scores), the worker kept the projection's released tasks with
     their dependencies, took the score's task of the same key with the old, fused dependency beside the
     new one, found it nowhere and waited forever: the stall of the Laplacian score at 10^6 x 2,000
-    (docs/methods.md, "On a dask cluster"; tests/test_cluster_stall.py reproduces it on 4 shards).
+    (docs/methods.md, "On a dask cluster"; tests/core/test_cluster_stall.py reproduces it on 4 shards).
     """
     return source.to_delayed(optimize_graph=False)
 

@@ -149,7 +149,7 @@ def canonical(X, name: str = "X", *, warn: bool = True):
     Unsorted rows without duplicates change no result: the numba kernels, scipy's products and
     conversions and scikit-learn's sparse PCA sum over the stored entries, and each gene's sum
     over the rows runs in row order whatever the order within a row (the kernels' results are
-    bitwise the same; ``tests/test_structure.py``).  A CSC matrix keeps the copy: scipy's
+    bitwise the same; ``tests/core/test_structure.py``).  A CSC matrix keeps the copy: scipy's
     reductions over its columns sort a CSC in place.
 
     The caller's matrix is never changed (scipy's ``sum_duplicates`` works in place, so it runs on a

@@ -154,7 +154,7 @@ def _leiden_runs(sc, adata, seed: int, resolutions, graph=None) -> list[np.ndarr
     (modularity, edge weights, 2 iterations) under scanpy's ``set_igraph_random_state(seed)``.  Building
     the graph was 40 % of a call's time at 2,100 cells.  When scanpy's private helpers are
     missing (another scanpy version), each resolution goes through ``sc.tl.leiden`` itself.
-    tests/test_evaluate_leiden.py checks that both routes give the same partitions.
+    tests/evaluate/test_evaluate_leiden.py checks that both routes give the same partitions.
     """
     graph = _leiden_graph(adata) if graph is None else graph
     if graph is None:

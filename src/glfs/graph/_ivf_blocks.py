@@ -17,7 +17,7 @@ distances are computed (a float32 GEMM, ``||q||^2 + ||c||^2 - 2 q.c``) and how t
 The caller refines the candidates by their float64 distances as after any search.  Queries go in
 blocks of :data:`BLOCK_QUERIES`, one thread each with BLAS on one thread, so the result does not depend
 on the thread count; a query's candidates do not depend on the other queries of its block (its
-distances are rows of matrix products; tests/test_neighbors_blocked.py).  docs/methods.md,
+distances are rows of matrix products; tests/graph/test_neighbors_blocked.py).  docs/methods.md,
 "Atlas scale", has the measurements (studies/knn-search.md).
 """
 

@@ -16,7 +16,7 @@ the graph (docs/methods.md, "On a dask cluster"):
   shard's candidates are refined there (float64 distances, the nearest others kept), so the client
   gets (rows, cols, distances) only.  A query's candidates and its refinement do not depend on the
   other queries of its shard, so the graph equals the single-process graph given the same index
-  (tests/test_cluster_graph.py).
+  (tests/graph/test_cluster_graph.py).
 
 pynndescent (the search without faiss) builds its graph while it builds its index: it runs on the
 client, on the scores gathered there.

@@ -5,7 +5,7 @@ calls ``scanpy.pp.highly_variable_genes`` (or scanpy's experimental Pearson
 residuals flavour) on an AnnData view of X and turns scanpy's per-gene output
 into a :class:`glfs.Selection`; nothing of what scanpy computes is written out
 again here.  The selected genes are exactly those of scanpy's own call with
-``n_top_genes = n_features`` (tests/test_hvg.py checks this against scanpy).
+``n_top_genes = n_features`` (tests/scores/test_hvg.py checks this against scanpy).
 
 | method | scanpy call | input | score (higher = more variable) |
 |---|---|---|---|
@@ -448,7 +448,7 @@ def pearson_residuals_bytes(X) -> float:
     """Bytes of the copies of X that scanpy's Pearson residuals make (scanpy 1.11.5), beyond X itself.
 
     Read in scanpy's source (``experimental.pp._highly_variable_genes``) and
-    checked with tracemalloc (tests/test_hvg.py): :func:`_adata` first makes a
+    checked with tracemalloc (tests/scores/test_hvg.py): :func:`_adata` first makes a
     sparse X float32; scanpy then copies the cell subset and the gene subset
     (every cell and every gene with a count, but copies all the same), converts
     the gene subset to CSC, and casts its values to float64 while the first

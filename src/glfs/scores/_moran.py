@@ -19,7 +19,7 @@ with S1 = 1/2 sum_ij (W_ij + W_ji)^2, S2 = sum_i (W_i. + W_.i)^2 and b2 = n sum 
 kurtosis term is what makes the z-score fair across genes: a gene with a few
 counts in a few cells (large b2) has a wide null and a small z even when those
 cells are neighbours, while the Laplacian score (He et al. 2005), like I
-itself, is scale-free and ranks it high.  tests/test_moran.py checks the two
+itself, is scale-free and ranks it high.  tests/scores/test_moran.py checks the two
 moments against brute-force permutations.
 
 Cost: one sparse product W X per column block, O(nnz(W) d) for dense X and

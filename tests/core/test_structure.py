@@ -280,7 +280,7 @@ def test_scanpy_normalised_panel_set_with_unsorted_rows_is_used_without_copy_or_
     from glfs.core._structure import canonical
     from glfs.core._validation import check_X
 
-    path = Path(__file__).resolve().parents[1] / "resources/singlecell/kang2018_pbmc_5donors_2511g.h5ad"
+    path = Path(__file__).resolve().parents[2] / "resources/singlecell/kang2018_pbmc_5donors_2511g.h5ad"
     counts = sp.csr_matrix(ad.read_h5ad(path).X, dtype=np.float32)
     a = ad.AnnData(counts.copy())
     sc.pp.normalize_total(a)

@@ -35,7 +35,7 @@ from glfs_workflow import record as Rec
 from glfs_workflow import report_tables as T
 from glfs_workflow import sections as S
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 ALL_METHODS = [
     "glfs",

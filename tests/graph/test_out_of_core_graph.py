@@ -152,7 +152,7 @@ def test_the_subsample_is_the_seeded_uniform_draw(data, monkeypatch):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        # method="auto" takes 20 components for an out-of-core X at any size (tests/test_backed_readme.py); exact on all genes cannot stream
+        # method="auto" takes 20 components for an out-of-core X at any size (tests/api/test_backed_readme.py); exact on all genes cannot stream
         (
             {"method": "exact"},
             r"an out-of-core X \(an AnnData backed CSR matrix 900 x 120, float32\) gets its graph from principal "

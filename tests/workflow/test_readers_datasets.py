@@ -17,7 +17,7 @@ import pytest
 from glfs.core._value_checks import looks_like_counts
 from glfs_workflow import datasets, fetch, files, preprocessing, readers, vendored
 
-RES = Path(__file__).resolve().parents[1] / "resources"
+RES = Path(__file__).resolve().parents[2] / "resources"
 GOLUB = RES / "golub"
 GBM = RES / "tcga_gbm"
 

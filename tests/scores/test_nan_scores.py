@@ -15,7 +15,7 @@ import scipy.sparse as sp
 import glfs
 from glfs.core._result import make_selection
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _counts_with_empty_cell(n=60, d=30, seed=0):
