@@ -238,18 +238,18 @@ def test_package_names_resolve_to_their_objects():
     import glfs
 
     homes = {
-        "lapaofs": "designs.optimal",
-        "lapdofs": "designs.optimal",
-        "glfs": "designs.gradient",
-        "glfs_objective": "designs.gradient",
-        "glfs_path": "designs.gradient",
-        "laprls_fit": "designs.gradient",
-        "glfs_design": "designs.budgeted",
-        "lkr_score": "scores.lkr",
-        "spca_score": "scores.baselines",
-        "q_alpha": "scores.baselines",
-        "laplacian_score": "scores.genewise",
-        "similarity_graph": "graph.similarity",
+        "lapaofs": "designs._optimal",
+        "lapdofs": "designs._optimal",
+        "glfs": "designs._gradient",
+        "glfs_objective": "designs._gradient",
+        "glfs_path": "designs._gradient",
+        "laprls_fit": "designs._gradient",
+        "glfs_design": "designs._budgeted",
+        "lkr_score": "scores._lkr",
+        "spca_score": "scores._baselines",
+        "q_alpha": "scores._baselines",
+        "laplacian_score": "scores._genewise",
+        "similarity_graph": "graph._similarity",
         "GLFSClassifier": "sklearn",
         "FeatureSelector": "sklearn",
     }
@@ -257,7 +257,7 @@ def test_package_names_resolve_to_their_objects():
         assert getattr(glfs, name) is getattr(importlib.import_module(f"glfs.{mod}"), name), name
     for name in glfs.__all__:
         assert getattr(glfs, name) is not None, name
-    assert isinstance(glfs.designs._ufi, types.ModuleType) and callable(glfs.designs._ufi.ufi)
+    assert callable(glfs.designs.ufi) and glfs.designs.ufi is glfs.designs._ufi.ufi
     assert isinstance(glfs.tl, types.ModuleType) and callable(glfs.tl.select)
 
 
