@@ -65,7 +65,6 @@ __all__ = [
     *_leiden.__all__,
     *_mixing.__all__,
     *_classify.__all__,
-    "LABEL_COUNT_TOLERANCE",
     "random_gene_orders",
     "evaluate_random_floor",
 ]

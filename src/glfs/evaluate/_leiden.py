@@ -42,6 +42,7 @@ LEIDEN_MIN_PCA_FEATURES = 3
 _SINGLECELL_HINT = "the Leiden evaluation needs scanpy, leidenalg and igraph: pip install glfs[singlecell]"
 
 __all__ = [
+    "LABEL_COUNT_TOLERANCE",
     "LEIDEN_RESOLUTIONS",
     "LEIDEN_MIN_PCA_FEATURES",
     "evaluate_ranking_leiden",
