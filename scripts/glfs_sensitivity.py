@@ -1,7 +1,7 @@
 """Rule glfs_sensitivity: post-hoc lambda1 sensitivity of the well-posed GLFS on an evaluated dataset.
 
 For every ``graph_weight`` of config glfs_sensitivity.graph_weights (lambda1 =
-graph_weight / mean degree of the graph, glfs.designs.budgeted.scale_free_lambdas), the
+graph_weight / mean degree of the graph, glfs.designs._budgeted.scale_free_lambdas), the
 well-posed GLFS (glfs.select(..., method=glfs.api.DESIGN_GLFS), passed as params.method) selects the configured
 n_features genes with the configured graph and its other parameters
 (selection.params.glfs); its ranking is evaluated with the protocol of
@@ -21,7 +21,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 import glfs
-from glfs.designs.budgeted import DEFAULT_GRAPH_WEIGHT
+from glfs.designs import DEFAULT_GRAPH_WEIGHT
 from glfs.evaluate import evaluate_ranking
 from glfs_workflow.evaluation import clustering_kwargs
 from glfs_workflow.files import write_tsv

@@ -1,13 +1,13 @@
 """Rule simulate_recovery (and simulate_recovery_full): Figure 1 recovery Score of every method over a simulation grid.
 
 One process per grid runs the methods one after another, each exactly as a job of its own would
-(glfs.simulation.simulate.recovery_experiment with its parameters and the master seed), and writes
+(glfs.simulation._simulate.recovery_experiment with its parameters and the master seed), and writes
 each method's table; ``params.methods`` and ``output`` are in the same order.
 """
 
 import pandas as pd
 
-from glfs.simulation.simulate import recovery_experiment, simulation_grid
+from glfs.simulation import recovery_experiment, simulation_grid
 from glfs_workflow.files import write_tsv
 from glfs_workflow.logs import log_to
 

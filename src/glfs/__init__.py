@@ -10,23 +10,27 @@ from __future__ import annotations
 import importlib
 
 from glfs.api import METHODS, select
-from glfs.core._validation import ConstantFeatureWarning
-from glfs.core.result import Selection
-from glfs.designs.budgeted import glfs_design
-from glfs.designs.gradient import GLFSConvergenceWarning, GLFSResult, glfs, glfs_objective, glfs_path, laprls_fit
-from glfs.designs.optimal import lapaofs, lapdofs
-from glfs.graph.similarity import label_graph, laplacian, similarity_graph
-from glfs.scores.baselines import q_alpha, spca_score
-from glfs.scores.genewise import fisher_score, laplacian_score, variance_score
-from glfs.scores.lkr import lkr_score
+from glfs.core import ConstantFeatureWarning, Selection
+from glfs.designs import (
+    GLFSConvergenceWarning,
+    GLFSResult,
+    glfs,
+    glfs_design,
+    glfs_objective,
+    glfs_path,
+    lapaofs,
+    lapdofs,
+    laprls_fit,
+)
+from glfs.graph import label_graph, laplacian, similarity_graph
+from glfs.scores import fisher_score, laplacian_score, lkr_score, q_alpha, spca_score, variance_score
 
 __version__ = "0.1.0"
 
 # The method modules above need only numpy and scipy, and glfs.api (the registry) imports
-# every one of them anyway: importing them here costs nothing more.  UFI is glfs.designs.ufi.ufi:
-# glfs.designs.ufi is its module (a function of that name here would shadow the module, and
-# `import glfs.designs.ufi as m` would give the function).  The adapters below import
-# scikit-learn and anndata (about a second between them), so they load on first use.
+# every one of them anyway: importing them here costs nothing more.  UFI is glfs.designs.ufi.
+# The adapters below import scikit-learn and anndata (about a second between them), so they
+# load on first use.
 _LAZY = {
     "GLFSClassifier": "glfs.sklearn",
     "FeatureSelector": "glfs.sklearn",

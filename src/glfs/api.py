@@ -12,17 +12,22 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from glfs.core._out_of_core import OutOfCore, out_of_core_kind
+from glfs.core._result import Selection, make_selection
 from glfs.core._validation import check_graph, check_labels, check_n_features, check_X
+from glfs.core._value_checks import check_counts, check_scale
 from glfs.core.limits import DENSE_ALTERNATIVE, check_dense_size
-from glfs.core.out_of_core import OutOfCore, out_of_core_kind
-from glfs.core.result import Selection, make_selection
-from glfs.core.value_checks import check_counts, check_scale
-from glfs.designs import budgeted as design
-from glfs.designs import gradient, optimal, ufi
-from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
-from glfs.scores import baselines, hvg, lkr, moran
-from glfs.scores import batches as by_batch
-from glfs.scores.genewise import deviance_by_batch, deviance_score, fisher_score, laplacian_score, variance_score
+from glfs.designs import _budgeted as design
+from glfs.designs import _gradient as gradient
+from glfs.designs import _optimal as optimal
+from glfs.designs import _ufi as ufi
+from glfs.graph._similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
+from glfs.scores import _baselines as baselines
+from glfs.scores import _batches as by_batch
+from glfs.scores import _hvg as hvg
+from glfs.scores import _lkr as lkr
+from glfs.scores import _moran as moran
+from glfs.scores._genewise import deviance_by_batch, deviance_score, fisher_score, laplacian_score, variance_score
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +83,9 @@ class MethodInfo:
     own_graph: bool = False  # builds its own graph when none is given (instead of DEFAULT_GRAPH_PARAMS')
     optional_counts: bool = False  # scores X, and takes raw counts too when given (fn's counts=)
     batch: str | None = (
-        None  # batches=: "ranks" scored within each batch, combined by rank (glfs.scores.batches); "own" fn takes batches= (scanpy's flavours)
+        None  # batches=: "ranks" scored within each batch, combined by rank (glfs.scores._batches); "own" fn takes batches= (scanpy's flavours)
     )
-    # batch="ranks": every batch in one pass instead of fn once per batch, the same Selections (glfs.scores.batches.run_by_batch):
+    # batch="ranks": every batch in one pass instead of fn once per batch, the same Selections (glfs.scores._batches.run_by_batch):
     # batch_fn(X, codes, n_batches, *, n_features, counts) -> [Selection of batch k for k in range(n_batches)]
     batch_fn: Callable | None = None
     objective: str | None = None  # GLFS methods: GLFSClassifier's objective ("design", "exact", "paper", "printed")
@@ -161,7 +166,7 @@ def _registry() -> dict[str, MethodInfo]:
           fixed_params=("return_components", "return_info"), description="sparse PCA loading mass"),
         M(name="q_alpha", fn=baselines.select_q_alpha, family="baseline", dense_x=True, params_from=baselines.q_alpha,
           fixed_params=("return_info",), description="Q-alpha (Wolf & Shashua 2005)"),
-        # the single-cell baselines: scanpy's HVG flavours (glfs.scores.hvg; parameters passed on to scanpy)
+        # the single-cell baselines: scanpy's HVG flavours (glfs.scores._hvg; parameters passed on to scanpy)
         # and the binomial deviance
         M(name="hvg_seurat", fn=hvg.select_hvg_seurat, family="hvg", params_from=("n_bins",),
           batch="own", description="scanpy HVG, flavor 'seurat' (log-normalised input)"),
@@ -173,7 +178,7 @@ def _registry() -> dict[str, MethodInfo]:
           params_from=("theta", "clip", "chunksize"), batch="own", description="scanpy HVG, Pearson residuals (raw counts)"),
         M(name="deviance", fn=_select_deviance, family="baseline", needs_counts=True, streams=True,
           batch="ranks", batch_fn=_select_deviance_batches, description="binomial deviance (Townes et al. 2019), raw counts"),
-        # the graph-based single-cell selection (glfs.scores.moran; docs/methods/graph-moran.md)
+        # the graph-based single-cell selection (glfs.scores._moran; docs/methods/graph-moran.md)
         M(name="graph_moran", fn=moran.select_graph_moran, family="score", needs_graph=True, own_graph=True,
           optional_counts=True, streams=True, fixed_params=("batches",),
           batch="ranks", description="Moran's I on a kNN graph of the cells refined on its own top genes (single-cell)"),
@@ -246,7 +251,7 @@ def select(
         An AnnData is read through its ``.X``, its ``.raw`` through ``.raw.X``
         (nothing is written into it; :func:`glfs.tl.select` writes the result into ``.var``).  Real and
         finite; its largest absolute value must lie in ``[1e-50, 1e50]``
-        (:data:`glfs.core.value_checks.SCALE_RANGE`: beyond it squares and products
+        (:data:`glfs.core._value_checks.SCALE_RANGE`: beyond it squares and products
         leave float64), else a ValueError says so.
     method : str
         One of :data:`METHODS` (``glfs.METHODS.keys()``).
@@ -275,7 +280,7 @@ def select(
         One batch label per sample (scanpy's ``adata.obs[batch_key]``), for the methods with
         ``METHODS[m].batch``: scanpy's flavours pass them to scanpy (``batch_key``); the gene-wise
         scores are computed within each batch, their graph built (or a given graph cut) within
-        it, and the batches combined by rank (:mod:`glfs.scores.batches`; docs/methods/batch-aware.md,
+        it, and the batches combined by rank (:mod:`glfs.scores._batches`; docs/methods/batch-aware.md,
         "Batch-aware selection").  Needs ``n_features_to_select`` and X in memory.
     **params
         Method parameters (see each method's function).
@@ -374,7 +379,7 @@ def check_seed(random_state) -> None:
 
 
 def _select_batches(info, X, batches, W, n_features, graph_params, random_state, params):
-    """The method within batches (docs/methods/batch-aware.md, "Batch-aware selection"): scanpy's or glfs.scores.batches'."""
+    """The method within batches (docs/methods/batch-aware.md, "Batch-aware selection"): scanpy's or glfs.scores._batches'."""
     if info.batch is None:
         aware = [m for m, i in METHODS.items() if i.batch is not None]
         msg = f"method {info.name!r} does not take batches (batch_key); the batch-aware methods are {aware}"
@@ -442,7 +447,7 @@ def check_streams(method: str, X, graph) -> None:
 # Every parameter of a method is named in one place: the signature of the function its registry row
 # points at (MethodInfo.params_from, or fn itself), less the arguments glfs.select passes itself
 # (_PASSED) and the names fn sets itself (MethodInfo.fixed_params).  glfs.select checks the names
-# before the method runs; tests/test_validation.py checks that each method accepts the defaults of
+# before the method runs; tests/core/test_validation.py checks that each method accepts the defaults of
 # the names found here and refuses other names.
 _PASSED = {"X", "W", "n_features", "n_features_to_select", "labels", "random_state", "counts"}
 

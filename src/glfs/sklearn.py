@@ -13,10 +13,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from glfs.api import method_info, select
 from glfs.core._validation import check_int, check_labels, check_X, constant_features
-from glfs.designs.budgeted import glfs_design
-from glfs.designs.gradient import glfs_path, laprls_fit
-from glfs.designs.gradient_model import DEFAULT_LAMBDA1, DEFAULT_LAMBDA2
-from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS, label_graph, similarity_graph
+from glfs.designs._budgeted import glfs_design
+from glfs.designs._gradient import glfs_path, laprls_fit
+from glfs.designs._gradient_model import DEFAULT_LAMBDA1, DEFAULT_LAMBDA2
+from glfs.graph._similarity import DEFAULT_GRAPH_PARAMS, label_graph, similarity_graph
 
 __all__ = ["FeatureSelector", "GLFSClassifier"]
 
@@ -56,7 +56,7 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
     -----
     Parameters are checked in ``fit`` (scikit-learn's convention); X is
     validated by :func:`sklearn.utils.validation.validate_data` (dense or CSR,
-    at least 2 samples, finite).  ``tests/test_sklearn_checks.py`` runs
+    at least 2 samples, finite).  ``tests/api/test_sklearn_checks.py`` runs
     scikit-learn's estimator checks on it.
 
     Examples
@@ -151,7 +151,7 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
 
     Selection, by ``objective``:
 
-    - ``"design"`` (default): the well-posed GLFS (:func:`glfs.designs.budgeted.glfs_design`,
+    - ``"design"`` (default): the well-posed GLFS (:func:`glfs.designs._budgeted.glfs_design`,
       registry name ``"glfs"``) for every k of ``n_genes_grid``; CV chooses k.
     - ``"exact"``, ``"paper"``, ``"printed"``: the published readings; the GLFS
       lam path (:func:`glfs.glfs_path`) and CV chooses lam.
@@ -185,7 +185,7 @@ class GLFSClassifier(ClassifierMixin, BaseEstimator):
         Candidate gene-set sizes for ``objective="design"`` (capped at the
         number of genes).
     glfs_params : dict, optional
-        Extra parameters of :func:`glfs.designs.budgeted.glfs_design` ("design") or
+        Extra parameters of :func:`glfs.designs._budgeted.glfs_design` ("design") or
         :func:`glfs.glfs_path` (published variants).
     graph_params : dict, optional
         Further keyword arguments of :func:`glfs.similarity_graph` for the kNN

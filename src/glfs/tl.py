@@ -38,18 +38,25 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from glfs.anndata_writers import COUNTS_LAYER, GRAPH_KEY, warn_replaced, write_graph, write_selection
+from glfs._anndata_writers import (
+    CONVERGENCE_KEYS,
+    COUNTS_LAYER,
+    GRAPH_KEY,
+    warn_replaced,
+    write_graph,
+    write_selection,
+)
 from glfs.api import check_seed, check_streams, method_info, n_to_select
 from glfs.api import select as _select
+from glfs.core._out_of_core import OutOfCore, out_of_core_kind
+from glfs.core._result import Selection
 from glfs.core._validation import check_X
-from glfs.core.out_of_core import OutOfCore, out_of_core_kind
-from glfs.core.result import Selection
-from glfs.core.value_checks import holds_counts, looks_like_counts
-from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
+from glfs.core._value_checks import holds_counts, looks_like_counts
+from glfs.graph._similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
 
 log = logging.getLogger(__name__)
 
-__all__ = ["select", "selection", "GRAPH_KEY", "COUNTS_LAYER"]
+__all__ = ["select", "selection", "write_selection", "write_graph", "GRAPH_KEY", "COUNTS_LAYER", "CONVERGENCE_KEYS"]
 
 
 def select(
@@ -543,7 +550,7 @@ def _selection_frame(sel, var_names):
 
 
 def _warn_if_counts(X, layer) -> None:
-    """Log a warning when the matrix looks like raw counts (glfs.core.value_checks.looks_like_counts)."""
+    """Log a warning when the matrix looks like raw counts (glfs.core._value_checks.looks_like_counts)."""
     if isinstance(X, OutOfCore):  # not read again for a warning
         return
     values = X.data if sp.issparse(X) else np.asarray(X)

@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from glfs.anndata_writers import COUNTS_LAYER
 from glfs.api import method_info
-from glfs.core.value_checks import SCALE_RANGE, looks_like_counts, scale_problem
+from glfs.core import SCALE_RANGE, looks_like_counts, scale_problem
+from glfs.tl import COUNTS_LAYER
 from glfs_workflow.preprocessing import preprocess
 from glfs_workflow.readers import _NA_STRINGS, DataError, Matrix, id_warnings, infer_format, read_labels, read_matrix
 from glfs_workflow.vendored import read_clanc840, read_golub, read_stategra
@@ -478,7 +478,7 @@ def _check_classes(where: str, labels, cfg: dict) -> None:
 
 
 def _check_scale(expr: Path, X, var: pd.DataFrame, samples, method: str) -> None:
-    """Refuse values whose squares and products leave float64 (glfs.core.value_checks.SCALE_RANGE), naming the largest."""
+    """Refuse values whose squares and products leave float64 (glfs.core._value_checks.SCALE_RANGE), naming the largest."""
     problem = scale_problem(X)
     if problem:
         if sp.issparse(X):
@@ -542,7 +542,7 @@ def _preprocess_dataset(expr: Path, m: Matrix, method: str, cfg: dict):
 def _constant_genes(expr: Path, X, var: pd.DataFrame, n: int) -> list:
     """Names of the constant genes (logged); an error when every gene is constant."""
     if sp.issparse(X):
-        from glfs.scores.genewise import sparse_stats
+        from glfs.scores import sparse_stats
 
         const = sparse_stats(X)[1]  # O(nnz), no dense copy
         all_zero = X.count_nonzero() == 0

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from glfs.designs.budgeted import glfs_design
+from glfs.designs import glfs_design
 from glfs_workflow.files import read_tsv
 
 log = logging.getLogger(__name__)
@@ -104,7 +104,7 @@ def glfs_vs_greedy(X, W, ks, method_params: dict) -> pd.DataFrame:
     """The well-posed GLFS against greedy LapAOFS on the same criterion (results/{dataset}/glfs_vs_greedy.tsv).
 
     For each k of ``ks`` (capped at the number of genes), one call of
-    :func:`glfs.designs.budgeted.glfs_design` on X and the graph W with the workflow's GLFS parameters gives
+    :func:`glfs.designs._budgeted.glfs_design` on X and the graph W with the workflow's GLFS parameters gives
     both the criterion Tr(H_S^-1) of its answer and that of its greedy start, which is greedy LapAOFS on the
     same criterion, X and lambdas (He et al. 2011, Eq. 12, 17-20).  Lower is better; ``pct_lower`` is how much
     lower glfs is than greedy, in percent (>= 0 by construction: the exchange starts at the greedy set and

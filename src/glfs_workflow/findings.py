@@ -277,7 +277,7 @@ def top_gene_facts(top: dict, *, descriptions=None, n=10) -> dict:
 def label_count_misses(leiden: pd.DataFrame | None) -> list[dict]:
     """The (method, gene count) pairs of a Leiden table where some run's clustering "at the label count" never
     reached it (``nlabels_reached`` False: no resolution of the grid came within
-    ``glfs.evaluate.leiden.LABEL_COUNT_TOLERANCE`` of the labels), with the runs and the cluster counts reached.
+    ``glfs.evaluate._leiden.LABEL_COUNT_TOLERANCE`` of the labels), with the runs and the cluster counts reached.
     Empty for a table without the column (results written before it existed)."""
     if leiden is None or "nlabels_reached" not in leiden:
         return []

@@ -1,10 +1,10 @@
 """What parsing a text matrix costs in memory, and the memory a job has (issue 30, item 8).
 
 A text matrix is parsed by pandas into a table of strings before its values
-become float64; the peak is many times the text's size.  Measured with
-``benchmarks/text_parse_memory.py`` (``read_matrix`` on gzip'd tab-separated
+become float64; the peak is many times the text's size.  Measured
+(``read_matrix`` on gzip'd tab-separated
 matrices in a fresh process each; peak RSS less the RSS after the imports;
-benchmarks/results/text_parse_memory.md): 1,071 MB for 68 MB of log-expression
+studies/size-limits.md): 1,071 MB for 68 MB of log-expression
 text with 4 decimals (9.6 million values, 16.5 bytes per byte of text) and
 1,585 MB for 67 MB of single-cell counts (33.5 million values, mostly ``0``;
 24.7 per byte).  The two fit ``13 bytes per byte of text + 22 per value``

@@ -303,7 +303,7 @@ def _to_float(
     flat = pd.Series(raw.ravel())
     num = pd.to_numeric(flat, errors="coerce").to_numpy(dtype=np.float64)
     # only the cells that did not read as numbers are looked at as text (a lower-cased copy of
-    # every cell was most of the parse's peak memory: benchmarks/results/text_parse_memory.md)
+    # every cell was most of the parse's peak memory: studies/size-limits.md)
     at = np.flatnonzero(np.isnan(num))
     sub = flat.iloc[at]
     low = sub.str.strip().str.lower()
@@ -527,7 +527,7 @@ def _read_h5ad(path: Path, layer: str | None = None, budget: ParseBudget | None 
         msg = f"{path}: empty AnnData ({a.n_obs} obs x {a.n_vars} var)"
         raise DataError(msg)
     if sp.issparse(X):  # before anything reads its indices: a corrupt file must not crash the process
-        from glfs.core.structure import canonical, check_sparse_structure
+        from glfs.core import canonical, check_sparse_structure
 
         where = f"layers[{layer!r}]" if layer is not None else "X"
         try:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from glfs.evaluate.leiden import LABEL_COUNT_TOLERANCE
+from glfs.evaluate import LABEL_COUNT_TOLERANCE
 
 from . import figures as G
 from . import findings as F

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from glfs.anndata_writers import CONVERGENCE_KEYS, COUNTS_LAYER, GRAPH_KEY, write_graph, write_selection
 from glfs.api import method_info, plain_value
-from glfs.core.result import Selection, make_selection
+from glfs.core import Selection, make_selection
+from glfs.tl import CONVERGENCE_KEYS, COUNTS_LAYER, GRAPH_KEY, write_graph, write_selection
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def path_table(meta: dict) -> pd.DataFrame | None:
     """The GLFS lam path from a selection's diagnostics, as columns lam, n_selected, objective.
 
     Accepts ``extra["path"]`` as a list of ``(lam, n_selected, objective)``
-    rows (glfs.designs.gradient), a list of records, or a mapping of equal-length
+    rows (glfs.designs._gradient), a list of records, or a mapping of equal-length
     lists; returns None when the method recorded no path.
     """
     path = (meta.get("extra") or {}).get("path")
@@ -129,7 +129,7 @@ def glfs_path_frame(meta: dict, *, source="the sidecar") -> pd.DataFrame:
     """results/{dataset}/glfs_path.tsv from the default GLFS variant's sidecar ``meta``.
 
     Columns ``method`` and :data:`GLFS_PATH_COLUMNS`: converged and kkt_residual come from the path
-    records of glfs.designs.gradient (whether the point reached the KKT tolerance, and its scaled KKT
+    records of glfs.designs._gradient (whether the point reached the KKT tolerance, and its scaled KKT
     residual) and are empty when the method records none.  No rows when it records no path.  Points that
     did not converge are counted in a warning.
     """
@@ -153,7 +153,7 @@ def glfs_path_frame(meta: dict, *, source="the sidecar") -> pd.DataFrame:
 def annotate_dataset(adata, W, graph_params: dict, selections, *, source="the AnnData") -> list[str]:
     """Write a dataset's graph and every method's selection into ``adata`` (results/{dataset}/adata.h5ad).
 
-    The graph ``W`` goes where :func:`glfs.anndata_writers.write_graph` puts it, with the graph settings
+    The graph ``W`` goes where :func:`glfs._anndata_writers.write_graph` puts it, with the graph settings
     that were given (``graph_params`` without its None values) in ``uns["patient_similarity"]["params"]``;
     ``selections`` is an iterable of ``(table, meta, name)``: each method's selection table as read back
     from its file, its JSON sidecar and the table's name for errors (:func:`annotate_selection`).
@@ -213,7 +213,7 @@ LEIDEN_COLUMNS = [
     "nlabels_reached",
     "kmeans_ari",
     "kmeans_nmi",
-    "batch_mixing",  # NaN for a dataset without batch_column (glfs.evaluate.mixing.knn_batch_mixing)
+    "batch_mixing",  # NaN for a dataset without batch_column (glfs.evaluate._mixing.knn_batch_mixing)
 ]
 
 

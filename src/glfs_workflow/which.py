@@ -427,7 +427,7 @@ def advice_facts(which: list[dict], panel: pd.DataFrame | None) -> dict:
 
     ``which``: the run's :func:`which_facts`.  ``panel``: the development panel's summary
     (``resources/singlecell/panel_summary.tsv``: ``method``, ``n_genes``, ``mean_score``, ``n_sets``;
-    written by ``benchmarks/real_panel.py``), or None.  Returns ``cells``: the panel's best selection
+    recorded in ``studies/real-panel.md``), or None.  Returns ``cells``: the panel's best selection
     over :data:`ADVICE_COUNTS` (mean of the two counts' mean scores), whether it is a scanpy HVG flavour,
     the scanpy flavour name, the best three other HVG flavours, the best selection that is not an HVG
     flavour (``best_own``, None when it is the best) and the random genes beside it (None without a

@@ -342,8 +342,8 @@ def test_schema_preprocess_options_match_the_library():
     assert "label" not in str(SCHEMA["definitions"]["dataset"]["properties"]["label_column"].get("default", ""))
 
 
-@pytest.mark.parametrize("path", sorted((REPO / "benchmarks").glob("*.yaml")), ids=lambda p: p.name)
-def test_benchmark_configs_are_valid_over_the_default_config(path):
+@pytest.mark.parametrize("path", sorted((REPO / "config").glob("*.yaml")), ids=lambda p: p.name)
+def test_extra_configs_are_valid_over_the_default_config(path):
     """A config given with --configfile is overlaid on config.yaml; the result must pass the schema."""
     extra = yaml.safe_load(path.read_text())
     merged = copy.deepcopy(CONFIG)

@@ -480,8 +480,8 @@ def test_a_datasets_own_methods_replace_the_top_level_list_for_that_dataset_only
 def test_the_workflow_graph_and_glfs_defaults_are_the_librarys():
     """The schema (YAML: it cannot import) repeats the library's defaults of the graph and of GLFS's
     lambdas; this keeps each pair equal, so the library's value is the one that counts."""
-    from glfs.designs.gradient_model import DEFAULT_LAMBDA1, DEFAULT_LAMBDA2
-    from glfs.graph.similarity import DEFAULT_GRAPH_PARAMS
+    from glfs.designs._gradient_model import DEFAULT_LAMBDA1, DEFAULT_LAMBDA2
+    from glfs.graph._similarity import DEFAULT_GRAPH_PARAMS
 
     graph = SCHEMA["properties"]["graph"]["properties"]
     assert graph["n_neighbors"]["default"] == DEFAULT_GRAPH_PARAMS["n_neighbors"]

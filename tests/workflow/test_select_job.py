@@ -78,7 +78,7 @@ def test_one_job_for_all_methods_writes_what_one_job_per_method_writes(tmp_path,
             assert (tmp_path / "together" / f"{m}.{ext}").read_bytes() == alone, (m, ext)
     assert "glfs_exact: selected 5 genes" in (tmp_path / "together" / "s.log").read_text()
     # the job's AnnData: the prepared data, the dataset's graph and every method's selection as its table says
-    from glfs.anndata_writers import GRAPH_KEY
+    from glfs._anndata_writers import GRAPH_KEY
     from glfs_workflow.files import read_tsv
 
     a = anndata.read_h5ad(tmp_path / "together" / "adata.h5ad")

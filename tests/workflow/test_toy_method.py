@@ -19,8 +19,8 @@ import scipy.sparse as sp
 
 import glfs
 import glfs.api as api
-from glfs.anndata_writers import GRAPH_KEY
-from glfs.core.result import make_selection
+from glfs._anndata_writers import GRAPH_KEY
+from glfs.core._result import make_selection
 
 anndata = pytest.importorskip("anndata")
 

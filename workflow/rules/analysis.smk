@@ -13,7 +13,7 @@ SUPERVISED_METHODS = {name for name, info in _GLFS_METHODS.items() if info.needs
 # The published GLFS readings (lam paths).  The contracted results/{dataset}/glfs_path.tsv
 # is the path of the first of these among the dataset's methods (glfs_exact by default); every
 # variant's path is kept in results/{dataset}/selection/{method}.json and drawn in the
-# report.  The well-posed GLFS (DESIGN_GLFS, glfs.designs.budgeted) has no lam path: it is a plain method.
+# report.  The well-posed GLFS (DESIGN_GLFS, glfs.designs._budgeted) has no lam path: it is a plain method.
 GLFS_VARIANTS = _methods_of("glfs_published")  # registry order: glfs_exact first
 
 # Gene-set sizes of the glfs-vs-greedy criterion table (issue 8; capped at the number of genes).
@@ -272,7 +272,7 @@ def recovery_tables(wildcards):
 RECOVERY_TABLE = "results/{simgrid}/recovery.tsv"
 SIMULATION_TABLE = RECOVERY_TABLE.format(simgrid="simulation")
 PAPER_TABLE = "resources/paper_table3.tsv"
-# The development panel's summary (benchmarks/real_panel.py): the report's single-cell advice.
+# The development panel's summary (studies/real-panel.md): the report's single-cell advice.
 PANEL_SUMMARY = "resources/singlecell/panel_summary.tsv"
 
 
@@ -402,7 +402,7 @@ def run_benchmarks():
     runtime table: each rule's `benchmark:` pattern over the wildcards analysis_targets() gives
     its jobs.  Files of earlier runs' datasets and methods are not among them.  Called when
     make_report is defined (report.smk, included last), so every rule exists;
-    tests/test_report_run_only.py checks the list against the DAG's jobs."""
+    tests/workflow/test_report_run_only.py checks the list against the DAG's jobs."""
     ds, spectral, leiden = run_datasets(), spectral_datasets(), leiden_datasets()
     with_glfs = [d for d in ds if DESIGN_GLFS in dataset_methods(d)]
     per_dataset = {

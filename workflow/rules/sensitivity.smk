@@ -1,5 +1,5 @@
 # Stage: a post-hoc lambda1 sensitivity panel of the well-posed GLFS (DESIGN_GLFS: "glfs",
-# glfs.designs.budgeted) on the labelled datasets (not tuning: the default graph_weight was chosen
+# glfs.designs._budgeted) on the labelled datasets (not tuning: the default graph_weight was chosen
 # on the planted simulation).  Only when it is in `methods`.  Its criterion against greedy LapAOFS
 # (glfs_vs_greedy.tsv) is written by the dataset's selection job (select.smk).
 

@@ -1,4 +1,4 @@
-"""The numba kernels of the sparse gene-wise scores (:mod:`glfs.scores.genewise`, :mod:`glfs.scores.moran`)
+"""The numba kernels of the sparse gene-wise scores (:mod:`glfs.scores._genewise`, :mod:`glfs.scores._moran`)
 and of the graph's PCA projection (:func:`times_dense`, :func:`column_range`).
 
 Pure loops over the stored entries of a CSR or CSC block: per-gene statistics, centred sums, the
@@ -166,7 +166,7 @@ def _nb_cross_csc(x_ptr, x_idx, x_val, inv, u_ptr, u_idx, u_val, n, n_parts):
     return out
 
 
-# The kernels of an out-of-core X (:mod:`glfs.core.out_of_core`): one scan of a CSR row block.
+# The kernels of an out-of-core X (:mod:`glfs.core._out_of_core`): one scan of a CSR row block.
 
 
 def _nb_scan(indices, data, d):

@@ -16,8 +16,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from glfs.core.limits import DENSE_ALTERNATIVE, check_dense_size
-from glfs.core.out_of_core import (
+from glfs.core._out_of_core import (
     OutOfCore,
     _check_size,
     _ComplexInput,
@@ -25,7 +24,8 @@ from glfs.core.out_of_core import (
     _refuse_complex,
     out_of_core_kind,
 )
-from glfs.core.structure import canonical, check_sparse_structure, check_stored_values
+from glfs.core._structure import canonical, check_sparse_structure, check_stored_values
+from glfs.core.limits import DENSE_ALTERNATIVE, check_dense_size
 
 log = logging.getLogger(__name__)
 

@@ -1,15 +1,15 @@
 """Evaluation of gene selections: clustering agreement, nearest-neighbour accuracy, classification.
 
 X is always (n_samples, n_features) = (patients or cells, genes); pure functions of arrays, no file I/O.
-The protocols (docs/methods/evaluation.md) live in :mod:`glfs.evaluate.clustering` (NMI, ACC, spectral clustering and
+The protocols (docs/methods/evaluation.md) live in :mod:`glfs.evaluate._clustering` (NMI, ACC, spectral clustering and
 leave-one-out 1-NN on the bulk data, Wang & Goldenberg 2013 Sec. 3.3 and He et al. 2011 Sec. 7.2),
-:mod:`glfs.evaluate.leiden` (the single-cell protocol of scanpy users: PCA, 15-NN graph, Leiden over a
-resolution grid, ARI and NMI; scanpy imported lazily) and :mod:`glfs.evaluate.classify` (the Table 3
+:mod:`glfs.evaluate._leiden` (the single-cell protocol of scanpy users: PCA, 15-NN graph, Leiden over a
+resolution grid, ARI and NMI; scanpy imported lazily) and :mod:`glfs.evaluate._classify` (the Table 3
 classification protocol and its random-genes floor).
 
 This module is the public face of the evaluation: it re-exports the names of
-:mod:`glfs.evaluate.clustering` (metrics, spectral clustering, :func:`evaluate_ranking`),
-:mod:`glfs.evaluate.leiden` (:func:`evaluate_ranking_leiden`) and :mod:`glfs.evaluate.classify`
+:mod:`glfs.evaluate._clustering` (metrics, spectral clustering, :func:`evaluate_ranking`),
+:mod:`glfs.evaluate._leiden` (:func:`evaluate_ranking_leiden`) and :mod:`glfs.evaluate._classify`
 (the classification protocol), and holds the random-genes floor, which runs
 either clustering protocol (:func:`random_gene_orders`, :func:`evaluate_random_floor`).
 The protocols' defaults are their signatures' (the workflow's config schema repeats them, checked by a test).
@@ -22,8 +22,8 @@ import logging
 import numpy as np
 
 from glfs.core._validation import check_int, check_labels, check_X
-from glfs.evaluate import classify, clustering, leiden, mixing
-from glfs.evaluate.classify import (
+from glfs.evaluate import _classify, _clustering, _leiden, _mixing
+from glfs.evaluate._classify import (
     ElasticNetClassifier,
     baseline_classifiers,
     cv_splitter,
@@ -31,7 +31,7 @@ from glfs.evaluate.classify import (
     laprls_random_floor,
     n_genes_used,
 )
-from glfs.evaluate.clustering import (
+from glfs.evaluate._clustering import (
     ARPACK_MAX_SAMPLES,
     EIGEN_SOLVERS,
     EIGEN_TOL,
@@ -49,17 +49,22 @@ from glfs.evaluate.clustering import (
     spectral_cluster_runs,
     stratified_subsample,
 )
-from glfs.evaluate.leiden import LEIDEN_MIN_PCA_FEATURES, LEIDEN_RESOLUTIONS, evaluate_ranking_leiden
-from glfs.evaluate.mixing import knn_batch_mixing
+from glfs.evaluate._leiden import (
+    LABEL_COUNT_TOLERANCE,
+    LEIDEN_MIN_PCA_FEATURES,
+    LEIDEN_RESOLUTIONS,
+    evaluate_ranking_leiden,
+)
+from glfs.evaluate._mixing import knn_batch_mixing
 
 log = logging.getLogger(__name__)
 
 #: The names of the four protocol modules (their ``__all__``, imported by name above) and the floor's.
 __all__ = [
-    *clustering.__all__,
-    *leiden.__all__,
-    *mixing.__all__,
-    *classify.__all__,
+    *_clustering.__all__,
+    *_leiden.__all__,
+    *_mixing.__all__,
+    *_classify.__all__,
     "random_gene_orders",
     "evaluate_random_floor",
 ]

@@ -1,10 +1,11 @@
-"""Sample-similarity graphs (:mod:`glfs.graph.similarity`) and the nearest-neighbour search
-behind them (:mod:`glfs.graph.neighbors`).  X is (n_samples, n_features); every graph is a
-sparse CSR (n_samples, n_samples) matrix.  The public names of ``similarity`` (its ``__all__``) are
-re-exported here, so ``glfs.graph.similarity_graph`` keeps working.
+"""Sample-similarity graphs and the nearest-neighbour search behind them.
+
+X is (n_samples, n_features); every graph is a sparse CSR (n_samples, n_samples) matrix.  The names below
+are the public face (the ``__all__`` of the implementation module ``_similarity``, listed there once); the
+search itself (``_neighbors``, ``_sharded``, ``_ivf_blocks``) is the library's own.
 """
 
-from glfs.graph import similarity
-from glfs.graph.similarity import *  # noqa: F403  (the names of similarity.__all__, listed there once)
+from glfs.graph import _similarity
+from glfs.graph._similarity import *  # noqa: F403  (the names of _similarity.__all__, listed there once)
 
-__all__ = list(similarity.__all__)
+__all__ = list(_similarity.__all__)

@@ -1,7 +1,7 @@
-"""The counts of :func:`glfs.simulation.scsim.simulate_counts`, drawn in blocks of cells into a CSR matrix.
+"""The counts of :func:`glfs.simulation._scsim.simulate_counts`, drawn in blocks of cells into a CSR matrix.
 
 Steps 5-8 of its model (cell means, BCV trended means, Poisson counts, dropout);
-split from :mod:`glfs.simulation.scsim` to keep each file short.  Private to
+split from :mod:`glfs.simulation._scsim` to keep each file short.  Private to
 ``glfs.simulation``.
 """
 

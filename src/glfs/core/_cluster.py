@@ -1,0 +1,341 @@
+"""Block work on a dask.distributed cluster: an out-of-core dask X scored where its blocks are read.
+
+When X is a dask array and a ``dask.distributed`` client is active (``distributed.Client(...)``,
+``with client.as_current():``, or ``client=`` given to a score), the streaming scores
+(:mod:`glfs.scores._genewise`, :func:`glfs.scores._moran.graph_autocorrelation`) and the graph's
+PCA, index and neighbour search (:mod:`glfs.graph._sharded`) run as dask tasks: X is rechunked
+into gene blocks of all cells (``dask.array.rechunk``; an X chunked by genes is cut at its chunks'
+edges, so a block is one column of tiles and no worker needs more than it), the graph and the other shared inputs are
+scattered to every worker once (``client.scatter(..., broadcast=True)``), each task applies the
+score's own block function (the numba kernels of the single-process route) to its block, and the
+client combines the small per-gene results.  The client never holds a block of X; a task holds its
+block and that block's temporaries.  Without a client, or for any other X, nothing here runs and the
+blocks stream through the calling process as before (:class:`glfs.core._out_of_core.OutOfCore`).
+
+dask and distributed are imported only when a dask X meets an active client (``pip install glfs[scale]``).
+A task that fails (or a worker lost more often than ``distributed.scheduler.allowed-failures``)
+makes the whole call fail with a RuntimeError naming the block: no partial result is returned.
+docs/guides/atlases.md, "On a dask cluster", has the design and the measured costs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from glfs.core._structure import canonical, check_sparse_structure
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "active_client",
+    "as_current",
+    "chunk_grid",
+    "chunk_tasks",
+    "gather_blocks",
+    "map_chunks",
+    "map_gene_blocks",
+    "map_pieces",
+    "n_workers",
+    "stall_seconds",
+    "task_key",
+    "wait_for",
+    "BLOCKS_PER_WORKER",
+    "STALL_SECONDS",
+]
+
+#: Gene blocks per worker at least (smaller blocks than ``STREAM_VALUES`` when X is small), so that
+#: every worker has work and a slow block does not leave the others idle.
+BLOCKS_PER_WORKER = 2
+
+
+def active_client(client=None):
+    """``client`` if given, else the dask.distributed client in use (``Client.current()``), else None.
+
+    None also when distributed is not installed.
+    """
+    if client is not None:
+        return client
+    try:
+        from distributed import Client
+    except ImportError:
+        return None
+    try:
+        return Client.current(allow_global=True)
+    except ValueError:
+        return None
+
+
+@contextlib.contextmanager
+def as_current(client=None):
+    """Make ``client`` the current dask client inside the block (nothing when it is None)."""
+    if client is None:
+        yield
+        return
+    with client.as_current():
+        yield
+
+
+def n_workers(client) -> int:
+    """The number of workers of the dask ``client`` (at least 1)."""
+    return max(1, len(client.scheduler_info().get("workers", {})))
+
+
+#: Seconds a step of tasks may go with none of its blocks finished while no worker runs or fetches a task
+#: before the call raises a RuntimeError naming the step and the blocks not done (a stalled cluster: tasks
+#: left waiting by the scheduler, every worker paused or idle), instead of waiting forever.  A slow task
+#: that is running never counts.  dask's config key ``glfs.stall-timeout`` overrides it (seconds, or a
+#: string such as ``"10 minutes"``; None waits forever): ``dask.config.set({"glfs.stall-timeout": 600})``.
+STALL_SECONDS = 300
+
+
+def stall_seconds() -> float | None:
+    """The stall limit in seconds (:data:`STALL_SECONDS`, or dask's config ``glfs.stall-timeout``); None: none."""
+    import dask
+    from dask.utils import parse_timedelta
+
+    value = dask.config.get("glfs.stall-timeout", STALL_SECONDS)
+    if value is None or value is False:
+        return None
+    msg = f"dask config 'glfs.stall-timeout' must be a positive duration (seconds, or e.g. '10 minutes') or None; got {value!r}"
+    try:
+        seconds = parse_timedelta(value, default="seconds")
+    except (TypeError, ValueError, KeyError) as e:
+        raise ValueError(msg) from e
+    if seconds is None or not seconds > 0:
+        raise ValueError(msg)
+    return float(seconds)
+
+
+def gather_blocks(client, futures, what: str, labels, fetch: bool = True):
+    """The results of ``futures`` in their order, logging each finished block; on any failure the
+    others are cancelled and a RuntimeError names the first failed block (no partial results).
+    ``fetch=False``: only wait (the results stay on the workers; None each).  A step that stalls
+    (:data:`STALL_SECONDS`) raises a RuntimeError too."""
+    index = {f.key: i for i, f in enumerate(futures)}
+    out = [None] * len(futures)
+    pending = list(futures)
+    t0, done = time.perf_counter(), 0
+    try:
+        while pending:
+            finished, pending = _next_finished(client, pending, what, [labels[index[f.key]] for f in pending])
+            for fut in finished:
+                i = index[fut.key]
+                try:
+                    if fetch or fut.status != "finished":
+                        res = fut.result()  # raises the task's error
+                        out[i] = res if fetch else None
+                except Exception as e:
+                    lost = type(e).__name__ in ("KilledWorker", "FutureCancelledError", "CancelledError")
+                    hint = (
+                        "; a worker was lost (above its memory limit, or killed): raise the workers' memory_limit "
+                        "or make X's chunks smaller"
+                        if lost
+                        else ""
+                    )
+                    msg = (
+                        f"{what} failed on the dask cluster at {labels[i]} ({type(e).__name__}: {e}){hint}; "
+                        f"no partial result is returned"
+                    )
+                    raise RuntimeError(msg) from e
+                done += 1
+                log.info(
+                    "%s: %s done (%d of %d blocks), %.1f s",
+                    what,
+                    labels[i],
+                    done,
+                    len(futures),
+                    time.perf_counter() - t0,
+                )
+    finally:
+        if done < len(futures):
+            client.cancel(futures)
+    return out
+
+
+def _next_finished(client, pending, what, labels):
+    """(finished, still pending) futures of ``pending`` once one or more is done; RuntimeError when the
+    step stalls: :func:`stall_seconds` with none done while no worker runs or fetches a task."""
+    import asyncio
+    from concurrent.futures import CancelledError
+
+    from distributed import wait
+
+    limit = stall_seconds()
+    poll = None if limit is None else max(0.2, min(10.0, limit / 3))
+    idle = 0.0
+    while True:
+        try:
+            res = wait(pending, timeout=poll, return_when="FIRST_COMPLETED")
+            return list(res.done), [f for f in pending if f not in res.done]
+        except CancelledError:  # some cancelled (e.g. lost dependencies): their result() raises and is named
+            return [f for f in pending if f.done()], [f for f in pending if not f.done()]
+        except (TimeoutError, asyncio.TimeoutError):
+            workers = client.run(_activity, on_error="return")
+            busy = any(isinstance(a, dict) and a["running"] for a in workers.values())
+            idle = 0.0 if busy else idle + poll
+            if idle >= limit:
+                _raise_stalled(client, what, labels, workers, limit)
+
+
+def _activity(dask_worker) -> dict:
+    """What a worker is doing (run on every worker): tasks running or fetching data, its status."""
+    st = dask_worker.state
+    return {
+        "running": len(st.executing) + len(st.long_running) + len(st.in_flight_tasks),
+        "ready": len(st.ready) + len(st.constrained),
+        "status": getattr(dask_worker.status, "name", str(dask_worker.status)),
+    }
+
+
+def _raise_stalled(client, what, labels, workers, limit):
+    """The RuntimeError of a stalled step: the blocks not done, the workers' states, how to see more."""
+    said = ", ".join(
+        f"{w}: {a['status']}, {a['ready']} ready" if isinstance(a, dict) else f"{w}: no answer ({a})"
+        for w, a in workers.items()
+    )
+    shown = "; ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
+    msg = (
+        f"{what} stalled on the dask cluster: none of its {len(labels)} blocks still to do ({shown}) finished in "
+        f"{limit:.0f} s while no worker ran or fetched a task (workers: {said or 'none'}); the scheduler's and "
+        f"workers' states can be saved with client.dump_cluster_state(); dask config 'glfs.stall-timeout' "
+        f"sets this limit (None waits forever); no partial result is returned"
+    )
+    raise RuntimeError(msg)
+
+
+def wait_for(client, futures, what: str, labels=None) -> None:
+    """Wait until every future is done, logging each; a failure raises as in :func:`map_chunks` (the
+    others cancelled).  The results stay on the workers, for tasks that depend on them."""
+    labels = labels or [f"block {i}" for i in range(len(futures))]
+    gather_blocks(client, futures, what, labels, fetch=False)
+
+
+def task_key(what: str, i: int) -> str:
+    """A task's key: what it computes (its kind in the dashboard and task stream), its block, a unique token."""
+    import uuid
+
+    return f"glfs {what}-{i}-{uuid.uuid4().hex[:12]}"
+
+
+def chunk_grid(source):
+    """The chunks of the dask array ``source`` as an array of Delayed, unoptimised: each chunk keeps its
+    key and its task as in ``source`` in every step that submits it.
+
+    Optimised (dask's default), each step's graph fused X's chunks in its own way: a chunk's key (a
+    ``concatenate`` alias of a shard's tile) became an alias of a fused task (``make_dask_chunk-concatenate-…``)
+    in the PCA projection and stayed an alias of the tile in the score's rechunk.  While the client held
+    a result of the projection (the PCA scores), the worker kept the projection's released tasks with
+    their dependencies, took the score's task of the same key with the old, fused dependency beside the
+    new one, found it nowhere and waited forever: the stall of the Laplacian score at 10^6 x 2,000
+    (docs/guides/atlases.md, "On a dask cluster"; tests/core/test_cluster_stall.py reproduces it on 4 shards).
+    """
+    return source.to_delayed(optimize_graph=False)
+
+
+def _scatter(client, shared):
+    """The dict ``shared`` on every worker once: one future for all of it."""
+    return client.scatter([shared], broadcast=True, hash=False)[0]
+
+
+def _call(fn, block, shared):
+    return fn(block, **shared)
+
+
+def _call_block(fn, block, shared):
+    """``fn`` on a gene block; a sparse block checked and made canonical first (glfs.core._structure)."""
+    if sp.issparse(block):
+        check_sparse_structure(block)
+        block = canonical(block, warn=False)
+    return fn(block, **shared)
+
+
+def _call_at(fn, block, rows, cols, shared):
+    return fn(block, rows, cols, **shared)
+
+
+def chunk_tasks(X, fn, shared, client, what: str):
+    """(rows, cols, delayed ``fn(chunk, rows, cols, **shared)``) for every chunk of the dask X, in grid
+    order (the column chunks of a row chunk in turn), ``shared`` scattered to every worker once.
+
+    Nothing is computed: the tasks are for :func:`map_chunks` or for tasks that depend on them.
+    """
+    import dask
+
+    src = X.source
+    starts = [np.r_[0, np.cumsum(c)] for c in src.chunks]
+    grid = chunk_grid(src)
+    shared_f = _scatter(client, shared)
+    out = []
+    for i in range(grid.shape[0]):
+        for j in range(grid.shape[1]):
+            rows = slice(int(starts[0][i]), int(starts[0][i + 1]))
+            cols = slice(int(starts[1][j]), int(starts[1][j + 1]))
+            out.append(
+                (
+                    rows,
+                    cols,
+                    dask.delayed(_call_at)(
+                        fn, grid[i, j], rows, cols, shared_f, dask_key_name=task_key(what, len(out))
+                    ),
+                )
+            )
+    return out
+
+
+def map_chunks(X, fn, shared, client, what: str):
+    """``fn(chunk, rows, cols, **shared)`` on every chunk of the dask X as a task; (rows, cols, result) each.
+
+    For reductions over cells (validation scan, row sums): each task holds one chunk of X as dask
+    stores it and returns what ``fn`` makes of it, which should be small.
+    """
+    found = chunk_tasks(X, fn, shared, client, what)
+    where = [(r, c) for r, c, _ in found]
+    tasks = [t for _, _, t in found]
+    labels = [f"cells {r.start}-{r.stop - 1}, genes {c.start}-{c.stop - 1}" for r, c in where]
+    results = gather_blocks(client, client.compute(tasks), what, labels)
+    return [(r, c, res) for (r, c), res in zip(where, results)]
+
+
+def map_gene_blocks(X, parts, fn, shared, client, what: str):
+    """``fn(block, **shared)`` on every gene block ``parts`` (consecutive slices) of the dask X, as tasks.
+
+    X is rechunked into blocks of all cells by the genes of ``parts`` (dask's rechunk; each task of
+    it holds one chunk or one block), ``shared`` is scattered to every worker once, and each block's
+    task returns the per-gene results of its block.  Returns the results in the order of ``parts``.
+    """
+    import dask
+
+    n = X.shape[0]
+    widths = tuple(sl.stop - sl.start for sl in parts)
+    # dask's task-based rechunk: its P2P rechunk (chosen for large graphs on a distributed client) cannot
+    # move scipy.sparse chunks ("'csr_matrix' object has no attribute 'base'", at 10^6 cells in row chunks)
+    blocks = chunk_grid(X.source.rechunk(((n,), widths), method="tasks")).ravel()
+    shared_f = _scatter(client, shared)
+    tasks = [dask.delayed(_call_block)(fn, b, shared_f, dask_key_name=task_key(what, i)) for i, b in enumerate(blocks)]
+    log.info("%s: %d gene blocks of all %d cells as dask tasks on %d workers", what, len(tasks), n, n_workers(client))
+    labels = [f"genes {sl.start}-{sl.stop - 1}" for sl in parts]
+    return gather_blocks(client, client.compute(tasks), what, labels)
+
+
+def map_pieces(client, fn, pieces, shared, what: str, labels=None):
+    """``fn(piece, **shared)`` for in-memory ``pieces`` (e.g. query blocks of the neighbour search) as tasks.
+
+    The pieces are scattered (each to one worker), ``shared`` to every worker once; the results come
+    back in the order of ``pieces``.
+    """
+    shared_f = _scatter(client, shared)
+    piece_f = client.scatter(list(pieces), hash=False)
+    futures = client.map(
+        _call,
+        [fn] * len(piece_f),
+        piece_f,
+        [shared_f] * len(piece_f),
+        key=[task_key(what, i) for i in range(len(piece_f))],
+    )
+    labels = labels or [f"block {i}" for i in range(len(futures))]
+    return gather_blocks(client, futures, what, labels)

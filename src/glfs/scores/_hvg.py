@@ -1,0 +1,469 @@
+"""scanpy's highly-variable-gene selections as methods of the library, computed by scanpy.
+
+X is (n_samples, n_features) = (cells, genes), dense or sparse.  Each function
+calls ``scanpy.pp.highly_variable_genes`` (or scanpy's experimental Pearson
+residuals flavour) on an AnnData view of X and turns scanpy's per-gene output
+into a :class:`glfs.Selection`; nothing of what scanpy computes is written out
+again here.  The selected genes are exactly those of scanpy's own call with
+``n_top_genes = n_features`` (tests/scores/test_hvg.py checks this against scanpy).
+
+| method | scanpy call | input | score (higher = more variable) |
+|---|---|---|---|
+| ``hvg_seurat`` | ``flavor="seurat"`` (Satija et al. 2015) | log-normalised | ``dispersions_norm`` |
+| ``hvg_cell_ranger`` | ``flavor="cell_ranger"`` (Zheng et al. 2017) | log-normalised | ``dispersions_norm`` |
+| ``hvg_seurat_v3`` | ``flavor="seurat_v3"`` (Stuart et al. 2019; needs scikit-misc) | raw counts | ``variances_norm`` |
+| ``hvg_pearson_residuals`` | ``sc.experimental.pp.highly_variable_genes`` (Lause et al. 2021) | raw counts | ``residual_variances`` |
+
+Ranking: ``seurat`` and ``cell_ranger`` rank by their score (NaN last, ties
+in gene order).  ``seurat_v3`` and Pearson residuals rank by scanpy's own
+``highly_variable_rank`` computed over all genes (scanpy sorts them the same
+way whatever ``n_top_genes`` is, so the top n of this ranking is scanpy's
+selection of n genes, for every n).
+
+scanpy (and anndata) are imported when a method runs, not with ``glfs``: the
+methods need ``pip install glfs[singlecell]``.  docs/methods/hvg-deviance.md, "Single-cell
+baselines", gives the details.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+from contextlib import contextmanager
+
+import numpy as np
+import scipy.sparse as sp
+
+from glfs.core._result import Selection, make_selection
+from glfs.core._validation import constant_features
+from glfs.core.limits import check_bytes
+from glfs.scores._batches import batch_columns
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "select_hvg_seurat",
+    "select_hvg_cell_ranger",
+    "select_hvg_seurat_v3",
+    "select_hvg_pearson_residuals",
+    "pearson_residuals_bytes",
+]
+
+
+def _scanpy():
+    """scanpy and anndata, or an ImportError naming the extra to install."""
+    try:
+        import anndata
+        import scanpy
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        msg = f"the scanpy baselines (hvg_*) need scanpy: pip install glfs[singlecell] ({exc})"
+        raise ImportError(msg) from None
+    return scanpy, anndata
+
+
+#: The obs column of the batch labels in the AnnData handed to scanpy (its ``batch_key``).
+BATCH_COLUMN = "batch"
+
+
+def _adata(X, batches=None):
+    """A bare AnnData over X (cells x genes) with gene names "0".."d-1" (scanpy's output is matched by name),
+    and the batch labels as a categorical ``obs["batch"]`` when given."""
+    import pandas as pd
+
+    _, anndata = _scanpy()
+    X = X.astype(np.float32) if sp.issparse(X) and X.dtype != np.float32 else X
+    a = anndata.AnnData(X=X)
+    a.var_names = [str(j) for j in range(X.shape[1])]
+    if batches is not None:
+        a.obs[BATCH_COLUMN] = pd.Categorical(np.asarray(batches).astype(str))
+    return a
+
+
+def _batch_kw(batches) -> dict:
+    return {} if batches is None else {"batch_key": BATCH_COLUMN}
+
+
+def _batch_ranking(df, selected, order, score):
+    """scanpy's order with batch_key: its selection first, then ``order`` ((column, descending) pairs), the
+    score (descending), gene order; NaN last in every key.  The top n is scanpy's selection whatever its sort's ties."""
+    keys = [np.arange(len(df)), _key(df[score], True)]
+    for col, desc in reversed(order):
+        keys.append(_key(df[col], desc))
+    keys.append(~np.asarray(selected, dtype=bool))
+    return np.lexsort(keys)
+
+
+def _key(column, descending):
+    v = column.to_numpy(dtype=np.float64)
+    v = -v if descending else v.copy()
+    v[np.isnan(v)] = np.inf
+    return v
+
+
+def _batch_extra(df, batches) -> tuple[dict, dict]:
+    """(params, extra) of a batched scanpy call: the batches, and scanpy's per-gene batch columns as
+    :func:`glfs.scores._batches.batch_columns` (``median_rank`` = its ``highly_variable_rank`` + 1, where it has one)."""
+    labels = sorted({str(b) for b in np.asarray(batches).astype(str)})
+    nb = df["highly_variable_nbatches"].to_numpy(dtype=np.int64)
+    inter = (
+        df["highly_variable_intersection"].to_numpy(dtype=bool)
+        if "highly_variable_intersection" in df
+        else nb == len(labels)
+    )
+    median = (
+        df["highly_variable_rank"].to_numpy(dtype=np.float64) + 1
+        if "highly_variable_rank" in df
+        else np.full(nb.size, np.nan)
+    )
+    return {"batches": labels}, batch_columns(nb, inter, median)
+
+
+def _frame(df, d):
+    """scanpy's per-gene DataFrame in gene order (it may come back sorted or indexed by name)."""
+    df = df.copy()
+    df.index = df.index.astype(str)
+    return df.reindex([str(j) for j in range(d)])
+
+
+@contextmanager
+def _quiet():
+    """Silence scanpy's informational warnings for one call (not globally)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.filterwarnings("ignore", message=".*n_top_genes.*")
+        yield
+
+
+def _binning_message(method, flavor, X, params, exc) -> str:
+    """Why scanpy's binning of the genes by mean failed, and the way out (cell_ranger's bins are fixed percentiles:
+    scanpy ignores n_bins there; genes that are zero in every cell all get the mean 1e-12)."""
+    d = X.shape[1]
+    head = f"{method}: scanpy's {flavor!r} flavour cuts the {d} genes into bins by their mean expression "
+    failed = f"that failed ({type(exc).__name__}: {exc})."
+    if flavor != "cell_ranger":
+        return (
+            f"{head}(n_bins={params.get('n_bins', 20)}) and normalises each gene's dispersion within its bin; {failed} "
+            "It needs many genes with distinct means; pass fewer bins (n_bins) or more genes, or use deviance or "
+            "hvg_pearson_residuals"
+        )
+    zero = int((np.asarray((X != 0).sum(axis=0)).ravel() == 0).sum())
+    why = (
+        f"{zero} of the {d} genes ({zero / d:.0%}) are zero in every cell and share one mean (scanpy's 1e-12), so the "
+        "lowest percentiles coincide: drop them first (sc.pp.filter_genes(adata, min_cells=1))"
+        if zero > 0.1 * d
+        else "it needs many genes with distinct means"
+    )
+    return (
+        f"{head}(the 10th, 15th, ..., 100th percentiles of the means; fixed, n_bins does not apply) and normalises "
+        f"each gene's dispersion within its bin; {failed} {why[0].upper() + why[1:]}, or use hvg_seurat, deviance or "
+        "hvg_pearson_residuals"
+    )
+
+
+def _dispersion_flavor(method, flavor, X, n_features, params, batches=None) -> Selection:
+    sc, _ = _scanpy()
+    d = X.shape[1]
+    try:
+        with _quiet():
+            df = sc.pp.highly_variable_genes(
+                _adata(X, batches),
+                flavor=flavor,
+                n_top_genes=int(n_features),
+                inplace=False,
+                **_batch_kw(batches),
+                **params,
+            )
+    except (ValueError, IndexError) as exc:  # scanpy's binning of the genes by mean, in its own words
+        raise ValueError(_binning_message(method, flavor, X, params, exc)) from None
+    df = _frame(df, d)
+    score = df["dispersions_norm"].to_numpy(dtype=np.float64)
+    selected = df["highly_variable"].to_numpy(dtype=bool)
+    log.info("%s: scanpy selected %d genes (n_top_genes=%d)", method, int(selected.sum()), n_features)
+    if selected.sum() < n_features:
+        msg = (
+            f"{method}: scanpy selected {int(selected.sum())} of the {int(n_features)} genes asked (n_top_genes="
+            f"{int(n_features)}; scanpy {flavor!r} marks only genes whose normalised dispersion passes its cut, "
+            f"{int(np.isnan(score).sum())} of {d} genes have none); the selection has fewer genes than asked"
+        )
+        warnings.warn(msg, UserWarning, stacklevel=4)
+        log.warning(msg)
+    ranking, extra, batch_params = None, {}, {}
+    if batches is not None:  # scanpy's order: the number of batches, then the mean normalised dispersion
+        ranking = _batch_ranking(df, selected, [("highly_variable_nbatches", True)], "dispersions_norm")
+        batch_params, extra = _batch_extra(df, batches)
+    return make_selection(
+        method,
+        score,
+        higher_is_better=True,
+        n_features=n_features,
+        selected=selected,
+        ranking=ranking,
+        params={"flavor": flavor, "n_top_genes": int(n_features), **params, **batch_params},
+        extra=extra,
+    )
+
+
+def _ranked_flavor(method, X, n_features, params, call, score_column, batches=None, order=()) -> Selection:
+    """seurat_v3 / Pearson residuals: scanpy's call over all genes gives the full rank; the top n are its selection.
+
+    With batches scanpy's ranks depend on ``n_top_genes`` (the median of the within-batch ranks among
+    each batch's top n), so it is called with ``n_top_genes=n_features`` and its order (``order``)
+    ranks the genes: its selection first, the rest by the mean score.
+    """
+    d = X.shape[1]
+    if batches is not None:
+        with _quiet():
+            df = _frame(
+                call(_adata(X, batches), n_top_genes=int(n_features), inplace=False, batch_key=BATCH_COLUMN, **params),
+                d,
+            )
+        selected = df["highly_variable"].to_numpy(dtype=bool)
+        batch_params, extra = _batch_extra(df, batches)
+        log.info(
+            "%s: scanpy selected %d genes within %d batches", method, int(selected.sum()), len(batch_params["batches"])
+        )
+        return make_selection(
+            method,
+            df[score_column].to_numpy(dtype=np.float64),
+            higher_is_better=True,
+            n_features=n_features,
+            ranking=_batch_ranking(df, selected, order, score_column),
+            selected=selected,
+            params={"n_top_genes": int(n_features), **params, **batch_params},
+            extra=extra,
+        )
+    with _quiet():
+        df = call(_adata(X), n_top_genes=d, inplace=False, **params)
+    df = _frame(df, d)
+    score = df[score_column].to_numpy(dtype=np.float64)
+    rank = df["highly_variable_rank"].to_numpy(dtype=np.float64)
+    # scanpy's order (highly_variable_rank, then gene order); genes scanpy cannot rank (NaN) last
+    key = np.where(np.isnan(rank), np.inf, rank)
+    ranking = np.argsort(key, kind="stable")
+    selected = np.zeros(d, dtype=bool)
+    top = ranking[: int(n_features)]
+    selected[top[np.isfinite(key[top])]] = True
+    log.info("%s: %d genes ranked by scanpy, %d selected", method, int(np.isfinite(key).sum()), int(selected.sum()))
+    return make_selection(
+        method,
+        score,
+        higher_is_better=True,
+        n_features=n_features,
+        ranking=ranking,
+        selected=selected,
+        params={"n_top_genes": int(n_features), **params},
+    )
+
+
+def select_hvg_seurat(X, W=None, *, n_features, labels=None, random_state=None, batches=None, **params) -> Selection:
+    """scanpy ``highly_variable_genes(flavor="seurat")`` (Satija et al., Nat Biotechnol 2015).
+
+    X : (n_samples, n_features) log-normalised expression (``normalize_total`` + ``log1p``).
+    Score: normalised dispersion in mean bins, higher is better.  Cost O(nnz(X)).
+    batches : one label per cell, passed to scanpy as its ``batch_key`` (its selection, its order:
+    the number of batches, then the mean normalised dispersion; ``extra`` holds scanpy's columns).
+    """
+    return _dispersion_flavor("hvg_seurat", "seurat", X, n_features, params, batches)
+
+
+def select_hvg_cell_ranger(
+    X, W=None, *, n_features, labels=None, random_state=None, batches=None, **params
+) -> Selection:
+    """scanpy ``highly_variable_genes(flavor="cell_ranger")`` (Zheng et al., Nat Commun 2017).
+
+    X : (n_samples, n_features) log-normalised expression.  Score: dispersion
+    normalised by the median and MAD of its mean bin, higher is better.  Cost O(nnz(X)).
+    batches : as :func:`select_hvg_seurat`.
+    """
+    return _dispersion_flavor("hvg_cell_ranger", "cell_ranger", X, n_features, params, batches)
+
+
+def select_hvg_seurat_v3(
+    X, W=None, *, n_features, counts, labels=None, random_state=None, batches=None, **params
+) -> Selection:
+    """scanpy ``highly_variable_genes(flavor="seurat_v3")`` (Stuart et al., Cell 2019); needs scikit-misc.
+
+    counts : (n_samples, n_features) raw counts, the matrix scored (X is not read).  Score: variance of the
+    standardised, clipped counts after a loess fit of log variance on log
+    mean (``variances_norm``), higher is better.  Cost O(nnz(X)).
+    batches : one label per cell, scanpy's ``batch_key`` (its order: the median within-batch rank,
+    then the number of batches).  A batch on which scanpy's loess fails alone (too few cells or
+    distinct means; scanpy issues 2669, 1825) is left out, named in the log and in
+    ``params["batches_left_out"]``, and scanpy runs on the other batches' cells.
+    """
+    sc, _ = _scanpy()
+
+    def call(adata, **kw):
+        try:
+            return sc.pp.highly_variable_genes(adata, flavor="seurat_v3", **kw)
+        except ImportError as exc:
+            msg = f"hvg_seurat_v3 needs scikit-misc (scanpy's loess): pip install glfs[singlecell] ({exc})"
+            raise ImportError(msg) from None
+        except ValueError as exc:
+            if not any(word in str(exc) for word in ("singularit", "svddc", "l2fit", "condition number", "span")):
+                raise
+            msg = (
+                f"hvg_seurat_v3: scanpy's loess fit (scikit-misc) of log variance on log mean failed on {adata.n_vars} "
+                f"genes ({exc!s}); it needs many genes with distinct means (use hvg_pearson_residuals or deviance on so few)"
+            )
+            raise ValueError(msg) from None
+
+    _refuse_too_few_for_loess(counts, params.get("span", 0.3))
+    if batches is None:
+        return _ranked_flavor("hvg_seurat_v3", counts, n_features, params, call, "variances_norm")
+    return _seurat_v3_batches(counts, np.asarray(batches).astype(str), n_features, params, call)
+
+
+def _seurat_v3_batches(counts, labels, n_features, params, call) -> Selection:
+    """seurat_v3 with scanpy's batch_key, less the batches its loess cannot fit (docs/methods/batch-aware.md, "Small batches").
+
+    First rule: a batch with fewer varying genes than the loess needs (:func:`_refuse_too_few_for_loess`)
+    is left out before scanpy runs (scikit-misc would end the process).  Second: when scanpy's call
+    with batch_key still fails, each batch is tried alone and those whose loess fails are left out."""
+    order = [("highly_variable_rank", False), ("highly_variable_nbatches", True)]
+    kept, left_out = _loess_batches(counts, labels, call, params, alone=False)
+    rows = np.flatnonzero(np.isin(labels, kept))
+    try:
+        sel = _ranked_flavor(
+            "hvg_seurat_v3", counts[rows], n_features, params, call, "variances_norm", labels[rows], order
+        )
+    except ValueError:
+        kept, more = _loess_batches(counts[rows], labels[rows], call, params, alone=True)
+        left_out.update(more)
+        rows = np.flatnonzero(np.isin(labels, kept))
+        sel = _ranked_flavor(
+            "hvg_seurat_v3", counts[rows], n_features, params, call, "variances_norm", labels[rows], order
+        )
+    if not left_out:
+        return sel
+    return make_selection(
+        sel.method,
+        sel.scores,
+        higher_is_better=True,
+        n_features=n_features,
+        ranking=sel.ranking,
+        selected=sel.selected,
+        params={**sel.params, "batches_left_out": sorted(left_out)},
+        extra={**sel.extra, "left_out": left_out},
+    )
+
+
+def _loess_batches(counts, labels, call, params, *, alone: bool):
+    """(the batches kept, {batch: why} of those left out) for seurat_v3's loess: fewer varying genes than it
+    needs, or (``alone``) scanpy's call on the batch alone fails.  A ValueError names every batch when none is left."""
+    span = params.get("span", 0.3)
+    kept, left_out = [], {}
+    for b in sorted(set(labels.tolist())):
+        rows = np.flatnonzero(labels == b)
+        try:
+            _refuse_too_few_for_loess(counts[rows], span)
+            if alone:
+                with _quiet():
+                    call(_adata(counts[rows]), n_top_genes=1, inplace=False, **params)
+        except ValueError as exc:
+            left_out[b] = f"{rows.size} cells: scanpy's loess cannot fit this batch ({exc!s})"
+            log.warning("hvg_seurat_v3: batch %r left out (%s)", b, left_out[b])
+        else:
+            kept.append(b)
+    if not kept:
+        msg = f"batches: scanpy's seurat_v3 loess cannot fit any batch: {left_out}"
+        raise ValueError(msg)
+    return kept, left_out
+
+
+def _refuse_too_few_for_loess(counts, span) -> None:
+    """seurat_v3 fits a local quadratic (loess, degree 2) through span x (genes of non-zero variance) points:
+    below 3 points per fit scikit-misc's loess crashes the process (SIGSEGV at 1-3 genes), so refuse first."""
+    need = math.ceil(3 / float(span))
+    varying = int(np.count_nonzero(~constant_features(counts)))
+    if varying < need:
+        msg = (
+            f"hvg_seurat_v3: {varying} of {counts.shape[1]} genes vary across the cells; scanpy's loess fit "
+            f"(degree 2, span={span}) needs at least {need} (3 genes in each local fit of span x genes), and "
+            "scikit-misc ends the process on fewer. Use deviance or hvg_pearson_residuals on so few genes"
+        )
+        raise ValueError(msg)
+
+
+def select_hvg_pearson_residuals(
+    X, W=None, *, n_features, counts, labels=None, random_state=None, batches=None, **params
+) -> Selection:
+    """scanpy ``experimental.pp.highly_variable_genes(flavor="pearson_residuals")`` (Lause et al., Genome Biol 2021).
+
+    counts : (n_samples, n_features) raw counts, the matrix scored (X is not read).  Score: variance of the analytic
+    Pearson residuals of a negative binomial null (theta 100, clipped at
+    sqrt(n)), higher is better.  Cost O(n d) time (computed in gene chunks).
+    batches : one label per cell, scanpy's ``batch_key`` (its order: the number of batches, then the
+    median within-batch rank).
+    """
+    n, d = counts.shape
+    what = (
+        f"scanpy's copies of the counts ({n} x {d}, {_nnz(counts):.3g} non-zeros: the cell and gene subsets, "
+        "a CSC copy and the values as float64)"
+        if sp.issparse(counts)
+        else f"scanpy's copies of the dense counts ({n} x {d}: the cell and gene subsets and a float64 copy)"
+    )
+    check_bytes("hvg_pearson_residuals", what, pearson_residuals_bytes(counts), PEARSON_ALTERNATIVE, kind="copies of X")
+    _refuse_empty_cells(counts)
+    sc, _ = _scanpy()  # after the size check: importing scanpy takes seconds
+
+    def call(adata, **kw):
+        return sc.experimental.pp.highly_variable_genes(adata, flavor="pearson_residuals", **kw)
+
+    order = [("highly_variable_nbatches", True), ("highly_variable_rank", False)]
+    return _ranked_flavor(
+        "hvg_pearson_residuals", counts, n_features, params, call, "residual_variances", batches, order
+    )
+
+
+def _refuse_empty_cells(X) -> None:
+    """Pearson residuals divide by each cell's expected count (its total times the gene's share): one cell
+    without counts makes every gene's residual variance NaN (scanpy then marks genes in gene order)."""
+    totals = np.asarray(X.sum(axis=1)).ravel()
+    empty = np.flatnonzero(totals <= 0)
+    if empty.size:
+        msg = (
+            f"hvg_pearson_residuals: {empty.size} of {totals.size} cells have no counts (e.g. rows {empty[:5].tolist()}); "
+            "the Pearson residuals divide by each cell's total count, so every gene's residual variance would be NaN. "
+            "Remove the empty cells first (sc.pp.filter_cells(adata, min_counts=1))"
+        )
+        raise ValueError(msg)
+
+
+#: What to do when scanpy's Pearson residuals would copy the counts beyond the size limit.
+PEARSON_ALTERNATIVE = (
+    "scanpy 1.11.5 copies the counts before it computes the residuals gene by gene (its chunksize is not used). "
+    "deviance (the binomial deviance of Townes et al., a null model of the same kind) and hvg_seurat_v3 score "
+    "sparse counts without a copy; or subsample the cells, or raise glfs.core.limits.DENSE_LIMIT_GB on a machine "
+    "with the memory"
+)
+
+
+def _nnz(X) -> int:
+    return int(X.nnz) if sp.issparse(X) else int(np.prod(X.shape))
+
+
+def pearson_residuals_bytes(X) -> float:
+    """Bytes of the copies of X that scanpy's Pearson residuals make (scanpy 1.11.5), beyond X itself.
+
+    Read in scanpy's source (``experimental.pp._highly_variable_genes``) and
+    checked with tracemalloc (tests/scores/test_hvg.py): :func:`_adata` first makes a
+    sparse X float32; scanpy then copies the cell subset and the gene subset
+    (every cell and every gene with a count, but copies all the same), converts
+    the gene subset to CSC, and casts its values to float64 while the first
+    copy is still held.  With float32 values and index arrays of ``b`` bytes
+    that is ``max(3 (4 + b), 2 (4 + b) + 8)`` bytes per non-zero (24 at int32
+    indices), plus about 64 bytes per cell and per gene for the index pointers
+    and sums.  A dense X: two copies of X and one in float64, ``n d (2 s + 8)``
+    for values of ``s`` bytes.  At a million cells x 20,000 genes with 5.5e8
+    non-zeros this is 12.4 GB (2^30 bytes); scanpy failed there with a MemoryError under a
+    16 GB address-space limit (docs/methods/size-limits.md, "Size limits").
+    """
+    n, d = X.shape
+    if not sp.issparse(X):
+        return float(n) * d * (2 * X.dtype.itemsize + 8)
+    index = max(X.indices.dtype.itemsize, 4)
+    entry = 4 + index
+    per_nnz = max(3 * entry, 2 * entry + 8) + (entry if X.dtype != np.float32 else 0)
+    return float(X.nnz) * per_nnz + 64.0 * (n + d)
