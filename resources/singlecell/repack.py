@@ -34,8 +34,9 @@ def repack(src: str, dst: str) -> None:
         gx.attrs.update(dict(f["X"].attrs))
         for name, ds in f["X"].items():
             arr = ds[()]
-            gx.create_dataset(name, data=arr, chunks=(min(CHUNK, arr.size),), shuffle=True,
-                              compression="gzip", compression_opts=9)
+            gx.create_dataset(
+                name, data=arr, chunks=(min(CHUNK, arr.size),), shuffle=True, compression="gzip", compression_opts=9
+            )
     with h5py.File(src, "r") as f, h5py.File(dst, "r") as g:
         for name in f["X"]:
             a, b = f["X"][name][()], g["X"][name][()]

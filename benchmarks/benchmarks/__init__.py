@@ -1,0 +1,1 @@
+"""airspeed velocity benchmarks of glfs (benchmarks/README.md): imports glfs and its peers only."""

@@ -1,0 +1,94 @@
+"""The out-of-core routes against in memory: the same X read from memory, from a backed ``.h5ad``
+(``anndata.read_h5ad(f, backed="r").X``), as a dask array streamed through this process, and as a dask
+array on a ``dask.distributed.LocalCluster`` of small workers.
+
+Timed on each route: the Laplacian score on a given graph and the library's own graph on 20 principal
+components.  ``peakmem_*`` is this process' peak (on the cluster route, the client and the scheduler;
+the workers' memory is theirs).  Data: ``common.dataset`` at the profile's ``ooc_cells`` x
+``ooc_genes``, written once to an ``.h5ad`` file in asv's cache directory by ``setup_cache``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import glfs
+
+from .common import N_NEIGHBORS, PROFILE, SEED, SIZES, TIMEOUT, dataset, warm_up
+
+#: The cluster route's workers: processes of one thread and little memory each.
+N_WORKERS = 2
+WORKER_MEMORY = {"fast": "1GiB", "regular": "2GiB", "large": "3GiB"}[PROFILE]
+#: Principal components of the own graph (the library's default for an out-of-core X).
+N_PCS = 20
+#: The dask array's chunks: this many tiles along the cells and along the genes.
+CELL_TILES = 2
+GENE_TILES = 4
+
+
+def _dask_array(X):
+    """X (in memory, sparse) as a dask array of sparse tiles, as a user wraps a matrix in dask."""
+    import dask.array as da
+
+    n, d = X.shape
+    return da.from_array(X, chunks=(-(-n // CELL_TILES), -(-d // GENE_TILES)), asarray=False)
+
+
+class Routes:
+    """One X, four ways to read it."""
+
+    params = ["in_memory", "backed", "dask", "local_cluster"]
+    param_names = ["route"]
+    timeout = TIMEOUT
+
+    def setup_cache(self):
+        import anndata
+
+        _, X = dataset(SIZES["ooc_cells"], SIZES["ooc_genes"])
+        path = Path("out_of_core.h5ad").resolve()  # asv runs the suite in the cache's directory
+        anndata.AnnData(X).write_h5ad(path)
+        return {"path": str(path), "W": glfs.similarity_graph(X, n_neighbors=N_NEIGHBORS, random_state=SEED)}
+
+    def setup(self, data, route):
+        import anndata
+
+        warm_up()
+        self.W = data["W"]
+        self.adata = self.client = self.cluster = None
+        if route == "backed":
+            self.adata = anndata.read_h5ad(data["path"], backed="r")
+            self.X = self.adata.X
+            return
+        X = anndata.read_h5ad(data["path"]).X
+        self.X = X if route == "in_memory" else _dask_array(X)
+        if route == "local_cluster":
+            from distributed import Client, LocalCluster
+
+            self.cluster = LocalCluster(
+                n_workers=N_WORKERS,
+                threads_per_worker=1,
+                processes=True,
+                memory_limit=WORKER_MEMORY,
+                dashboard_address=":0",
+            )
+            self.client = Client(self.cluster)
+
+    def teardown(self, data, route):
+        if self.client is not None:
+            self.client.close()
+            self.cluster.close()
+        if self.adata is not None:
+            self.adata.file.close()
+
+    def time_laplacian_score(self, data, route):
+        glfs.laplacian_score(self.X, self.W, client=self.client)
+
+    def peakmem_laplacian_score(self, data, route):
+        glfs.laplacian_score(self.X, self.W, client=self.client)
+
+    def time_own_graph(self, data, route):
+        """The own graph on 20 principal components (an out-of-core X: PCA fitted on a seeded subsample).
+
+        On the cluster route its steps run on the client in use (the one ``setup`` made).
+        """
+        glfs.similarity_graph(self.X, n_neighbors=N_NEIGHBORS, n_pcs=N_PCS, random_state=SEED)
