@@ -55,6 +55,7 @@ API_PACKAGES = [
     "glfs.evaluate",
     "glfs.simulation",
     "glfs.core",
+    "glfs.core.limits",
 ]
 
 
