@@ -436,15 +436,18 @@ def test_scanpy_flavours_select_what_scanpy_selects_with_batch_key(method):
     assert sel.params["batches"] == ["b0", "b1", "b2"]
 
 
-def test_seurat_v3_leaves_out_a_batch_its_loess_cannot_fit(caplog):
-    # scanpy #2669, #1825: the loess fit fails on small batches; here the batch is left out, named in the log
+def test_seurat_v3_refuses_a_batch_its_loess_cannot_fit():
+    # scanpy #2669, #1825: the loess fit fails on small batches; scanpy raises (without naming the batch),
+    # and so does hvg_seurat_v3, naming the batch, its size and the fixes; no batch is dropped
     pytest.importorskip("skmisc")
     C, b = _data(d=300, per_batch=(150, 150, 3), counts=True, seed=3)
-    with caplog.at_level(logging.WARNING, logger="glfs"):
-        sel = _quiet(glfs.select, C, "hvg_seurat_v3", n_features_to_select=40, batches=b)
-    assert sel.params["batches_left_out"] == ["b2"] and "batch 'b2' left out" in caplog.text
+    with pytest.raises(ValueError, match=r"cannot fit 1 of 3 batches: \{'b2': 3\}.*larger span"):
+        _quiet(glfs.select, C, "hvg_seurat_v3", n_features_to_select=40, batches=b)
+    with pytest.raises(ValueError):  # scanpy itself refuses the same call
+        _quiet(_scanpy_call, "hvg_seurat_v3", C, b, 40)
     keep = b != "b2"
-    _same(sel, _quiet(glfs.select, C[keep], "hvg_seurat_v3", n_features_to_select=40, batches=b[keep]))
+    sel = _quiet(glfs.select, C[keep], "hvg_seurat_v3", n_features_to_select=40, batches=b[keep])
+    assert sel.params["batches"] == ["b0", "b1"] and "batches_left_out" not in sel.params
 
 
 # ---- adapters ------------------------------------------------------------------------------------------
