@@ -336,15 +336,36 @@ def test_minus_batch_share_through_select_and_its_refusals():
     for rule in ("minus_batch_share", "nbatches"):
         with pytest.raises(ValueError, match="combines batches: pass batches"):
             glfs.select(X, "graph_moran", n_features_to_select=9, batch_rule=rule)
-    with pytest.raises(ValueError, match="with a given graph"):
-        glfs.select(
-            X,
-            "graph_moran",
-            graph=glfs.similarity_graph(X),
-            n_features_to_select=9,
-            batches=b,
-            batch_rule="minus_batch_share",
-        )
+
+
+@pytest.mark.parametrize("rule", [None, "minus_batch_share", "nbatches"])
+def test_graph_morans_batch_rule_applies_on_a_given_graph(rule):
+    # scored within each batch on the given graph's block (brute force: graph_autocorrelation of the block),
+    # combined by the rule asked for, or by the default rule when none is asked for, as with its own graph
+    from glfs.scores import graph_autocorrelation
+    from glfs.scores._moran import BATCH_RULE
+
+    X, b = _data()
+    codes = np.unique(b, return_inverse=True)[1]
+    X[:, 0] += 12.0 * codes  # a type marker shifted by the batch: the share rules keep it out
+    W = glfs.similarity_graph(X, n_neighbors=8, kernel="binary")
+    kw = {} if rule is None else {"batch_rule": rule}
+    sel = _quiet(glfs.select, X, "graph_moran", graph=W, n_features_to_select=9, batches=b, **kw)
+    assert sel.params["batch_rule"] == (rule or BATCH_RULE) and sel.params["graph"] == "given, cut to each batch"
+    assert sel.params["graph_built"] == "given"
+    for k, label in enumerate(sel.extra["batches"]):
+        rows = np.flatnonzero(b == label)
+        Wb = W[rows][:, rows]
+        keep = np.asarray(Wb.sum(axis=1)).ravel() > 0
+        expected = _quiet(graph_autocorrelation, X[rows][keep], Wb[keep][:, keep]).moran_i
+        np.testing.assert_allclose(sel.extra["batch_scores"][k], expected, rtol=1e-10)
+    if rule == "nbatches":
+        assert sel.selected[0]
+    else:
+        mean = np.nanmean(sel.extra["batch_scores"], axis=0)
+        share = sel.extra["between_batch_share"] + np.nan_to_num(sel.extra["local_batch_share"] if rule is None else 0)
+        np.testing.assert_allclose(sel.scores, mean - share, rtol=1e-10)
+        assert not sel.selected[0]
 
 
 def test_a_given_graph_is_cut_to_each_batch():

@@ -553,7 +553,7 @@ def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None,
     each batch), cut to each batch.  An own-graph method without ``batches`` builds its graph on
     each batch's cells.  ``counts`` (raw counts beside X, same shape) are cut to the batch too.
     ``rule``: :func:`combine_batch_ranks`' rule (default ``"nbatches"``), or for a method that combines its
-    own batches (``graph_moran``) its ``batch_rule`` (default: the method's own).
+    own batches (``graph_moran``, with its own graph or a given one) its ``batch_rule`` (default: the method's own).
     Returns :func:`select_by_batch`'s Selection; ``params["graph"]`` says which graph was used.
     """
     import inspect
@@ -562,16 +562,14 @@ def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None,
     X = X.tocsr() if sp.issparse(X) and X.format != "csr" else X
     counts = counts.tocsr() if sp.issparse(counts) and counts.format != "csr" else counts
     given = None if graph is None else sp.csr_matrix(graph)
-    if info.own_graph and given is None and "batches" in inspect.signature(info.fn).parameters:
+    if info.own_graph and "batches" in inspect.signature(info.fn).parameters:
+        # the method combines its own batches (graph_moran: its rules and default, glfs.scores._moran.BATCH_RULE),
+        # on the graphs it builds within the batches or on the given graph cut to each batch
         kw = dict(params) if counts is None else {**params, "counts": counts}
-        if rule is not None:  # the method's own rules and default (graph_moran's: glfs.scores._moran.BATCH_RULE)
+        if rule is not None:
             kw["batch_rule"] = kw.get("batch_rule", rule)
-        return info.fn(X, None, n_features=n_features, labels=None, random_state=random_state, batches=batches, **kw)
+        return info.fn(X, given, n_features=n_features, labels=None, random_state=random_state, batches=batches, **kw)
     rule = "nbatches" if rule is None else rule
-    if "batch_rule" in params:  # an own-graph method's rule over its own graphs (graph_moran's)
-        msg = (f"batch_rule is {info.name}'s rule over the graphs it builds within the batches; with a given graph "
-               f"(graph=, obsp=) the batches are combined by rank: leave batch_rule out")
-        raise ValueError(msg)
     min_cells, why = min_batch_cells(info, graph_params, params)
     plan = plan_batches(batches, X.shape[0], method=info.name, min_cells=min_cells, why_min=why)
     if info.batch_fn is not None and not params and not info.needs_graph and _in_memory(counts):
