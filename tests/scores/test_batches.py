@@ -149,11 +149,12 @@ def test_twice_the_same_and_inputs_unchanged(method):
 
 @pytest.mark.parametrize("method", ["laplacian_score", "graph_moran"])
 def test_a_batch_of_three_cells_is_left_out_by_the_stated_rule(method, caplog):
+    # never silently: a UserWarning (what a scanpy session shows), the log and params name it, its size and why
     X, b = _data(per_batch=(60, 60, 3))
-    with caplog.at_level(logging.WARNING, logger="glfs"):
-        sel = _quiet(glfs.select, X, method, n_features_to_select=5, batches=b)
+    with caplog.at_level(logging.WARNING, logger="glfs"), pytest.warns(UserWarning, match=r"1 of 3 batches left out"):
+        sel = glfs.select(X, method, n_features_to_select=5, batches=b)
     assert sel.params["batches_left_out"] == ["b2"]
-    assert "batch 'b2' left out" in caplog.text and "3 cells" in caplog.text and "neighbours" in caplog.text
+    assert "'b2': \"3 cells, fewer than" in caplog.text and "neighbours" in caplog.text
     keep = b != "b2"
     without = _quiet(glfs.select, X[keep], method, n_features_to_select=5, batches=b[keep])
     _same(sel, without)

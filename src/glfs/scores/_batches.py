@@ -272,7 +272,8 @@ class BatchPlan:
 
 
 def plan_batches(batches, n_samples: int, *, method: str, min_cells: int = 2, why_min: str = "") -> BatchPlan:
-    """The batches a method scores and those it leaves out (smaller than ``min_cells``: logged, with the reason).
+    """The batches a method scores and those it leaves out (smaller than ``min_cells``: a UserWarning and the log
+    name each with its size and the reason; the Selection's ``params["batches_left_out"]`` records them).
 
     A ValueError lists the batch sizes when every batch is too small (:func:`select_by_batch`).
     """
@@ -283,10 +284,16 @@ def plan_batches(batches, n_samples: int, *, method: str, min_cells: int = 2, wh
         rows = np.flatnonzero(codes == b)
         if rows.size < min_cells:
             reason = f"{rows.size} cells, fewer than {min_cells} ({why_min or 'the method minimum'})"
-            log.warning("%s: batch %r left out of the selection: %s", method, label, reason)
             left_out[str(label)] = reason
         else:
             scored.append((label, rows))
+    if left_out and scored:  # never silently: a warning a scanpy session shows, the log, and params["batches_left_out"]
+        msg = (
+            f"{method}: {len(left_out)} of {len(labels)} batches left out of the selection (their cells take no part "
+            f"in it): {left_out}; merge them into larger batches to use their cells"
+        )
+        log.warning("%s", msg)
+        warnings.warn(msg, UserWarning, stacklevel=3)
     if not scored:
         sizes = {plain_label(label): int(np.sum(codes == b)) for b, label in enumerate(labels)}
         msg = (
