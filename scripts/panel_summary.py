@@ -17,7 +17,7 @@ try:
         name: (pd.read_csv(leiden, sep="\t"), pd.read_csv(floor, sep="\t"))
         for name, leiden, floor in zip(par.datasets, inp.leiden, inp.floor)
     }
-    scores = panel_scores(tables, dict(par.feature_grid))
+    scores = panel_scores(tables, list(par.feature_grid))  # the panel's grid; all genes where a set has fewer
     summary = panel_summary(scores)
     lodo = leave_one_dataset_out(scores)
     log.info("panel of %d sets, mean score per method and gene count:\n%s", len(tables), summary.to_string())

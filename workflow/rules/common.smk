@@ -216,10 +216,10 @@ def _check_config(cfg):
         if ds not in cfg["run"]:
             msg = f"config key panel.datasets[{i}]: dataset {ds!r} is not in `run` ({cfg['run']})"
             raise ConfigError(msg)
-        if datasets[ds].get("evaluation", "spectral") not in ("leiden", "both"):
+        if datasets[ds]["evaluation"] not in ("leiden", "both"):
             msg = (
                 f"config key panel.datasets[{i}]: dataset {ds!r} has evaluation "
-                f"{datasets[ds].get('evaluation', 'spectral')!r}; a panel set needs evaluation leiden or both"
+                f"{datasets[ds]['evaluation']!r}; a panel set needs evaluation leiden or both"
             )
             raise ConfigError(msg)
     if known is not None:

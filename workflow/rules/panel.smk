@@ -23,6 +23,6 @@ rule panel_summary:
         runtime=10,
     params:
         datasets=panel_datasets(),
-        feature_grid={d: feature_grid_of(d, "leiden") for d in panel_datasets()},
+        feature_grid=config["leiden"]["feature_grid"],
     script:
         "../../scripts/panel_summary.py"
