@@ -86,6 +86,7 @@ LAYERS = {
             "vendored",
             "tables",
             "evaluation",
+            "panel",
             "report_inputs",
             "report",
             "__init__",

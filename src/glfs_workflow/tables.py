@@ -213,6 +213,8 @@ LEIDEN_COLUMNS = [
     "nlabels_reached",
     "kmeans_ari",
     "kmeans_nmi",
+    "rare_f1",  # glfs.evaluate.rare_type_f1 at the best resolution: the smaller half of the types, best-cluster F1
+    "rare_f1_nlabels",  # the same at the label-count resolution
     "batch_mixing",  # NaN for a dataset without batch_column (glfs.evaluate._mixing.knn_batch_mixing)
 ]
 

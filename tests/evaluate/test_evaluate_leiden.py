@@ -13,8 +13,11 @@ from sklearn.metrics import adjusted_rand_score
 import glfs.evaluate._leiden
 from glfs.evaluate import (
     LEIDEN_RESOLUTIONS,
+    best_match_f1,
     evaluate_ranking_leiden,
     random_gene_orders,
+    rare_type_f1,
+    rare_types,
     stratified_subsample,
 )
 from glfs.evaluate._clustering import nmi
@@ -37,6 +40,8 @@ KEYS = {
     "nlabels_reached",
     "kmeans_ari",
     "kmeans_nmi",
+    "rare_f1",
+    "rare_f1_nlabels",
 }
 N_GROUPS, PER_GROUP, N_MARKERS, N_NOISE = 4, 150, 40, 200
 GRID = (2, N_MARKERS)  # 2: the genes themselves (no PCA); 40: the markers
@@ -79,6 +84,7 @@ def test_planted_partition_is_recovered_exactly(planted_records):
         assert r["n_clusters"] == N_GROUPS
         assert r["ari_nlabels"] == pytest.approx(1.0) and r["n_clusters_nlabels"] == N_GROUPS
         assert r["kmeans_ari"] == pytest.approx(1.0) and r["kmeans_nmi"] == pytest.approx(1.0)
+        assert r["rare_f1"] == pytest.approx(1.0) and r["rare_f1_nlabels"] == pytest.approx(1.0)
 
 
 def test_record_layout(planted_records):
@@ -358,3 +364,71 @@ def test_pynndescent_kernels_get_numba_disk_cache():
         [sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, check=True
     ).stdout
     assert out.split() == ["FunctionCache", "FunctionCache", "FunctionCache", "True", "NullCache"]
+
+
+# ---- the rare-type measure (best-matching cluster's F1 per label, mean over the smaller half) ----
+
+
+def test_rare_type_split_in_two_clusters_gives_two_thirds():
+    # 100 cells of a big type, 10 of a rare one split 5 + 5 into two clusters of their own:
+    # F1 of either half = 2 * 5 / (10 + 5) = 2/3; the big type is one cluster (F1 1)
+    labels = np.array(["big"] * 100 + ["rare"] * 10)
+    clusters = np.array([0] * 100 + [1] * 5 + [2] * 5)
+    assert best_match_f1(labels, clusters) == {"big": pytest.approx(1.0), "rare": pytest.approx(2 / 3)}
+    assert rare_types(labels) == ["rare"]
+    assert rare_type_f1(labels, clusters) == pytest.approx(2 / 3)
+
+
+def test_rare_type_merged_into_a_big_cluster():
+    # a rare type of 10 merged with 30 cells of another type: best cluster F1 = 2 * 10 / (10 + 40) = 0.4
+    labels = np.array(["a"] * 30 + ["b"] * 60 + ["r"] * 10)
+    clusters = np.array([0] * 30 + [1] * 60 + [0] * 10)
+    f1 = best_match_f1(labels, clusters)
+    assert f1["r"] == pytest.approx(0.4)
+    assert f1["a"] == pytest.approx(2 * 30 / (30 + 40))
+    assert f1["b"] == pytest.approx(1.0)
+    # three types: the smaller half is the one smallest type; ARI barely sees it, the rare F1 does
+    assert rare_types(labels) == ["r"]
+    assert rare_type_f1(labels, clusters) == pytest.approx(0.4)
+
+
+def test_rare_types_are_the_smaller_half():
+    labels = np.repeat(["w", "x", "y", "z"], [40, 5, 20, 5])  # sizes 40, 5, 20, 5
+    assert rare_types(labels) == ["x", "z"]  # the two below the median; tie in size kept in label order
+    clusters = np.repeat([0, 1, 2, 3], [40, 5, 20, 5])
+    clusters[40:42] = 3  # two x cells in z's cluster: x F1 = 2*3/(5+3) = .75, z F1 = 2*5/(5+7) = 5/6
+    assert rare_type_f1(labels, clusters) == pytest.approx((0.75 + 5 / 6) / 2)
+
+
+def test_best_match_f1_is_the_brute_force(planted):
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 5, 300).astype(str)
+    clusters = rng.integers(0, 7, 300)
+    got = best_match_f1(labels, clusters)
+    for t in np.unique(labels):
+        L = labels == t
+        want = max(2 * np.sum(L & (clusters == c)) / (L.sum() + np.sum(clusters == c)) for c in np.unique(clusters))
+        assert got[t] == pytest.approx(want)
+    with pytest.raises(ValueError, match="same length"):
+        best_match_f1(labels, clusters[:-1])
+
+
+def test_rare_f1_is_the_records_clustering(planted, monkeypatch):
+    # the records' rare_f1 is rare_type_f1 of the Leiden membership at the reported resolution
+    X, y = planted
+    seen = []
+    real = glfs.evaluate._leiden._leiden_runs
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        seen.append(out)
+        return out
+
+    monkeypatch.setattr(glfs.evaluate._leiden, "_leiden_runs", spy)
+    (r,) = evaluate_ranking_leiden(X, y, np.arange(X.shape[1]), feature_grid=(5,), n_runs=1, random_state=3)
+    preds = seen[0]
+    ints = np.unique(y, return_inverse=True)[1]
+    best = LEIDEN_RESOLUTIONS.index(r["resolution"])
+    honest = LEIDEN_RESOLUTIONS.index(r["resolution_nlabels"])
+    assert r["rare_f1"] == pytest.approx(rare_type_f1(ints, preds[best]))
+    assert r["rare_f1_nlabels"] == pytest.approx(rare_type_f1(ints, preds[honest]))

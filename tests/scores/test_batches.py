@@ -149,11 +149,12 @@ def test_twice_the_same_and_inputs_unchanged(method):
 
 @pytest.mark.parametrize("method", ["laplacian_score", "graph_moran"])
 def test_a_batch_of_three_cells_is_left_out_by_the_stated_rule(method, caplog):
+    # never silently: a UserWarning (what a scanpy session shows), the log and params name it, its size and why
     X, b = _data(per_batch=(60, 60, 3))
-    with caplog.at_level(logging.WARNING, logger="glfs"):
-        sel = _quiet(glfs.select, X, method, n_features_to_select=5, batches=b)
+    with caplog.at_level(logging.WARNING, logger="glfs"), pytest.warns(UserWarning, match=r"1 of 3 batches left out"):
+        sel = glfs.select(X, method, n_features_to_select=5, batches=b)
     assert sel.params["batches_left_out"] == ["b2"]
-    assert "batch 'b2' left out" in caplog.text and "3 cells" in caplog.text and "neighbours" in caplog.text
+    assert "'b2': \"3 cells, fewer than" in caplog.text and "neighbours" in caplog.text
     keep = b != "b2"
     without = _quiet(glfs.select, X[keep], method, n_features_to_select=5, batches=b[keep])
     _same(sel, without)
@@ -336,15 +337,36 @@ def test_minus_batch_share_through_select_and_its_refusals():
     for rule in ("minus_batch_share", "nbatches"):
         with pytest.raises(ValueError, match="combines batches: pass batches"):
             glfs.select(X, "graph_moran", n_features_to_select=9, batch_rule=rule)
-    with pytest.raises(ValueError, match="with a given graph"):
-        glfs.select(
-            X,
-            "graph_moran",
-            graph=glfs.similarity_graph(X),
-            n_features_to_select=9,
-            batches=b,
-            batch_rule="minus_batch_share",
-        )
+
+
+@pytest.mark.parametrize("rule", [None, "minus_batch_share", "nbatches"])
+def test_graph_morans_batch_rule_applies_on_a_given_graph(rule):
+    # scored within each batch on the given graph's block (brute force: graph_autocorrelation of the block),
+    # combined by the rule asked for, or by the default rule when none is asked for, as with its own graph
+    from glfs.scores import graph_autocorrelation
+    from glfs.scores._moran import BATCH_RULE
+
+    X, b = _data()
+    codes = np.unique(b, return_inverse=True)[1]
+    X[:, 0] += 12.0 * codes  # a type marker shifted by the batch: the share rules keep it out
+    W = glfs.similarity_graph(X, n_neighbors=8, kernel="binary")
+    kw = {} if rule is None else {"batch_rule": rule}
+    sel = _quiet(glfs.select, X, "graph_moran", graph=W, n_features_to_select=9, batches=b, **kw)
+    assert sel.params["batch_rule"] == (rule or BATCH_RULE) and sel.params["graph"] == "given, cut to each batch"
+    assert sel.params["graph_built"] == "given"
+    for k, label in enumerate(sel.extra["batches"]):
+        rows = np.flatnonzero(b == label)
+        Wb = W[rows][:, rows]
+        keep = np.asarray(Wb.sum(axis=1)).ravel() > 0
+        expected = _quiet(graph_autocorrelation, X[rows][keep], Wb[keep][:, keep]).moran_i
+        np.testing.assert_allclose(sel.extra["batch_scores"][k], expected, rtol=1e-10)
+    if rule == "nbatches":
+        assert sel.selected[0]
+    else:
+        mean = np.nanmean(sel.extra["batch_scores"], axis=0)
+        share = sel.extra["between_batch_share"] + np.nan_to_num(sel.extra["local_batch_share"] if rule is None else 0)
+        np.testing.assert_allclose(sel.scores, mean - share, rtol=1e-10)
+        assert not sel.selected[0]
 
 
 def test_a_given_graph_is_cut_to_each_batch():
@@ -436,15 +458,18 @@ def test_scanpy_flavours_select_what_scanpy_selects_with_batch_key(method):
     assert sel.params["batches"] == ["b0", "b1", "b2"]
 
 
-def test_seurat_v3_leaves_out_a_batch_its_loess_cannot_fit(caplog):
-    # scanpy #2669, #1825: the loess fit fails on small batches; here the batch is left out, named in the log
+def test_seurat_v3_refuses_a_batch_its_loess_cannot_fit():
+    # scanpy #2669, #1825: the loess fit fails on small batches; scanpy raises (without naming the batch),
+    # and so does hvg_seurat_v3, naming the batch, its size and the fixes; no batch is dropped
     pytest.importorskip("skmisc")
     C, b = _data(d=300, per_batch=(150, 150, 3), counts=True, seed=3)
-    with caplog.at_level(logging.WARNING, logger="glfs"):
-        sel = _quiet(glfs.select, C, "hvg_seurat_v3", n_features_to_select=40, batches=b)
-    assert sel.params["batches_left_out"] == ["b2"] and "batch 'b2' left out" in caplog.text
+    with pytest.raises(ValueError, match=r"cannot fit 1 of 3 batches: \{'b2': 3\}.*larger span"):
+        _quiet(glfs.select, C, "hvg_seurat_v3", n_features_to_select=40, batches=b)
+    with pytest.raises(ValueError):  # scanpy itself refuses the same call
+        _quiet(_scanpy_call, "hvg_seurat_v3", C, b, 40)
     keep = b != "b2"
-    _same(sel, _quiet(glfs.select, C[keep], "hvg_seurat_v3", n_features_to_select=40, batches=b[keep]))
+    sel = _quiet(glfs.select, C[keep], "hvg_seurat_v3", n_features_to_select=40, batches=b[keep])
+    assert sel.params["batches"] == ["b0", "b1"] and "batches_left_out" not in sel.params
 
 
 # ---- adapters ------------------------------------------------------------------------------------------

@@ -343,9 +343,27 @@ def analysis_targets():
     return list(dict.fromkeys(out))
 
 
+# The panel's cross-set tables (config `panel`, rule panel_summary): one set of files per report_dir.
+PANEL_OUTPUTS = {
+    "scores": f"{REPORT_DIR}/panel_scores.tsv",
+    "summary": f"{REPORT_DIR}/panel_summary.tsv",
+    "lodo": f"{REPORT_DIR}/panel_lodo.tsv",
+}
+
+
+def panel_datasets():
+    """The datasets of the panel summary (config panel.datasets), empty when there is none."""
+    return list(config["panel"]["datasets"])
+
+
+def panel_targets():
+    """The panel's cross-set tables when the config names a panel."""
+    return list(PANEL_OUTPUTS.values()) if panel_datasets() else []
+
+
 def all_outputs():
-    """Every analysis target and the report (the inputs of `rule all`)."""
-    return [*analysis_targets(), REPORT_HTML]
+    """Every analysis target, the panel's tables and the report (the inputs of `rule all`)."""
+    return [*analysis_targets(), *panel_targets(), REPORT_HTML]
 
 
 # ---- report ----

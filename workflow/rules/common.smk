@@ -212,6 +212,16 @@ def _check_config(cfg):
         if ds not in datasets:
             msg = f"config key classification.datasets[{i}]: dataset {ds!r} is not defined under `datasets`"
             raise ConfigError(msg)
+    for i, ds in enumerate(cfg["panel"]["datasets"]):
+        if ds not in cfg["run"]:
+            msg = f"config key panel.datasets[{i}]: dataset {ds!r} is not in `run` ({cfg['run']})"
+            raise ConfigError(msg)
+        if datasets[ds]["evaluation"] not in ("leiden", "both"):
+            msg = (
+                f"config key panel.datasets[{i}]: dataset {ds!r} has evaluation "
+                f"{datasets[ds]['evaluation']!r}; a panel set needs evaluation leiden or both"
+            )
+            raise ConfigError(msg)
     if known is not None:
         lists = [
             ("methods", cfg["methods"]),

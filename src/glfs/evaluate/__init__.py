@@ -53,7 +53,10 @@ from glfs.evaluate._leiden import (
     LABEL_COUNT_TOLERANCE,
     LEIDEN_MIN_PCA_FEATURES,
     LEIDEN_RESOLUTIONS,
+    best_match_f1,
     evaluate_ranking_leiden,
+    rare_type_f1,
+    rare_types,
 )
 from glfs.evaluate._mixing import knn_batch_mixing
 

@@ -272,7 +272,8 @@ class BatchPlan:
 
 
 def plan_batches(batches, n_samples: int, *, method: str, min_cells: int = 2, why_min: str = "") -> BatchPlan:
-    """The batches a method scores and those it leaves out (smaller than ``min_cells``: logged, with the reason).
+    """The batches a method scores and those it leaves out (smaller than ``min_cells``: a UserWarning and the log
+    name each with its size and the reason; the Selection's ``params["batches_left_out"]`` records them).
 
     A ValueError lists the batch sizes when every batch is too small (:func:`select_by_batch`).
     """
@@ -283,10 +284,16 @@ def plan_batches(batches, n_samples: int, *, method: str, min_cells: int = 2, wh
         rows = np.flatnonzero(codes == b)
         if rows.size < min_cells:
             reason = f"{rows.size} cells, fewer than {min_cells} ({why_min or 'the method minimum'})"
-            log.warning("%s: batch %r left out of the selection: %s", method, label, reason)
             left_out[str(label)] = reason
         else:
             scored.append((label, rows))
+    if left_out and scored:  # never silently: a warning a scanpy session shows, the log, and params["batches_left_out"]
+        msg = (
+            f"{method}: {len(left_out)} of {len(labels)} batches left out of the selection (their cells take no part "
+            f"in it): {left_out}; merge them into larger batches to use their cells"
+        )
+        log.warning("%s", msg)
+        warnings.warn(msg, UserWarning, stacklevel=3)
     if not scored:
         sizes = {plain_label(label): int(np.sum(codes == b)) for b, label in enumerate(labels)}
         msg = (
@@ -553,7 +560,7 @@ def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None,
     each batch), cut to each batch.  An own-graph method without ``batches`` builds its graph on
     each batch's cells.  ``counts`` (raw counts beside X, same shape) are cut to the batch too.
     ``rule``: :func:`combine_batch_ranks`' rule (default ``"nbatches"``), or for a method that combines its
-    own batches (``graph_moran``) its ``batch_rule`` (default: the method's own).
+    own batches (``graph_moran``, with its own graph or a given one) its ``batch_rule`` (default: the method's own).
     Returns :func:`select_by_batch`'s Selection; ``params["graph"]`` says which graph was used.
     """
     import inspect
@@ -562,16 +569,14 @@ def run_by_batch(info, X, batches, *, n_features, graph=None, graph_params=None,
     X = X.tocsr() if sp.issparse(X) and X.format != "csr" else X
     counts = counts.tocsr() if sp.issparse(counts) and counts.format != "csr" else counts
     given = None if graph is None else sp.csr_matrix(graph)
-    if info.own_graph and given is None and "batches" in inspect.signature(info.fn).parameters:
+    if info.own_graph and "batches" in inspect.signature(info.fn).parameters:
+        # the method combines its own batches (graph_moran: its rules and default, glfs.scores._moran.BATCH_RULE),
+        # on the graphs it builds within the batches or on the given graph cut to each batch
         kw = dict(params) if counts is None else {**params, "counts": counts}
-        if rule is not None:  # the method's own rules and default (graph_moran's: glfs.scores._moran.BATCH_RULE)
+        if rule is not None:
             kw["batch_rule"] = kw.get("batch_rule", rule)
-        return info.fn(X, None, n_features=n_features, labels=None, random_state=random_state, batches=batches, **kw)
+        return info.fn(X, given, n_features=n_features, labels=None, random_state=random_state, batches=batches, **kw)
     rule = "nbatches" if rule is None else rule
-    if "batch_rule" in params:  # an own-graph method's rule over its own graphs (graph_moran's)
-        msg = (f"batch_rule is {info.name}'s rule over the graphs it builds within the batches; with a given graph "
-               f"(graph=, obsp=) the batches are combined by rank: leave batch_rule out")
-        raise ValueError(msg)
     min_cells, why = min_batch_cells(info, graph_params, params)
     plan = plan_batches(batches, X.shape[0], method=info.name, min_cells=min_cells, why_min=why)
     if info.batch_fn is not None and not params and not info.needs_graph and _in_memory(counts):

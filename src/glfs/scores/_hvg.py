@@ -288,9 +288,9 @@ def select_hvg_seurat_v3(
     standardised, clipped counts after a loess fit of log variance on log
     mean (``variances_norm``), higher is better.  Cost O(nnz(X)).
     batches : one label per cell, scanpy's ``batch_key`` (its order: the median within-batch rank,
-    then the number of batches).  A batch on which scanpy's loess fails alone (too few cells or
-    distinct means; scanpy issues 2669, 1825) is left out, named in the log and in
-    ``params["batches_left_out"]``, and scanpy runs on the other batches' cells.
+    then the number of batches).  When scanpy's loess cannot fit a batch (too few cells or distinct
+    means; scanpy issues 2669, 1825) the call is refused, as scanpy refuses it, with a ValueError that
+    names each such batch and its size, and the fixes (a larger ``span``, larger batches).
     """
     sc, _ = _scanpy()
 
@@ -316,44 +316,29 @@ def select_hvg_seurat_v3(
 
 
 def _seurat_v3_batches(counts, labels, n_features, params, call) -> Selection:
-    """seurat_v3 with scanpy's batch_key, less the batches its loess cannot fit (docs/methods/batch-aware.md, "Small batches").
+    """seurat_v3 with scanpy's batch_key; refused, as scanpy refuses, when its loess cannot fit a batch.
 
-    First rule: a batch with fewer varying genes than the loess needs (:func:`_refuse_too_few_for_loess`)
-    is left out before scanpy runs (scikit-misc would end the process).  Second: when scanpy's call
-    with batch_key still fails, each batch is tried alone and those whose loess fails are left out."""
+    scanpy fits one loess per batch and raises scikit-misc's error at the first batch it cannot fit,
+    without naming it.  Here every batch is checked first (fewer varying genes than the loess needs:
+    scikit-misc would end the process, :func:`_refuse_too_few_for_loess`); when scanpy's call still fails,
+    each batch is fitted alone to name those that fail.  The ValueError names every batch that cannot be
+    fitted with its size, and the two fixes: a larger ``span`` (scanpy's fraction of the genes in each
+    local fit) or fewer, larger batches.  No batch is left out silently."""
     order = [("highly_variable_rank", False), ("highly_variable_nbatches", True)]
-    kept, left_out = _loess_batches(counts, labels, call, params, alone=False)
-    rows = np.flatnonzero(np.isin(labels, kept))
+    _refuse_batches(counts, labels, _loess_failures(counts, labels, call, params, alone=False), params)
     try:
-        sel = _ranked_flavor(
-            "hvg_seurat_v3", counts[rows], n_features, params, call, "variances_norm", labels[rows], order
-        )
-    except ValueError:
-        kept, more = _loess_batches(counts[rows], labels[rows], call, params, alone=True)
-        left_out.update(more)
-        rows = np.flatnonzero(np.isin(labels, kept))
-        sel = _ranked_flavor(
-            "hvg_seurat_v3", counts[rows], n_features, params, call, "variances_norm", labels[rows], order
-        )
-    if not left_out:
-        return sel
-    return make_selection(
-        sel.method,
-        sel.scores,
-        higher_is_better=True,
-        n_features=n_features,
-        ranking=sel.ranking,
-        selected=sel.selected,
-        params={**sel.params, "batches_left_out": sorted(left_out)},
-        extra={**sel.extra, "left_out": left_out},
-    )
+        return _ranked_flavor("hvg_seurat_v3", counts, n_features, params, call, "variances_norm", labels, order)
+    except ValueError as exc:
+        failed = _loess_failures(counts, labels, call, params, alone=True)
+        _refuse_batches(counts, labels, failed, params)
+        raise exc from None  # every batch fits alone: scanpy's own error stands
 
 
-def _loess_batches(counts, labels, call, params, *, alone: bool):
-    """(the batches kept, {batch: why} of those left out) for seurat_v3's loess: fewer varying genes than it
-    needs, or (``alone``) scanpy's call on the batch alone fails.  A ValueError names every batch when none is left."""
+def _loess_failures(counts, labels, call, params, *, alone: bool) -> dict:
+    """{batch: why} of the batches seurat_v3's loess cannot fit: fewer varying genes than it needs, or
+    (``alone``) scanpy's call on the batch alone fails."""
     span = params.get("span", 0.3)
-    kept, left_out = [], {}
+    failed = {}
     for b in sorted(set(labels.tolist())):
         rows = np.flatnonzero(labels == b)
         try:
@@ -362,14 +347,25 @@ def _loess_batches(counts, labels, call, params, *, alone: bool):
                 with _quiet():
                     call(_adata(counts[rows]), n_top_genes=1, inplace=False, **params)
         except ValueError as exc:
-            left_out[b] = f"{rows.size} cells: scanpy's loess cannot fit this batch ({exc!s})"
-            log.warning("hvg_seurat_v3: batch %r left out (%s)", b, left_out[b])
-        else:
-            kept.append(b)
-    if not kept:
-        msg = f"batches: scanpy's seurat_v3 loess cannot fit any batch: {left_out}"
-        raise ValueError(msg)
-    return kept, left_out
+            failed[b] = str(exc)
+    return failed
+
+
+def _refuse_batches(counts, labels, failed: dict, params) -> None:
+    """A ValueError naming the batches seurat_v3's loess cannot fit (with their sizes) and the fixes; nothing when none."""
+    if not failed:
+        return
+    sizes = {b: int(np.sum(labels == b)) for b in failed}
+    all_sizes = {b: int(np.sum(labels == b)) for b in sorted(set(labels.tolist()))}
+    first = next(iter(failed))
+    msg = (
+        f"batches: scanpy's seurat_v3 loess (span={params.get('span', 0.3)}) cannot fit {len(failed)} of "
+        f"{len(all_sizes)} batches: {sizes} (cells per batch; first reason, batch {first!r}: {failed[first]}). "
+        "scanpy raises here too. Give a larger span (e.g. span=0.5 or 0.8: more genes in each local fit), "
+        "fewer and larger batches (merge the small ones, or a coarser batch column), or a flavour without a "
+        "per-batch loess (hvg_pearson_residuals, hvg_cell_ranger)"
+    )
+    raise ValueError(msg)
 
 
 def _refuse_too_few_for_loess(counts, span) -> None:

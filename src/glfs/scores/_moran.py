@@ -309,11 +309,13 @@ def select_graph_moran(
         ``graph_from="all_genes"`` stops after the first graph.
     residuals : score the Pearson residuals of ``counts`` (theta 100) instead of X
         (:func:`pearson_residual_autocorrelation`; needs ``counts``).
-    batches : one batch label per cell (scanpy's ``batch_key``), with W None: each graph is
+    batches : one batch label per cell (scanpy's ``batch_key``).  With W None: each graph is
         one PCA of all cells and the kNN search within each batch (:func:`cell_graph`); every
         gene is scored within each batch on its part of the graph and the batches are combined
         by ``batch_rule`` (docs/methods/batch-aware.md, "Batch-aware selection"); the refined graph is built on
-        the combined top ``graph_genes``.  ``glfs.select(..., batches=)`` calls this.
+        the combined top ``graph_genes``.  With W given: every gene is scored within each batch on
+        W's block of the batch (edges across batches unused), combined by the same ``batch_rule``.
+        ``glfs.select(..., batches=)`` calls this.
     batch_rule : {"minus_global_local_share", "minus_batch_share", "nbatches", "median_rank"}, optional
         With ``batches`` only; default :data:`BATCH_RULE` (``"minus_global_local_share"``): the genes
         ranked by their mean within-batch Moran's I less their between-batch share of variance over all
@@ -342,12 +344,13 @@ def select_graph_moran(
     if batch_rule is not None and batches is None:
         msg = f"batch_rule={batch_rule!r} combines batches: pass batches=... (glfs.tl.select: batch_key=...)"
         raise ValueError(msg)
-    if batches is not None and W is None:
+    if batches is not None:
         rule = BATCH_RULE if batch_rule is None else batch_rule
         return _graph_moran_batches(
             X,
             counts,
             batches,
+            given=W,
             n_features=n_features,
             rule=rule,
             graph_from=graph_from,
@@ -400,11 +403,15 @@ def _graph_params(built, residuals, n_neighbors, n_pcs, graph_genes) -> dict:
 
 # fmt: off
 def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, graph_genes, n_neighbors, n_pcs,
-                         residuals, random_state) -> Selection:
+                         residuals, random_state, given=None) -> Selection:
     """graph_moran within batches on graphs of a shared embedding (:func:`select_graph_moran`, ``batches``).
 
     The batches too small for the graph are left out first (:func:`glfs.scores._batches.graph_min_cells`),
     so their cells take no part in the PCA either; with one batch the result is the plain one exactly.
+    ``given``: a graph over all cells (scanpy's ``obsp["connectivities"]``) used instead of building one: each
+    batch is scored on its block (its edges across batches unused; a cell without an edge inside its batch is
+    left out of that batch's score, logged), and the batches are combined by the same ``rule`` (the shares are
+    computed from X, not from the graph).
     """
     if rule not in MORAN_BATCH_RULES:
         msg = f"batch_rule must be one of {MORAN_BATCH_RULES}; got {rule!r}"
@@ -435,10 +442,17 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
             return pearson_residual_autocorrelation(counts[rows], Wb), Wb
         return graph_autocorrelation(X[rows], Wb), Wb
 
-    log.info("graph_moran: building the cell graph within %d batches (%d-NN on %d PCs of all %d cells and genes)",
-             len(plan.scored), n_neighbors, n_pcs, d)
-    W, built = graph(None), "all_genes"
-    if graph_from == "self" and d > graph_genes:
+    if given is not None:
+        W, built = sp.csr_matrix(given), "given"
+        if W.shape != (X.shape[0], X.shape[0]):
+            msg = f"W must be a graph over the {X.shape[0]} cells, shape ({X.shape[0]}, {X.shape[0]}); got {W.shape}"
+            raise ValueError(msg)
+        log.info("graph_moran: the given graph cut to each of %d batches", len(plan.scored))
+    else:
+        log.info("graph_moran: building the cell graph within %d batches (%d-NN on %d PCs of all %d cells and genes)",
+                 len(plan.scored), n_neighbors, n_pcs, d)
+        W, built = graph(None), "all_genes"
+    if given is None and graph_from == "self" and d > graph_genes:
         with warnings.catch_warnings():  # the constant genes are reported once, by the final pass
             warnings.simplefilter("ignore", ConstantFeatureWarning)
             first = [score(W, rows)[0].moran_i for _, rows in plan.scored]
@@ -453,6 +467,12 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
         W, built = graph(top), "self"
 
     def one(rows):
+        if given is not None:
+            linked = np.asarray((W[rows][:, rows] != 0).sum(axis=1)).ravel() > 0
+            if not linked.all():
+                log.warning("graph_moran: %d cells of the batch have no edge inside it in the given graph; left out of "
+                            "its score", int(np.sum(~linked)))
+                rows = rows[linked]
         res, Wb = score(W, rows)
         sel = make_selection("graph_moran", res.moran_i, higher_is_better=True, n_features=n_features,
                              params=_graph_params(built, residuals, n_neighbors, n_pcs, graph_genes), extra={"z": res.z})
@@ -460,7 +480,8 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
 
     sel = select_by_batch(one, batches, plan=plan, method="graph_moran", n_features=n_features, higher_is_better=True,
                           rule="nbatches" if share is not None else rule,
-                          params={"graph": "built within each batch", "batch_graph": "one PCA of all cells, kNN within each batch"})
+                          params={"graph": "given, cut to each batch"} if given is not None else
+                          {"graph": "built within each batch", "batch_graph": "one PCA of all cells, kNN within each batch"})
     if share is None:
         return sel
     scores, ranking = _minus_share(sel.extra["batch_scores"], share)
