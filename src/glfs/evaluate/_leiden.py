@@ -244,7 +244,7 @@ def _leiden_record(sc, adata, graph, embedding, y, k: int, run: int, seed: int, 
 def best_match_f1(labels, clusters) -> dict:
     """Per label, the F1 of the cluster that matches it best.
 
-    For label ``t`` with cells L and cluster ``c`` with cells C, F1 = 2 |L & C| / (|L| + |C|) (the harmonic
+    For label ``t`` with cells L and cluster ``c`` with cells C, ``F1 = 2 |L & C| / (|L| + |C|)`` (the harmonic
     mean of the cluster's precision and recall for the label); the label's value is the maximum over the
     clusters.  1 = one cluster holds exactly the label's cells; a type split evenly in two clusters of its
     own gets 2/3; a type merged into a cluster k times its size gets 2 / (1 + k).
