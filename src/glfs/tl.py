@@ -84,6 +84,13 @@ __all__ = [
 #: replaces scanpy's.  The workflow keeps ``GRAPH_KEY`` (``"patient_similarity"``) in its own files.
 CONNECTIVITIES_KEY = "glfs_connectivities"
 
+# similarity_graph's own defaults (read once, from its signature), which graph_settings resolves
+_GRAPH_DEFAULTS = {
+    name: p.default
+    for name, p in inspect.signature(similarity_graph).parameters.items()
+    if name not in ("X", "batches")
+}
+
 
 def select(
     adata,
@@ -616,9 +623,8 @@ def graph_settings(X, graph_params: dict | None = None, *, within_batches: bool 
         ``n_pcs``, ``out_of_core``, ``within_batches``, ``random_state`` (None dropped), and ``t``/``mu``
         when given.
     """
-    defaults = inspect.signature(similarity_graph).parameters
     gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
-    given = {name: gp.get(name, p.default) for name, p in defaults.items() if name not in ("X", "batches")}
+    given = {name: gp.get(name, default) for name, default in _GRAPH_DEFAULTS.items()}
     n, d = X.shape
     out_of_core = isinstance(X, OutOfCore) or out_of_core_kind(X) is not None
     kernel = given["kernel"]
