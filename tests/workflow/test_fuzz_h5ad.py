@@ -96,7 +96,9 @@ def _graph():
 
 
 def _scores(X, W):
-    return np.concatenate([glfs.select(X, method="variance", n_features=3).scores, glfs.laplacian_score(X, W)])
+    return np.concatenate(
+        [glfs.select(X, method="variance", n_features_to_select=3).scores, glfs.laplacian_score(X, W)]
+    )
 
 
 def _outcome(fn, *args):
