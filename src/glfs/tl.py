@@ -50,7 +50,7 @@ from glfs.api import check_seed, check_streams, method_info, n_to_select
 from glfs.api import select as _select
 from glfs.core._out_of_core import OutOfCore, out_of_core_kind
 from glfs.core._result import Selection
-from glfs.core._validation import check_X
+from glfs.core._validation import check_graph, check_X
 from glfs.core._value_checks import holds_counts, looks_like_counts
 from glfs.graph._similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
 
@@ -495,7 +495,7 @@ def _given_graph(adata, obsp, info, method):
         msg = f"method {method!r} uses no graph; the graph passed is ignored (obsp={obsp!r})"
         warnings.warn(msg, UserWarning, stacklevel=3)
         return None
-    return adata.obsp[obsp]
+    return check_graph(adata.obsp[obsp], adata.n_obs, name=f"adata.obsp[{obsp!r}]")  # a corrupt graph: ValueError
 
 
 def _labels(adata, labels_key, info, method):

@@ -640,3 +640,25 @@ def id_warnings(ids, kind: str) -> list[str]:
             "the output tables quote them, but line-based tools (cut, awk, grep) will split them"
         )
     return out
+
+
+def read_graph(path, n_samples: int):
+    """The workflow's graph file (``scipy.sparse.save_npz``) as a checked float64 CSR matrix.
+
+    The graph gets the structure check X gets (:func:`glfs.core.check_graph`): an index outside the
+    matrix, a non-monotone ``indptr``, a wrong shape or an unreadable file is a :class:`DataError`
+    naming the file, never a crash in scipy's C++ routines.
+    """
+    import scipy.sparse as sp
+
+    from glfs.core import check_graph
+
+    try:
+        W = sp.load_npz(path)
+    except Exception as exc:  # noqa: BLE001 - numpy, zipfile and scipy raise many types
+        msg = f"{path}: cannot read as a scipy sparse graph (.npz) ({type(exc).__name__}: {exc})"
+        raise DataError(msg) from None
+    try:
+        return check_graph(W, n_samples, name=str(path))
+    except ValueError as exc:
+        raise DataError(str(exc)) from None
