@@ -378,12 +378,26 @@ def _batches(adata, batch_key):
 
 
 def _check_key_added(key_added) -> None:
-    """``key_added`` is None or a non-empty string (it names every output of :func:`select`)."""
+    """``key_added`` is None or a non-empty string (it names every output of :func:`select`) that can name an
+    HDF5 element (:func:`_check_h5_name`)."""
     if key_added is not None and (not isinstance(key_added, str) or not key_added.strip()):
         msg = (
             "key_added must be a non-empty string (it names every output: the var columns key_added, "
             "key_added_score, key_added_rank, uns[key_added] and the graph key_added_patient_similarity) "
             f"or None (the method name); got {key_added!r}"
+        )
+        raise ValueError(msg)
+    if key_added is not None:
+        _check_h5_name(key_added, "key_added")
+
+
+def _check_h5_name(value: str, name: str) -> None:
+    """ValueError when ``value`` cannot name an element of a saved ``.h5ad`` (an HDF5 link name): "/" separates
+    HDF5 groups, and "." and ".." name a group itself; anndata writes such a key, and the file cannot be read back."""
+    if "/" in value or value.strip() in (".", ".."):
+        msg = (
+            f"{name} must be a name without '/' and other than '.' or '..' (it names elements of the saved .h5ad, "
+            f"an HDF5 file, where '/' separates groups); got {value!r}"
         )
         raise ValueError(msg)
 
@@ -398,6 +412,7 @@ def _graph_key(graph_key, key_added) -> str:
     if not isinstance(graph_key, str) or not graph_key:
         msg = f"graph_key must be a non-empty string; got {graph_key!r}"
         raise ValueError(msg)
+    _check_h5_name(graph_key, "graph_key")
     return graph_key
 
 

@@ -498,15 +498,21 @@ def read_matrix(
 
 
 @_names_errors
-def read_table(path, *, max_expanded_bytes: int | None = None) -> pd.DataFrame:
+def read_table(
+    path, *, max_expanded_bytes: int | None = None, mem_mb: float | None = None, keys: dict | None = None
+) -> pd.DataFrame:
     """A small annotation table (.csv = comma, otherwise tab), all strings.
 
     Read as :func:`read_matrix` reads text (UTF-8, a byte-order mark dropped,
-    gzip expanded to at most ``max_expanded_bytes``).
+    gzip expanded to at most ``max_expanded_bytes``, refused before it is parsed
+    when parsing would take more than the job's ``mem_mb``, or the machine's
+    available memory; ``keys`` as :func:`read_matrix`'s, the config keys named).
     """
     path = Path(path)
     sep = "," if _strip_ext(path.name.lower()).endswith(".csv") else "\t"
-    text = _read_text(path, max_expanded_bytes)
+    keys = {"expanded": "max_expanded_bytes", "memory": "mem_mb", **(keys or {})}
+    budget = ParseBudget(*job_memory_bytes(mem_mb), keys["memory"], sep)
+    text = _read_text(path, max_expanded_bytes, budget, keys["expanded"])
     if not text.strip():
         msg = f"{path}: file is empty"
         raise DataError(msg)
@@ -522,11 +528,17 @@ def read_table(path, *, max_expanded_bytes: int | None = None) -> pd.DataFrame:
 
 @_names_errors
 def read_labels(
-    path, sample_column: str = "sample", label_column: str = "label", *, max_expanded_bytes: int | None = None
+    path,
+    sample_column: str = "sample",
+    label_column: str = "label",
+    *,
+    max_expanded_bytes: int | None = None,
+    mem_mb: float | None = None,
+    keys: dict | None = None,
 ) -> pd.Series:
-    """Labels table -> Series (index = sample id, value = label or NaN)."""
+    """Labels table -> Series (index = sample id, value = label or NaN); read as :func:`read_table`."""
     path = Path(path)
-    df = read_table(path, max_expanded_bytes=max_expanded_bytes)
+    df = read_table(path, max_expanded_bytes=max_expanded_bytes, mem_mb=mem_mb, keys=keys)
     for key, col in (("sample_column", sample_column), ("label_column", label_column)):
         if col not in df.columns:
             msg = f"{path}: column {col!r} (config key {key}) not found; columns are {list(df.columns)[:20]}"
