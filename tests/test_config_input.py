@@ -112,3 +112,48 @@ def test_a_plain_key_is_written_and_read_back(tmp_path, arg):
     a.write_h5ad(tmp_path / "a.h5ad")
     b = ad.read_h5ad(tmp_path / "a.h5ad")
     assert ("mine.v2" in b.var.columns) if arg == "key_added" else ("mine.v2" in b.obsp)
+
+
+def _schema_error(change):
+    """The message of Snakemake's schema validation (as common.smk runs it) of the shipped config.yaml with
+    ``change(cfg)`` applied, or None."""
+    from pathlib import Path
+
+    from snakemake.utils import validate
+
+    repo = Path(__file__).resolve().parents[1]
+    cfg = yaml.safe_load((repo / "config.yaml").read_text())
+    change(cfg)
+    try:
+        validate(cfg, str(repo / "workflow/schemas/config.schema.yaml"))
+    except Exception as exc:  # noqa: BLE001 - snakemake's WorkflowError
+        return str(exc)
+    return None
+
+
+def test_a_seed_beyond_numpys_range_is_refused_by_the_schema_naming_the_key():
+    """Item 13: numpy takes seeds in [0, 2**32 - 1]; 2**32 passed the schema and failed naming random_state."""
+    assert _schema_error(lambda c: c.update(seed=2**32 - 1)) is None
+    err = _schema_error(lambda c: c.update(seed=2**32))
+    assert err is not None and "seed" in err and "4294967296" in err
+
+
+def test_a_method_listed_twice_for_a_dataset_is_refused_by_the_schema():
+    """Item 14: a dataset's own ``methods`` list took duplicates (evaluated twice, duplicate rows)."""
+
+    def methods(listed):
+        return lambda c: next(iter(c["datasets"].values())).update(methods=listed)
+
+    assert _schema_error(methods(["variance", "laplacian_score"])) is None
+    err = _schema_error(methods(["variance", "variance"]))
+    assert err is not None and "non-unique" in err
+
+
+@pytest.mark.parametrize("span", [0, 0.0, float("nan"), -0.3])
+def test_hvg_seurat_v3_span_that_is_not_positive_is_a_value_error_naming_span(span):
+    """Item 23: span=0 raised ZeroDivisionError, span=nan "cannot convert float NaN to integer"."""
+    pytest.importorskip("scanpy")
+    pytest.importorskip("skmisc")
+    X = np.random.default_rng(0).poisson(2.0, size=(60, 40)).astype(np.float64)
+    with pytest.raises(ValueError, match=r"^span must be a positive number"):
+        glfs.select(X, method="hvg_seurat_v3", n_features=5, counts=X, span=span)
