@@ -121,7 +121,7 @@ def _schema_error(change):
 
     from snakemake.utils import validate
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     cfg = yaml.safe_load((repo / "config.yaml").read_text())
     change(cfg)
     try:

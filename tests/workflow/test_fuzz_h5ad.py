@@ -54,7 +54,7 @@ def _mutate(path, seed):
     with h5py.File(path, "r+") as f:
         arr = f[f"X/{part}"][()]
         if kind == "flip":
-            raw = arr.view(np.uint8)
+            raw = arr.reshape(-1).view(np.uint8)  # a view of arr (2-D elements too)
             for pos in rng.integers(0, raw.size, size=int(rng.integers(1, 4))):
                 raw[pos] ^= np.uint8(1 << int(rng.integers(0, 8)))
             f[f"X/{part}"][...] = arr
@@ -204,7 +204,7 @@ def _mutate_element(path, seed):
         attrs = dict(node.attrs)
         arr = node[()]
         if kind == "flip" and arr.dtype.kind in "iuf":
-            raw = arr.view(np.uint8)
+            raw = arr.reshape(-1).view(np.uint8)  # a view of arr (2-D elements too)
             for pos in rng.integers(0, raw.size, size=int(rng.integers(1, 4))):
                 raw[pos] ^= np.uint8(1 << int(rng.integers(0, 8)))
             node[...] = arr
