@@ -58,7 +58,7 @@ from glfs.api import check_method_params, check_seed, check_streams, method_info
 from glfs.api import select as _select
 from glfs.core._out_of_core import OutOfCore, out_of_core_kind
 from glfs.core._result import Selection
-from glfs.core._validation import check_n_features, check_X
+from glfs.core._validation import check_graph, check_n_features, check_X
 from glfs.core._value_checks import holds_counts, looks_like_counts
 from glfs.graph._neighbors import APPROX_N_PCS, approx_backend, choose_neighbor_method
 from glfs.graph._similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
@@ -406,12 +406,26 @@ def _batches(adata, batch_key):
 
 
 def _check_key_added(key_added) -> None:
-    """``key_added`` is None or a non-empty string (it names every output of :func:`select`)."""
+    """``key_added`` is None or a non-empty string (it names every output of :func:`select`) that can name an
+    HDF5 element (:func:`_check_h5_name`)."""
     if key_added is not None and (not isinstance(key_added, str) or not key_added.strip()):
         msg = (
             "key_added must be a non-empty string (it names every output: the var columns key_added, "
             "key_added_score, key_added_rank, uns[key_added] and the graph key_added_connectivities) "
             f"or None (the method name); got {key_added!r}"
+        )
+        raise ValueError(msg)
+    if key_added is not None:
+        _check_h5_name(key_added, "key_added")
+
+
+def _check_h5_name(value: str, name: str) -> None:
+    """ValueError when ``value`` cannot name an element of a saved ``.h5ad`` (an HDF5 link name): "/" separates
+    HDF5 groups, and "." and ".." name a group itself; anndata writes such a key, and the file cannot be read back."""
+    if "/" in value or value.strip() in (".", ".."):
+        msg = (
+            f"{name} must be a name without '/' and other than '.' or '..' (it names elements of the saved .h5ad, "
+            f"an HDF5 file, where '/' separates groups); got {value!r}"
         )
         raise ValueError(msg)
 
@@ -426,6 +440,7 @@ def _graph_key(graph_key, key_added) -> str:
     if not isinstance(graph_key, str) or not graph_key:
         msg = f"graph_key must be a non-empty string; got {graph_key!r}"
         raise ValueError(msg)
+    _check_h5_name(graph_key, "graph_key")
     return graph_key
 
 
@@ -552,7 +567,7 @@ def _given_graph(adata, obsp, info, method):
         msg = f"method {method!r} uses no graph; the graph passed is ignored (obsp={obsp!r})"
         warnings.warn(msg, UserWarning, stacklevel=3)
         return None
-    return adata.obsp[obsp]
+    return check_graph(adata.obsp[obsp], adata.n_obs, name=f"adata.obsp[{obsp!r}]")  # a corrupt graph: ValueError
 
 
 def _labels(adata, labels_key, info, method):

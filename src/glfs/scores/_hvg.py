@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core._result import Selection, make_selection
-from glfs.core._validation import constant_features
+from glfs.core._validation import check_positive, constant_features
 from glfs.core.limits import check_bytes
 from glfs.scores._batches import batch_columns
 
@@ -376,7 +376,8 @@ def _refuse_batches(counts, labels, failed: dict, params) -> None:
 def _refuse_too_few_for_loess(counts, span) -> None:
     """seurat_v3 fits a local quadratic (loess, degree 2) through span x (genes of non-zero variance) points:
     below 3 points per fit scikit-misc's loess crashes the process (SIGSEGV at 1-3 genes), so refuse first."""
-    need = math.ceil(3 / float(span))
+    span = check_positive(span, "span")  # 0 divided by zero below, NaN failed in int()
+    need = math.ceil(3 / span)
     varying = int(np.count_nonzero(~constant_features(counts)))
     if varying < need:
         msg = (
