@@ -63,7 +63,7 @@ try:
         seen = {}  # a top-k gene set that two graph weights share is clustered once
         for gw in par.graph_weights:
             sel = glfs.select(
-                adata.X, method=par.method, graph=W, n_features=n_features, graph_weight=float(gw), **params
+                adata.X, method=par.method, graph=W, n_features_to_select=n_features, graph_weight=float(gw), **params
             )
             p = dict(sel.params)
             records = pd.DataFrame.from_records(

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import anndata
 import numpy as np
-import scipy.sparse as sp
 
 import glfs
 from glfs_workflow.datasets import check_counts_kept
 from glfs_workflow.evaluation import glfs_vs_greedy
 from glfs_workflow.files import DiskFullError, read_tsv, write_h5ad_atomic, write_json, write_tsv
 from glfs_workflow.logs import log_to
+from glfs_workflow.readers import read_graph
 from glfs_workflow.tables import (
     annotate_dataset,
     dataset_batches,
@@ -43,7 +43,7 @@ try:
     adata = anndata.read_h5ad(inp.adata)
     for method in methods:  # a count method on a dataset without counts stops the job before any method runs
         check_counts_kept(adata, method, dataset, inp.adata)
-    graph = sp.load_npz(inp.graph).tocsr()  # the dataset's graph (a method that builds its own ignores it)
+    graph = read_graph(inp.graph, adata.n_obs)  # the dataset's graph (a method that builds its own ignores it)
     n_features = int(min(par.n_features, adata.n_vars))
     batched = dataset_batches(adata) is not None
     for method, table, meta in zip(methods, out.tables, out.metas, strict=True):

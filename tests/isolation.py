@@ -91,7 +91,7 @@ def _warm_up():
         X = sp.random(40, 12, density=0.4, format="csr", random_state=rng, dtype=dtype)
         for M in (X, X.tocsc()):
             glfs.laplacian_score(M, W)
-            glfs.select(M, method="variance", n_features=3)
+            glfs.select(M, method="variance", n_features_to_select=3)
 
 
 def _serve():

@@ -71,6 +71,7 @@ LAYERS = {
             "errors",
             "memory",
             "readers",
+            "h5ad",
             "preprocessing",
             "files",
             "logs",

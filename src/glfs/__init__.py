@@ -14,10 +14,10 @@ from glfs.core import ConstantFeatureWarning, Selection
 from glfs.designs import (
     GLFSConvergenceWarning,
     GLFSResult,
-    glfs,
     glfs_design,
     glfs_objective,
     glfs_path,
+    glfs_published,
     lapaofs,
     lapdofs,
     laprls_fit,
@@ -50,7 +50,7 @@ __all__ = [
     "variance_score",
     "lapaofs",
     "lapdofs",
-    "glfs",
+    "glfs_published",
     "glfs_objective",
     "glfs_path",
     "laprls_fit",
@@ -71,6 +71,11 @@ def __getattr__(name):
         globals()[name] = val
         return val
     msg = f"module 'glfs' has no attribute {name!r}"
+    if name == "glfs":  # one meaning of "glfs": method="glfs" is the well-posed design
+        msg += (
+            "; the well-posed GLFS (method='glfs') is glfs.glfs_design, the published readings are "
+            "glfs.glfs_published(X, W, objective='exact' | 'paper' | 'printed')"
+        )
     raise AttributeError(msg)
 
 

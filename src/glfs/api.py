@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import logging
 import numbers
@@ -38,13 +39,13 @@ __all__ = [
     "MethodInfo",
     "method_info",
     "methods_of",
-    "n_to_select",
     "method_params",
     "check_method_params",
     "check_streams",
     "classifier_rows",
     "plain_value",
     "DESIGN_GLFS",
+    "SCANPY_FLAVORS",
 ]
 
 
@@ -66,7 +67,9 @@ class MethodInfo:
 
     ``fn(X, W, *, n_features, labels, random_state, **params)`` returns a
     :class:`glfs.Selection`; :func:`select` checks the arguments once before
-    calling it (X, the graph W or None, labels, n_features).  Every fact but
+    calling it (X, the graph W or None, labels, n_features).  ``n_features`` is the
+    registry's internal name of :func:`select`'s ``n_features_to_select`` (the scoring
+    functions and :func:`glfs.core.make_selection` share it); no public entry point takes it.  Every fact but
     the name, function, family and description has a default, so an entry
     states only what sets it apart.
     """
@@ -147,13 +150,13 @@ def _registry() -> dict[str, MethodInfo]:
           dense_x=True, params_from=design.glfs_design, fixed_params=("start",),
           description="well-posed GLFS: budgeted A-optimal design, greedy + exchange"),
         M(name="glfs_exact", fn=gradient.select_glfs_exact, family="glfs_published", needs_graph=True,
-          objective="exact", own_support=True, dense_x=True, params_from=gradient.glfs, fixed_params=("objective",),
+          objective="exact", own_support=True, dense_x=True, params_from=gradient.glfs_published, fixed_params=("objective",),
           description="GLFS, exact covariance trace"),
         M(name="glfs_paper", fn=gradient.select_glfs_paper, family="glfs_published", needs_graph=True,
-          objective="paper", own_support=True, dense_x=True, params_from=gradient.glfs, fixed_params=("objective",),
+          objective="paper", own_support=True, dense_x=True, params_from=gradient.glfs_published, fixed_params=("objective",),
           description="GLFS, Eq. 7 with its true gradient"),
         M(name="glfs_printed", fn=gradient.select_glfs_printed, family="glfs_published", needs_graph=True,
-          objective="printed", own_support=True, dense_x=True, params_from=gradient.glfs, fixed_params=("objective",),
+          objective="printed", own_support=True, dense_x=True, params_from=gradient.glfs_published, fixed_params=("objective",),
           description="GLFS, Eq. 7 values with printed Eq. 9"),
         M(name="lkr_score", fn=lkr.select_lkr_score, family="lkr", higher_is_better=False, needs_graph=True,
           dense_x=True, params_from=lkr.lkr_score, batch="ranks", description="LKR score (Cheung & Zeng 2009), unsupervised"),
@@ -217,15 +220,39 @@ def classifier_rows(method: str) -> tuple[str, ...]:
     return (method, f"{method}_supervised") if info.objective == "design" else (method,)
 
 
+#: scanpy's ``highly_variable_genes`` flavours and the registry name of each here (the one name a method has:
+#: a flavour name is refused with the name to use, so that var/uns keys and configs always carry the registry name).
+SCANPY_FLAVORS = {
+    "seurat": "hvg_seurat",
+    "cell_ranger": "hvg_cell_ranger",
+    "seurat_v3": "hvg_seurat_v3",
+    "pearson_residuals": "hvg_pearson_residuals",
+}
+
+
 def method_info(method: str) -> MethodInfo:
-    """The registry entry of ``method``; a ValueError lists the known names."""
+    """The registry entry of ``method``; a ValueError lists the known names and suggests the closest.
+
+    A scanpy flavour name (``"seurat_v3"``, :data:`SCANPY_FLAVORS`) is refused with the registry name of
+    that flavour (``"hvg_seurat_v3"``); any other unknown name with the closest known names
+    (:func:`difflib.get_close_matches`).
+    """
     if not isinstance(method, str):
         msg = f"method must be a method name (str), one of {sorted(METHODS)}; got {method!r} ({type(method).__name__})"
         raise ValueError(msg)
     if method not in METHODS:
-        msg = f"method must be one of {sorted(METHODS)}; got {method!r}"
+        msg = f"method must be one of {sorted(METHODS)}; got {method!r}. {_did_you_mean(method)}"
         raise ValueError(msg)
     return METHODS[method]
+
+
+def _did_you_mean(method: str) -> str:
+    """The hint of :func:`method_info` for an unknown name: its scanpy flavour's method, or the closest names."""
+    flavor = SCANPY_FLAVORS.get(method.lower().replace("-", "_"))
+    if flavor is not None:
+        return f"scanpy's flavor {method!r} is method {flavor!r} here (computed by scanpy): pass method={flavor!r}"
+    close = difflib.get_close_matches(method.lower(), METHODS, n=3, cutoff=0.6)
+    return f"Did you mean {' or '.join(repr(c) for c in close)}?" if close else "See glfs.METHODS."
 
 
 def select(
@@ -237,7 +264,6 @@ def select(
     labels=None,
     graph_params: dict | None = None,
     random_state: int | None = 0,
-    n_features: int | None = None,
     counts=None,
     batches=None,
     **params,
@@ -269,8 +295,6 @@ def select(
         ``lkr_score_supervised``).
     random_state : int or None, default 0
         Seed for methods with randomness (sparse PCA, GLFS start point).
-    n_features : int, optional
-        The former name of ``n_features_to_select``; still accepted.
     counts : array-like or sparse of shape (n_samples, n_features), optional
         Raw counts, for the methods that score counts (``METHODS[m].needs_counts``:
         ``hvg_seurat_v3``, ``hvg_pearson_residuals``, ``deviance``).  When
@@ -304,14 +328,14 @@ def select(
     if graph is not None and not info.needs_graph:
         msg = f"method {method!r} uses no graph; the graph passed is ignored"
         warnings.warn(msg, UserWarning, stacklevel=2)
-    n_features = _n_features_of(info, method, n_features_to_select, n_features, d)
+    n_features = _n_features_of(info, method, n_features_to_select, d)
     if info.needs_labels:
         check_labels(labels, n)
     W = _graph_of(info, X, graph, graph_params, batches)
     if info.needs_counts or info.optional_counts:  # the one road of raw counts to a method: its counts=
         given = counts is not None or info.needs_counts
         params = {**params, "counts": _counts_for(method, X, counts) if given else None}
-    log.info("select: method=%s, X %d x %d, n_features=%s", method, n, d, n_features)
+    log.info("select: method=%s, X %d x %d, n_features_to_select=%s", method, n, d, n_features)
     if batches is not None:
         sel = _select_batches(info, X, batches, W, n_features, graph_params, random_state, params)
     else:
@@ -336,13 +360,12 @@ def _matrix_of(X):
     return X
 
 
-def _n_features_of(info, method: str, n_features_to_select, n_features, d: int):
+def _n_features_of(info, method: str, n_features_to_select, d: int):
     """The checked number of genes to select (None only for a method that chooses its own support)."""
-    name = "n_features_to_select" if n_features is None else "n_features"  # the name the caller used
-    k = check_n_features(n_to_select(n_features_to_select, n_features), d, name=name, allow_none=True)
+    k = check_n_features(n_features_to_select, d, name="n_features_to_select", allow_none=True)
     if k is None and not info.own_support:
         msg = (
-            f"{name} must be an integer in [1, {d}] for method {method!r} (only the published GLFS readings "
+            f"n_features_to_select must be an integer in [1, {d}] for method {method!r} (only the published GLFS readings "
             "choose their own support); got None"
         )
         raise ValueError(msg)
@@ -450,6 +473,8 @@ def check_streams(method: str, X, graph) -> None:
 # before the method runs; tests/core/test_validation.py checks that each method accepts the defaults of
 # the names found here and refuses other names.
 _PASSED = {"X", "W", "n_features", "n_features_to_select", "labels", "random_state", "counts"}
+# Names of the gene count that a caller may pass to the wrong face: refused with the face's own name.
+_GENE_COUNT_NAMES = ("n_features", "n_features_to_select", "n_top_genes")
 
 
 def method_params(method: str):
@@ -552,6 +577,11 @@ def _check_param_names(method: str, params) -> dict:
         if name not in known:
             listed = f"its parameters are {sorted(known)}" if known else "it takes none"
             msg = f"parameter {name!r} is not a parameter of method {method!r}; {listed}"
+            if name in _GENE_COUNT_NAMES:
+                msg += (
+                    ". The number of genes to select is n_features_to_select in glfs.select and FeatureSelector, "
+                    "n_top_genes in glfs.tl.select (scanpy's name)"
+                )
             raise ValueError(msg)
     return known
 
@@ -573,22 +603,6 @@ def _counts_for(method, X, counts):
 
 def _input_counts(counts):
     return check_X(counts, name="counts", read_only=sp.issparse(counts))
-
-
-def n_to_select(n_features_to_select, n_features):
-    """How many features to select, from the new name or the former one (``n_features``).
-
-    Both given and different is an error; either alone is accepted.
-    """
-    if n_features is None:
-        return n_features_to_select
-    if n_features_to_select is not None and n_features_to_select != n_features:
-        msg = (
-            "pass the number of genes to select once: n_features_to_select "
-            f"({n_features_to_select!r}) and its former name n_features ({n_features!r}) differ"
-        )
-        raise ValueError(msg)
-    return n_features
 
 
 def _is_anndata(X) -> bool:

@@ -39,9 +39,6 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
     random_state : int, default 0
     method_params : dict, optional
         Extra parameters passed to the method.
-    n_features : int or None, optional
-        The former name of ``n_features_to_select``; still accepted, with a
-        ``FutureWarning`` in ``fit``.
 
     Attributes
     ----------
@@ -74,11 +71,9 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
         kernel=DEFAULT_GRAPH_PARAMS["kernel"],
         random_state=0,
         method_params=None,
-        n_features="deprecated",
     ):
         self.method = method
         self.n_features_to_select = n_features_to_select
-        self.n_features = n_features
         self.n_neighbors = n_neighbors
         self.kernel = kernel
         self.random_state = random_state
@@ -111,18 +106,12 @@ class FeatureSelector(SelectorMixin, BaseEstimator):
             raise ValueError(msg)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2)
         d = X.shape[1]
-        name, k = "n_features_to_select", self.n_features_to_select
-        if not (isinstance(self.n_features, str) and self.n_features == "deprecated"):
-            msg = (
-                "FeatureSelector: n_features was renamed n_features_to_select (scikit-learn's name); n_features is used"
-            )
-            warnings.warn(msg, FutureWarning, stacklevel=2)
-            name, k = "n_features", self.n_features
-        k = None if k is None else min(check_int(k, name, 1), d)
+        k = self.n_features_to_select
+        k = None if k is None else min(check_int(k, "n_features_to_select", 1), d)
         self.selection_ = select(
             X,
             method=self.method,
-            n_features=k,
+            n_features_to_select=k,
             labels=y if info.needs_labels else None,
             graph_params={"n_neighbors": self.n_neighbors, "kernel": self.kernel},
             random_state=self.random_state,

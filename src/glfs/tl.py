@@ -8,12 +8,18 @@ Writes, for ``key = key_added or method``:
 - ``adata.var[f"{key}_weight"]`` for methods with weights (GLFS beta,
   Q-alpha weights); GLFS methods also keep ``adata.var["glfs_weight"]``
   (backward compatibility),
-- ``adata.uns[key]["params"]`` plain values,
-- ``adata.obsp["patient_similarity"]`` the graph used (when the method uses one
-  and builds it; ``graph_key`` renames it, e.g. ``"cell_similarity"`` for cells),
+- ``adata.uns[key]["params"]`` plain values, with ``n_top_genes`` and, for a graph built here,
+  ``graph_params``: the resolved settings of that graph (:func:`graph_settings`),
+- ``adata.obsp["glfs_connectivities"]`` the graph used (when the method uses one
+  and builds it; ``f"{key_added}_connectivities"`` with ``key_added``, as scanpy's
+  ``pp.neighbors(key_added=...)`` names its graph; ``graph_key`` renames it),
 - ``adata.var["highly_variable"]`` = the selection, only when asked
   (``mark_highly_variable=True``), so that ``sc.pp.pca(adata)`` uses it as it
-  uses scanpy's HVG.
+  uses scanpy's HVG, with ``uns["hvg"]`` and the per-gene statistics that
+  ``sc.pl.highly_variable_genes`` plots.
+
+The workflow writes its own ``.h5ad`` files with the same writers and its own contract
+(``obsp["patient_similarity"]``, ``uns[m]["params"]["n_features"]``; DESIGN.md, section 7).
 
 Methods that score raw counts (``hvg_seurat_v3``, ``hvg_pearson_residuals``,
 ``deviance``) read them from ``adata.layers["counts"]`` (scanpy's convention,
@@ -30,9 +36,11 @@ loggers (``logging.basicConfig(level=logging.INFO)`` shows it).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -46,23 +54,48 @@ from glfs._anndata_writers import (
     write_graph,
     write_selection,
 )
-from glfs.api import check_seed, check_streams, method_info, n_to_select
+from glfs.api import check_method_params, check_seed, check_streams, method_info
 from glfs.api import select as _select
 from glfs.core._out_of_core import OutOfCore, out_of_core_kind
 from glfs.core._result import Selection
-from glfs.core._validation import check_X
+from glfs.core._validation import check_graph, check_n_features, check_X
 from glfs.core._value_checks import holds_counts, looks_like_counts
+from glfs.graph._neighbors import APPROX_N_PCS, approx_backend, choose_neighbor_method
 from glfs.graph._similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
+from glfs.scores._hvg import plot_statistics
 
 log = logging.getLogger(__name__)
 
-__all__ = ["select", "selection", "write_selection", "write_graph", "GRAPH_KEY", "COUNTS_LAYER", "CONVERGENCE_KEYS"]
+__all__ = [
+    "select",
+    "selection",
+    "graph_settings",
+    "write_selection",
+    "write_graph",
+    "GRAPH_KEY",
+    "CONNECTIVITIES_KEY",
+    "COUNTS_LAYER",
+    "CONVERGENCE_KEYS",
+]
+
+#: The ``obsp`` key of a graph :func:`select` builds (``f"{key_added}_connectivities"`` with ``key_added``):
+#: a weighted kNN adjacency of the cells or patients, named as scanpy's ``pp.neighbors`` names its own
+#: (``obsp["connectivities"]``, ``obsp[f"{key_added}_connectivities"]``) and prefixed so that it never
+#: replaces scanpy's.  The workflow keeps ``GRAPH_KEY`` (``"patient_similarity"``) in its own files.
+CONNECTIVITIES_KEY = "glfs_connectivities"
+
+# similarity_graph's own defaults (read once, from its signature), which graph_settings resolves
+_GRAPH_DEFAULTS = {
+    name: p.default
+    for name, p in inspect.signature(similarity_graph).parameters.items()
+    if name not in ("X", "batches")
+}
 
 
 def select(
     adata,
     method: str = "laplacian_score",
-    n_features_to_select: int | None = None,
+    n_top_genes: int | None = None,
     *,
     key_added: str | None = None,
     layer: str | None = None,
@@ -71,13 +104,11 @@ def select(
     graph_params: dict | None = None,
     random_state: int | None = 0,
     inplace: bool = True,
-    n_features: int | None = None,
     counts_layer: str = COUNTS_LAYER,
     graph_key: str | None = None,
     mark_highly_variable: bool = False,
     batch_key: str | None = None,
     subset: bool = False,
-    n_top_genes: int | None = None,
     **params,
 ):
     """Select genes of an AnnData with any :func:`glfs.select` method.
@@ -86,18 +117,22 @@ def select(
     ----------
     adata : anndata.AnnData
         obs = samples (patients, cells), var = genes.
-    method, n_features_to_select, random_state, **params
-        As :func:`glfs.select`: ``n_features_to_select`` is required except
-        for the published GLFS readings (``glfs_exact``, ``glfs_paper``,
-        ``glfs_printed``), which otherwise keep the support of their lam
-        search (``n_features``, its former name, is still accepted).
+    method, random_state, **params
+        As :func:`glfs.select`.  An unknown name is refused with the closest
+        names; scanpy's flavour names (``"seurat_v3"``) with the method of
+        that flavour (``"hvg_seurat_v3"``).
+    n_top_genes : int, optional
+        How many genes to select (scanpy's name; :func:`glfs.select`'s
+        ``n_features_to_select``).  Required except for the published GLFS
+        readings (``glfs_exact``, ``glfs_paper``, ``glfs_printed``), which
+        otherwise keep the support of their lam search.
     key_added : str, optional
         Names every output (scanpy's convention); default the method name.  A
         non-empty string (an empty one is refused).
         Written: ``var[key]`` (bool, selected), ``var[f"{key}_score"]``,
         ``var[f"{key}_rank"]`` (1 = best), ``var[f"{key}_weight"]`` (methods
         with weights), ``uns[key]["params"]``, and a graph built here in
-        ``obsp["patient_similarity"]`` (``obsp[f"{key_added}_patient_similarity"]``
+        ``obsp["glfs_connectivities"]`` (``obsp[f"{key_added}_connectivities"]``
         when ``key_added`` is given).
     layer : str, optional
         Use ``adata.layers[layer]`` instead of ``adata.X``.
@@ -116,16 +151,22 @@ def select(
         if it holds counts (non-negative integers); otherwise a ValueError
         names the layer.  Other methods ignore it.
     graph_key : str, optional
-        ``obsp`` key of a graph built here; default ``"patient_similarity"``
-        (``f"{key_added}_patient_similarity"`` with ``key_added``).  For cells,
-        e.g. ``graph_key="cell_similarity"``.
+        ``obsp`` key of a graph built here; default ``"glfs_connectivities"``
+        (``f"{key_added}_connectivities"`` with ``key_added``; :data:`CONNECTIVITIES_KEY`).
+        A later call can reuse it with ``obsp=``, as can ``sc.tl.leiden(adata, obsp=...)``.
     mark_highly_variable : bool, default False
         Also write the selection to ``var["highly_variable"]``, which scanpy's
-        ``sc.pp.pca`` uses by default.  An existing ``highly_variable`` column
-        (e.g. from ``sc.pp.highly_variable_genes``) is replaced with a
-        ``UserWarning`` that says how many genes it had; scanpy's columns of that earlier call
-        (``highly_variable_rank``, ``means``, ``variances``, ``variances_norm``, ...) are removed
-        with it (they would describe another selection), named in the warning.
+        ``sc.pp.pca`` uses by default, and ``uns["hvg"]`` (``{"flavor": ..., "selection": key}``)
+        with the per-gene statistics ``sc.pl.highly_variable_genes`` plots the selection against:
+        those of an earlier ``sc.pp.highly_variable_genes`` call are kept (``means``,
+        ``dispersions``/``variances`` and their normalised forms describe the genes, not a
+        selection), else scanpy's ``flavor="seurat"`` statistics of the expression matrix are
+        computed by scanpy (``means``, ``dispersions``, ``dispersions_norm``; in-memory X with
+        scanpy installed; otherwise ``uns["hvg"]`` is not written and the log says why).
+        An existing ``highly_variable`` column is replaced with a ``UserWarning`` that says how
+        many genes it had; the columns of the earlier call that describe its selection
+        (``highly_variable_rank``, ``highly_variable_nbatches``, ``highly_variable_intersection``)
+        are removed with it, named in the warning.
     batch_key : str, optional
         ``adata.obs`` column of each cell's batch (donor, sample; scanpy's ``batch_key``): the
         selection is made within batches (:func:`glfs.select`'s ``batches``; docs/methods/batch-aware.md,
@@ -133,10 +174,9 @@ def select(
         ``var[f"{key}_median_rank"]`` and ``varm[f"{key}_batch_ranks"]`` are written beside the rest.
         A graph method builds its graph within each batch (``obsp`` given: its edges inside each batch).
     subset : bool, default False
-        Keep only the selected genes, in rank order (best first); with ``inplace=False`` the
-        returned table holds only them, in that order.
-    n_top_genes : int, optional
-        scanpy's name of ``n_features_to_select`` (either may be given; both, they must agree).
+        Keep only the selected genes, in ``var`` order (as scanpy's ``subset``; their rank is in
+        ``var[f"{key}_rank"]``); with ``inplace=False`` the returned table holds only them, in
+        ``var`` order.
 
     Returns
     -------
@@ -144,21 +184,18 @@ def select(
     """
     info = method_info(method)
     _check_key_added(key_added)
-    n_features_to_select = _n_top_genes(n_features_to_select, n_top_genes)
-    k = n_to_select(n_features_to_select, n_features)
     t0 = time.perf_counter()
     key = key_added or method
     graph_key = _graph_key(graph_key, key_added)
     sel, graph, counts_from = _run(
         adata,
         method,
-        n_features_to_select,
+        n_top_genes,
         layer=layer,
         obsp=obsp,
         labels_key=labels_key,
         graph_params=graph_params,
         random_state=random_state,
-        n_features=n_features,
         counts_layer=counts_layer,
         default_graph=None,
         params=params,
@@ -166,11 +203,13 @@ def select(
     )
     df = _selection_frame(sel, adata.var_names)
     if not inplace:
-        return df.iloc[sel.indices] if subset else df
+        return df[df["selected"].to_numpy()] if subset else df
+    hvg_stats = _hvg_statistics(adata, layer) if mark_highly_variable else None
     # all computation done: now write (the one writer shared with the workflow)
     uns_params = {
-        "n_features": -1 if k is None else int(k),
+        "n_top_genes": -1 if n_top_genes is None else int(n_top_genes),
         "graph": "obsp:" + (obsp if obsp is not None else graph_key) if info.needs_graph else "none",
+        "graph_params": _graph_record(adata, info, sel, obsp, graph_params, layer, batch_key),
         "layer": layer if layer is not None else "X",
         "counts": counts_from,
         "highly_variable": bool(mark_highly_variable),
@@ -182,6 +221,7 @@ def select(
         key,
         uns_params,
         mark_highly_variable=mark_highly_variable,
+        hvg_stats=hvg_stats,
         subset=subset,
         graph=graph,
         graph_key=graph_key,
@@ -198,31 +238,32 @@ def select(
     return None
 
 
-def _write_into(adata, sel, key, uns_params, *, mark_highly_variable, subset, graph, graph_key, write_graph_too):
+def _write_into(
+    adata, sel, key, uns_params, *, mark_highly_variable, hvg_stats, subset, graph, graph_key, write_graph_too
+):
     """:func:`select`'s writes, after all computation: the selection (``var``, ``uns``), scanpy's
-    ``highly_variable`` columns when asked, the graph the method used (``obsp[graph_key]``: built by
-    :func:`select`, or by the method itself, ``Selection.extra["graph"]``) when ``write_graph_too``,
-    and the subset of the selected genes in rank order."""
+    ``highly_variable`` columns and ``uns["hvg"]`` when asked, the graph the method used (``obsp[graph_key]``:
+    built by :func:`select`, or by the method itself, ``Selection.extra["graph"]``) when ``write_graph_too``,
+    and the subset of the selected genes in ``var`` order (scanpy's ``subset``)."""
     write_selection(adata, sel, key=key, uns_params=uns_params)
     if mark_highly_variable:
-        _mark_highly_variable(adata, sel, key)
+        _mark_highly_variable(adata, sel, key, hvg_stats)
     if write_graph_too:
         write_graph(adata, sel.extra["graph"] if graph is None else graph, key=graph_key)
-    if subset:  # the selected genes, best first (scanpy keeps var order; the rank order is the selection's)
-        adata._inplace_subset_var(sel.indices)
+    if subset:
+        adata._inplace_subset_var(np.asarray(sel.selected, dtype=bool))
 
 
 def selection(
     adata,
     method: str = "laplacian_score",
-    n_features_to_select: int | None = None,
+    n_top_genes: int | None = None,
     *,
     layer: str | None = None,
     obsp: str | None = None,
     labels_key: str | None = None,
     graph_params: dict | None = None,
     random_state: int | None = 0,
-    n_features: int | None = None,
     counts_layer: str = COUNTS_LAYER,
     default_graph=None,
     batch_key: str | None = None,
@@ -241,7 +282,7 @@ def selection(
     ----------
     adata : anndata.AnnData
         obs = samples (patients, cells), var = genes.
-    method, n_features_to_select, layer, obsp, labels_key, graph_params, random_state, n_features, counts_layer, **params
+    method, n_top_genes, layer, obsp, labels_key, graph_params, random_state, counts_layer, **params
         As :func:`select`.
     default_graph : sparse (n_samples, n_samples), optional
         The graph :func:`glfs.select` would build from X (:func:`glfs.similarity_graph` with
@@ -259,13 +300,12 @@ def selection(
     sel, _, _ = _run(
         adata,
         method,
-        n_features_to_select,
+        n_top_genes,
         layer=layer,
         obsp=obsp,
         labels_key=labels_key,
         graph_params=graph_params,
         random_state=random_state,
-        n_features=n_features,
         counts_layer=counts_layer,
         default_graph=default_graph,
         params=params,
@@ -277,14 +317,13 @@ def selection(
 def _run(
     adata,
     method,
-    n_features_to_select,
+    n_top_genes,
     *,
     layer,
     obsp,
     labels_key,
     graph_params,
     random_state,
-    n_features,
     counts_layer,
     default_graph,
     params,
@@ -294,6 +333,14 @@ def _run(
     _check_adata(adata)
     info = method_info(method)
     check_seed(random_state)  # before the graph is built
+    check_method_params(method, params)  # an unknown parameter (e.g. n_features) is named first
+    check_n_features(n_top_genes, adata.n_vars, name="n_top_genes", allow_none=True)  # named as on this face
+    if n_top_genes is None and not info.own_support:
+        msg = (
+            f"n_top_genes must be an integer in [1, {adata.n_vars}] for method {method!r} (only the published GLFS "
+            "readings choose their own support); got None"
+        )
+        raise ValueError(msg)
     batches = _batches(adata, batch_key)
     X = _expression(adata, layer)
     graph = _given_graph(adata, obsp, info, method)
@@ -318,19 +365,13 @@ def _run(
         )
     else:
         graph = _graph_to_use(X, graph, info, obsp, graph_params, default_graph)
-    log.info(
-        "tl.select: scoring %d genes with %s (n_features_to_select=%s)",
-        adata.n_vars,
-        method,
-        n_to_select(n_features_to_select, n_features),
-    )
+    log.info("tl.select: scoring %d genes with %s (n_top_genes=%s)", adata.n_vars, method, n_top_genes)
     t1 = time.perf_counter()
     sel = _select(
         X,
         method=method,
         graph=graph,
-        n_features_to_select=n_features_to_select,
-        n_features=n_features,
+        n_features_to_select=n_top_genes,
         labels=labels,
         random_state=random_state,
         counts=counts,
@@ -351,19 +392,6 @@ def _check_adata(adata) -> None:
         raise ValueError(msg)
 
 
-def _n_top_genes(n_features_to_select, n_top_genes):
-    """``n_features_to_select``, given under scanpy's name ``n_top_genes`` or its own (both: they must agree)."""
-    if n_top_genes is None:
-        return n_features_to_select
-    if n_features_to_select is not None and n_features_to_select != n_top_genes:
-        msg = (
-            f"pass the number of genes once: n_top_genes ({n_top_genes!r}) and n_features_to_select "
-            f"({n_features_to_select!r}) differ"
-        )
-        raise ValueError(msg)
-    return n_top_genes
-
-
 def _batches(adata, batch_key):
     """The batch of each cell, ``adata.obs[batch_key]`` (None without ``batch_key``); glfs.select checks the values."""
     if batch_key is None:
@@ -378,12 +406,26 @@ def _batches(adata, batch_key):
 
 
 def _check_key_added(key_added) -> None:
-    """``key_added`` is None or a non-empty string (it names every output of :func:`select`)."""
+    """``key_added`` is None or a non-empty string (it names every output of :func:`select`) that can name an
+    HDF5 element (:func:`_check_h5_name`)."""
     if key_added is not None and (not isinstance(key_added, str) or not key_added.strip()):
         msg = (
             "key_added must be a non-empty string (it names every output: the var columns key_added, "
-            "key_added_score, key_added_rank, uns[key_added] and the graph key_added_patient_similarity) "
+            "key_added_score, key_added_rank, uns[key_added] and the graph key_added_connectivities) "
             f"or None (the method name); got {key_added!r}"
+        )
+        raise ValueError(msg)
+    if key_added is not None:
+        _check_h5_name(key_added, "key_added")
+
+
+def _check_h5_name(value: str, name: str) -> None:
+    """ValueError when ``value`` cannot name an element of a saved ``.h5ad`` (an HDF5 link name): "/" separates
+    HDF5 groups, and "." and ".." name a group itself; anndata writes such a key, and the file cannot be read back."""
+    if "/" in value or value.strip() in (".", ".."):
+        msg = (
+            f"{name} must be a name without '/' and other than '.' or '..' (it names elements of the saved .h5ad, "
+            f"an HDF5 file, where '/' separates groups); got {value!r}"
         )
         raise ValueError(msg)
 
@@ -391,13 +433,14 @@ def _check_key_added(key_added) -> None:
 def _graph_key(graph_key, key_added) -> str:
     """The ``obsp`` key of a graph built by :func:`select`: ``graph_key`` (a non-empty string) or its default.
 
-    The default is ``GRAPH_KEY``, prefixed with ``f"{key_added}_"`` when ``key_added`` is given.
+    The default is :data:`CONNECTIVITIES_KEY`; ``f"{key_added}_connectivities"`` when ``key_added`` is given.
     """
     if graph_key is None:
-        return GRAPH_KEY if key_added is None else f"{key_added}_{GRAPH_KEY}"
+        return CONNECTIVITIES_KEY if key_added is None else f"{key_added}_connectivities"
     if not isinstance(graph_key, str) or not graph_key:
         msg = f"graph_key must be a non-empty string; got {graph_key!r}"
         raise ValueError(msg)
+    _check_h5_name(graph_key, "graph_key")
     return graph_key
 
 
@@ -441,29 +484,52 @@ def _counts(adata, X, layer, counts_layer, info, method):
     raise ValueError(msg)
 
 
-#: The var columns of scanpy's highly_variable_genes that describe its var["highly_variable"]; an earlier call's
-#: are removed when mark_highly_variable replaces that column (they would describe another selection).
-SCANPY_HVG_COLUMNS = (
-    "highly_variable_rank",
-    "highly_variable_nbatches",
-    "highly_variable_intersection",
-    "means",
-    "variances",
-    "variances_norm",
-    "dispersions",
-    "dispersions_norm",
-    "residual_variances",
-)
+#: The var columns of scanpy's highly_variable_genes that describe its selection (var["highly_variable"]); an
+#: earlier call's are removed when mark_highly_variable replaces that column (they would describe another selection).
+SCANPY_SELECTION_COLUMNS = ("highly_variable_rank", "highly_variable_nbatches", "highly_variable_intersection")
 
 
-def _mark_highly_variable(adata, sel, key):
-    """var["highly_variable"] = the selection (sc.pp.pca's default mask), replacing an existing column with a warning.
+def _hvg_statistics(adata, layer):
+    """The per-gene statistics ``sc.pl.highly_variable_genes`` plots, to be written with ``mark_highly_variable``.
 
-    scanpy's columns of an earlier ``highly_variable_genes`` call (:data:`SCANPY_HVG_COLUMNS`) and its
-    ``uns["hvg"]`` go with it, named in the warning; a selection within batches writes scanpy's
+    None when an earlier ``sc.pp.highly_variable_genes`` call left its own (``uns["hvg"]`` and ``var["means"]``:
+    they are kept), or when they cannot be computed here (out-of-core X, scanpy not installed, scanpy's binning
+    fails: logged); else scanpy's ``flavor="seurat"`` statistics of the expression matrix
+    (:func:`glfs.scores._hvg.plot_statistics`), a DataFrame of ``adata.n_vars`` rows.
+    """
+    hvg = adata.uns.get("hvg")
+    if isinstance(hvg, Mapping) and "flavor" in hvg and "means" in adata.var:
+        return None
+    X = _expression(adata, layer)
+    why = None
+    if isinstance(X, OutOfCore) or out_of_core_kind(X) is not None:
+        why = "X is out of core (it is not read again for a plot)"
+    else:
+        try:
+            return plot_statistics(X)
+        except ImportError as exc:
+            why = str(exc)
+        except (ValueError, IndexError) as exc:  # scanpy's binning of the genes by mean
+            why = f"scanpy's flavor='seurat' statistics failed: {exc}"
+    log.warning(
+        "tl.select: mark_highly_variable wrote var['highly_variable'] but not uns['hvg'] or the statistics "
+        "sc.pl.highly_variable_genes plots (%s); run sc.pp.highly_variable_genes(adata) for them",
+        why,
+    )
+    return None
+
+
+def _mark_highly_variable(adata, sel, key, stats):
+    """var["highly_variable"] = the selection (sc.pp.pca's default mask), replacing an existing column with a warning;
+    ``uns["hvg"]`` and the statistics ``sc.pl.highly_variable_genes`` plots (``stats``, or an earlier call's).
+
+    scanpy's columns of an earlier ``highly_variable_genes`` call that describe its selection
+    (:data:`SCANPY_SELECTION_COLUMNS`) go with it, named in the warning; its per-gene statistics (``means``,
+    ``dispersions``, ``variances``, ...) describe the genes and stay, as does its ``uns["hvg"]["flavor"]``
+    (which says which of them the plot reads).  A selection within batches writes scanpy's
     ``highly_variable_nbatches`` and ``highly_variable_intersection`` (same meaning) beside it.
     """
-    stale = [c for c in SCANPY_HVG_COLUMNS if c in adata.var]
+    stale = [c for c in SCANPY_SELECTION_COLUMNS if c in adata.var]
     warn_replaced(
         adata,
         ["highly_variable", *stale],
@@ -474,11 +540,17 @@ def _mark_highly_variable(adata, sel, key):
     )
     if stale:
         adata.var.drop(columns=stale, inplace=True)
-        adata.uns.pop("hvg", None)
     adata.var["highly_variable"] = np.asarray(sel.selected, dtype=bool)
     for name in ("nbatches", "intersection"):
         if name in sel.extra:
             adata.var[f"highly_variable_{name}"] = np.asarray(sel.extra[name])
+    if stats is not None:
+        warn_replaced(adata, list(stats.columns), "scanpy's flavor='seurat' statistics (mark_highly_variable=True)")
+        for column in stats.columns:
+            adata.var[column] = stats[column].to_numpy()
+        adata.uns["hvg"] = {"flavor": "seurat", "selection": key}
+    elif isinstance(adata.uns.get("hvg"), Mapping) and "means" in adata.var:  # an earlier call's statistics
+        adata.uns["hvg"] = {**adata.uns["hvg"], "selection": key}
 
 
 def _given_graph(adata, obsp, info, method):
@@ -495,7 +567,7 @@ def _given_graph(adata, obsp, info, method):
         msg = f"method {method!r} uses no graph; the graph passed is ignored (obsp={obsp!r})"
         warnings.warn(msg, UserWarning, stacklevel=3)
         return None
-    return adata.obsp[obsp]
+    return check_graph(adata.obsp[obsp], adata.n_obs, name=f"adata.obsp[{obsp!r}]")  # a corrupt graph: ValueError
 
 
 def _labels(adata, labels_key, info, method):
@@ -529,6 +601,67 @@ def _graph_to_use(X, graph, info, obsp, graph_params, default_graph):
     if graph is not None:
         log.info("tl.select: using the graph adata.obsp[%r]", obsp)
     return graph
+
+
+def _graph_record(adata, info, sel, obsp, graph_params, layer, batch_key):
+    """``uns[key]["params"]["graph_params"]``: the resolved settings of a graph built here (:func:`graph_settings`);
+    ``{"built_by": method}`` for a method that built its own (its settings are among its params); None when the
+    method uses no graph or was given one (``obsp``)."""
+    if not info.needs_graph or obsp is not None:
+        return None
+    if info.own_graph:
+        return {"built_by": info.name}
+    return graph_settings(_expression(adata, layer), graph_params, within_batches=batch_key is not None)
+
+
+def graph_settings(X, graph_params: dict | None = None, *, within_batches: bool = False) -> dict:
+    """The settings of the graph :func:`glfs.select` builds on X with ``graph_params``, resolved, as plain values.
+
+    What ``DEFAULT_GRAPH_PARAMS`` and ``graph_params`` leave to :func:`glfs.similarity_graph` is resolved as it
+    resolves it: the search (``choose_neighbor_method``: ``"exact"`` or ``"approx"`` and its index), the principal
+    components searched (``n_pcs``; 0 = all genes, as scanpy's ``pp.neighbors(n_pcs=0)``), the metric, and
+    whether X is read out of core.  :func:`select` writes this dict to ``uns[key]["params"]["graph_params"]``.
+
+    Parameters
+    ----------
+    X : array-like, sparse or out-of-core of shape (n_samples, n_features)
+        The matrix the graph is built on (only its shape and kind are read).
+    graph_params : dict, optional
+        As :func:`select`.
+    within_batches : bool, default False
+        The graph is built within each batch (``batch_key``).
+
+    Returns
+    -------
+    dict
+        ``n_neighbors``, ``kernel``, ``metric``, ``search``, ``approx_index`` (approximate search only),
+        ``n_pcs``, ``out_of_core``, ``within_batches``, ``random_state`` (None dropped), and ``t``/``mu``
+        when given.
+    """
+    gp = {**DEFAULT_GRAPH_PARAMS, **(graph_params or {})}
+    given = {name: gp.get(name, default) for name, default in _GRAPH_DEFAULTS.items()}
+    n, d = X.shape
+    out_of_core = isinstance(X, OutOfCore) or out_of_core_kind(X) is not None
+    kernel = given["kernel"]
+    metric = given["metric"] or ("cosine" if kernel == "cosine" else "euclidean")
+    search, n_pcs = choose_neighbor_method(n, d, given["method"], given["n_pcs"])
+    cosine = metric == "cosine" and search == "approx"
+    if out_of_core and n_pcs is None and given["method"] == "auto" and not cosine and d > APPROX_N_PCS + 1:
+        n_pcs = APPROX_N_PCS  # as glfs.graph._neighbors: an out-of-core X is searched on components at any size
+    settings = {
+        "n_neighbors": int(given["n_neighbors"]),
+        "kernel": kernel,
+        "metric": metric,
+        "search": search,
+        "approx_index": approx_backend() if search == "approx" else None,
+        "n_pcs": 0 if n_pcs is None else int(n_pcs),
+        "out_of_core": bool(out_of_core),
+        "within_batches": bool(within_batches),
+        "random_state": given["random_state"],
+        "t": given["t"],
+        "mu": given["mu"] if kernel == "snf" else None,
+    }
+    return {k: v for k, v in settings.items() if v is not None}
 
 
 def _selection_frame(sel, var_names):

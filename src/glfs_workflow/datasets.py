@@ -82,6 +82,35 @@ def _tcga_key(s: str) -> str | None:
     return t[:12]
 
 
+def text_label_map(label_map) -> dict:
+    """``label_map`` with its keys as the text labels they stand for.
+
+    YAML reads an unquoted key ``1`` as a number and ``no``, ``yes``, ``on``, ``off``, ``true``, ``false`` as
+    booleans, which never equal a text label.  A number becomes its text (``1`` -> ``"1"``); a boolean is
+    refused, since the word it was written as is lost (``no`` and ``false`` both read as False).
+    """
+    out = {}
+    for key, value in dict(label_map or {}).items():
+        if isinstance(key, bool):
+            msg = (
+                f"config key label_map: the key {key!r} is a boolean, as YAML reads an unquoted no, yes, on, off, "
+                f"true or false; quote the label (e.g. 'no': {value}) so that it matches the text label"
+            )
+            raise DataError(msg)
+        if isinstance(key, (int, float)):
+            key = str(key)
+        out[key] = value
+    return out
+
+
+def _unused_label_map_keys(label_map: dict, values, path) -> None:
+    """Warn about ``label_map`` keys that match no label (a typo, or a key YAML read other than written)."""
+    present = {v for v in values if isinstance(v, str)}
+    unused = [k for k in label_map if k not in present]
+    if unused:
+        log.warning("%s: label_map keys %s match no label (the labels are e.g. %s)", path, unused, sorted(present)[:5])
+
+
 def attach_labels(
     m: Matrix,
     labels: pd.Series,
@@ -98,7 +127,7 @@ def attach_labels(
     ``drop_unlabelled``, unlabelled samples are dropped and extra rows are
     ignored; both counts go into the report.
     """
-    label_map = dict(label_map or {})
+    label_map = text_label_map(label_map)
     samples = list(m.samples)
     if match == "tcga_patient":
         keyed = {}
@@ -117,6 +146,7 @@ def attach_labels(
         keys = samples
         lab_index = set(labels.index)
     values = [keyed.get(k, np.nan) for k in keys]
+    _unused_label_map_keys(label_map, values, path)
     values = [label_map.get(v, v) if isinstance(v, str) else v for v in values]
     missing = [s for s, v in zip(samples, values) if not isinstance(v, str)]
     extra = sorted(lab_index - {k for k in keys if k is not None})
@@ -266,7 +296,7 @@ def prepare_dataset(
         "mem_mb": mem_mb,
     }
     m = _read_dataset(name, fmt, expr, cfg, paths, limits)
-    m, labelled, label_report, notes = _label_dataset(name, fmt, expr, m, cfg, paths)
+    m, labelled, label_report, notes = _label_dataset(name, fmt, expr, m, cfg, paths, limits)
     m = _batch_column(name, fmt, expr, m, cfg)
     n, d = m.X.shape
     notes += _check_size(expr, n, d, cfg, h5ad=infer_format(expr, fmt) == "h5ad")  # n_neighbors: build_graph checks it
@@ -382,7 +412,7 @@ def _read_dataset(name: str, fmt: str, expr: Path, cfg: dict, paths: dict, limit
     )
 
 
-def _label_dataset(name: str, fmt: str, expr: Path, m: Matrix, cfg: dict, paths: dict):
+def _label_dataset(name: str, fmt: str, expr: Path, m: Matrix, cfg: dict, paths: dict, limits: dict | None = None):
     """Attach the class labels the config names; return (matrix, labelled, label report, notes).
 
     From a labels table, an ``.h5ad`` ``obs`` column (``label_column``), or the
@@ -394,7 +424,13 @@ def _label_dataset(name: str, fmt: str, expr: Path, m: Matrix, cfg: dict, paths:
     labelled = True
     is_h5ad = fmt not in ("golub", "stategra", "clanc840") and infer_format(expr, fmt) == "h5ad"
     if paths.get("labels"):
-        labels = read_labels(paths["labels"], cfg.get("sample_column", "sample"), cfg.get("label_column", "label"))
+        labels = read_labels(  # bounded as the matrix is: fetch.max_expanded_gb and the job's memory
+            paths["labels"],
+            cfg.get("sample_column", "sample"),
+            cfg.get("label_column", "label"),
+            **(limits or {}),
+            keys=LIMIT_KEYS,
+        )
         m, label_report = attach_labels(
             m,
             labels,
@@ -406,7 +442,8 @@ def _label_dataset(name: str, fmt: str, expr: Path, m: Matrix, cfg: dict, paths:
     elif is_h5ad and cfg.get("label_column") is not None:
         m, label_report = _h5ad_labels(m, expr, cfg)
     elif fmt in ("stategra", "clanc840") and m.obs is not None and "label" in m.obs:
-        lm = cfg.get("label_map") or {}
+        lm = text_label_map(cfg.get("label_map"))
+        _unused_label_map_keys(lm, list(m.obs["label"]), expr)
         m.obs["label"] = [lm.get(v, v) for v in m.obs["label"]]
     else:
         labelled = False

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DataError
-from .memory import ParseBudget, h5ad_matrix_bytes, job_memory_bytes
+from .memory import ParseBudget, job_memory_bytes
 
 log = logging.getLogger(__name__)
 
@@ -447,7 +447,9 @@ def read_matrix(
     keys = {"expanded": "max_expanded_bytes", "memory": "mem_mb", **(keys or {})}
     budget = ParseBudget(*job_memory_bytes(mem_mb), keys["memory"], "," if fmt == "csv" else "\t")
     if fmt == "h5ad":
-        return _read_h5ad(path, layer, budget)
+        from .h5ad import read_h5ad
+
+        return read_h5ad(path, layer, budget)
     if layer is not None:
         msg = f"{path}: `layer` ({layer!r}) applies only to .h5ad files; this one is read as {fmt}"
         raise DataError(msg)
@@ -495,80 +497,22 @@ def read_matrix(
     return Matrix(X, row_ids, col_ids, var)
 
 
-def _read_h5ad(path: Path, layer: str | None = None, budget: ParseBudget | None = None) -> Matrix:
-    import anndata as ad
-    import scipy.sparse as sp
-
-    size = h5ad_matrix_bytes(path, layer) if budget is not None else None
-    if size is not None:  # the size the file declares, before anything is read (a compressed X can be huge)
-        try:
-            budget.check_load(path, "X" if layer is None else f"layers[{layer!r}]", *size)
-        except ValueError as exc:
-            raise DataError(str(exc)) from None
-    try:
-        a = ad.read_h5ad(path)
-    except Exception as exc:  # noqa: BLE001 - h5py raises many types
-        msg = f"{path}: cannot read as .h5ad ({type(exc).__name__}: {exc})"
-        raise DataError(msg) from None
-    if layer is not None:
-        if layer not in a.layers:
-            msg = f"{path}: no layer {layer!r} (config key `layer`); its layers are {list(a.layers)}"
-            raise DataError(msg)
-        X = a.layers[layer]
-    elif a.X is None:
-        msg = (
-            f"{path}: X is empty (None); name the layer that holds the expression with the dataset's "
-            f"`layer` key (its layers are {list(a.layers)})"
-        )
-        raise DataError(msg)
-    else:
-        X = a.X
-    if a.n_obs == 0 or a.n_vars == 0:
-        msg = f"{path}: empty AnnData ({a.n_obs} obs x {a.n_vars} var)"
-        raise DataError(msg)
-    if sp.issparse(X):  # before anything reads its indices: a corrupt file must not crash the process
-        from glfs.core import canonical, check_sparse_structure
-
-        where = f"layers[{layer!r}]" if layer is not None else "X"
-        try:
-            check_sparse_structure(X, where)
-        except ValueError as exc:
-            msg = f"{path}: {exc}"
-            raise DataError(msg) from None
-        X = canonical(X, f"{path}: {where}")
-    # a sparse X stays sparse (CSR float64: the values of the former dense copy, 12 bytes per non-zero)
-    X = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
-    samples, genes = [str(s) for s in a.obs_names], [str(g) for g in a.var_names]
-    _check_unique(samples, path, "sample", "obs_names")
-    _check_unique(genes, path, "gene", "var_names")
-    nonfinite = ~np.isfinite(X.data if sp.issparse(X) else X)
-    if nonfinite.any():
-        if sp.issparse(X):
-            t = int(np.flatnonzero(nonfinite)[0])
-            i, j, value = int(np.searchsorted(X.indptr, t, side="right") - 1), int(X.indices[t]), X.data[t]
-        else:
-            i, j = np.argwhere(nonfinite)[0]
-            value = X[i, j]
-        msg = f"{path}: non-finite value {value} in X at obs {samples[i]!r} (row {i}), var {genes[j]!r} (column {j}); expected finite numbers ({int(nonfinite.sum())} cells)"
-        raise DataError(msg)
-    var = a.var.copy()
-    var.index = pd.Index(genes)
-    var.insert(0, "gene_id", genes)
-    obs = a.obs.copy()
-    obs.index = pd.Index(samples)
-    return Matrix(X, samples, genes, var, obs)
-
-
 @_names_errors
-def read_table(path, *, max_expanded_bytes: int | None = None) -> pd.DataFrame:
+def read_table(
+    path, *, max_expanded_bytes: int | None = None, mem_mb: float | None = None, keys: dict | None = None
+) -> pd.DataFrame:
     """A small annotation table (.csv = comma, otherwise tab), all strings.
 
     Read as :func:`read_matrix` reads text (UTF-8, a byte-order mark dropped,
-    gzip expanded to at most ``max_expanded_bytes``).
+    gzip expanded to at most ``max_expanded_bytes``, refused before it is parsed
+    when parsing would take more than the job's ``mem_mb``, or the machine's
+    available memory; ``keys`` as :func:`read_matrix`'s, the config keys named).
     """
     path = Path(path)
     sep = "," if _strip_ext(path.name.lower()).endswith(".csv") else "\t"
-    text = _read_text(path, max_expanded_bytes)
+    keys = {"expanded": "max_expanded_bytes", "memory": "mem_mb", **(keys or {})}
+    budget = ParseBudget(*job_memory_bytes(mem_mb), keys["memory"], sep)
+    text = _read_text(path, max_expanded_bytes, budget, keys["expanded"])
     if not text.strip():
         msg = f"{path}: file is empty"
         raise DataError(msg)
@@ -584,11 +528,17 @@ def read_table(path, *, max_expanded_bytes: int | None = None) -> pd.DataFrame:
 
 @_names_errors
 def read_labels(
-    path, sample_column: str = "sample", label_column: str = "label", *, max_expanded_bytes: int | None = None
+    path,
+    sample_column: str = "sample",
+    label_column: str = "label",
+    *,
+    max_expanded_bytes: int | None = None,
+    mem_mb: float | None = None,
+    keys: dict | None = None,
 ) -> pd.Series:
-    """Labels table -> Series (index = sample id, value = label or NaN)."""
+    """Labels table -> Series (index = sample id, value = label or NaN); read as :func:`read_table`."""
     path = Path(path)
-    df = read_table(path, max_expanded_bytes=max_expanded_bytes)
+    df = read_table(path, max_expanded_bytes=max_expanded_bytes, mem_mb=mem_mb, keys=keys)
     for key, col in (("sample_column", sample_column), ("label_column", label_column)):
         if col not in df.columns:
             msg = f"{path}: column {col!r} (config key {key}) not found; columns are {list(df.columns)[:20]}"
@@ -640,3 +590,25 @@ def id_warnings(ids, kind: str) -> list[str]:
             "the output tables quote them, but line-based tools (cut, awk, grep) will split them"
         )
     return out
+
+
+def read_graph(path, n_samples: int):
+    """The workflow's graph file (``scipy.sparse.save_npz``) as a checked float64 CSR matrix.
+
+    The graph gets the structure check X gets (:func:`glfs.core.check_graph`): an index outside the
+    matrix, a non-monotone ``indptr``, a wrong shape or an unreadable file is a :class:`DataError`
+    naming the file, never a crash in scipy's C++ routines.
+    """
+    import scipy.sparse as sp
+
+    from glfs.core import check_graph
+
+    try:
+        W = sp.load_npz(path)
+    except Exception as exc:  # noqa: BLE001 - numpy, zipfile and scipy raise many types
+        msg = f"{path}: cannot read as a scipy sparse graph (.npz) ({type(exc).__name__}: {exc})"
+        raise DataError(msg) from None
+    try:
+        return check_graph(W, n_samples, name=str(path))
+    except ValueError as exc:
+        raise DataError(str(exc)) from None

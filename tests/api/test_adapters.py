@@ -39,7 +39,7 @@ def _snapshot(a):
 
 
 def test_tl_select_writes_contract_keys(adata):
-    glfs.tl.select(adata, method="laplacian_score", n_features=3)
+    glfs.tl.select(adata, method="laplacian_score", n_top_genes=3)
     v = adata.var
     assert v["laplacian_score_score"].dtype == np.float64
     assert np.issubdtype(v["laplacian_score_rank"].dtype, np.integer)
@@ -49,23 +49,25 @@ def test_tl_select_writes_contract_keys(adata):
     # rank 1 = lowest Laplacian score (lower is better)
     assert v["laplacian_score_score"].idxmin() == v["laplacian_score_rank"].idxmin()
     params = adata.uns["laplacian_score"]["params"]
-    assert params["n_features"] == 3 and params["method"] == "laplacian_score"
-    assert all(isinstance(x, (str, int, float, bool)) for x in params.values())
-    W = adata.obsp["patient_similarity"]
+    assert params["n_top_genes"] == 3 and params["method"] == "laplacian_score"
+    plain = (str, int, float, bool)
+    assert all(isinstance(x, plain) for x in params.values() if not isinstance(x, dict))
+    assert all(isinstance(x, plain) for x in params["graph_params"].values())
+    W = adata.obsp["glfs_connectivities"]
     assert sp.issparse(W) and W.shape == (60, 60)
 
 
 def test_tl_select_key_added_and_layer(adata):
     adata.layers["scaled"] = adata.X * 2.0
-    glfs.tl.select(adata, method="variance", n_features=2, key_added="hv", layer="scaled")
+    glfs.tl.select(adata, method="variance", n_top_genes=2, key_added="hv", layer="scaled")
     assert "hv" in adata.var and "hv_score" in adata.var and "hv_rank" in adata.var
     np.testing.assert_allclose(adata.var["hv_score"], np.var(adata.X * 2.0, axis=0))
     assert adata.uns["hv"]["params"]["layer"] == "scaled"
 
 
 def test_array_path_equals_anndata_path(adata):
-    sel = glfs.select(adata.X, "laplacian_score", n_features=4)
-    df = glfs.tl.select(adata, method="laplacian_score", n_features=4, inplace=False)
+    sel = glfs.select(adata.X, "laplacian_score", n_features_to_select=4)
+    df = glfs.tl.select(adata, method="laplacian_score", n_top_genes=4, inplace=False)
     np.testing.assert_allclose(df["score"].to_numpy(), sel.scores)
     np.testing.assert_array_equal(df["rank"].to_numpy(), sel.rank)
     np.testing.assert_array_equal(df["selected"].to_numpy(), sel.selected)
@@ -74,7 +76,7 @@ def test_array_path_equals_anndata_path(adata):
 
 def test_inplace_false_leaves_adata_unchanged(adata):
     before = _snapshot(adata)
-    glfs.tl.select(adata, method="laplacian_score", n_features=2, inplace=False)
+    glfs.tl.select(adata, method="laplacian_score", n_top_genes=2, inplace=False)
     after = _snapshot(adata)
     pd.testing.assert_frame_equal(before[1], after[1])
     assert before[2] == after[2] and before[3] == after[3]
@@ -83,18 +85,18 @@ def test_inplace_false_leaves_adata_unchanged(adata):
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        ({"method": "laplacian_score", "n_features": 1000}, r"n_features must be an integer in \[1, 40\]"),
-        ({"method": "nope", "n_features": 2}, r"method must be one of"),
-        ({"method": "laplacian_score", "n_features": 2, "obsp": "connectivities"}, r"sc.pp.neighbors"),
-        ({"method": "variance", "n_features": 2, "layer": "counts"}, r"layer must name one of"),
+        ({"method": "laplacian_score", "n_top_genes": 1000}, r"n_top_genes must be an integer in \[1, 40\]"),
+        ({"method": "nope", "n_top_genes": 2}, r"method must be one of"),
+        ({"method": "laplacian_score", "n_top_genes": 2, "obsp": "connectivities"}, r"sc.pp.neighbors"),
+        ({"method": "variance", "n_top_genes": 2, "layer": "counts"}, r"layer must name one of"),
         (
-            {"method": "fisher_score", "n_features": 2, "labels_key": "subtype"},
+            {"method": "fisher_score", "n_top_genes": 2, "labels_key": "subtype"},
             r"labels_key must name an adata.obs column",
         ),
     ],
 )
 def test_failed_call_leaves_adata_unchanged(adata, kwargs, match):
-    glfs.tl.select(adata, method="variance", n_features=2)  # some pre-existing results
+    glfs.tl.select(adata, method="variance", n_top_genes=2)  # some pre-existing results
     before = _snapshot(adata)
     with pytest.raises(ValueError, match=match):
         glfs.tl.select(adata, **kwargs)
@@ -107,30 +109,31 @@ def test_failed_call_leaves_adata_unchanged(adata, kwargs, match):
 def test_tl_uses_precomputed_obsp_graph(adata):
     W = glfs.similarity_graph(adata.X, n_neighbors=7, kernel="binary")
     adata.obsp["connectivities"] = W
-    glfs.tl.select(adata, method="laplacian_score", n_features=3, obsp="connectivities")
+    glfs.tl.select(adata, method="laplacian_score", n_top_genes=3, obsp="connectivities")
     np.testing.assert_allclose(adata.var["laplacian_score_score"], glfs.laplacian_score(adata.X, W))
-    assert "patient_similarity" not in adata.obsp
+    assert "patient_similarity" not in adata.obsp and "glfs_connectivities" not in adata.obsp
 
 
 def test_tl_supervised_from_obs(adata):
-    glfs.tl.select(adata, method="fisher_score", n_features=3, labels_key="label")
+    glfs.tl.select(adata, method="fisher_score", n_top_genes=3, labels_key="label")
     assert set(adata.var_names[adata.var["fisher_score"]]) == {"gene0", "gene1", "gene2"}
 
 
 def test_scanpy_pca_mask_var(adata):
     sc = pytest.importorskip("scanpy")
-    glfs.tl.select(adata, method="laplacian_score", n_features=5)
+    glfs.tl.select(adata, method="laplacian_score", n_top_genes=5)
     sc.pp.pca(adata, n_comps=3, mask_var="laplacian_score")
     assert adata.obsm["X_pca"].shape == (60, 3)
 
 
 def test_h5ad_roundtrip(adata, tmp_path):
-    glfs.tl.select(adata, method="laplacian_score", n_features=5)
+    glfs.tl.select(adata, method="laplacian_score", n_top_genes=5)
     p = tmp_path / "a.h5ad"
     adata.write_h5ad(p)
     b = ad.read_h5ad(p)
     pd.testing.assert_frame_equal(adata.var, b.var)
-    assert b.uns["laplacian_score"]["params"]["n_features"] == 5
+    assert b.uns["laplacian_score"]["params"]["n_top_genes"] == 5
+    assert b.uns["laplacian_score"]["params"]["graph_params"] == adata.uns["laplacian_score"]["params"]["graph_params"]
 
 
 # ---------------------------------------------------------------- scikit-learn
@@ -159,14 +162,14 @@ def test_feature_selector_supervised_uses_y(planted):
 
 def test_feature_selector_caps_n_features(planted):
     X, _ = planted
-    sel = FeatureSelector(method="variance", n_features=500).fit(X[:, :10])
+    sel = FeatureSelector(method="variance", n_features_to_select=500).fit(X[:, :10])
     assert sel.get_support().sum() == 10
 
 
 # ---------------------------------------------------------------- issue 11: first days with the API
 def test_select_accepts_an_anndata(adata):
-    a = glfs.select(adata, "laplacian_score", n_features=3)
-    b = glfs.select(adata.X, "laplacian_score", n_features=3)
+    a = glfs.select(adata, "laplacian_score", n_features_to_select=3)
+    b = glfs.select(adata.X, "laplacian_score", n_features_to_select=3)
     np.testing.assert_array_equal(a.ranking, b.ranking)
     np.testing.assert_allclose(a.scores, b.scores)
     empty = ad.AnnData(obs=pd.DataFrame(index=["a", "b"]), var=pd.DataFrame(index=["g"]))
@@ -174,7 +177,7 @@ def test_select_accepts_an_anndata(adata):
         ValueError,
         match=r"X is an AnnData whose \.X is None; pass adata\.layers\[\.\.\.\], or use glfs\.tl\.select\(adata, layer=\.\.\.\)",
     ):
-        glfs.select(empty, "variance", n_features=1)
+        glfs.select(empty, "variance", n_features_to_select=1)
 
 
 @pytest.mark.parametrize("method", ["ufi", "variance", "q_alpha"])
@@ -182,30 +185,30 @@ def test_graph_given_to_a_method_without_one_is_warned(planted, method):
     X, _ = planted
     W = glfs.similarity_graph(X, n_neighbors=5)
     with pytest.warns(UserWarning, match=rf"method '{method}' uses no graph; the graph passed is ignored"):
-        glfs.select(X, method, graph=W, n_features=3)
+        glfs.select(X, method, graph=W, n_features_to_select=3)
 
 
 def test_tl_select_obsp_for_ufi_warns(adata):
     adata.obsp["connectivities"] = glfs.similarity_graph(adata.X, n_neighbors=5)
     with pytest.warns(UserWarning, match="method 'ufi' uses no graph"):
-        glfs.tl.select(adata, method="ufi", n_features=3, obsp="connectivities")
+        glfs.tl.select(adata, method="ufi", n_top_genes=3, obsp="connectivities")
 
 
 def test_tl_select_weights_go_under_the_key(adata):
-    glfs.tl.select(adata, method="q_alpha", n_features=3)
+    glfs.tl.select(adata, method="q_alpha", n_top_genes=3)
     assert "q_alpha_weight" in adata.var and "glfs_weight" not in adata.var
-    glfs.tl.select(adata, method="q_alpha", n_features=3, key_added="qa")
+    glfs.tl.select(adata, method="q_alpha", n_top_genes=3, key_added="qa")
     assert "qa_weight" in adata.var and "glfs_weight" not in adata.var
     np.testing.assert_array_equal(adata.var["qa_weight"], adata.var["q_alpha_weight"])
-    glfs.tl.select(adata, method="glfs_exact", n_features=3)
+    glfs.tl.select(adata, method="glfs_exact", n_top_genes=3)
     assert "glfs_exact_weight" in adata.var and "glfs_weight" not in adata.var  # as the workflow's .h5ad
-    glfs.tl.select(adata, method="glfs", n_features=3)
+    glfs.tl.select(adata, method="glfs", n_top_genes=3)
     assert "glfs_weight" in adata.var  # the well-posed GLFS under its plain key
 
 
 def test_tl_select_says_what_it_does(adata, caplog):
     with caplog.at_level("INFO", logger="glfs"):
-        glfs.tl.select(adata, method="laplacian_score", n_features=3)
+        glfs.tl.select(adata, method="laplacian_score", n_top_genes=3)
     text = caplog.text
     assert "tl.select: laplacian_score on 60 samples x 40 genes" in text
     assert "building a kNN patient-similarity graph (n_neighbors=5, kernel='heat')" in text
@@ -219,12 +222,12 @@ def test_tl_select_warns_on_raw_counts(caplog):
     counts[:, 0] *= 1000  # one very highly expressed gene
     a = ad.AnnData(counts)
     with caplog.at_level("WARNING", logger="glfs"):
-        glfs.tl.select(a, method="variance", n_features=3)
+        glfs.tl.select(a, method="variance", n_top_genes=3)
     assert "adata.X looks like raw counts" in caplog.text and "sc.pp.log1p" in caplog.text
     caplog.clear()
     b = ad.AnnData(np.log1p(counts))
     with caplog.at_level("WARNING", logger="glfs"):
-        glfs.tl.select(b, method="variance", n_features=3)
+        glfs.tl.select(b, method="variance", n_top_genes=3)
     assert "raw counts" not in caplog.text
 
 
@@ -240,7 +243,7 @@ def test_package_names_resolve_to_their_objects():
     homes = {
         "lapaofs": "designs._optimal",
         "lapdofs": "designs._optimal",
-        "glfs": "designs._gradient",
+        "glfs_published": "designs._gradient",
         "glfs_objective": "designs._gradient",
         "glfs_path": "designs._gradient",
         "laprls_fit": "designs._gradient",

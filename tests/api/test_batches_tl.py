@@ -96,17 +96,17 @@ def test_layer_is_used_in_the_per_batch_path():
 
 
 @pytest.mark.parametrize("method", ["graph_moran", "hvg_seurat_v3"])
-def test_subset_keeps_the_top_genes_in_rank_order(method):
-    # scanpy #4370, #3027: with batch_key and subset=True the genes kept were not the top ones
+def test_subset_keeps_the_top_genes_in_var_order(method):
+    # scanpy #4370, #3027: with batch_key and subset=True the genes kept were not the top ones; scanpy keeps var order
     if method == "hvg_seurat_v3":
         pytest.importorskip("skmisc")
     a = _adata(per_batch=(150, 150, 150), d=300, seed=2)
     full = a.copy()
     df = _quiet(glfs.tl.select, full, method, 20, batch_key="donor", inplace=False)
-    top = df.sort_values("rank").index[:20]
+    top = [g for g in full.var_names if g in set(df.sort_values("rank").index[:20])]  # the top 20, in var order
     _quiet(glfs.tl.select, a, method, 20, batch_key="donor", subset=True)
-    assert list(a.var_names) == list(top)
-    assert a.var[method].all() and list(a.var[f"{method}_rank"]) == list(range(1, 21))
+    assert list(a.var_names) == top
+    assert a.var[method].all() and sorted(a.var[f"{method}_rank"]) == list(range(1, 21))
     sub = _quiet(glfs.tl.select, full, method, 20, batch_key="donor", inplace=False, subset=True)
     assert list(sub.index) == list(top)
 
@@ -120,13 +120,16 @@ def test_inplace_false_returns_the_per_gene_table_and_writes_nothing():
     assert list(a.var.columns) == list(before.var.columns) and set(a.uns) == set(before.uns)
 
 
-def test_n_top_genes_is_accepted_as_scanpy_spells_it():
+def test_n_top_genes_is_the_one_name_of_the_gene_count():
     a, b = _adata(), _adata()
     glfs.tl.select(a, "variance", n_top_genes=9)
-    glfs.tl.select(b, "variance", n_features_to_select=9)
+    glfs.tl.select(b, "variance", 9)
     np.testing.assert_array_equal(a.var["variance"].to_numpy(), b.var["variance"].to_numpy())
-    with pytest.raises(ValueError, match=r"n_top_genes \(9\) and n_features_to_select \(5\)"):
+    assert a.var["variance"].sum() == 9 and a.uns["variance"]["params"]["n_top_genes"] == 9
+    with pytest.raises(TypeError, match=r"n_top_genes"):
         glfs.tl.select(a, "variance", 5, n_top_genes=9)
+    with pytest.raises(ValueError, match=r"n_top_genes must be an integer in \[1, 30\].*'variance'.*got None"):
+        glfs.tl.select(a, "variance")
     with pytest.raises(ValueError, match=r"n_top_gene"):  # an unknown keyword is named
         glfs.tl.select(a, "variance", n_top_gene=9)
 
@@ -138,15 +141,20 @@ def test_adata_raw_is_refused_before_any_computation():
         glfs.tl.select(a.raw, "variance", 9)
 
 
-def test_mark_highly_variable_removes_scanpy_columns_of_an_earlier_call():
+def test_mark_highly_variable_removes_scanpy_columns_of_an_earlier_selection():
+    """The columns that describe scanpy's selection go; its per-gene statistics and uns["hvg"] (what
+    sc.pl.highly_variable_genes plots the new selection against) stay."""
     sc = pytest.importorskip("scanpy")
     pytest.importorskip("skmisc")
     a = _adata(per_batch=(150, 150, 150), d=300, seed=2)
     _quiet(sc.pp.highly_variable_genes, a, flavor="seurat_v3", layer="counts", n_top_genes=30, batch_key="donor")
     assert {"highly_variable_rank", "variances_norm", "highly_variable_nbatches"} <= set(a.var)
-    with pytest.warns(UserWarning, match=r"(?s)30 genes.*removed.*highly_variable_rank.*variances_norm"):
+    stats = a.var[["means", "variances", "variances_norm"]].copy()
+    with pytest.warns(UserWarning, match=r"(?s)30 genes.*removed.*highly_variable_rank.*highly_variable_nbatches"):
         glfs.tl.select(a, "variance", 20, batch_key="donor", mark_highly_variable=True)
-    assert not {"highly_variable_rank", "means", "variances", "variances_norm"} & set(a.var)
+    assert "highly_variable_rank" not in a.var
+    pd.testing.assert_frame_equal(a.var[["means", "variances", "variances_norm"]], stats)
+    assert a.uns["hvg"] == {"flavor": "seurat_v3", "selection": "variance"}
     np.testing.assert_array_equal(a.var["highly_variable"].to_numpy(), a.var["variance"].to_numpy())
     np.testing.assert_array_equal(a.var["highly_variable_nbatches"].to_numpy(), a.var["variance_nbatches"].to_numpy())
 

@@ -61,7 +61,7 @@ def test_laplacian_score_matches_naive_dense_formula(planted):
 
 def test_laplacian_score_ranks_planted_genes_first(planted):
     X, _ = planted
-    sel = glfs.select(X, "laplacian_score", n_features=3)
+    sel = glfs.select(X, "laplacian_score", n_features_to_select=3)
     assert set(sel.indices) == {0, 1, 2}
 
 
@@ -86,7 +86,7 @@ def test_constant_gene_nan_one_warning_never_selected(planted):
     X[:, 7] = 0.0
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        sel = glfs.select(X, "laplacian_score", n_features=X.shape[1] - 2)
+        sel = glfs.select(X, "laplacian_score", n_features_to_select=X.shape[1] - 2)
     const_warnings = [w for w in rec if issubclass(w.category, ConstantFeatureWarning)]
     assert len(const_warnings) == 1
     assert "2 constant" in str(const_warnings[0].message)
@@ -95,7 +95,7 @@ def test_constant_gene_nan_one_warning_never_selected(planted):
     assert set(sel.ranking[-2:]) == {5, 7}
     # asking for every gene: 2 cannot be scored, so the selection is refused, not filled in gene order (issue 30)
     with pytest.raises(ValueError, match=r"scores are NaN for 2 of \d+ genes \(e.g. columns \[5, 7\]\)"):
-        glfs.select(X, "laplacian_score", n_features=X.shape[1])
+        glfs.select(X, "laplacian_score", n_features_to_select=X.shape[1])
 
 
 def test_dense_and_sparse_inputs_agree(planted):
@@ -105,8 +105,8 @@ def test_dense_and_sparse_inputs_agree(planted):
     Ws = glfs.similarity_graph(sp.csr_matrix(X), n_neighbors=5)
     assert abs(W - Ws).max() < 1e-12
     for m in ["laplacian_score", "variance"]:
-        a = glfs.select(X, m, graph=W, n_features=5)
-        b = glfs.select(sp.csr_matrix(X), m, graph=W, n_features=5)
+        a = glfs.select(X, m, graph=W, n_features_to_select=5)
+        b = glfs.select(sp.csr_matrix(X), m, graph=W, n_features_to_select=5)
         np.testing.assert_allclose(a.scores, b.scores, rtol=1e-10)
         np.testing.assert_array_equal(a.ranking, b.ranking)
 
@@ -117,8 +117,8 @@ def test_permuting_genes_permutes_results(planted, method):
     rng = np.random.default_rng(1)
     perm = rng.permutation(X.shape[1])
     W = glfs.similarity_graph(X, n_neighbors=5)
-    a = glfs.select(X, method, graph=W, n_features=4, labels=groups)
-    b = glfs.select(X[:, perm], method, graph=W, n_features=4, labels=groups)
+    a = glfs.select(X, method, graph=W, n_features_to_select=4, labels=groups)
+    b = glfs.select(X[:, perm], method, graph=W, n_features_to_select=4, labels=groups)
     np.testing.assert_allclose(b.scores, a.scores[perm], rtol=1e-10)
     np.testing.assert_array_equal(b.selected, a.selected[perm])
 
@@ -128,15 +128,15 @@ def test_input_is_not_mutated(planted):
     X0 = X.copy()
     W = glfs.similarity_graph(X, n_neighbors=5)
     W0 = W.copy()
-    glfs.select(X, "laplacian_score", graph=W, n_features=3)
-    glfs.select(X, "fisher_score", labels=groups, n_features=3)
+    glfs.select(X, "laplacian_score", graph=W, n_features_to_select=3)
+    glfs.select(X, "fisher_score", labels=groups, n_features_to_select=3)
     np.testing.assert_array_equal(X, X0)
     assert abs(W - W0).max() == 0
 
 
 def test_selection_is_frozen(planted):
     X, _ = planted
-    sel = glfs.select(X, "variance", n_features=2)
+    sel = glfs.select(X, "variance", n_features_to_select=2)
     with pytest.raises(dataclasses.FrozenInstanceError):
         sel.method = "x"
     with pytest.raises(ValueError):
@@ -146,7 +146,7 @@ def test_selection_is_frozen(planted):
 
 def test_ties_broken_by_index():
     X = np.tile(np.array([[0.0], [1.0], [2.0], [3.0]]), (1, 4))  # four identical genes
-    sel = glfs.select(X, "variance", n_features=2)
+    sel = glfs.select(X, "variance", n_features_to_select=2)
     np.testing.assert_array_equal(sel.ranking, [0, 1, 2, 3])
 
 
@@ -212,8 +212,8 @@ def test_graph_on_principal_components():
 def test_precomputed_graph_accepted(planted):
     X, _ = planted
     W = glfs.similarity_graph(X, n_neighbors=5, kernel="binary")
-    a = glfs.select(X, "laplacian_score", graph=W, n_features=3)
-    b = glfs.select(X, "laplacian_score", graph=W.toarray(), n_features=3)
+    a = glfs.select(X, "laplacian_score", graph=W, n_features_to_select=3)
+    b = glfs.select(X, "laplacian_score", graph=W.toarray(), n_features_to_select=3)
     np.testing.assert_allclose(a.scores, b.scores)
 
 
@@ -229,30 +229,34 @@ def _W(n=10):
 BAD = [
     (
         "nan",
-        lambda: glfs.select(np.where(np.eye(10, 6) > 0, np.nan, _X()), "variance", n_features=2),
+        lambda: glfs.select(np.where(np.eye(10, 6) > 0, np.nan, _X()), "variance", n_features_to_select=2),
         r"X must contain only finite values.*NaN",
     ),
     (
         "inf",
-        lambda: glfs.select(np.where(np.eye(10, 6) > 0, np.inf, _X()), "variance", n_features=2),
+        lambda: glfs.select(np.where(np.eye(10, 6) > 0, np.inf, _X()), "variance", n_features_to_select=2),
         r"X must contain only finite",
     ),
-    ("1-D X", lambda: glfs.select(np.arange(5.0), "variance", n_features=1), r"X must be 2-D.*\(5,\)"),
-    ("text X", lambda: glfs.select([["a", "b"], ["c", "d"]], "variance", n_features=1), r"X must be numeric"),
-    ("one sample", lambda: glfs.select(np.ones((1, 4)), "variance", n_features=1), r"at least 2 samples"),
+    ("1-D X", lambda: glfs.select(np.arange(5.0), "variance", n_features_to_select=1), r"X must be 2-D.*\(5,\)"),
+    ("text X", lambda: glfs.select([["a", "b"], ["c", "d"]], "variance", n_features_to_select=1), r"X must be numeric"),
+    ("one sample", lambda: glfs.select(np.ones((1, 4)), "variance", n_features_to_select=1), r"at least 2 samples"),
     (
         "n_features 0",
-        lambda: glfs.select(_X(), "variance", n_features=0),
-        r"n_features must be an integer in \[1, 6\]; got 0",
+        lambda: glfs.select(_X(), "variance", n_features_to_select=0),
+        r"n_features_to_select must be an integer in \[1, 6\]; got 0",
     ),
     (
         "n_features > d",
-        lambda: glfs.select(_X(), "variance", n_features=7),
-        r"n_features must be an integer in \[1, 6\]; got 7",
+        lambda: glfs.select(_X(), "variance", n_features_to_select=7),
+        r"n_features_to_select must be an integer in \[1, 6\]; got 7",
     ),
-    ("n_features float", lambda: glfs.select(_X(), "variance", n_features=2.5), r"n_features must be an integer.*2.5"),
+    (
+        "n_features float",
+        lambda: glfs.select(_X(), "variance", n_features_to_select=2.5),
+        r"n_features_to_select must be an integer.*2.5",
+    ),
     ("n_features None", lambda: glfs.select(_X(), "variance"), r"n_features_to_select must be an integer.*got None"),
-    ("unknown method", lambda: glfs.select(_X(), "magic", n_features=2), r"method must be one of .*'magic'"),
+    ("unknown method", lambda: glfs.select(_X(), "magic", n_features_to_select=2), r"method must be one of .*'magic'"),
     (
         "neighbours >= n",
         lambda: glfs.similarity_graph(_X(), n_neighbors=10),
@@ -292,7 +296,7 @@ BAD = [
         r"graph must contain only finite",
     ),
     ("labels wrong length", lambda: glfs.fisher_score(_X(), [0, 1] * 4), r"labels must have length 10 .*got length 8"),
-    ("labels missing", lambda: glfs.select(_X(), "fisher_score", n_features=2), r"labels must be given"),
+    ("labels missing", lambda: glfs.select(_X(), "fisher_score", n_features_to_select=2), r"labels must be given"),
     ("labels one class", lambda: glfs.fisher_score(_X(), [0] * 10), r"labels must contain at least 2 classes"),
     (
         "labels with NaN",
@@ -301,7 +305,7 @@ BAD = [
     ),
     (
         "method params",
-        lambda: glfs.select(_X(), "variance", n_features=2, foo=1),
+        lambda: glfs.select(_X(), "variance", n_features_to_select=2, foo=1),
         r"parameter 'foo' is not a parameter of method 'variance'; it takes none",
     ),
 ]

@@ -30,7 +30,7 @@ def _adata():
 def test_key_added_over_a_user_column_warns_naming_it(key, said):
     a = _adata()
     with pytest.warns(UserWarning, match=said + rf" is replaced by the 'variance' selection \(key_added='{key}'\)"):
-        glfs.tl.select(a, method="variance", n_features=2, key_added=key)
+        glfs.tl.select(a, method="variance", n_top_genes=2, key_added=key)
     assert a.var[key].dtype == bool and a.var[key].sum() == 2
 
 
@@ -40,13 +40,13 @@ def test_mark_highly_variable_says_the_same():
         UserWarning,
         match=r"var\['highly_variable'\] \(3 genes marked\) is replaced by the 'variance' selection \(mark_highly_variable=True\)",
     ):
-        glfs.tl.select(a, method="variance", n_features=2, mark_highly_variable=True)
+        glfs.tl.select(a, method="variance", n_top_genes=2, mark_highly_variable=True)
 
 
 def test_a_rerun_with_the_same_key_replaces_its_own_columns_quietly():
     a = _adata()
-    glfs.tl.select(a, method="variance", n_features=2, key_added="v")
+    glfs.tl.select(a, method="variance", n_top_genes=2, key_added="v")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        glfs.tl.select(a, method="variance", n_features=3, key_added="v")
+        glfs.tl.select(a, method="variance", n_top_genes=3, key_added="v")
     assert a.var["v"].sum() == 3 and list(a.var["gene_ids"][:2]) == ["ENSG0000", "ENSG0001"]

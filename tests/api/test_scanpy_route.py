@@ -112,7 +112,7 @@ def test_scanpy_route_end_to_end(prepared, metric):
     above = (rank[marker][:, None] < rank[~marker][None, :]).mean()
     assert above > 0.9, f"{metric}: a marker ranks above a noise gene in only {above:.2f} of pairs"
     assert selected[marker].sum() > N_SELECT // 2
-    assert adata.uns["ls"]["params"]["n_features"] == N_SELECT
+    assert adata.uns["ls"]["params"]["n_top_genes"] == N_SELECT
 
     # scanpy's PCA on the selection, by the column name glfs wrote
     sc.pp.pca(adata, n_comps=N_PCS, mask_var="ls", random_state=0)

@@ -30,7 +30,7 @@ def test_tl_select_refuses_a_bad_random_state_before_its_graph(monkeypatch):
     monkeypatch.setattr(similarity, "similarity_graph", no_graph)
     monkeypatch.setattr(glfs.tl, "_graph_to_use", no_graph)
     with pytest.raises(ValueError, match=r"random_state must be None or an integer seed .*got 'x' \(str\)"):
-        glfs.tl.select(a, method="laplacian_score", n_features_to_select=2, random_state="x")
+        glfs.tl.select(a, method="laplacian_score", n_top_genes=2, random_state="x")
     assert "laplacian_score" not in a.var
 
 

@@ -84,7 +84,7 @@ def test_fitted_estimator_pickles_with_its_results(estimator):
 def test_selection_with_a_glfs_path_pickles():
     X, _ = _two_class(seed=2)
     W = glfs.similarity_graph(X, n_neighbors=3)
-    sel = glfs.select(X, method="glfs_exact", graph=W, n_features=2, n_lams=2, max_iter=20)
+    sel = glfs.select(X, method="glfs_exact", graph=W, n_features_to_select=2, n_lams=2, max_iter=20)
     back = pickle.loads(pickle.dumps(sel))
     np.testing.assert_array_equal(back.ranking, sel.ranking)
     assert dict(back.params) == dict(sel.params)
@@ -94,10 +94,8 @@ def test_selection_with_a_glfs_path_pickles():
 @pytest.mark.parametrize(
     ("estimator", "match"),
     [
-        (FeatureSelector(n_features=2.5), r"n_features must be a positive integer; got 2\.5"),
-        (FeatureSelector(n_features=True), r"n_features must be a positive integer; got True"),
-        (FeatureSelector(n_features=0), r"n_features must be a positive integer; got 0"),
         (FeatureSelector(n_features_to_select=2.5), r"n_features_to_select must be a positive integer; got 2\.5"),
+        (FeatureSelector(n_features_to_select=True), r"n_features_to_select must be a positive integer; got True"),
         (FeatureSelector(n_features_to_select=0), r"n_features_to_select must be a positive integer; got 0"),
         (GLFSClassifier(cv=1), r"cv must be an integer >= 2; got 1"),
     ],
@@ -105,8 +103,6 @@ def test_selection_with_a_glfs_path_pickles():
         "selector-float",
         "selector-bool",
         "selector-zero",
-        "selector-new-float",
-        "selector-new-zero",
         "classifier-cv",
     ],
 )
@@ -116,10 +112,10 @@ def test_parameters_are_checked_in_fit_not_init(estimator, match):
         estimator.fit(X, y)
 
 
-def test_former_name_n_features_still_works_with_a_future_warning():
+def test_the_former_name_n_features_is_gone():
+    """One name for the gene count on the scikit-learn face (the package is unreleased: no deprecation path)."""
     X, y = _two_class(seed=4)
-    new = FeatureSelector(n_features_to_select=3).fit(X)
-    with pytest.warns(FutureWarning, match="n_features was renamed n_features_to_select"):
-        old = FeatureSelector(n_features=3).fit(X)
-    np.testing.assert_array_equal(old.get_support(), new.get_support())
-    assert new.get_support().sum() == 3
+    assert "n_features" not in FeatureSelector().get_params()
+    with pytest.raises(TypeError, match="n_features"):
+        FeatureSelector(n_features=3)
+    assert FeatureSelector(n_features_to_select=3).fit(X).get_support().sum() == 3

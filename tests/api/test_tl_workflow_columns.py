@@ -15,6 +15,7 @@ import pytest
 
 import glfs
 from glfs._anndata_writers import GRAPH_KEY, write_graph
+from glfs.tl import CONNECTIVITIES_KEY
 from glfs_workflow.files import read_tsv, write_tsv
 from glfs_workflow.tables import annotate_selection, selection_graph, selection_meta, selection_table
 
@@ -84,14 +85,21 @@ def test_tl_select_and_workflow_write_the_same_columns(method, tmp_path):
             np.testing.assert_allclose(v1, v2, rtol=1e-12, equal_nan=True, err_msg=col)
         else:
             np.testing.assert_array_equal(v1, v2, err_msg=col)
-    assert set(a1.obsp.keys()) == set(a2.obsp.keys())
-    assert set(a1.uns[method]["params"]) >= set(a2.uns[method]["params"]) - {"layer", "counts"}
+    # the same graph, under each face's key: the workflow's contract (obsp["patient_similarity"]) and tl.select's
+    assert set(a1.obsp.keys()) == ({CONNECTIVITIES_KEY} if GRAPH_KEY in a2.obsp else set())
+    assert set(a2.obsp.keys()) <= {GRAPH_KEY}
+    if GRAPH_KEY in a2.obsp:
+        assert abs(a1.obsp[CONNECTIVITIES_KEY] - a2.obsp[GRAPH_KEY]).max() == 0
+    p1, p2 = a1.uns[method]["params"], a2.uns[method]["params"]
+    # the gene count: n_top_genes on the AnnData face, n_features in the workflow's contract
+    assert set(p1) >= set(p2) - {"layer", "counts", "n_features"}
+    assert p1["n_top_genes"] == p2["n_features"] == K
     if glfs.METHODS[method].own_graph:  # tl.select stores the method's own graph; the workflow says it built its own
-        assert a1.uns[method]["params"]["graph"] == f"obsp:{GRAPH_KEY}" and a2.uns[method]["params"][
-            "graph"
-        ].startswith("own")
+        assert p1["graph"] == f"obsp:{CONNECTIVITIES_KEY}" and p2["graph"].startswith("own")
+    elif glfs.METHODS[method].needs_graph:
+        assert p1["graph"] == f"obsp:{CONNECTIVITIES_KEY}" and p2["graph"] == f"obsp:{GRAPH_KEY}"
     else:
-        assert a1.uns[method]["params"]["graph"] == a2.uns[method]["params"]["graph"]
+        assert p1["graph"] == p2["graph"] == "none"
 
 
 @pytest.mark.parametrize("method", ["glfs", "q_alpha", "laplacian_score"])
@@ -107,8 +115,8 @@ def test_key_added_names_every_output(method):
     assert written == expected
     assert set(a.uns) == {"mine"}
     needs_graph = glfs.METHODS[method].needs_graph
-    assert set(a.obsp.keys()) == ({f"mine_{GRAPH_KEY}"} if needs_graph else set())
-    assert a.uns["mine"]["params"]["graph"] == (f"obsp:mine_{GRAPH_KEY}" if needs_graph else "none")
+    assert set(a.obsp.keys()) == ({"mine_connectivities"} if needs_graph else set())
+    assert a.uns["mine"]["params"]["graph"] == ("obsp:mine_connectivities" if needs_graph else "none")
 
 
 def test_q_alpha_then_glfs_keep_their_own_weights():
@@ -124,14 +132,18 @@ def test_q_alpha_then_glfs_keep_their_own_weights():
     assert not np.allclose(a.var["glfs_weight"].to_numpy(), q)
 
 
-def test_old_name_n_features_still_works_and_conflicts_are_refused():
-    X = _adata().X
-    a = glfs.select(X, "variance", n_features=3)
-    b = glfs.select(X, "variance", n_features_to_select=3)
-    np.testing.assert_array_equal(a.selected, b.selected)
-    assert a.selected.sum() == 3
-    with pytest.raises(ValueError, match=r"n_features_to_select \(3\) and its former name n_features \(4\) differ"):
-        glfs.select(X, "variance", n_features_to_select=3, n_features=4)
-    ad1 = _adata()
-    glfs.tl.select(ad1, "variance", n_features=5)
-    assert ad1.var["variance"].sum() == 5
+@pytest.mark.parametrize("method", ["variance", "lapaofs"])
+def test_the_former_name_n_features_is_refused_on_every_face(method):
+    """One name per face (n_features_to_select on arrays, n_top_genes on AnnData); n_features is no alias."""
+    a = _adata()
+    with pytest.raises(ValueError, match=rf"parameter 'n_features' is not a parameter of method '{method}'"):
+        glfs.select(a.X, method, n_features=3)
+    with pytest.raises(ValueError, match=rf"parameter 'n_features' is not a parameter of method '{method}'"):
+        glfs.tl.select(a, method, n_features=3)
+    with pytest.raises(ValueError, match=r"'n_features_to_select' is not a parameter.*n_top_genes in glfs.tl.select"):
+        glfs.tl.select(a, method, n_features_to_select=3)
+    with pytest.raises(ValueError, match=r"'n_top_genes' is not a parameter.*n_features_to_select in glfs.select"):
+        glfs.select(a.X, method, n_top_genes=3)
+    assert "n_features" not in a.var and method not in a.uns
+    glfs.tl.select(a, "variance", n_top_genes=5)
+    assert a.var["variance"].sum() == 5

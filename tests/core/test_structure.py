@@ -53,20 +53,20 @@ def _graph(n):
 
 def _entry(where, X, W):
     if where == "select_variance":
-        return glfs.select(X, method="variance", n_features=3).scores
+        return glfs.select(X, method="variance", n_features_to_select=3).scores
     if where == "laplacian_score":
         return glfs.laplacian_score(X, W)
     if where == "graph_moran":
-        return glfs.select(X, graph=W, method="graph_moran", n_features=3).scores
+        return glfs.select(X, graph=W, method="graph_moran", n_features_to_select=3).scores
     if where == "glfs_dense":
-        return glfs.select(X, graph=W, method="lapaofs", n_features=3).scores
+        return glfs.select(X, graph=W, method="lapaofs", n_features_to_select=3).scores
     if where == "graph":
         return glfs.similarity_graph(X, n_neighbors=5).toarray()
     if where == "tl_select":
         import anndata as ad
 
         adata = ad.AnnData(X)
-        glfs.tl.select(adata, method="variance", n_features=3)
+        glfs.tl.select(adata, method="variance", n_top_genes=3)
         return adata.var.to_numpy()
     raise AssertionError(where)
 
@@ -95,7 +95,7 @@ def test_corrupt_csc_and_coo_refused(case):
     C = _good("coo")
     C.col[6] = 10_000 if case == "index_past_end" else -1
     with pytest.raises(ValueError, match=r"X is not a valid COO matrix .*stored value 6 has column index"):
-        glfs.select(C, method="variance", n_features=3)
+        glfs.select(C, method="variance", n_features_to_select=3)
 
 
 def _write(tmp_path, case, fmt="csr"):
@@ -131,7 +131,7 @@ def _backed(path, method):
 
     a = ad.read_h5ad(path, backed="r")
     W = _graph(a.n_obs)
-    return glfs.select(a.X, graph=W, method=method, n_features=3).scores
+    return glfs.select(a.X, graph=W, method=method, n_features_to_select=3).scores
 
 
 def _reader(path):
@@ -174,7 +174,7 @@ def _dask_scores(X, n_rows):
         )
         for r in range(0, n, n_rows)
     ]
-    return glfs.select(da.concatenate(blocks, axis=0), method="variance", n_features=3).scores
+    return glfs.select(da.concatenate(blocks, axis=0), method="variance", n_features_to_select=3).scores
 
 
 @pytest.mark.parametrize("case", ["index_past_end", "index_negative", "nan_value"])
@@ -218,8 +218,8 @@ def test_duplicate_entries_score_as_the_matrix_they_mean(method):
     dup, X = _duplicated()
     before = (dup.data.copy(), dup.indices.copy(), dup.indptr.copy())
     W = _graph(X.shape[0]) if method in ("laplacian_score", "graph_moran") else None
-    got = glfs.select(dup, graph=W, method=method, n_features=4)
-    want = glfs.select(X, graph=W, method=method, n_features=4)
+    got = glfs.select(dup, graph=W, method=method, n_features_to_select=4)
+    want = glfs.select(X, graph=W, method=method, n_features_to_select=4)
     np.testing.assert_allclose(got.scores, want.scores, rtol=1e-9, atol=1e-12, equal_nan=True)
     assert np.array_equal(got.ranking, want.ranking)
     for a, b in zip(before, (dup.data, dup.indices, dup.indptr)):  # the caller's X is not changed
@@ -233,8 +233,8 @@ def test_duplicate_entries_give_the_same_graph_and_tl_columns():
     G1, G0 = glfs.similarity_graph(dup, n_neighbors=6), glfs.similarity_graph(X, n_neighbors=6)
     assert (G1 != G0).nnz == 0
     a1, a0 = ad.AnnData(dup.copy()), ad.AnnData(X.copy())
-    glfs.tl.select(a1, method="variance", n_features=5)
-    glfs.tl.select(a0, method="variance", n_features=5)
+    glfs.tl.select(a1, method="variance", n_top_genes=5)
+    glfs.tl.select(a0, method="variance", n_top_genes=5)
     assert a1.var["variance"].equals(a0.var["variance"])
     assert not a1.X.has_canonical_format  # tl.select did not rewrite adata.X
 
@@ -300,8 +300,10 @@ def test_scanpy_normalised_panel_set_with_unsorted_rows_is_used_without_copy_or_
     with caplog.at_level(logging.WARNING):
         for method in ("variance", "laplacian_score", "graph_moran", "deviance"):
             kw = {"counts": Cu} if method == "deviance" else {}
-            got = glfs.select(Xu, method=method, n_features=50, **kw)
-            want = glfs.select(Xs, method=method, n_features=50, **({"counts": Cu.sorted_indices()} if kw else {}))
+            got = glfs.select(Xu, method=method, n_features_to_select=50, **kw)
+            want = glfs.select(
+                Xs, method=method, n_features_to_select=50, **({"counts": Cu.sorted_indices()} if kw else {})
+            )
             np.testing.assert_array_equal(got.scores, want.scores)
             assert np.array_equal(got.ranking, want.ranking)
         G1, G0 = glfs.similarity_graph(Xu, n_neighbors=10), glfs.similarity_graph(Xs, n_neighbors=10)  # its PCA

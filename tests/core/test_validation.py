@@ -37,7 +37,7 @@ Y = np.repeat([0, 1], 10)
 # entry point -> call with valid arguments, overridden by the row's argument
 CALLS = {
     "glfs_objective": lambda **kw: glfs_objective(np.ones(X.shape[1]), X, W, **kw),
-    "glfs": lambda **kw: glfs.glfs(X, W, **{"n_lams": 2, "max_iter": 20, **kw}),
+    "glfs": lambda **kw: glfs.glfs_published(X, W, **{"n_lams": 2, "max_iter": 20, **kw}),
     "glfs_path": lambda **kw: glfs_path(X, W, **{"n_lams": 2, "max_iter": 20, **kw}),
     "laprls_fit": lambda **kw: laprls_fit(X[:, :3], Y.astype(float), W, **kw),
     "glfs_design": lambda **kw: glfs_design(X, W, **{"n_features_to_select": 3, **kw}),
@@ -48,7 +48,7 @@ CALLS = {
     "ufi": lambda **kw: ufi(X[:8], **{"n_features": 3, **kw}),
     "spca_score": lambda **kw: spca_score(X, **kw),
     "q_alpha": lambda **kw: q_alpha(X, **kw),
-    "select": lambda **kw: glfs.select(X, **{"method": "variance", "n_features": 3, **kw}),
+    "select": lambda **kw: glfs.select(X, **{"method": "variance", "n_features_to_select": 3, **kw}),
     "GLFSClassifier.fit": lambda **kw: glfs.GLFSClassifier(**{"n_genes_grid": (2,), "cv": 2, **kw}).fit(X, Y),
     "FeatureSelector.fit": lambda **kw: glfs.FeatureSelector(**kw).fit(X),
 }
@@ -144,9 +144,9 @@ BAD = [
     ("q_alpha", "max_iter", 0, V, "max_iter must be a positive integer"),
     ("q_alpha", "max_iter", True, T, "max_iter must be a positive integer"),
     # api.py (through _validation.check_n_features)
-    ("select", "n_features", 0, V, r"n_features must be an integer in \[1, 10\]"),
-    ("select", "n_features", True, T, r"n_features must be an integer in \[1, 10\]"),
-    ("select", "n_features", 2.5, T, r"n_features must be an integer in \[1, 10\]"),
+    ("select", "n_features_to_select", 0, V, r"n_features_to_select must be an integer in \[1, 10\]"),
+    ("select", "n_features_to_select", True, T, r"n_features_to_select must be an integer in \[1, 10\]"),
+    ("select", "n_features_to_select", 2.5, T, r"n_features_to_select must be an integer in \[1, 10\]"),
     # sklearn.py
     ("GLFSClassifier.fit", "cv", 1, V, "cv must be an integer >= 2"),
     ("GLFSClassifier.fit", "cv", True, T, "cv must be an integer >= 2"),
@@ -354,7 +354,7 @@ BAD_INPUTS_19 = [
     ),
     (
         "labels None in a plain list",
-        lambda: glfs.select(_small(), "fisher_score", n_features=2, labels=["a", None] * 5),
+        lambda: glfs.select(_small(), "fisher_score", n_features_to_select=2, labels=["a", None] * 5),
         V,
         r"labels must not contain missing values; got 5 missing",
     ),
@@ -366,7 +366,7 @@ BAD_INPUTS_19 = [
     ),
     (
         "complex X",
-        lambda: glfs.select(_small() + 1j, "variance", n_features=2),
+        lambda: glfs.select(_small() + 1j, "variance", n_features_to_select=2),
         V,
         r"X must be real; got complex values \(dtype complex128\)",
     ),
@@ -390,13 +390,13 @@ BAD_INPUTS_19 = [
     ),
     (
         "fisher via select, one sample per class",
-        lambda: glfs.select(_small(), "fisher_score", n_features=2, labels=np.arange(10)),
+        lambda: glfs.select(_small(), "fisher_score", n_features_to_select=2, labels=np.arange(10)),
         V,
         r"labels must have a class with at least 2 samples",
     ),
     (
         "method a list",
-        lambda: glfs.select(_small(), ["glfs"], n_features=2),
+        lambda: glfs.select(_small(), ["glfs"], n_features_to_select=2),
         V,
         r"method must be a method name \(str\), one of \[.*\]; got \['glfs'\] \(list\)",
     ),
@@ -416,13 +416,13 @@ BAD_INPUTS_19 = [
     ("key_added not a string", lambda: _tl_select(key_added=3), V, r"key_added must be a non-empty string.*got 3"),
     (
         "X too large",
-        lambda: glfs.select(1e154 * _small(), "glfs", n_features=2),
+        lambda: glfs.select(1e154 * _small(), "glfs", n_features_to_select=2),
         V,
         r"X has values up to 2\.3\d*e\+154 in absolute value; glfs\.select needs the largest \|X\| in \[1e-50, 1e\+50\]",
     ),
     (
         "X too small",
-        lambda: glfs.select(1e-200 * _small(), "laplacian_score", n_features=2),
+        lambda: glfs.select(1e-200 * _small(), "laplacian_score", n_features_to_select=2),
         V,
         r"X has values only up to 2\.3\d*e-200 in absolute value; glfs\.select needs the largest \|X\| in \[1e-50, 1e\+50\]",
     ),
@@ -456,7 +456,7 @@ def test_select_accepts_scales_within_the_range(scale):
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # no overflow, no invalid value
-        s = glfs.select(scale * _small(20, 8), "laplacian_score", n_features=3)
+        s = glfs.select(scale * _small(20, 8), "laplacian_score", n_features_to_select=3)
     assert s.selected.sum() == 3
 
 
@@ -574,6 +574,6 @@ def test_method_params_agree_with_what_each_method_accepts():
         given = {k: p.default for k, p in params.items() if p.default is not p.empty and p.default is not None}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            glfs.select(X, method, n_features=2, labels=y, **given)
+            glfs.select(X, method, n_features_to_select=2, labels=y, **given)
             with pytest.raises((ValueError, TypeError)):
-                glfs.select(X, method, n_features=2, labels=y, not_a_parameter_of_any_method=1)
+                glfs.select(X, method, n_features_to_select=2, labels=y, not_a_parameter_of_any_method=1)

@@ -149,7 +149,7 @@ def test_relaxation_is_concave_and_every_vertex_is_first_order_stationary():
 def test_planted_genes_recovered():
     X, informative, _ = make_planted(200, 500, 0.3, random_state=7)
     W = glfs.similarity_graph(X, n_neighbors=5)
-    sel = glfs.select(X, "glfs", graph=W, n_features=4)
+    sel = glfs.select(X, "glfs", graph=W, n_features_to_select=4)
     assert set(sel.indices.tolist()) == set(informative.tolist())
     assert recovery_score(sel.ranking, informative) == 1.0
     assert sel.params["converged"] is True
@@ -157,8 +157,8 @@ def test_planted_genes_recovered():
 
 def test_selection_contract_and_determinism():
     X, W = _toy(n=40, d=30, seed=8)
-    a = glfs.select(X, "glfs", graph=W, n_features=5)
-    b = glfs.select(X, "glfs", graph=W, n_features=5)
+    a = glfs.select(X, "glfs", graph=W, n_features_to_select=5)
+    b = glfs.select(X, "glfs", graph=W, n_features_to_select=5)
     assert np.array_equal(a.ranking, b.ranking)
     assert a.selected.sum() == 5 and set(a.ranking[:5]) == set(np.flatnonzero(a.selected))
     assert np.all(a.weights[a.selected] == 1.0) and np.all(a.weights[~a.selected] == 0.0)
@@ -167,7 +167,7 @@ def test_selection_contract_and_determinism():
     assert a.params["criterion"] <= a.params["greedy_criterion"]
     # permuting genes permutes the selection
     perm = np.random.default_rng(0).permutation(30)
-    c = glfs.select(X[:, perm], "glfs", graph=W, n_features=5)
+    c = glfs.select(X[:, perm], "glfs", graph=W, n_features_to_select=5)
     assert set(perm[c.indices].tolist()) == set(a.indices.tolist())
 
 
@@ -188,9 +188,9 @@ def test_not_converged_is_flagged():
 
 def test_scale_free_lambdas_do_not_depend_on_units():
     X, W = _toy(n=30, d=15, seed=9)
-    a = glfs.select(X, "glfs", graph=W, n_features=4)
-    b = glfs.select(1000.0 * X + 5.0, "glfs", graph=3.0 * W, n_features=4, center=True)
-    c = glfs.select(X, "glfs", graph=W, n_features=4, center=True)
+    a = glfs.select(X, "glfs", graph=W, n_features_to_select=4)
+    b = glfs.select(1000.0 * X + 5.0, "glfs", graph=3.0 * W, n_features_to_select=4, center=True)
+    c = glfs.select(X, "glfs", graph=W, n_features_to_select=4, center=True)
     assert np.array_equal(b.ranking, c.ranking)
     l1, l2 = scale_free_lambdas(W, 30, graph_weight=2.0, ridge=0.5)
     assert l1 == pytest.approx(2.0 * 30 / W.sum()) and l2 == pytest.approx(15.0)
@@ -221,7 +221,7 @@ def test_bad_inputs(kwargs, match):
 def test_bad_inputs_through_select():
     X, W = _toy(n=20, d=10, seed=0)
     with pytest.raises(ValueError, match="parameter 'lam' is not a parameter of method 'glfs'"):
-        glfs.select(X, "glfs", graph=W, n_features=3, lam=0.1)
+        glfs.select(X, "glfs", graph=W, n_features_to_select=3, lam=0.1)
     with pytest.raises(
         ValueError, match=r"n_features_to_select must be an integer in \[1, 10\] for method 'glfs' .*; got None"
     ):
@@ -232,7 +232,7 @@ def test_constant_genes_never_selected():
     X, W = _toy(n=20, d=10, seed=0)
     X[:, 2] = 3.0
     with pytest.warns(glfs.ConstantFeatureWarning):
-        sel = glfs.select(X, "glfs", graph=W, n_features=9)
+        sel = glfs.select(X, "glfs", graph=W, n_features_to_select=9)
     assert not sel.selected[2] and np.isnan(sel.scores[2]) and sel.ranking[-1] == 2
 
 
@@ -276,10 +276,10 @@ def test_greedy_order_ranks_planted_genes_first_when_k_approaches_n(n_features):
     genes at ranks 19, 10, 53, 6 (k = 99) and 60, 4, 76, 61 (k = 100) of the 4 needed on top."""
     X, informative, _ = make_planted(100, 9996, 0.2, random_state=0)
     W = glfs.similarity_graph(X, n_neighbors=5)
-    greedy = glfs.select(X, "glfs", graph=W, n_features=n_features)
+    greedy = glfs.select(X, "glfs", graph=W, n_features_to_select=n_features)
     assert set(informative.tolist()) <= set(greedy.indices.tolist())
     assert recovery_score(greedy.ranking, informative) == 1.0
     assert greedy.params["order"] == "greedy"
-    ess = glfs.select(X, "glfs", graph=W, n_features=n_features, order="essentiality")
+    ess = glfs.select(X, "glfs", graph=W, n_features_to_select=n_features, order="essentiality")
     assert recovery_score(ess.ranking, informative) < 0.5  # the failure the greedy order fixes
     assert set(ess.indices.tolist()) == set(greedy.indices.tolist())  # same answer, other order

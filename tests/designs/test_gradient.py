@@ -236,7 +236,7 @@ def test_unconverged_points_are_flagged_and_warned():
     assert res.params["n_converged"] == 0
     sel_warn = pytest.warns(GLFSConvergenceWarning)
     with sel_warn:
-        sel = glfs.select(X, method="glfs_exact", graph=W, n_features=5, n_lams=4, max_iter=1)
+        sel = glfs.select(X, method="glfs_exact", graph=W, n_features_to_select=5, n_lams=4, max_iter=1)
     assert sel.params["n_converged"] == 0
     assert [row["converged"] for row in sel.extra["path"]] == [False] * 4
 
@@ -322,7 +322,7 @@ def test_planted_recovery_exact(seed):
     # easy setting with more genes than samples (the expression-data regime); with d < n the
     # default start level can fail (docs/methods/glfs-readings.md records it)
     X, W, informative = _small_problem(seed=seed, n=100, d=204, sigma=0.2)
-    res = glfs.glfs(X, W, objective="exact", n_features=4)
+    res = glfs.glfs_published(X, W, objective="exact", n_features=4)
     assert recovery_score(res.ranking, informative) == 1.0
     assert set(np.flatnonzero(res.selected)) == set(informative)
 
@@ -367,14 +367,14 @@ def test_ranking_entry_rule_is_an_option():
 
 def test_printed_runs_and_records_solver_status():
     X, W, _ = _small_problem(seed=4)
-    res = glfs.glfs(X, W, objective="printed", n_features=4, n_lams=5, max_iter=50)
+    res = glfs.glfs_published(X, W, objective="printed", n_features=4, n_lams=5, max_iter=50)
     assert len(res.converged) == len(res.path) == len(res.kkt) == len(res.n_iter)
     assert res.ranking.shape == (X.shape[1],)
 
 
 def test_halving_search_gives_nonempty_support():
     X, W, _ = _small_problem(seed=5)
-    res = glfs.glfs(X, W, objective="exact", n_lams=4)
+    res = glfs.glfs_published(X, W, objective="exact", n_lams=4)
     assert res.n_selected >= 1
     assert len(res.search) >= 2
     tried_nonempty = [lam for lam, k in res.search if k > 0]
@@ -438,8 +438,8 @@ def test_cg_solver_matches_direct_solve():
 # ---------------------------------------------------------------- properties
 def test_dense_and_sparse_input_agree():
     X, W, _ = _small_problem(seed=6)
-    a = glfs.glfs(X, W, objective="exact", n_features=5, n_lams=5)
-    b = glfs.glfs(sp.csr_matrix(X), W, objective="exact", n_features=5, n_lams=5)
+    a = glfs.glfs_published(X, W, objective="exact", n_features=5, n_lams=5)
+    b = glfs.glfs_published(sp.csr_matrix(X), W, objective="exact", n_features=5, n_lams=5)
     np.testing.assert_array_equal(a.ranking, b.ranking)
     np.testing.assert_allclose(a.weights, b.weights, rtol=1e-8, atol=1e-12)
 
@@ -447,8 +447,8 @@ def test_dense_and_sparse_input_agree():
 def test_permuting_genes_permutes_results():
     X, W, _ = _small_problem(seed=7)
     perm = np.random.default_rng(0).permutation(X.shape[1])
-    a = glfs.glfs(X, W, objective="exact", n_features=5, n_lams=5)
-    b = glfs.glfs(X[:, perm], W, objective="exact", n_features=5, n_lams=5)
+    a = glfs.glfs_published(X, W, objective="exact", n_features=5, n_lams=5)
+    b = glfs.glfs_published(X[:, perm], W, objective="exact", n_features=5, n_lams=5)
     np.testing.assert_allclose(b.weights, a.weights[perm], rtol=1e-6, atol=1e-9 * a.weights.max())
     np.testing.assert_array_equal(b.selected, a.selected[perm])
     # the objective/gradient are equivariant up to float64 rounding: permuting the genes permutes the
@@ -465,7 +465,7 @@ def test_constant_genes_never_selected_and_warned():
     X = X.copy()
     X[:, [2, 5]] = 3.0
     with pytest.warns(ConstantFeatureWarning):
-        sel = glfs.select(X, method="glfs_exact", graph=W, n_features=X.shape[1] - 2, n_lams=4)
+        sel = glfs.select(X, method="glfs_exact", graph=W, n_features_to_select=X.shape[1] - 2, n_lams=4)
     assert not sel.selected[[2, 5]].any()
     assert np.isnan(sel.scores[[2, 5]]).all()
     assert set(sel.ranking[-2:]) == {2, 5}
@@ -477,7 +477,7 @@ def test_select_registry_returns_selection(method):
     X, W, _ = _small_problem(seed=9)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        sel = glfs.select(X, method=method, graph=W, n_features=4, n_lams=4, max_iter=60)
+        sel = glfs.select(X, method=method, graph=W, n_features_to_select=4, n_lams=4, max_iter=60)
     assert sel.selected.sum() == 4
     assert sel.higher_is_better
     np.testing.assert_array_equal(sel.indices, sel.ranking[:4])
@@ -523,13 +523,13 @@ def test_objective_bad_input(kwargs, match):
 def test_glfs_bad_input(kwargs, match):
     X, W, _ = _small_problem()
     with pytest.raises(ValueError, match=match):
-        glfs.glfs(X, W, **kwargs)
+        glfs.glfs_published(X, W, **kwargs)
 
 
 def test_glfs_wrong_graph_size():
     X, _, _ = _small_problem()
     with pytest.raises(ValueError, match="graph must have shape"):
-        glfs.glfs(X, sp.identity(5, format="csr"))
+        glfs.glfs_published(X, sp.identity(5, format="csr"))
 
 
 # ---------------------------------------------------------------- LapRLS
@@ -581,7 +581,7 @@ def test_glfs_path_table_writes_converged_columns(tmp_path, caplog):
     X, W, _ = _small_problem(seed=9)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GLFSConvergenceWarning)
-        sel = glfs.select(X, method="glfs_exact", graph=W, n_features=4, n_lams=4, max_iter=8)
+        sel = glfs.select(X, method="glfs_exact", graph=W, n_features_to_select=4, n_lams=4, max_iter=8)
     (tmp_path / "m.json").write_text(json.dumps(selection_meta(sel, n_features=4, graph="given")))
     write_tsv(glfs_path_frame(json.loads((tmp_path / "m.json").read_text())), tmp_path / "path.tsv")
     df = pd.read_csv(tmp_path / "path.tsv", sep="\t")
@@ -602,14 +602,14 @@ def test_published_readings_refuse_above_the_size_limit_before_copying_x(objecti
     """50,000 x 2,000 is refused at once: X here is a zero-memory broadcast view, so any copy would allocate 800 MB."""
     import tracemalloc
 
-    from glfs.designs._gradient import PATH_MAX_CELLS, glfs, glfs_path
+    from glfs.designs._gradient import PATH_MAX_CELLS, glfs_path, glfs_published
 
     X = np.broadcast_to(np.float64(1.0), (50_000, 2_000))
     assert X.size > PATH_MAX_CELLS
     W = sp.identity(50_000, format="csr")
     tracemalloc.start()
     try:
-        for call in (lambda: glfs_path(X, W, objective=objective), lambda: glfs(X, W, objective=objective)):
+        for call in (lambda: glfs_path(X, W, objective=objective), lambda: glfs_published(X, W, objective=objective)):
             with pytest.raises(ValueError, match=r"50000 samples x 2000 genes .*size limit of 1e\+07.*method='glfs'"):
                 call()
         assert tracemalloc.get_traced_memory()[1] < 50e6  # refused before any O(n d) allocation
@@ -633,10 +633,10 @@ def test_the_path_reads_x_without_copies_or_writes():
     X, W, *_ = _small_problem(seed=3)
     X = np.ascontiguousarray(X, dtype=np.float64)
     before = X.copy()
-    ref = glfs.glfs(X, W, objective="exact", n_features=3)
+    ref = glfs.glfs_published(X, W, objective="exact", n_features=3)
     assert np.array_equal(X, before)
-    got = glfs.glfs(X.astype(np.float32).astype(np.float64), W, objective="exact", n_features=3)
-    f32 = glfs.glfs(X.astype(np.float32), W, objective="exact", n_features=3)
+    got = glfs.glfs_published(X.astype(np.float32).astype(np.float64), W, objective="exact", n_features=3)
+    f32 = glfs.glfs_published(X.astype(np.float32), W, objective="exact", n_features=3)
     np.testing.assert_array_equal(f32.weights, got.weights)
     sel = glfs.select(X, "glfs_exact", graph=W, n_features_to_select=3)
     assert np.array_equal(X, before)

@@ -140,9 +140,9 @@ def test_selection_object_ranking_scores():
 
 def test_registry_and_select_entry_point():
     X, W = _problem(n=20, d=25, seed=9)
-    a = glfs.select(X, method="lapaofs", graph=W, n_features=4)
+    a = glfs.select(X, method="lapaofs", graph=W, n_features_to_select=4)
     assert a.indices.tolist() == lapaofs(X, W, n_features=4).tolist()
-    b = glfs.select(X, method="lapdofs", graph=W, n_features=4, lambda1=0.1)
+    b = glfs.select(X, method="lapdofs", graph=W, n_features_to_select=4, lambda1=0.1)
     assert b.params["lambda1"] == 0.1
 
 
@@ -209,6 +209,6 @@ def test_bad_graph_and_params():
     with pytest.raises(ValueError, match="graph must have shape"):
         lapdofs(X, sp.eye(5, format="csr"), n_features=2)
     with pytest.raises(ValueError, match="parameter 'gamma' is not a parameter of method 'lapaofs'"):
-        glfs.select(X, "lapaofs", graph=W, n_features=2, gamma=1.0)
+        glfs.select(X, "lapaofs", graph=W, n_features_to_select=2, gamma=1.0)
     with pytest.raises(ValueError, match="criterion must be"):
         optimal_design_greedy(X, W, 2, criterion="E")

@@ -121,7 +121,7 @@ def test_selection_ranking_is_reverse_removal_and_top_is_kept_set():
     full = ufi(X, n_features=1, full_ranking=True)
     assert sel.ranking.tolist() == full.removed_features[::-1].tolist()
     assert sel.higher_is_better and np.all(np.isfinite(sel.scores))
-    g = glfs.select(X, method="ufi", n_features=10)
+    g = glfs.select(X, method="ufi", n_features_to_select=10)
     np.testing.assert_array_equal(g.ranking, sel.ranking)
 
 
@@ -183,7 +183,7 @@ def test_bad_input(kwargs, match):
 def test_bad_params_in_select():
     X = np.random.default_rng(12).normal(size=(8, 10))
     with pytest.raises(ValueError, match="parameter 'lambda1' is not a parameter of method 'ufi'"):
-        glfs.select(X, "ufi", n_features=2, lambda1=1.0)
+        glfs.select(X, "ufi", n_features_to_select=2, lambda1=1.0)
 
 
 # ---------------------------------------------------------------- primal form and size limits
@@ -279,4 +279,4 @@ def test_refuses_before_allocating(monkeypatch):
     with pytest.raises(ValueError, match=r"ufi: the dual inverse P \(40 x 40\).*size limit"):
         ufi(X, n_features=2, n_instances=20)
     with pytest.raises(ValueError, match=r"ufi: the primal inverse \(10 x 10\).*size limit"):
-        glfs.select(X, method="ufi", n_features=2)
+        glfs.select(X, method="ufi", n_features_to_select=2)

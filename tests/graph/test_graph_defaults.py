@@ -85,7 +85,7 @@ def test_select_builds_the_default_graph(spy):
 def test_tl_select_builds_the_default_graph(spy):
     import anndata as ad
 
-    glfs.tl.select(ad.AnnData(_data()), "laplacian_score", n_features_to_select=2)
+    glfs.tl.select(ad.AnnData(_data()), "laplacian_score", n_top_genes=2)
     assert _effective(spy) == [{"n_neighbors": _own_default("n_neighbors"), "kernel": _own_default("kernel")}]
 
 

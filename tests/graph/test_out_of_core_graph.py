@@ -87,7 +87,9 @@ def test_scores_without_a_graph_given(data):
         assert set(np.flatnonzero(got.selected)) == set(range(18))
         glfs.tl.select(backed, "laplacian_score", 18, graph_params=gp, random_state=0)
     assert set(np.flatnonzero(backed.var["laplacian_score"].to_numpy())) == set(range(18))
-    assert backed.obsp["patient_similarity"].shape == (900, 900)
+    assert backed.obsp["glfs_connectivities"].shape == (900, 900)
+    recorded = backed.uns["laplacian_score"]["params"]["graph_params"]  # the resolved settings of that graph
+    assert recorded["out_of_core"] is True and recorded["n_pcs"] == N_PCS and recorded["search"] == "exact"
 
 
 def test_a_subsample_fit_finds_the_same_structure(data, monkeypatch):

@@ -56,7 +56,7 @@ def test_spca_recovers_planted_genes():
     X, informative, _ = make_planted(n_samples=200, n_noise=500, sigma=0.3, random_state=3)
     sel = select_spca(X, n_features=4)
     assert recovery_score(sel.ranking, informative) == 1.0
-    assert glfs.select(X, method="spca", n_features=4).indices.tolist() == sel.indices.tolist()
+    assert glfs.select(X, method="spca", n_features_to_select=4).indices.tolist() == sel.indices.tolist()
 
 
 def test_spca_ties_broken_by_variance():
@@ -135,9 +135,9 @@ def test_bad_input(fn, kwargs, match):
 def test_bad_params_in_select():
     X = np.random.default_rng(8).normal(size=(10, 8))
     with pytest.raises(ValueError, match="parameter 'ridge' is not a parameter of method 'spca'; its parameters are"):
-        glfs.select(X, "spca", n_features=2, ridge=1)
+        glfs.select(X, "spca", n_features_to_select=2, ridge=1)
     with pytest.raises(ValueError, match="parameter 'lambda1' is not a parameter of method 'q_alpha'"):
-        glfs.select(X, "q_alpha", n_features=2, lambda1=1)
+        glfs.select(X, "q_alpha", n_features_to_select=2, lambda1=1)
 
 
 # ---- convergence is recorded and reaches the AnnData (an unconverged answer is flagged) ----
@@ -170,15 +170,15 @@ def test_unconverged_iterative_methods_are_flagged_in_the_anndata(method, params
 
     X, _, _ = make_planted(n_samples=60, n_noise=40, sigma=0.5, random_state=0)
     a = anndata.AnnData(X)
-    glfs.tl.select(a, method=method, n_features=5, **params)
+    glfs.tl.select(a, method=method, n_top_genes=5, **params)
     assert a.uns[method]["params"]["converged"] is False and a.uns[method]["params"]["n_iter"] == 1
-    sel = glfs.select(X, method=method, n_features=5, **params)
+    sel = glfs.select(X, method=method, n_features_to_select=5, **params)
     meta = json.loads(json.dumps(selection_meta(sel, n_features=5, graph="none")))  # as the sidecar is read back
     b = anndata.AnnData(X)
     annotate_selection(b, selection_table(sel, b.var_names), meta)
     assert b.uns[method]["params"]["converged"] is False and b.uns[method]["params"]["n_iter"] == 1
     c = anndata.AnnData(X)
-    glfs.tl.select(c, method=method, n_features=5, max_iter=500)  # q_alpha needs 48 iterations here
+    glfs.tl.select(c, method=method, n_top_genes=5, max_iter=500)  # q_alpha needs 48 iterations here
     assert c.uns[method]["params"]["converged"] is True and c.uns[method]["params"]["n_iter"] < 500
 
 
@@ -213,5 +213,5 @@ def test_spca_on_fewer_samples_than_components_says_which_parameter(n):
         match=rf"spca: X has {n} samples x 10 genes; sparse PCA with 4 components \(the default\) "
         rf"needs at least 4 of each. Pass n_components={n} or fewer",
     ):
-        glfs.select(X, method="spca", n_features=3)
-    assert glfs.select(X, method="spca", n_features=3, n_components=n).indices.size == 3
+        glfs.select(X, method="spca", n_features_to_select=3)
+    assert glfs.select(X, method="spca", n_features_to_select=3, n_components=n).indices.size == 3

@@ -18,7 +18,9 @@ def _counts(d, n=200, seed=0):
 
 def _seurat_v3(d, n_features, span=None):
     params = {} if span is None else {"span": span}
-    return glfs.select(_counts(d), method="hvg_seurat_v3", n_features=n_features, counts=_counts(d), **params).indices
+    return glfs.select(
+        _counts(d), method="hvg_seurat_v3", n_features_to_select=n_features, counts=_counts(d), **params
+    ).indices
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 9])
@@ -38,7 +40,7 @@ def test_the_minimum_follows_span(in_child):
 def _cell_ranger_on_equal_means(d):
     X = np.tile(np.log1p(np.arange(40.0))[:, None], (1, d))  # every gene the same: one mean, bin edges collide
     X[:, 0] += 0.01
-    return glfs.select(X, method="hvg_cell_ranger", n_features=2).indices
+    return glfs.select(X, method="hvg_cell_ranger", n_features_to_select=2).indices
 
 
 def test_cell_ranger_binning_failure_is_explained(in_child):
@@ -51,7 +53,7 @@ def test_cell_ranger_binning_failure_is_explained(in_child):
 def _cell_ranger_with_zero_genes(d, n_zero):
     X = np.log1p(_counts(d))
     X[:, :n_zero] = 0.0  # genes never seen in these cells (3,930 of 20,670 in a simulated bladder counterpart)
-    return glfs.select(X, method="hvg_cell_ranger", n_features=2).indices
+    return glfs.select(X, method="hvg_cell_ranger", n_features_to_select=2).indices
 
 
 def test_cell_ranger_names_the_genes_that_are_zero_in_every_cell(in_child):

@@ -141,9 +141,9 @@ def test_constant_genes_nan_and_warn():
 
 def test_select_entry_points():
     X, informative, clusters = make_planted(n_samples=80, n_noise=40, sigma=0.2, random_state=10)
-    a = glfs.select(X, method="lkr_score", n_features=4)
+    a = glfs.select(X, method="lkr_score", n_features_to_select=4)
     assert set(a.indices) == set(informative)
-    b = glfs.select(X, method="lkr_score_supervised", n_features=4, labels=clusters, ridge=0.5)
+    b = glfs.select(X, method="lkr_score_supervised", n_features_to_select=4, labels=clusters, ridge=0.5)
     assert set(b.indices) == set(informative) and b.params["ridge"] == 0.5
 
 
@@ -175,7 +175,7 @@ def test_bad_input_combinations():
     with pytest.raises(ValueError, match="labels must be given"):
         select_lkr_score_supervised(X, None, n_features=2)
     with pytest.raises(ValueError, match="parameter 'kernel' is not a parameter of method 'lkr_score'"):
-        glfs.select(X, "lkr_score", graph=W, n_features=2, kernel="x")
+        glfs.select(X, "lkr_score", graph=W, n_features_to_select=2, kernel="x")
 
 
 # ---------------------------------------------------------------- scale: no stored sum_l N_l^2 coefficients
@@ -258,7 +258,7 @@ def test_supervised_refuses_before_allocating(monkeypatch):
     X = np.random.default_rng(23).normal(size=(40, 5))
     labels = np.repeat([0, 1], 20)
     with pytest.raises(ValueError, match=r"largest class \(20 x 20.*size limit"):
-        glfs.select(X, method="lkr_score_supervised", labels=labels, n_features=2)
+        glfs.select(X, method="lkr_score_supervised", labels=labels, n_features_to_select=2)
     with pytest.raises(ValueError, match=r"largest class \(20 x 20.*size limit"):
         lkr_coefficients(X, labels=labels)
 

@@ -31,7 +31,7 @@ def test_pearson_residuals_refuse_empty_cells():
     with pytest.raises(
         ValueError, match=r"hvg_pearson_residuals: 2 of 60 cells have no counts \(e.g. rows \[3, 17\]\).*filter_cells"
     ):
-        glfs.select(C, method="hvg_pearson_residuals", n_features=5)
+        glfs.select(C, method="hvg_pearson_residuals", n_features_to_select=5)
 
 
 def test_pearson_residuals_all_nan_are_never_selected_in_gene_order(monkeypatch):
@@ -44,7 +44,7 @@ def test_pearson_residuals_all_nan_are_never_selected_in_gene_order(monkeypatch)
         ValueError,
         match=r"hvg_pearson_residuals: scores are NaN for 30 of 30 genes .* of the selected genes have no score",
     ):
-        glfs.select(_counts_with_empty_cell(), method="hvg_pearson_residuals", n_features=5)
+        glfs.select(_counts_with_empty_cell(), method="hvg_pearson_residuals", n_features_to_select=5)
 
 
 def _with_constant_genes(n=40, d=10, constant=(0, 2, 3, 5, 6, 7, 8, 9), seed=1):
@@ -62,8 +62,8 @@ def test_fewer_scored_genes_than_asked_is_refused_with_the_reason():
         match=r"laplacian_score: scores are NaN for 8 of 10 genes \(e.g. columns \[0, 2, 3, 5, 6\]\), "
         r"so only 2 can be selected by their score, fewer than the 5 asked; .*constant.*Ask for at most 2 genes",
     ):
-        glfs.select(X, graph=W, method="laplacian_score", n_features=5)
-    sel = glfs.select(X, graph=W, method="laplacian_score", n_features=2)  # as many as can be scored: allowed
+        glfs.select(X, graph=W, method="laplacian_score", n_features_to_select=5)
+    sel = glfs.select(X, graph=W, method="laplacian_score", n_features_to_select=2)  # as many as can be scored: allowed
     assert sorted(sel.indices.tolist()) == [1, 4]
 
 
@@ -106,4 +106,4 @@ def test_lapaofs_at_huge_graph_weights_is_refused_not_filled_in_gene_order():
     X = np.random.default_rng(0).normal(size=(40, 60))
     W = glfs.similarity_graph(X, n_neighbors=5) * 1e300
     with pytest.raises(ValueError, match=r"lapaofs: scores are NaN for \d+ of 60 genes .*overflowed"):
-        glfs.select(X, graph=W, method="lapaofs", n_features=5)
+        glfs.select(X, graph=W, method="lapaofs", n_features_to_select=5)

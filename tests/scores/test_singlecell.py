@@ -47,17 +47,17 @@ def test_every_method_through_tl_select(pbmc, method):
     kwargs = {"labels_key": "louvain"} if info.needs_labels else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        glfs.tl.select(adata, method=method, n_features=N_FEATURES, **kwargs, **PARAMS.get(method, {}))
+        glfs.tl.select(adata, method=method, n_top_genes=N_FEATURES, **kwargs, **PARAMS.get(method, {}))
     var = adata.var
     rank = var[f"{method}_rank"].to_numpy()
     assert sorted(rank.tolist()) == list(range(1, adata.n_vars + 1))  # a full ranking, 1 = best
     assert var[method].sum() == N_FEATURES or (info.own_support and 1 <= var[method].sum() <= adata.n_vars)
-    assert adata.uns[method]["params"]["n_features"] == N_FEATURES
+    assert adata.uns[method]["params"]["n_top_genes"] == N_FEATURES
     if info.needs_graph:
-        W = adata.obsp[glfs.tl.GRAPH_KEY]
+        W = adata.obsp[glfs.tl.CONNECTIVITIES_KEY]
         assert W.shape == (700, 700) and abs(W - W.T).max() == 0
     else:
-        assert glfs.tl.GRAPH_KEY not in adata.obsp
+        assert glfs.tl.CONNECTIVITIES_KEY not in adata.obsp
     # the AnnData can be used downstream as the README says
     sub = adata[:, adata.var[method].to_numpy()]
     assert sub.n_vars == int(var[method].sum())
@@ -70,7 +70,7 @@ def test_graph_methods_pick_cluster_genes(pbmc, fisher, method):
     kwargs = {"labels_key": "louvain"} if glfs.METHODS[method].needs_labels else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        df = glfs.tl.select(adata, method=method, n_features=N_FEATURES, inplace=False, **kwargs)
+        df = glfs.tl.select(adata, method=method, n_top_genes=N_FEATURES, inplace=False, **kwargs)
     order = np.argsort(df["rank"].to_numpy())
     top, bottom = order[:50], order[-50:]
     assert np.nanmedian(fisher[top]) > 3 * np.nanmedian(fisher[bottom])
@@ -79,7 +79,7 @@ def test_graph_methods_pick_cluster_genes(pbmc, fisher, method):
 def test_scanpy_connectivities_as_graph(pbmc):
     """The graph scanpy's pp.neighbors stored in obsp works as the patient-similarity graph."""
     adata = pbmc.copy()
-    glfs.tl.select(adata, method="laplacian_score", n_features=N_FEATURES, obsp="connectivities")
+    glfs.tl.select(adata, method="laplacian_score", n_top_genes=N_FEATURES, obsp="connectivities")
     assert adata.uns["laplacian_score"]["params"]["graph"] == "obsp:connectivities"
     s = adata.var["laplacian_score_score"].to_numpy()
     direct = glfs.laplacian_score(pbmc.X, pbmc.obsp["connectivities"])

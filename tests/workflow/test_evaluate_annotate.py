@@ -22,7 +22,7 @@ def _data(seed=0, n=30, d=12):
 def test_table_round_trip(tmp_path):
     X = _data()
     with pytest.warns(glfs.ConstantFeatureWarning):
-        sel = glfs.select(X, "laplacian_score", n_features=4)
+        sel = glfs.select(X, "laplacian_score", n_features_to_select=4)
     genes = [f"g{i}" for i in range(X.shape[1])]
     t = selection_table(sel, genes)
     assert list(t.columns) == ["gene", "score", "rank", "selected", "weight"]
@@ -45,8 +45,8 @@ def test_write_selection_matches_tl_select():
     a1 = anndata.AnnData(X=X.copy())
     a1.obsp["g"] = W
     with pytest.warns(glfs.ConstantFeatureWarning):
-        glfs.tl.select(a1, "laplacian_score", n_features=4, obsp="g")
-        sel = glfs.select(X, "laplacian_score", graph=W, n_features=4)
+        glfs.tl.select(a1, "laplacian_score", n_top_genes=4, obsp="g")
+        sel = glfs.select(X, "laplacian_score", graph=W, n_features_to_select=4)
     a2 = anndata.AnnData(X=X.copy())
     write_selection(a2, sel)
     for col in ["laplacian_score", "laplacian_score_rank", "laplacian_score_score"]:
@@ -57,7 +57,7 @@ def test_write_selection_matches_tl_select():
 
 def test_write_selection_leaves_adata_unchanged_on_mismatch():
     anndata = pytest.importorskip("anndata")
-    sel = glfs.select(_data(2, d=5)[:, [0, 1, 2, 4]], "variance", n_features=2)
+    sel = glfs.select(_data(2, d=5)[:, [0, 1, 2, 4]], "variance", n_features_to_select=2)
     a = anndata.AnnData(X=_data(2))
     before = a.var.copy()
     with pytest.raises(ValueError, match="covers 4 genes"):

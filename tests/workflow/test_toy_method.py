@@ -19,8 +19,8 @@ import scipy.sparse as sp
 
 import glfs
 import glfs.api as api
-from glfs._anndata_writers import GRAPH_KEY
 from glfs.core._result import make_selection
+from glfs.tl import CONNECTIVITIES_KEY
 
 anndata = pytest.importorskip("anndata")
 
@@ -75,7 +75,7 @@ def _adata(n=30, d=8, seed=0):
 def test_a_registered_method_runs_through_tl_select(toy_method):
     a = _adata()
     glfs.tl.select(a, TOY, 3, offset=0.5)
-    W = a.obsp[GRAPH_KEY]  # the default graph tl.select built, as for any graph-based method
+    W = a.obsp[CONNECTIVITIES_KEY]  # the default graph tl.select built, as for any graph-based method
     np.testing.assert_allclose(a.var[f"{TOY}_score"].to_numpy(), _written_out(a.X, W, 0.5), rtol=1e-12)
     assert a.var[f"{TOY}_rank"].to_numpy()[2] == 1 and a.var[TOY].sum() == 3
     assert glfs.api.method_params(TOY).keys() == {"offset"}

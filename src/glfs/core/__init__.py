@@ -9,7 +9,7 @@ User settings live in :mod:`glfs.core.limits` (``DENSE_LIMIT_GB``, ``STREAM_VALU
 from glfs.core import limits
 from glfs.core._result import Selection, make_selection, ranking_from_scores
 from glfs.core._structure import canonical, check_sparse_structure
-from glfs.core._validation import ConstantFeatureWarning
+from glfs.core._validation import ConstantFeatureWarning, check_graph
 from glfs.core._value_checks import SCALE_RANGE, looks_like_counts, scale_problem
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "ranking_from_scores",
     "canonical",
     "check_sparse_structure",
+    "check_graph",
     "ConstantFeatureWarning",
     "SCALE_RANGE",
     "looks_like_counts",

@@ -12,7 +12,6 @@ a matrix's values and shape that :func:`~glfs.core._validation.check_X` shares w
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import logging
 import os
@@ -33,13 +32,6 @@ from glfs.core._structure import canonical, check_indptr, check_sparse_structure
 log = logging.getLogger(__name__)
 
 __all__ = ["OutOfCore", "out_of_core_kind", "cluster_client", "gene_parts"]
-
-
-#: Dask arrays validated in this process that are not read again to be checked (the last ones, by the
-#: array's name, dask's token of its tasks: the same name is the same tasks, so the same values): the
-#: graph's call and the score's call on one dask X scan it once (docs/guides/atlases.md, "On a dask cluster").
-VALIDATED_KEEP = 8
-_validated: collections.OrderedDict = collections.OrderedDict()
 
 
 #: Free space left in the temporary directory after the split (bytes); below it X is read once per gene block.
@@ -185,18 +177,21 @@ class OutOfCore:
                 step = max(1, int(step * (limits.STREAM_VALUES / 8) / blk.nnz))
 
     def validate(self, name: str = "X"):
-        """Read the matrix once: real, finite, at least 2 samples and 1 gene; record max |x| and non-zeros per gene."""
+        """Read the matrix once: real, finite, at least 2 samples and 1 gene; record max |x| and non-zeros per gene.
+
+        Nothing is kept between calls: a dask array's name names its tasks, not the bytes they read (a zarr
+        store rewritten under the same path keeps its name), so every call on a dask X reads it again
+        (:func:`glfs.select` and :func:`glfs.tl.select` once per call, the graph and the score sharing it).
+        """
         _refuse_complex(self.dtype, name)
         if self.dtype.kind not in "fiub":
             msg = f"{name} must be numeric of shape (n_samples, n_features); got an out-of-core matrix of dtype {self.dtype}"
             raise ValueError(msg)
         _check_size(self.shape, name)
         n, d = self.shape
-        if self._recall_validated(name):
-            return self
         client = cluster_client(self)
         if client is not None or (self.kind == "dask" and len(self.source.chunks[1]) > 1):  # the tiles one by one
-            return self._remember(self._validate_on_cluster(client, name))
+            return self._validate_on_cluster(client, name)
         top, nnz, counts = 0.0, 0, True
         gene_nnz = np.zeros(d, np.int64) if self.format != "dense" else None
         self.name = name
@@ -227,33 +222,7 @@ class OutOfCore:
         self.max_abs, self.gene_nnz, self.counts = top, gene_nnz, counts
         self.nnz = nnz if gene_nnz is not None else n * d
         log.info("%s: read %s once (%d values stored, max |x| %.4g)", name, self.describe(), self.nnz, top)
-        return self._remember(self)
-
-    def _recall_validated(self, name: str) -> bool:
-        """Whether this dask X (by its name) was validated before in this process; if so its facts are taken."""
-        facts = _validated.get(getattr(self.source, "name", None)) if self.kind == "dask" else None
-        if facts is None:
-            return False
-        _validated.move_to_end(self.source.name)
-        self.max_abs, self.gene_nnz, self.counts, self.nnz = facts
-        self.name = name
-        log.info(
-            "%s: %s validated before in this process (dask name %s): not read again",
-            name,
-            self.describe(),
-            self.source.name,
-        )
-        return True
-
-    def _remember(self, validated):
-        """``validated`` itself, its facts kept for :meth:`_recall_validated` when it is a dask X."""
-        if self.kind == "dask" and VALIDATED_KEEP > 0:
-            if self.gene_nnz is not None:
-                self.gene_nnz.flags.writeable = False  # shared by the OutOfCore objects of this dask X
-            _validated[self.source.name] = (self.max_abs, self.gene_nnz, self.counts, self.nnz)
-            while len(_validated) > VALIDATED_KEEP:
-                _validated.popitem(last=False)
-        return validated
+        return self
 
     def _label(self, name: str) -> str:
         """``name``, and for an AnnData backed matrix the file and group it is read from."""

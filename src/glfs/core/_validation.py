@@ -288,28 +288,29 @@ def check_graph(W, n_samples: int, *, name: str = "graph", atol: float = 1e-10):
     """Validate a patient-similarity graph: square (n, n), symmetric, non-negative, finite.
 
     Dense input is accepted and converted to CSR (the caller already paid for
-    the dense array).  Returns a float64 CSR matrix with explicit zeros removed.
+    the dense array).  A sparse graph gets the structure check X gets
+    (:func:`glfs.core.check_sparse_structure`: index ranges, ``indptr``; then
+    duplicates summed on a copy, :func:`glfs.core.canonical`) before anything
+    reads its indices, so that a corrupt graph is a ``ValueError`` naming
+    ``name``, never a crash.  Returns a float64 CSR matrix with explicit zeros
+    removed; the caller's graph is never changed (a copy is made when explicit
+    zeros must go or the dtype or format differs; a read-only graph is fine).
     A non-zero diagonal is allowed: it cancels in L = D - W (the supervised graph
     of He et al. 2005 keeps it).
     """
-    if W is None:
-        msg = f"{name} must be a sparse (n_samples, n_samples) matrix; got None"
-        raise ValueError(msg)
-    try:
-        Ws = sp.csr_matrix(W, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        msg = f"{name} must be a square numeric matrix; could not convert {type(W).__name__}: {exc}"
-        raise ValueError(msg) from None
+    Ws = _graph_csr(W, name)
     if Ws.shape[0] != Ws.shape[1]:
         msg = f"{name} must be square (n_samples, n_samples); got shape {Ws.shape}"
         raise ValueError(msg)
     if Ws.shape[0] != n_samples:
         msg = f"{name} must have shape ({n_samples}, {n_samples}) to match X's {n_samples} samples; got {Ws.shape}"
         raise ValueError(msg)
-    Ws.eliminate_zeros()
     if not np.all(np.isfinite(Ws.data)):
         msg = f"{name} must contain only finite weights; got NaN or infinite entries"
         raise ValueError(msg)
+    if Ws.nnz and not Ws.data.all():  # explicit zeros: removed on a copy, never in the caller's arrays
+        Ws = Ws.copy()
+        Ws.eliminate_zeros()
     if Ws.nnz and Ws.data.min() < 0:
         msg = f"{name} must be non-negative; got a minimum weight of {Ws.data.min():.4g}"
         raise ValueError(msg)
@@ -321,6 +322,31 @@ def check_graph(W, n_samples: int, *, name: str = "graph", atol: float = 1e-10):
         msg = f"{name} must have at least one edge; got an empty graph"
         raise ValueError(msg)
     return Ws
+
+
+def _graph_csr(W, name: str):
+    """W as a float64 CSR matrix whose structure has been checked (shared with W when it already is one)."""
+    if W is None:
+        msg = f"{name} must be a sparse (n_samples, n_samples) matrix; got None"
+        raise ValueError(msg)
+    if sp.issparse(W):
+        _refuse_complex(W.dtype, name)
+        if len(W.shape) != 2:
+            msg = f"{name} must be a 2-D (n_samples, n_samples) matrix; got shape {W.shape}"
+            raise ValueError(msg)
+        check_sparse_structure(W, name)  # before scipy's C++ routines read the indices
+        W = canonical(W, name)  # duplicate entries summed on a copy
+    else:
+        raw = np.asarray(W)
+        _refuse_complex(raw.dtype, name)
+        if raw.ndim != 2:
+            msg = f"{name} must be a 2-D (n_samples, n_samples) matrix; got an array with shape {raw.shape}"
+            raise ValueError(msg)
+    try:
+        return sp.csr_matrix(W, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        msg = f"{name} must be a square numeric matrix; could not convert {type(W).__name__}: {exc}"
+        raise ValueError(msg) from None
 
 
 def check_positive(value, name: str, *, coerce=False):

@@ -3,7 +3,7 @@
 - greedy LapAOFS / LapDOFS (He et al. 2011): :func:`lapaofs`, :func:`lapdofs`;
 - the well-posed GLFS, a budgeted relaxation of the design: :func:`glfs_design`;
 - the published GLFS readings (Wang & Goldenberg 2013), their objective, solver and lam path:
-  :func:`glfs`, :func:`glfs_objective`, :func:`glfs_path`, :func:`laprls_fit`;
+  :func:`glfs_published`, :func:`glfs_objective`, :func:`glfs_path`, :func:`laprls_fit`;
 - UFI, joint feature and instance selection (Zhang et al. 2012): :func:`ufi`.
 
 The implementation modules (``_optimal``, ``_budgeted``, ``_gradient`` with ``_gradient_model``,
@@ -21,9 +21,9 @@ from glfs.designs._budgeted import (
 from glfs.designs._gradient import (
     GLFSConvergenceWarning,
     GLFSResult,
-    glfs,
     glfs_objective,
     glfs_path,
+    glfs_published,
     laprls_fit,
 )
 from glfs.designs._optimal import lapaofs, lapdofs
@@ -38,7 +38,7 @@ __all__ = [
     "scale_free_lambdas",
     "trace_criterion",
     "relaxed_criterion",
-    "glfs",
+    "glfs_published",
     "glfs_objective",
     "glfs_path",
     "laprls_fit",

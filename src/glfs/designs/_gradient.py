@@ -2,7 +2,7 @@
 
 The three *published* readings of the method (``glfs_exact``, ``glfs_paper``,
 ``glfs_printed``); docs/methods/glfs-readings.md, section GLFS, says what each one is and what
-was measured.  This module is their public face (:func:`glfs`, :func:`glfs_path`,
+was measured.  This module is their public face (:func:`glfs_published`, :func:`glfs_path`,
 :func:`glfs_objective`, :func:`laprls_fit`, the ``select_*`` adapters); the work is
 split by concern: :mod:`glfs.designs._gradient_model` (constants, size limits, checks, the
 objective and its gradient in both forms), :mod:`glfs.designs._gradient_solver` (the
@@ -74,7 +74,7 @@ from glfs.designs._gradient_model import (
     _sym,
     glfs_objective,
 )
-from glfs.designs._gradient_path import GLFSResult, glfs, glfs_path
+from glfs.designs._gradient_path import GLFSResult, glfs_path, glfs_published
 from glfs.graph._similarity import laplacian
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ __all__ = [
     "GLFSConvergenceWarning",
     "GLFSResult",
     "glfs_objective",
-    "glfs",
+    "glfs_published",
     "glfs_path",
     "laprls_fit",
     "select_glfs",
@@ -167,7 +167,7 @@ def select_glfs(X, W, *, n_features, labels=None, random_state=0, objective="exa
     Xv = check_X(X, dense=True, read_only=True).astype(np.float64, copy=False)  # read only: no copy of a float64 X
     const = constant_features(Xv)
     warn_constant(const, name)
-    res = glfs(Xv, W, objective=objective, n_features=n_features, **params)
+    res = glfs_published(Xv, W, objective=objective, n_features=n_features, **params)
     plain = {k: v for k, v in res.params.items()}
     plain.update(lam=res.lam, n_selected_at_lam=int(np.sum(res.weights > 0)))
     return make_selection(

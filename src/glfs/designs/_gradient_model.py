@@ -467,7 +467,7 @@ def glfs_objective(beta, X, W, *, lambda1=DEFAULT_LAMBDA1, lambda2=DEFAULT_LAMBD
     beta : array-like of shape (n_features,)
         Non-negative gene weights.
     X : array-like or sparse of shape (n_samples, n_features)
-        Used as given (no centring or scaling; :func:`glfs` preprocesses).
+        Used as given (no centring or scaling; :func:`glfs_published` preprocesses).
     W : sparse of shape (n_samples, n_samples)
         Patient-similarity graph; L = D - W.
     lambda1 : float >= 0, default 0.01

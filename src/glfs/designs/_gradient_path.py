@@ -1,5 +1,5 @@
 """GLFS, the lam path and the halving search, the preprocessing of X and the result
-(:func:`glfs`, :func:`glfs_path`, :class:`GLFSResult`; docs/methods/glfs-readings.md, GLFS)."""
+(:func:`glfs_published`, :func:`glfs_path`, :class:`GLFSResult`; docs/methods/glfs-readings.md, GLFS)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 # --------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class GLFSResult(PicklableResult):
-    """Result of :func:`glfs` / :func:`glfs_path`.
+    """Result of :func:`glfs_published` / :func:`glfs_path`.
 
     Attributes
     ----------
@@ -478,7 +478,7 @@ def _path_result(prob, lams, sols, *, rank_by, lam_ratio, search_C, center, scal
     )
 
 
-def glfs(
+def glfs_published(
     X,
     W,
     *,
@@ -497,7 +497,11 @@ def glfs(
     max_iter=DEFAULT_MAX_ITER,
     rank_by=DEFAULT_RANK_BY,
 ) -> GLFSResult:
-    """Gradient-based Laplacian feature selection (Wang & Goldenberg, ICML 2013, Eq. 8).
+    """GLFS as published: gradient-based Laplacian feature selection (Wang & Goldenberg, ICML 2013, Eq. 8).
+
+    One reading of the paper's equations, chosen by ``objective`` (registry methods ``glfs_exact``,
+    ``glfs_paper``, ``glfs_printed``).  The recommended GLFS, the well-posed budgeted design, is
+    :func:`glfs.glfs_design` (``method="glfs"``).
 
     Minimises Q(beta) + lam * sum(beta) over beta >= 0 to the KKT tolerance
     ``KKT_TOL`` with an active-set projected-gradient method (for

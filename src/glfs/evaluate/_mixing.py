@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from glfs.core._structure import check_sparse_structure
 from glfs.core._validation import check_labels
 
 __all__ = ["knn_batch_mixing"]
@@ -59,6 +60,8 @@ def knn_batch_mixing(graph, labels, batches) -> dict:
     n = labels.shape[0]
     types, t = check_labels(labels, n, min_classes=1)
     _, b = check_labels(batches, n, name="batches", min_classes=1)
+    if sp.issparse(graph):
+        check_sparse_structure(graph, "graph")  # before scipy's conversion reads the indices
     G = sp.coo_matrix(graph)
     if G.shape != (n, n):
         msg = f"graph must have shape ({n}, {n}) (one row per cell); got {G.shape}"

@@ -274,7 +274,7 @@ def laplacian(W, n_samples: int | None = None):
     """Graph Laplacian L = D - W and degree vector D 1 (sparse CSR, float64)."""
     if n_samples is None:
         n_samples = W.shape[0]
-    W = check_graph(W, n_samples)
+    W = check_graph(W, n_samples, name="W")
     deg = np.asarray(W.sum(axis=1)).ravel()
     L = sp.diags(deg) - W
     return sp.csr_matrix(L), deg

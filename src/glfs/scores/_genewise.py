@@ -277,7 +277,7 @@ def laplacian_score(X, W, *, block_size: int | None = None, client=None):
     with as_current(client):
         X = check_X(X, read_only=True, lazy=True)
         n, d = X.shape
-        W = check_graph(W, n)
+        W = check_graph(W, n, name="W")
         if block_size is None:
             block_size = max(1, LS_BLOCK_VALUES // n)
         else:

@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core._result import Selection, make_selection
-from glfs.core._validation import constant_features
+from glfs.core._validation import check_positive, constant_features
 from glfs.core.limits import check_bytes
 from glfs.scores._batches import batch_columns
 
@@ -48,7 +48,12 @@ __all__ = [
     "select_hvg_seurat_v3",
     "select_hvg_pearson_residuals",
     "pearson_residuals_bytes",
+    "plot_statistics",
 ]
+
+#: The per-gene statistics of scanpy's ``highly_variable_genes(flavor="seurat")`` that
+#: ``sc.pl.highly_variable_genes`` plots (with ``uns["hvg"]["flavor"]``).
+PLOT_COLUMNS = ("means", "dispersions", "dispersions_norm")
 
 
 def _scanpy():
@@ -371,7 +376,8 @@ def _refuse_batches(counts, labels, failed: dict, params) -> None:
 def _refuse_too_few_for_loess(counts, span) -> None:
     """seurat_v3 fits a local quadratic (loess, degree 2) through span x (genes of non-zero variance) points:
     below 3 points per fit scikit-misc's loess crashes the process (SIGSEGV at 1-3 genes), so refuse first."""
-    need = math.ceil(3 / float(span))
+    span = check_positive(span, "span")  # 0 divided by zero below, NaN failed in int()
+    need = math.ceil(3 / span)
     varying = int(np.count_nonzero(~constant_features(counts)))
     if varying < need:
         msg = (
@@ -463,3 +469,17 @@ def pearson_residuals_bytes(X) -> float:
     entry = 4 + index
     per_nnz = max(3 * entry, 2 * entry + 8) + (entry if X.dtype != np.float32 else 0)
     return float(X.nnz) * per_nnz + 64.0 * (n + d)
+
+
+def plot_statistics(X):
+    """scanpy's per-gene ``means``, ``dispersions``, ``dispersions_norm`` of X (``flavor="seurat"``), computed by scanpy.
+
+    X is (n_samples, n_features), in memory, log-normalised (as scanpy's ``seurat`` flavour expects).  These are the
+    columns ``sc.pl.highly_variable_genes`` plots a selection against; :func:`glfs.tl.select` writes them with
+    ``mark_highly_variable=True``.  Returns a DataFrame in gene order (index "0".."d-1"), or raises scanpy's
+    ValueError when its binning of the genes by mean fails (too few distinct means).
+    """
+    sc, _ = _scanpy()
+    with _quiet():
+        df = sc.pp.highly_variable_genes(_adata(X), flavor="seurat", inplace=False)
+    return _frame(df, X.shape[1])[list(PLOT_COLUMNS)]

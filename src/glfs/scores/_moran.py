@@ -159,7 +159,7 @@ def pearson_residual_autocorrelation(
         msg = f"theta must be > 0; got {theta!r}"
         raise ValueError(msg)
     clip = float(np.sqrt(n)) if clip is None else float(clip)
-    W = check_graph(W, n)
+    W = check_graph(W, n, name="W")
     block_size = max(1, BLOCK_VALUES // n) if block_size is None else check_int(block_size, "block_size", 1)
     W, S0, S1, S2 = _graph_sums(W)
     Cc = C.tocsc() if sp.issparse(C) else np.asarray(C)
@@ -220,7 +220,7 @@ def graph_autocorrelation(X, W, *, block_size: int | None = None, client=None) -
         if n < 4:
             msg = f"X must have at least 4 samples for the permutation moments of Moran's I; got {n}"
             raise ValueError(msg)
-        W = check_graph(W, n)
+        W = check_graph(W, n, name="W")
         block_size = max(1, BLOCK_VALUES // n) if block_size is None else check_int(block_size, "block_size", 1)
         W, S0, S1, S2 = _graph_sums(W)
         if S0 <= 0:

@@ -133,7 +133,7 @@ def recovery_experiment(
                 X,
                 method=method,
                 graph=W,
-                n_features=n_informative,
+                n_features_to_select=n_informative,
                 random_state=seed,
                 **(method_params or {}),
             )
