@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -77,6 +78,8 @@ def _write_api_pages() -> None:
     """
     out = DOCS / "api"
     out.mkdir(exist_ok=True)
+    # autosummary's stubs of an earlier build would keep a name the package no longer exports
+    shutil.rmtree(out / "generated", ignore_errors=True)
     owner: dict[int, str] = {}
     pages: dict[str, tuple[list[str], list[str]]] = {}
     for package in [*API_PACKAGES[1:], API_PACKAGES[0]]:
