@@ -420,10 +420,11 @@ def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state, groups=None)
     cosine = metric == "cosine" and method == "approx"
     streamed = isinstance(X, OutOfCore)
     client = cluster_client(X)  # a dask X and a dask.distributed client: projection and search as tasks
-    if streamed and n < AUTO_APPROX_MIN_SAMPLES:
+    if streamed and n < AUTO_APPROX_MIN_SAMPLES and (n_pcs is None or cosine or metric != "euclidean"):
         # the representation depends on the size and settings only, never on the storage: below 8,192 samples
-        # the rule may search all genes, and every sample is then read into memory (fewer rows than the
-        # PCA_FIT_SAMPLES subsample the streamed PCA holds), so the graph is the in-memory X's graph
+        # a search on all genes (or another metric) reads every sample into memory (fewer rows than the
+        # PCA_FIT_SAMPLES subsample the streamed PCA holds), so the graph is the in-memory X's graph; on
+        # components both storages take the same two-pass route
         X = _read_whole(X)
         streamed, client = False, None
     if streamed and (n_pcs is None or cosine or metric != "euclidean"):
