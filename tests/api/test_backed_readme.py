@@ -23,7 +23,7 @@ def test_the_readme_backed_example_runs_below_8192_cells(tmp_path):
     assert int(a.var["laplacian_score"].sum()) == 20
     # the in-memory X's own graph (exact, all genes), so its scores
     W = glfs.similarity_graph(X)
-    assert (abs(a.obsp["patient_similarity"] - W) > 1e-12).nnz == 0
+    assert (abs(a.obsp[glfs.tl.CONNECTIVITIES_KEY] - W) > 1e-12).nnz == 0
     want = glfs.laplacian_score(X, W)
     np.testing.assert_allclose(a.var["laplacian_score_score"].to_numpy(), want, rtol=1e-9, atol=1e-12)
 
