@@ -602,7 +602,10 @@ def _counts_for(method, X, counts):
 
 
 def _input_counts(counts):
-    return check_X(counts, name="counts", read_only=sp.issparse(counts))
+    """The counts validated as X is (:func:`_input`): an out-of-core counts layer (backed, dask) is read once
+    and streamed by the methods that stream, never loaded."""
+    lazy = isinstance(counts, OutOfCore) or out_of_core_kind(counts) is not None
+    return check_X(counts, name="counts", read_only=sp.issparse(counts) or lazy, lazy=lazy)
 
 
 def _is_anndata(X) -> bool:

@@ -60,7 +60,7 @@ from glfs.core._out_of_core import OutOfCore, out_of_core_kind
 from glfs.core._result import Selection
 from glfs.core._validation import check_graph, check_n_features, check_X
 from glfs.core._value_checks import holds_counts, looks_like_counts
-from glfs.graph._neighbors import APPROX_N_PCS, approx_backend, choose_neighbor_method
+from glfs.graph._neighbors import approx_backend, choose_neighbor_method
 from glfs.graph._similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
 from glfs.scores._hvg import plot_statistics
 
@@ -645,9 +645,8 @@ def graph_settings(X, graph_params: dict | None = None, *, within_batches: bool 
     kernel = given["kernel"]
     metric = given["metric"] or ("cosine" if kernel == "cosine" else "euclidean")
     search, n_pcs = choose_neighbor_method(n, d, given["method"], given["n_pcs"])
-    cosine = metric == "cosine" and search == "approx"
-    if out_of_core and n_pcs is None and given["method"] == "auto" and not cosine and d > APPROX_N_PCS + 1:
-        n_pcs = APPROX_N_PCS  # as glfs.graph._neighbors: an out-of-core X is searched on components at any size
+    # the rule reads the size and the settings, never the storage (an out-of-core X below 8,192 samples is read
+    # into memory for a search on all genes): in memory, backed and dask record the same settings but out_of_core
     settings = {
         "n_neighbors": int(given["n_neighbors"]),
         "kernel": kernel,

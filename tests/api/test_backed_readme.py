@@ -1,6 +1,7 @@
 """Issue 30 (low): the README's backed example, glfs.tl.select(anndata.read_h5ad(f, backed="r"),
-"laplacian_score", 2000), refused files under 8,192 cells ("pass n_pcs"); an out-of-core X is now
-searched on 20 principal components (APPROX_N_PCS; 50 until 2026-12-05) at any size, as the two-pass graph needs."""
+"laplacian_score", 2000), refused files under 8,192 cells ("pass n_pcs").  Since issue 40 (item 5, one graph whatever the storage)
+an out-of-core X below 8,192 cells is read into memory for its graph, which is then the in-memory X's graph
+on all genes (the rule depends on the size and settings, never on the storage)."""
 
 import numpy as np
 import pytest
@@ -20,15 +21,17 @@ def test_the_readme_backed_example_runs_below_8192_cells(tmp_path):
     a = ad.read_h5ad(path, backed="r")
     glfs.tl.select(a, "laplacian_score", 20)  # the README's line, on 600 cells
     assert int(a.var["laplacian_score"].sum()) == 20
-    # the same graph as the in-memory X asks for explicitly: 20 components, fitted on all 600 cells
-    W = glfs.similarity_graph(X, n_pcs=20)
+    # the in-memory X's own graph (exact, all genes), so its scores
+    W = glfs.similarity_graph(X)
+    assert (abs(a.obsp[glfs.tl.CONNECTIVITIES_KEY] - W) > 1e-12).nnz == 0
     want = glfs.laplacian_score(X, W)
-    np.testing.assert_allclose(a.var["laplacian_score_score"].to_numpy(), want, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(a.var["laplacian_score_score"].to_numpy(), want, rtol=1e-9, atol=1e-12)
 
 
-def test_a_backed_x_with_few_genes_still_says_what_to_do(tmp_path):
+def test_a_backed_x_with_few_genes_gets_the_in_memory_graph(tmp_path):
     X = sp.random(100, 20, density=0.3, random_state=0, format="csr", dtype=np.float64)
     ad.AnnData(X).write_h5ad(tmp_path / "few.h5ad")
     a = ad.read_h5ad(tmp_path / "few.h5ad", backed="r")
-    with pytest.raises(ValueError, match=r"pass n_pcs, e\.g\. 20, or method='approx'.* or load X first"):
-        glfs.similarity_graph(a.X)
+    for kernel in ("heat", "cosine", "snf"):  # every kernel, as in memory
+        W = glfs.similarity_graph(X, kernel=kernel)
+        assert (abs(glfs.similarity_graph(a.X, kernel=kernel) - W) > 1e-12).nnz == 0, kernel

@@ -20,6 +20,15 @@ distributed = pytest.importorskip("distributed")
 dask = pytest.importorskip("dask")
 
 
+@pytest.fixture(autouse=True)
+def _streamed_route(monkeypatch):
+    """These tests are about the streamed (cluster) route of the graph, at small sizes: below
+    AUTO_APPROX_MIN_SAMPLES an out-of-core X is read into memory instead (issue 40, item 5)."""
+    import glfs.graph._neighbors
+
+    monkeypatch.setattr(glfs.graph._neighbors, "AUTO_APPROX_MIN_SAMPLES", 100)
+
+
 def _shards(n=2000, d=120, seed=0):
     """X (CSR) and the dask X of its 4 shards stored by genes (CSC), read as 2-D tiles of 30 genes (bench.atlas_store's form)."""
     X = sp.random(n, d, density=0.1, format="csr", random_state=seed, dtype=np.float64)

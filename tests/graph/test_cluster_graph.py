@@ -20,6 +20,15 @@ distributed = pytest.importorskip("distributed")
 faiss = pytest.importorskip("faiss")
 
 
+@pytest.fixture(autouse=True)
+def _streamed_route(monkeypatch):
+    """These tests are about the streamed (cluster) route of the graph, at small sizes: below
+    AUTO_APPROX_MIN_SAMPLES an out-of-core X is read into memory instead (issue 40, item 5)."""
+    import glfs.graph._neighbors
+
+    monkeypatch.setattr(glfs.graph._neighbors, "AUTO_APPROX_MIN_SAMPLES", 100)
+
+
 @pytest.mark.parametrize("ivf", [False, True, "blocked"])
 def test_sharded_search_equals_the_single_search(dask_client, monkeypatch, ivf):
     Z = np.random.default_rng(1).normal(size=(3000, 12)).astype(np.float32)

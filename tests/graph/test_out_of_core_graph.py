@@ -127,8 +127,13 @@ def test_in_memory_x_above_the_fit_size_gets_the_same_subsample_components(data,
     for Xin in (X, X.toarray()):
         share, wdiff = _edge_agreement(glfs.similarity_graph(Xin, n_pcs=N_PCS, random_state=0), Wo)
         assert share > 0.995 and wdiff < 1e-3, (type(Xin).__name__, share, wdiff)
-    monkeypatch.setattr(nb, "PCA_FIT_SAMPLES", 900)  # every row: the full PCA of _pca
-    np.testing.assert_array_equal(nb._pca_in_memory(X, N_PCS, 0), nb._pca(X, N_PCS, 0, float32=True))
+    monkeypatch.setattr(nb, "PCA_FIT_SAMPLES", 900)  # every row: one route for every storage, the same scores
+    for name, src in _sources(X, files):
+        streamed = nb._pca_out_of_core(glfs.core._validation.check_X(src, lazy=True), N_PCS, 0)
+        if name in ("backed-csr", "dask-sparse"):  # the same rows in the same order: bit for bit
+            np.testing.assert_array_equal(nb._pca_in_memory(X, N_PCS, 0), streamed, err_msg=name)
+        else:  # column blocks (CSC) or dense products: summed in another order, float32 rounding apart
+            np.testing.assert_allclose(nb._pca_in_memory(X, N_PCS, 0), streamed, rtol=1e-4, atol=1e-4, err_msg=name)
 
 
 def test_the_subsample_is_the_seeded_uniform_draw(data, monkeypatch):
@@ -154,17 +159,18 @@ def test_the_subsample_is_the_seeded_uniform_draw(data, monkeypatch):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        # method="auto" takes 20 components for an out-of-core X at any size (tests/api/test_backed_readme.py); exact on all genes cannot stream
+        # from AUTO_APPROX_MIN_SAMPLES on (set to 500 here) an exact search on all genes cannot stream
         (
             {"method": "exact"},
-            r"an out-of-core X \(an AnnData backed CSR matrix 900 x 120, float32\) gets its graph from principal "
-            r"components .* got n_pcs=None.*pass n_pcs, e.g. 20",
+            r"an out-of-core X \(an AnnData backed CSR matrix 900 x 120, float32\) of 500 samples or more gets its "
+            r"graph from principal components .* got n_pcs=None.*pass n_pcs, e.g. 20",
         ),
         ({"n_pcs": N_PCS, "kernel": "cosine", "method": "approx"}, r"got n_pcs=10, metric='cosine'.*use kernel='heat'"),
     ],
 )
-def test_what_cannot_stream_says_so(data, kwargs, match):
+def test_what_cannot_stream_says_so(data, kwargs, match, monkeypatch):
     X, groups, files = data
+    monkeypatch.setattr(nb, "AUTO_APPROX_MIN_SAMPLES", 500)
     with pytest.raises(ValueError, match=match):
         glfs.similarity_graph(ad.read_h5ad(files["csr"], backed="r").X, **kwargs)
 
@@ -175,6 +181,7 @@ def test_peak_memory_of_the_streamed_graph(tmp_path, monkeypatch):
     it (no dense n x d array, no copy of X)."""
     monkeypatch.setattr(glfs.core.limits, "STREAM_VALUES", 200_000)
     monkeypatch.setattr(nb, "PCA_FIT_SAMPLES", 200)
+    monkeypatch.setattr(nb, "AUTO_APPROX_MIN_SAMPLES", 1_000)  # the streamed route (below it X is read whole)
     peaks, sizes = {}, {}
     for d in (3_500, 31_500):
         X, _ = _planted(2_000, d, 4)

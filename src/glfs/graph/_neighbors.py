@@ -17,8 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
+from glfs.core import limits
 from glfs.core._out_of_core import OutOfCore, cluster_client
 from glfs.core._sparse_kernels import column_range
+from glfs.core._structure import canonical
 from glfs.core._validation import check_int, check_X
 from glfs.graph._ivf_blocks import ivf_lists, nearest_of
 from glfs.graph._sharded import (
@@ -418,14 +420,19 @@ def _neighbors(X, n_neighbors, method, n_pcs, metric, random_state, groups=None)
     cosine = metric == "cosine" and method == "approx"
     streamed = isinstance(X, OutOfCore)
     client = cluster_client(X)  # a dask X and a dask.distributed client: projection and search as tasks
-    if streamed and n_pcs is None and requested == "auto" and not cosine and d > APPROX_N_PCS + 1:
-        n_pcs = APPROX_N_PCS  # streamed in two passes: components at every size (all genes below 8,192 in memory)
-        log.info("nearest_neighbors: an out-of-core X is searched on %d principal components at any size", n_pcs)
+    if streamed and n < AUTO_APPROX_MIN_SAMPLES and (n_pcs is None or cosine or metric != "euclidean"):
+        # the representation depends on the size and settings only, never on the storage: below 8,192 samples
+        # a search on all genes (or another metric) reads every sample into memory (fewer rows than the
+        # PCA_FIT_SAMPLES subsample the streamed PCA holds), so the graph is the in-memory X's graph; on
+        # components both storages take the same two-pass route
+        X = _read_whole(X)
+        streamed, client = False, None
     if streamed and (n_pcs is None or cosine or metric != "euclidean"):
         msg = (
-            f"an out-of-core X ({X.describe()}) gets its graph from principal components with the Euclidean "
-            f"metric (the heat or binary kernel), streamed in two passes; got n_pcs={n_pcs!r}, metric={metric!r} "
-            f"({'pass n_pcs, e.g. 20, or method=' + repr('approx') if n_pcs is None else 'use kernel=' + repr('heat')}), "
+            f"an out-of-core X ({X.describe()}) of {AUTO_APPROX_MIN_SAMPLES} samples or more gets its graph from "
+            f"principal components with the Euclidean metric (the heat or binary kernel), streamed in two passes; "
+            f"got n_pcs={n_pcs!r}, metric={metric!r} "
+            f"({'pass n_pcs, e.g. 20, or method=' + repr('auto') if n_pcs is None else 'use kernel=' + repr('heat')}), "
             f"or load X first (adata.to_memory(); {X.memory_hint()})"
         )
         raise ValueError(msg)
@@ -574,29 +581,60 @@ def _fit_components(S, n_pcs, random_state):
 
 
 def _pca_in_memory(X, n_pcs, random_state):
-    """:func:`_pca` of an in-memory X up to ``PCA_FIT_SAMPLES`` samples; above, the components of a
-    seeded subsample of that many (as :func:`_pca_out_of_core`), every sample projected.
+    """Scores on the first n_pcs principal components of an in-memory X, by the route of
+    :func:`_pca_out_of_core`: components fitted (:func:`_fit_components`, ARPACK) on every sample up to
+    ``PCA_FIT_SAMPLES`` samples, on a seeded subsample of that many above, and every sample projected
+    in float32, so an in-memory, a backed and a dask X get the same components and the same graph.
 
     A full ARPACK PCA of 10^6 x 20,000 sparse cells took 386 s on 2 cores, the fit on
-    10^5 of them 35 s and the projection 10 s; the in-memory and the backed graph of one X are then the
-    same (float32 rounding apart).  What the subsample changes: studies/pca-at-scale.md.
+    10^5 of them 35 s and the projection 10 s.  What the subsample changes: studies/pca-at-scale.md.
+    :func:`_pca` (no fit, or scikit-learn's own solver) serves only an ``n_pcs`` of at least
+    min(n_samples, n_features) - 1, which ARPACK cannot fit (and which the out-of-core route refuses).
     """
     n, d = X.shape
-    valid = (
-        isinstance(n_pcs, (int, np.integer))
-        and not isinstance(n_pcs, bool)
-        and 1 <= n_pcs < min(PCA_FIT_SAMPLES, d) - 1
-    )
-    if n <= PCA_FIT_SAMPLES or not valid:  # _pca validates n_pcs
+    valid = isinstance(n_pcs, (int, np.integer)) and not isinstance(n_pcs, bool) and 1 <= n_pcs < min(n, d) - 1
+    if not valid:  # _pca validates n_pcs
         return _pca(X, n_pcs, random_state, float32=True)
     rows = _fit_sample(n, n_pcs, random_state)
-    log.info(
-        "nearest_neighbors: PCA fitted on %d of %d samples (PCA_FIT_SAMPLES), then every sample projected", rows.size, n
-    )
-    V, shift = _fit_components(X[rows], n_pcs, random_state)
+    if rows.size < n:
+        log.info(
+            "nearest_neighbors: PCA fitted on %d of %d samples (PCA_FIT_SAMPLES), then every sample projected",
+            rows.size,
+            n,
+        )
+    if sp.issparse(X):  # the rows as the out-of-core route reads them: canonical CSR (sorted, duplicates summed)
+        X = canonical(sp.csr_matrix(X), "X", warn=False)
+    V, shift = _fit_components(X if rows.size == n else X[rows], n_pcs, random_state)
     Z = project_block(X, V)  # row by row, as the out-of-core row blocks
     Z -= shift
     return Z
+
+
+def _read_whole(X: OutOfCore):
+    """Every sample of the out-of-core X in memory, in one pass (below ``AUTO_APPROX_MIN_SAMPLES`` samples).
+
+    What the graph of such an X needs: the rule of :func:`choose_neighbor_method` may search all genes
+    there, as for the in-memory X, and fewer rows are read than the streamed PCA's fit subsample holds
+    (``PCA_FIT_SAMPLES``).  Its size is checked against :data:`glfs.core.limits.DENSE_LIMIT_GB` first.
+    """
+    n, d = X.shape
+    nnz = X.nnz if X.nnz is not None and X.format != "dense" else n * d
+    need = nnz * (X.dtype.itemsize + (4 if X.format != "dense" else 0)) + 8 * (n + 1)
+    limits.check_bytes(
+        "similarity_graph",
+        f"the {n} samples of {X.describe()} read into memory for their graph (below {AUTO_APPROX_MIN_SAMPLES} "
+        "samples the graph is that of the in-memory X)",
+        need,
+        "select fewer genes first (e.g. 2,000 highly variable genes), or raise glfs.core.limits.DENSE_LIMIT_GB",
+        kind="the matrix in memory",
+    )
+    log.info(
+        "nearest_neighbors: %s has fewer than %d samples: read into memory for its graph (%.2f GB)",
+        X.describe(),
+        AUTO_APPROX_MIN_SAMPLES,
+        need / 2**30,
+    )
+    return _fit_rows(X, np.arange(n))
 
 
 def _fit_rows(X: OutOfCore, rows: np.ndarray):

@@ -86,13 +86,11 @@ def similarity_graph(
     X : array-like or sparse of shape (n_samples, n_features)
         Samples in rows (patients or cells), genes in columns.  An out-of-core
         X (an AnnData backed matrix, ``read_h5ad(f, backed="r").X``, or a dask
-        array) is read in blocks: its principal components are fitted on a
-        seeded subsample of at most ``glfs.graph._neighbors.PCA_FIT_SAMPLES`` samples
-        and every sample is projected on them (two passes; the search then
-        needs ``n_pcs``, which ``method="auto"`` sets to 20 at every size for
-        such an X (an in-memory X from 8,192 samples on), and the Euclidean metric).  Above ``PCA_FIT_SAMPLES`` samples an
-        in-memory X is fitted on the same seeded subsample, so its graph is
-        the backed one.
+        array) gets the graph the in-memory X would get (the rule reads the size and settings, never
+        the storage; the settings are recorded by :func:`glfs.tl.graph_settings`): below 8,192 samples it is
+        read into memory and searched as such; from 8,192 on its principal components are fitted on a
+        seeded subsample of at most ``glfs.graph._neighbors.PCA_FIT_SAMPLES`` samples and every sample is
+        projected on them (two passes), as for an in-memory X, whose components come by the same route.
     n_neighbors : int, default 5
         Neighbours per sample (He et al. 2005 use 5; He et al. 2011 use 4).
         An edge i-j exists when j is among i's neighbours or i among j's.
