@@ -58,7 +58,7 @@ def own_cells(tmp_path_factory, snakemake_run):
         "run": ["mycells"],
         "report_dir": "results/mycells_report",
         "selection": {"params": {"hvg_seurat_v3": {"span": SPAN}}},
-        "leiden": {"n_runs": 1, "random_draws": 1, "n_pcs": 10, "feature_grid": [50, 100]},
+        "leiden": {"n_runs": 1, "random_draws": 2, "n_pcs": 10, "feature_grid": [50, 100]},
         "classification": {"datasets": []},
         "simulation": {"enabled": False},
         "datasets": {  # the README's "Your own data" keys, nothing more
@@ -133,7 +133,7 @@ def test_own_cells_report_answers_from_the_run(own_cells):
     measured, advice = page.find("What this run measured"), page.find("The standing advice")
     assert 0 <= measured < advice
     top = page[measured:advice]
-    assert "<b>mycells:</b>" in top and "hvg_seurat_v3" in top and "failed" in top
+    assert "<b>mycells:</b>" in top and "Failed on this dataset" in top and "hvg_seurat_v3" in top
     assert "gene filter (min_cells=3" in top
     assert "studies/real-panel.md" in page[advice:]
     assert "Bulk expression" not in page  # no bulk dataset in this run
