@@ -17,9 +17,10 @@ import numpy as np
 import pandas as pd
 
 from glfs.evaluate import evaluate_random_floor, evaluate_ranking
-from glfs_workflow.evaluation import clustering_kwargs, evaluate_rankings
+from glfs_workflow.evaluation import clustering_kwargs, evaluate_rankings, failed_methods
 from glfs_workflow.files import write_tsv
 from glfs_workflow.logs import log_to
+from glfs_workflow.tables import with_failures
 
 COLUMNS = ["method", "n_features", "run", "nmi", "nmi_max", "kmeans_acc", "kmeans_nmi", "loo_1nn_acc", "seed"]
 FLOOR_COLUMNS = [*COLUMNS[:2], "draw", *COLUMNS[2:]]
@@ -44,7 +45,8 @@ try:
         floor = floor[FLOOR_COLUMNS]
         summary = floor.groupby("n_features")["nmi"].agg(["mean", "std"])
         log.info("random genes, %d draws: NMI mean/sd by n_features:\n%s", int(par.n_draws), summary.to_string())
-    write_tsv(pd.DataFrame(columns=COLUMNS) if df is None else df[COLUMNS], out.nmi)
+    # a method that failed in the selection job: one row marked failed, with its reason (no numbers)
+    write_tsv(with_failures(df, failed_methods(inp.tables), COLUMNS), out.nmi)
     write_tsv(floor, out.floor)
 except Exception:
     log.exception("evaluate_clustering failed")

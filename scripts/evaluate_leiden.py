@@ -3,7 +3,8 @@ then its floor: random genes and all genes.
 
 PCA -> kNN -> Leiden over the resolution grid and k-means on the PCs, on the top-k genes of
 the log-normalised X (glfs_workflow.tables.leiden_matrix), for each k of the dataset's grid.
-Output: results/{dataset}/clustering_leiden.tsv (glfs_workflow.tables.LEIDEN_COLUMNS).
+Output: results/{dataset}/clustering_leiden.tsv (glfs_workflow.tables.LEIDEN_COLUMNS; when a method failed in
+the selection job, one row for it marked ``status`` failed with its ``error``: glfs_workflow.tables.with_failures).
 The floor, in the same process (one import of scanpy): random genes of every size of the grid
 (leiden.random_draws seeded gene orders, glfs.evaluate.evaluate_random_floor with protocol
 "leiden": the floor every method must clear), and all genes once (the same set for every
@@ -16,10 +17,10 @@ import numpy as np
 import pandas as pd
 
 from glfs.evaluate import evaluate_random_floor, evaluate_ranking_leiden
-from glfs_workflow.evaluation import evaluate_rankings, leiden_kwargs
+from glfs_workflow.evaluation import evaluate_rankings, failed_methods, leiden_kwargs
 from glfs_workflow.files import write_tsv
 from glfs_workflow.logs import log_to
-from glfs_workflow.tables import LEIDEN_COLUMNS, dataset_batches, leiden_matrix, with_batch_mixing
+from glfs_workflow.tables import LEIDEN_COLUMNS, dataset_batches, leiden_matrix, with_batch_mixing, with_failures
 
 FLOOR_COLUMNS = [*LEIDEN_COLUMNS[:2], "draw", *LEIDEN_COLUMNS[2:]]
 
@@ -56,7 +57,9 @@ try:
         lambda ranking: evaluate_ranking_leiden(X, labels, ranking, feature_grid=grid, **kwargs),
         score="ari",
     )
-    write_tsv(pd.DataFrame(columns=LEIDEN_COLUMNS) if df is None else with_batch_mixing(df)[LEIDEN_COLUMNS], out.leiden)
+    # a method that failed in the selection job: one row marked failed, with its reason (no numbers)
+    df = with_failures(None if df is None else with_batch_mixing(df), failed_methods(inp.tables), LEIDEN_COLUMNS)
+    write_tsv(df, out.leiden)
     write_tsv(floor_table(X, labels, adata.n_vars, grid, int(par.leiden["random_draws"]), kwargs, how), out.floor)
 except Exception:
     log.exception("evaluate_leiden failed")

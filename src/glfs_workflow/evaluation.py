@@ -18,6 +18,7 @@ import pandas as pd
 
 from glfs.designs import glfs_design
 from glfs_workflow.files import read_tsv
+from glfs_workflow.tables import table_failure
 
 log = logging.getLogger(__name__)
 
@@ -66,12 +67,23 @@ def evaluate_rankings(tables, evaluate: Callable[[np.ndarray], list], *, score: 
 
     ``tables`` are the selection tables' paths; each is paired with its method by name
     (:func:`method_of_table`), never by position.  Logs each method's time and mean ``score``
-    by gene count.  None when there are no tables.
+    by gene count.  A table that records a failed method (:func:`failed_methods`) is left out.  None when
+    there is no table to evaluate.
     """
     frames = []
     for i, path in enumerate(tables, start=1):
         method, t0 = method_of_table(path), time.perf_counter()
-        ranking = np.argsort(read_tsv(path)["rank"].to_numpy(), kind="stable")
+        table = read_tsv(path)
+        if table_failure(table) is not None:  # the method failed on this dataset: nothing to evaluate
+            log.warning(
+                "%s (%d/%d) failed in the selection job, not evaluated: %s",
+                method,
+                i,
+                len(tables),
+                table_failure(table),
+            )
+            continue
+        ranking = np.argsort(table["rank"].to_numpy(), kind="stable")
         df = pd.DataFrame.from_records(evaluate(ranking))
         df.insert(0, "method", method)
         frames.append(df)
@@ -85,6 +97,16 @@ def evaluate_rankings(tables, evaluate: Callable[[np.ndarray], list], *, score: 
             df.groupby("n_features")[score].mean().to_string(),
         )
     return pd.concat(frames, ignore_index=True) if frames else None
+
+
+def failed_methods(tables) -> dict:
+    """{method: reason} of the selection tables that record a failed method (glfs_workflow.tables.failed_table)."""
+    out = {}
+    for path in tables:
+        reason = table_failure(read_tsv(path))
+        if reason is not None:
+            out[method_of_table(path)] = reason
+    return out
 
 
 #: Columns of results/{dataset}/glfs_vs_greedy.tsv.

@@ -93,6 +93,10 @@ def collect(
     which = [
         f for ds in datasets for protocol, wm in ds.which.items() for f in [which_facts(wm, ds.name)] if f is not None
     ]
+    for f in which:  # what the answer leaves out: failed methods, and the gene filter before selection
+        ds = next(d for d in datasets if d.name == f["dataset"])
+        f["failed"] = list(ds.failed.items())
+        f["gene_filter"] = gene_filter_facts(ds.adata)
     shown = [sections.dataset_section(ds, supervised) for ds in datasets]
     cls = sections.classification_section(datasets)
     sim, sim_figures = sections.simulation_section(sim_df, bool(inputs.get("simulation")), config.get("simulation", {}))
@@ -114,11 +118,26 @@ def collect(
         "runtime": sections.runtime_section(benchmarks),
         "software": T.software_versions(),
         "advice": advice_facts(which, panel_summary),
+        "failed": [{"dataset": ds.name, "method": m, "reason": r} for ds in datasets for m, r in ds.failed.items()],
+        "gene_filters": [
+            {"dataset": ds.name, **g} for ds in datasets for g in [gene_filter_facts(ds.adata)] if g is not None
+        ],
     }
     # 3. the figures, drawn in one place
     drawings = {name: draw for _, figs in shown for name, draw in figs.items()} | sim_figures
     ctx["figures"] = draw_figures(drawings, n_jobs)
     return ctx
+
+
+def gene_filter_facts(adata) -> dict | None:
+    """The gene filter's record of a single-cell dataset (``uns["dataset"]["gene_filter"]`` of its AnnData,
+    glfs_workflow.datasets.filter_genes) as plain values, or None (a bulk dataset, or no AnnData)."""
+    if adata is None:
+        return None
+    rec = (adata.uns.get("dataset") or {}).get("gene_filter")
+    if not rec:
+        return None
+    return {k: (int(v) if k != "counted_on" and k != "removed" else str(v)) for k, v in dict(rec).items()}
 
 
 _DRAWINGS: dict = {}  # the drawings of draw_figures, seen by its forked workers (closures are not pickled)

@@ -17,6 +17,7 @@ import pandas as pd
 
 from . import findings as F
 from .files import read_tsv
+from .tables import FAILED, split_failed
 from .which import WhichMethod, which_method
 
 #: Result tables of a dataset, by the kind the rule names them (RESULT in common.smk).
@@ -70,6 +71,7 @@ class DatasetResults:
     metas: dict[str, dict]  # method -> JSON sidecar (those that could be read)
     provenance: Provenance
     which: dict[str, WhichMethod | None] = field(default_factory=dict)  # protocol -> answer (labelled datasets)
+    failed: dict[str, str] = field(default_factory=dict)  # method -> why it failed on the dataset (not evaluated)
 
     def table(self, kind: str) -> pd.DataFrame | None:
         """The table of a kind (None when not given or not found)."""
@@ -110,6 +112,13 @@ def read_dataset(files: dict, facts: dict, supervised) -> DatasetResults:
     given = frozenset(k for k in files if k not in ("selections", "metas"))
     selections = {m: p for m in methods for p in [(files.get("selections") or {}).get(m)] if p}
     tables = {k: read_tsv_or_none(files[k]) for k in TABLE_KINDS if k in given}
+    failed = {}  # method -> why it failed in the selection job (its sidecar; its evaluation rows)
+    for kind in ("clustering", "leiden"):
+        if tables.get(kind) is not None:
+            tables[kind], more = split_failed(tables[kind])
+            failed.update(more)
+    metas = _metas({m: p for m in methods for p in [(files.get("metas") or {}).get(m)] if p})
+    failed.update({m: str(meta.get("error", "")) for m, meta in metas.items() if meta.get("status") == FAILED})
     adata = anndata.read_h5ad(files["adata"]) if files.get("adata") and Path(files["adata"]).exists() else None
     which = {}
     if labelled:
@@ -130,10 +139,13 @@ def read_dataset(files: dict, facts: dict, supervised) -> DatasetResults:
         adata=adata,
         given=given,
         tables=tables,
-        selections={m: t for m, p in selections.items() for t in [read_tsv_or_none(p)] if t is not None},
-        metas=_metas({m: p for m in methods for p in [(files.get("metas") or {}).get(m)] if p}),
+        selections={
+            m: t for m, p in selections.items() if m not in failed for t in [read_tsv_or_none(p)] if t is not None
+        },
+        metas={m: meta for m, meta in metas.items() if m not in failed},
         provenance=_provenance(files.get("provenance")),
         which=which,
+        failed={m: failed[m] for m in methods if m in failed},
     )
 
 

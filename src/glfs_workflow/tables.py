@@ -55,6 +55,76 @@ def selection_meta(sel: Selection, *, n_features, graph: str) -> dict:
     }
 
 
+#: ``status`` of a method that raised on a dataset (its selection table, sidecar and evaluation rows).
+FAILED = "failed"
+#: Columns of a failed method's selection table (one row) and the two that evaluation tables gain when a
+#: method of the dataset failed (``status``, ``error``; NaN numbers on the failed method's row).
+FAILED_COLUMNS = ["method", "status", "error"]
+#: Integer columns of the evaluation tables (read back as float when a failed row left them empty).
+INTEGER_COLUMNS = ("n_features", "run", "seed", "n_clusters", "n_clusters_nlabels", "draw")
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line naming an exception: its type and first line of text."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def failed_table(method: str, reason: str) -> pd.DataFrame:
+    """The selection table of a method that failed on the dataset: one row, ``method, status, error``."""
+    return pd.DataFrame([{"method": method, "status": FAILED, "error": reason}], columns=FAILED_COLUMNS)
+
+
+def failed_meta(method: str, reason: str, *, n_features) -> dict:
+    """The JSON sidecar of a method that failed on the dataset."""
+    return {"method": method, "status": FAILED, "error": reason, "n_features": int(n_features)}
+
+
+def table_failure(df: pd.DataFrame | None) -> str | None:
+    """The reason of a failed method's selection table (:func:`failed_table`), None for a selection."""
+    if df is None or "status" not in df or not (df["status"].astype(str) == FAILED).any():
+        return None
+    return str(df.loc[df["status"].astype(str) == FAILED, "error"].iloc[0])
+
+
+def split_failed(df: pd.DataFrame | None) -> tuple[pd.DataFrame | None, dict]:
+    """An evaluation table without its failed methods' rows, and {method: reason} of those (the rows
+    :func:`with_failures` adds).  A table without a ``status`` column has no failures."""
+    if df is None or "status" not in df:
+        return df, {}
+    bad = df["status"].astype(str) == FAILED
+    failed = dict(zip(df.loc[bad, "method"].astype(str), df.loc[bad, "error"].astype(str), strict=True))
+    ok = df.loc[~bad].drop(columns=[c for c in ("status", "error") if c in df]).reset_index(drop=True)
+    # the integer and boolean columns, read as float / object while the failed rows' empty cells were in
+    for c in ok.columns:
+        v = ok[c]
+        if not len(v) or v.isna().any():
+            continue
+        if pd.api.types.is_float_dtype(v) and c in INTEGER_COLUMNS and np.array_equal(v, np.floor(v)):
+            ok[c] = v.astype(np.int64)
+        elif v.dtype == object and set(v.map(str)) <= {"True", "False"}:
+            ok[c] = v.map(lambda x: str(x) == "True").astype(bool)
+    return ok, failed
+
+
+def with_failures(df: pd.DataFrame | None, failed: dict, columns: list) -> pd.DataFrame:
+    """An evaluation table (``columns``) with one row per failed method (``failed``: {method: reason}):
+    ``status`` failed, its ``error``, no numbers.  Unchanged (no ``status`` column) when nothing failed;
+    else every row gets ``status`` (ok or failed) and ``error``, and the integer columns stay integers
+    (nullable: empty on the failed rows)."""
+    ok = pd.DataFrame(columns=columns) if df is None else df[columns]
+    if not failed:
+        return ok
+    bad = pd.DataFrame({"method": list(failed), "status": FAILED, "error": list(failed.values())})
+    out = pd.concat([ok.assign(status="ok", error=""), bad], ignore_index=True)
+    for c in columns:
+        if c in ok and pd.api.types.is_bool_dtype(ok[c]) and len(ok):
+            out[c] = out[c].astype("boolean")
+        elif c in ok and pd.api.types.is_integer_dtype(ok[c]) and len(ok):
+            out[c] = out[c].astype("Int64")
+    return out[[*columns, "status", "error"]]
+
+
 def selection_graph(sel: Selection, graph_file) -> str:
     """The sidecar's record of the graph a selection used (``selection_meta``'s ``graph``): the dataset graph's
     file, ``"none"``, or ``"own: ..."`` for a method that builds its own (``MethodInfo.own_graph``)."""

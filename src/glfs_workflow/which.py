@@ -422,6 +422,36 @@ ADVICE_COUNTS = (500, 2000)
 RANDOM_GENES = "random_genes"
 
 
+def _advice_vs_run(which: list[dict], cells: dict | None) -> list[dict]:
+    """Per Leiden-protocol answer of this run: does the panel's advised selection agree with it?
+
+    ``agrees`` when the advised method is this run's best or within noise of it; ``ran`` whether it
+    ran here at all; ``rank`` its place among the unsupervised methods (1 = best) and ``n`` their number.
+    Empty without panel advice.
+    """
+    if cells is None:
+        return []
+    advised, out = cells["best"], []
+    for a in which:
+        if a["protocol"] != "leiden":
+            continue
+        order = [r["method"] for r in a.get("rows", ()) if not r["supervised"]]
+        ran = advised in order
+        within = {m for m, _ in a.get("within", ())}
+        out.append(
+            {
+                "dataset": a["dataset"],
+                "best": a["best"],
+                "advised": advised,
+                "ran": ran,
+                "agrees": ran and (advised == a["best"] or advised in within),
+                "rank": order.index(advised) + 1 if ran else None,
+                "n": len(order),
+            }
+        )
+    return out
+
+
 def advice_facts(which: list[dict], panel: pd.DataFrame | None) -> dict:
     """The values of the report's opening advice (numbers and names; templates/which.html words them).
 
@@ -433,9 +463,11 @@ def advice_facts(which: list[dict], panel: pd.DataFrame | None) -> dict:
     flavour (``best_own``, None when it is the best) and the random genes beside it (None without a
     panel); ``bulk``: per spectral-protocol dataset of this run its best method, whether it is above
     random genes, and whether all genes beat it; ``bulk_overall``: the unsupervised method with the best
-    mean rank over those datasets (None with fewer than two), and that mean rank.
+    mean rank over those datasets (None with fewer than two), and that mean rank; ``cells_vs_run``: per
+    Leiden-protocol dataset of this run, whether the panel's advice agrees with what the run measured
+    (:func:`_advice_vs_run`).
     """
-    out = {"cells": None, "bulk": [], "bulk_overall": None, "bulk_overall_rank": None}
+    out = {"cells": None, "bulk": [], "bulk_overall": None, "bulk_overall_rank": None, "cells_vs_run": []}
     if panel is not None and not panel.empty:
         at = [panel[panel["n_genes"] == k].set_index("method")["mean_score"] for k in ADVICE_COUNTS]
         methods = [m for m in at[0].index if m in at[1].index and m != RANDOM_GENES and m != ALL_GENES]
@@ -471,6 +503,7 @@ def advice_facts(which: list[dict], panel: pd.DataFrame | None) -> dict:
                 "top_k": max(a["grid"]),
             }
         )
+    out["cells_vs_run"] = _advice_vs_run(which, out["cells"])
     n = len(out["bulk"])
     common = {m: sum(r) / n for m, r in ranks.items() if len(r) == n}
     out["bulk_overall"] = min(common, key=lambda m: (common[m], m)) if n > 1 and common else None

@@ -20,7 +20,10 @@ GLFS_VARIANTS = _methods_of("glfs_published")  # registry order: glfs_exact firs
 GLFS_VS_GREEDY_KS = [10, 25, 50, 100]
 
 _ALL_METHOD_NAMES = sorted(
-    set(config["methods"]) | set(config["simulation"]["methods"]) | set(_GLFS_METHODS)
+    set(config["methods"])
+    | set(config["singlecell_methods"])
+    | set(config["simulation"]["methods"])
+    | set(_GLFS_METHODS)
 )
 DATASET_RE = "|".join(
     re.escape(d) for d in sorted(config["datasets"], key=len, reverse=True)
@@ -31,12 +34,15 @@ METHOD_RE = "|".join(
 
 
 def dataset_methods(dataset):
-    """Methods run on a dataset: its own `methods` list, else config["methods"]; minus
-    the supervised ones when it has no labels."""
+    """Methods run on a dataset: its own `methods` list, else config["singlecell_methods"] for a
+    single-cell dataset (singlecell_dataset) and config["methods"] for a bulk one; minus the
+    supervised ones when it has no labels."""
     own = dataset_config(dataset).get("methods")
+    if own is None:
+        own = config["singlecell_methods" if singlecell_dataset(dataset) else "methods"]
     return [
         m
-        for m in (config["methods"] if own is None else own)
+        for m in own
         if has_labels(dataset) or m not in SUPERVISED_METHODS
     ]
 

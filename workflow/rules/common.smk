@@ -8,7 +8,7 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from glfs_workflow.datasets import expression_format
+from glfs_workflow.datasets import expression_format, is_singlecell
 from glfs_workflow.fetch import dataset_file_specs, is_url, plain_filename_problem
 from glfs_workflow.memory import TEXT_MB_PER_MCELL
 
@@ -225,6 +225,7 @@ def _check_config(cfg):
     if known is not None:
         lists = [
             ("methods", cfg["methods"]),
+            ("singlecell_methods", cfg["singlecell_methods"]),
             ("simulation.methods", cfg["simulation"]["methods"]),
             ("selection.params", list(cfg["selection"]["params"])),
         ]
@@ -367,6 +368,31 @@ def run_datasets():
 
 def dataset_config(dataset):
     return config["datasets"][dataset]
+
+
+_SINGLECELL = {}
+
+
+def singlecell_dataset(dataset):
+    """Whether a dataset is a single-cell one (glfs_workflow.datasets.is_singlecell: an .h5ad with
+    evaluation leiden or both, or whose local expression file looks like raw counts); decided once
+    per dataset when the DAG is built.  It gets `singlecell_methods` unless it names `methods`,
+    and the gene filter (gene_filter.min_cells, or its own min_cells) before preprocessing."""
+    if dataset not in _SINGLECELL:
+        dc = dataset_config(dataset)
+        spec = dataset_file_specs(dc)["expression"]
+        local = spec.get("mirror") if is_url(spec["url"]) else spec["url"]
+        _SINGLECELL[dataset] = is_singlecell(dc, local)
+    return _SINGLECELL[dataset]
+
+
+def gene_filter_min_cells(dataset):
+    """The gene filter's min_cells of a dataset: its own `min_cells`, else gene_filter.min_cells, for a
+    single-cell dataset (0: not filtered); None for a bulk one (never filtered, nothing recorded)."""
+    if not singlecell_dataset(dataset):
+        return None
+    own = dataset_config(dataset).get("min_cells")
+    return int(config["gene_filter"]["min_cells"] if own is None else own)
 
 
 def has_labels(dataset):
@@ -524,8 +550,10 @@ _EVALUATION_KEYS = ("methods", "evaluation", "feature_grid")
 
 def dataset_params(wildcards):
     """The dataset's config entry (plain dict) without the keys of the later stages."""
-    return {
+    params = {
         k: v
         for k, v in dataset_config(wildcards.dataset).items()
         if k not in _EVALUATION_KEYS
     }
+    params["min_cells"] = gene_filter_min_cells(wildcards.dataset)  # None: a bulk dataset, not filtered
+    return params

@@ -308,16 +308,55 @@ def select_hvg_seurat_v3(
         except ValueError as exc:
             if not any(word in str(exc) for word in ("singularit", "svddc", "l2fit", "condition number", "span")):
                 raise
-            msg = (
-                f"hvg_seurat_v3: scanpy's loess fit (scikit-misc) of log variance on log mean failed on {adata.n_vars} "
-                f"genes ({exc!s}); it needs many genes with distinct means (use hvg_pearson_residuals or deviance on so few)"
-            )
-            raise ValueError(msg) from None
+            raise ValueError(_loess_failure_message(adata.X, exc, params.get("span", 0.3))) from None
 
     _refuse_too_few_for_loess(counts, params.get("span", 0.3))
     if batches is None:
         return _ranked_flavor("hvg_seurat_v3", counts, n_features, params, call, "variances_norm")
     return _seurat_v3_batches(counts, np.asarray(batches).astype(str), n_features, params, call)
+
+
+#: Genes detected in fewer cells than this are "rare" in the loess refusal (scanpy's tutorials filter at 3).
+RARE_CELLS = 3
+
+
+def _loess_failure_message(counts, exc, span) -> str:
+    """Why scanpy's seurat_v3 loess failed on these counts, counted, and the way out.
+
+    The loess fits log variance on log mean over the genes that vary.  Genes detected in one or two cells
+    (an unfiltered matrix has thousands) all share a few (mean, variance) points, and a local fit through
+    tied points is singular; with few cells (a small batch) the means take few distinct values for the same
+    reason.  The message counts both and names the fixes: scanpy's ``sc.pp.filter_genes(min_cells=3)``
+    (the workflow's ``min_cells``) for rare genes (a wider ``span`` did not fit 15,200 genes seen in one or
+    two cells of 24,000), and larger batches or a wider ``span`` for a small batch.
+    """
+    n, d = counts.shape
+    detected = np.asarray((counts > 0).sum(axis=0)).ravel()
+    varying = int(np.count_nonzero(~constant_features(counts)))
+    rare = [int(np.count_nonzero(detected == k)) for k in range(1, RARE_CELLS)]
+    means = np.asarray(counts.mean(axis=0)).ravel()
+    rare_mask = (detected > 0) & (detected < RARE_CELLS)
+    distinct = int(np.unique(means[rare_mask if sum(rare) >= 0.1 * max(varying, 1) else detected > 0]).size)
+    head = (
+        f"hvg_seurat_v3: scanpy's loess fit (scikit-misc, span={span}) of log variance on log mean failed on "
+        f"{n} cells x {d} genes ({exc!s})"
+    )
+    fixes = (
+        f"filter the genes first (scanpy: sc.pp.filter_genes(adata, min_cells={RARE_CELLS}); the workflow: "
+        "gene_filter.min_cells or the dataset's min_cells)"
+    )
+    if sum(rare) >= 0.1 * max(varying, 1):
+        seen = " and ".join(f"{c} in {k} cell{'s' if k > 1 else ''}" for k, c in enumerate(rare, start=1) if c)
+        return (
+            f"{head}: {sum(rare)} of the {varying} genes that vary are detected in fewer than {RARE_CELLS} cells "
+            f"({seen}); these share only {distinct} distinct means, so the local fits through their tied points "
+            f"are singular (a wider span does not untie them). Fix: {fixes}"
+        )
+    return (
+        f"{head}: the {varying} genes that vary have only {distinct} distinct means on these {n} cells (a batch this "
+        f"small gives few distinct means), so the local fits are singular. Fix: give the batch more cells (merge "
+        f"small batches), widen the loess (span={min(1.0, 2 * float(span)):g}), or {fixes}"
+    )
 
 
 def _seurat_v3_batches(counts, labels, n_features, params, call) -> Selection:
