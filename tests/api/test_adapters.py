@@ -233,8 +233,7 @@ def test_tl_select_warns_on_raw_counts(caplog):
 
 def test_package_names_resolve_to_their_objects():
     """Every name in glfs.__all__ is the object its module defines (DESIGN's Python API), and the
-    submodule glfs.designs._ufi stays a module: before 2026-11-27 the package's lazy table named the
-    function ``ufi`` but ``glfs.designs._ufi`` was the module, so ``glfs.designs._ufi(X)`` failed."""
+    package's ``glfs.designs.ufi`` is the function, not its module."""
     import importlib
     import types
 

@@ -453,7 +453,7 @@ def test_permuting_genes_permutes_results():
     np.testing.assert_array_equal(b.selected, a.selected[perm])
     # the objective/gradient are equivariant up to float64 rounding: permuting the genes permutes the
     # summation order of the BLAS products (1.5e-10 relative on one of 30 entries with numpy 1.24 /
-    # scipy 1.10's OpenBLAS on an Intel host, 2026-11-27; any real error is orders of magnitude larger)
+    # scipy 1.10's OpenBLAS on an Intel host; any real error is orders of magnitude larger)
     beta = np.random.default_rng(1).uniform(0, 1, X.shape[1])
     _, g = glfs_objective(beta, X, W)
     _, gp = glfs_objective(beta[perm], X[:, perm], W)

@@ -28,7 +28,7 @@ def _lognorm(counts):
 @pytest.fixture(scope="module")
 def sim():
     """600 cells x 1,200 genes, 4 groups (10-40 %), strong programmes (the Splat model): a setting a correct
-    implementation must get right (measured 2026-11-25: precision 1.0 at 100 genes, 99 % of the graph within
+    implementation must get right (measured: precision 1.0 at 100 genes, 99 % of the graph within
     groups; at de_fac_loc 0.4 / lib_loc 8 it gets .42 and 58 %, still the best of the selections there)."""
     s = simulate_counts(
         600, 1200, group_prob=(0.4, 0.3, 0.2, 0.1), de_prob=0.05, de_fac_loc=1.0, lib_loc=9.0, random_state=3

@@ -107,7 +107,7 @@ def test_planted_group_genes_rank_high(data, method):
     planted genes that chance gives (90 * 90 / 400 = 20).  Not more: the 90 planted genes include
     means down to 0.02 counts, and the noise is overdispersed (theta 5), which the count models
     with a fixed theta (Pearson residuals theta 100, binomial deviance) take for signal in the
-    highly expressed noise genes (measured 2026-11-25: 48 of 90 for both, 66-71 for the others)."""
+    highly expressed noise genes (measured: 48 of 90 for both, 66-71 for the others)."""
     counts, lognorm, _ = data
     sel = _glfs(method, counts, lognorm, 90)
     planted = set(range(10, 100))

@@ -86,7 +86,7 @@ def test_planted_smooth_gene_outranks_noise():
 def test_few_counts_in_neighbouring_cells_are_significant_but_not_broad():
     """Three counts in three neighbouring cells of 300: as non-random as a broad two-group gene
     (z of both well above 3), and a large kurtosis does not widen the null: it narrows it (Cliff &
-    Ord's b2 term is subtracted), so z alone does not demote such genes.  Measured 2026-11-25 and
+    Ord's b2 term is subtracted), so z alone does not demote such genes.  Measured and
     kept as a fact of the statistic: the selection method must weigh the amount of shared
     signal, not only its significance (docs/methods/graph-moran.md)."""
     rng = np.random.default_rng(4)
