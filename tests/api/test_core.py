@@ -277,23 +277,23 @@ BAD = [
     (
         "graph not square",
         lambda: glfs.laplacian_score(_X(), sp.csr_matrix(np.ones((10, 9)))),
-        r"graph must be square.*\(10, 9\)",
+        r"W must be square.*\(10, 9\)",
     ),
-    ("graph wrong size", lambda: glfs.laplacian_score(_X(), _W(8)), r"graph must have shape \(10, 10\).*\(8, 8\)"),
+    ("graph wrong size", lambda: glfs.laplacian_score(_X(), _W(8)), r"W must have shape \(10, 10\).*\(8, 8\)"),
     (
         "graph asymmetric",
         lambda: glfs.laplacian_score(_X(), sp.csr_matrix(np.triu(np.ones((10, 10)), 1))),
-        r"graph must be symmetric",
+        r"W must be symmetric",
     ),
     (
         "graph negative",
         lambda: glfs.laplacian_score(_X(), -_W()),
-        r"graph must be non-negative; got a minimum weight of -",
+        r"W must be non-negative; got a minimum weight of -",
     ),
     (
         "graph nan",
         lambda: glfs.laplacian_score(_X(), sp.csr_matrix(np.full((10, 10), np.nan))),
-        r"graph must contain only finite",
+        r"W must contain only finite",
     ),
     ("labels wrong length", lambda: glfs.fisher_score(_X(), [0, 1] * 4), r"labels must have length 10 .*got length 8"),
     ("labels missing", lambda: glfs.select(_X(), "fisher_score", n_features_to_select=2), r"labels must be given"),
