@@ -45,7 +45,7 @@ def test_log_values_in_a_rewritten_store_are_not_taken_for_counts(tmp_path):
     first = _store(tmp_path / "x.zarr", X)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        glfs.select(first, method="deviance", n_features=3)
+        glfs.select(first, method="deviance", n_features_to_select=3)
         second = _store(tmp_path / "x.zarr", np.log1p(X))
         with pytest.raises(ValueError, match="count"):  # what a fresh process says of these values
-            glfs.select(second, method="deviance", n_features=3)
+            glfs.select(second, method="deviance", n_features_to_select=3)

@@ -62,7 +62,7 @@ def _outcome(fn, *args):
 
 
 def _via_select(kind):
-    return glfs.select(_X(), method="laplacian_score", n_features=2, graph=_corrupt(kind))
+    return glfs.select(_X(), method="laplacian_score", n_features_to_select=2, graph=_corrupt(kind))
 
 
 def _via_score(kind):
@@ -162,5 +162,5 @@ def test_read_only_graph_is_scored():
     for arr in (W.data, W.indices, W.indptr):
         arr.flags.writeable = False
     np.testing.assert_allclose(glfs.laplacian_score(_X(), W), expected)
-    sel = glfs.select(_X(), method="laplacian_score", n_features=2, graph=W)
+    sel = glfs.select(_X(), method="laplacian_score", n_features_to_select=2, graph=W)
     np.testing.assert_allclose(sel.scores, expected)

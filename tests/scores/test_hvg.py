@@ -265,7 +265,7 @@ def test_seurat_v3_on_too_few_genes_says_why():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(36, 14))
     X[:18, :3] += 2.5
-    with pytest.raises(ValueError, match=r"hvg_seurat_v3: scanpy's loess fit .* failed on 14 genes"):
+    with pytest.raises(ValueError, match=r"hvg_seurat_v3: scanpy's loess fit .* failed on .*14 genes"):
         glfs.select(rng.poisson(np.exp(X)).astype(float), "hvg_seurat_v3", n_features_to_select=4)
 
 

@@ -82,7 +82,11 @@ def test_make_selection_refuses_a_selected_gene_without_score_and_keeps_explicit
     assert sel.indices.tolist() == [1, 2]
 
 
-def test_the_workflow_select_step_fails_with_the_reason(tmp_path, restore_logging):
+def test_the_workflow_select_step_records_the_failure_with_the_reason(tmp_path, restore_logging):
+    """The refusal above, in the workflow's select step: the method is recorded as failed with the reason
+    (its table and sidecar), and the step still writes the dataset's AnnData."""
+    import json
+
     import anndata as ad
 
     X = _with_constant_genes()
@@ -91,14 +95,22 @@ def test_the_workflow_select_step_fails_with_the_reason(tmp_path, restore_loggin
     smk = NS(
         wildcards=NS(dataset="d"),
         input=NS(adata=str(tmp_path / "prepared.h5ad"), graph=str(tmp_path / "graph.npz")),
-        output=NS(tables=[str(tmp_path / "ls.tsv")], metas=[str(tmp_path / "ls.json")]),
-        params=NS(methods=["laplacian_score"], n_features=5, method_params={"laplacian_score": {}}, seed=0),
+        output=NS(tables=[str(tmp_path / "ls.tsv")], metas=[str(tmp_path / "ls.json")], adata=str(tmp_path / "a.h5ad")),
+        params=NS(
+            methods=["laplacian_score"],
+            n_features=5,
+            method_params={"laplacian_score": {}},
+            seed=0,
+            graph={"n_neighbors": 5, "kernel": "heat", "t": None},
+        ),
         log=[str(tmp_path / "s.log")],
     )
-    with pytest.raises(ValueError, match=r"scores are NaN for 8 of 10 genes"):
-        runpy.run_path(str(REPO / "scripts/select_features.py"), init_globals={"snakemake": smk})
+    runpy.run_path(str(REPO / "scripts/select_features.py"), init_globals={"snakemake": smk})
     assert "only 2 can be selected by their score" in (tmp_path / "s.log").read_text()
-    assert not (tmp_path / "ls.tsv").exists()
+    meta = json.loads((tmp_path / "ls.json").read_text())
+    assert meta["status"] == "failed" and "scores are NaN for 8 of 10 genes" in meta["error"]
+    assert "scores are NaN for 8 of 10 genes" in (tmp_path / "ls.tsv").read_text()
+    assert "laplacian_score" in ad.read_h5ad(tmp_path / "a.h5ad").uns["failed_selections"]
 
 
 def test_lapaofs_at_huge_graph_weights_is_refused_not_filled_in_gene_order():

@@ -156,4 +156,4 @@ def test_hvg_seurat_v3_span_that_is_not_positive_is_a_value_error_naming_span(sp
     pytest.importorskip("skmisc")
     X = np.random.default_rng(0).poisson(2.0, size=(60, 40)).astype(np.float64)
     with pytest.raises(ValueError, match=r"^span must be a positive number"):
-        glfs.select(X, method="hvg_seurat_v3", n_features=5, counts=X, span=span)
+        glfs.select(X, method="hvg_seurat_v3", n_features_to_select=5, counts=X, span=span)

@@ -256,7 +256,7 @@ def _graph_scores_by_reader(path):
 def _scores_on_obsp(a, X):
     return np.concatenate(
         [
-            glfs.select(X, method="variance", n_features=3).scores,
+            glfs.select(X, method="variance", n_features_to_select=3).scores,
             glfs.tl.selection(a, "laplacian_score", 3, obsp="g").scores,
         ]
     )

@@ -40,11 +40,7 @@ def dataset_methods(dataset):
     own = dataset_config(dataset).get("methods")
     if own is None:
         own = config["singlecell_methods" if singlecell_dataset(dataset) else "methods"]
-    return [
-        m
-        for m in own
-        if has_labels(dataset) or m not in SUPERVISED_METHODS
-    ]
+    return [m for m in own if has_labels(dataset) or m not in SUPERVISED_METHODS]
 
 
 def glfs_path_method(dataset=None):

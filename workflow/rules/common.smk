@@ -377,7 +377,8 @@ def singlecell_dataset(dataset):
     """Whether a dataset is a single-cell one (glfs_workflow.datasets.is_singlecell: an .h5ad with
     evaluation leiden or both, or whose local expression file looks like raw counts); decided once
     per dataset when the DAG is built.  It gets `singlecell_methods` unless it names `methods`,
-    and the gene filter (gene_filter.min_cells, or its own min_cells) before preprocessing."""
+    and the gene filter (gene_filter.min_cells, or its own min_cells) before preprocessing.
+    """
     if dataset not in _SINGLECELL:
         dc = dataset_config(dataset)
         spec = dataset_file_specs(dc)["expression"]
@@ -388,7 +389,8 @@ def singlecell_dataset(dataset):
 
 def gene_filter_min_cells(dataset):
     """The gene filter's min_cells of a dataset: its own `min_cells`, else gene_filter.min_cells, for a
-    single-cell dataset (0: not filtered); None for a bulk one (never filtered, nothing recorded)."""
+    single-cell dataset (0: not filtered); None for a bulk one (never filtered, nothing recorded).
+    """
     if not singlecell_dataset(dataset):
         return None
     own = dataset_config(dataset).get("min_cells")
@@ -555,5 +557,7 @@ def dataset_params(wildcards):
         for k, v in dataset_config(wildcards.dataset).items()
         if k not in _EVALUATION_KEYS
     }
-    params["min_cells"] = gene_filter_min_cells(wildcards.dataset)  # None: a bulk dataset, not filtered
+    params["min_cells"] = gene_filter_min_cells(
+        wildcards.dataset
+    )  # None: a bulk dataset, not filtered
     return params

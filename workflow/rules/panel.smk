@@ -10,17 +10,16 @@
 rule panel_summary:
     input:
         leiden=lambda wc: [RESULT["leiden"].format(dataset=d) for d in panel_datasets()],
-        floor=lambda wc: [RESULT["leiden_random"].format(dataset=d) for d in panel_datasets()],
+        floor=lambda wc: [
+            RESULT["leiden_random"].format(dataset=d) for d in panel_datasets()
+        ],
     output:
         **PANEL_OUTPUTS,
     log:
         f"logs/panel_summary/{REPORT_DIR}/panel.log",
+    localrule: True
     conda:
         "../../envs/glfs.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
     params:
         datasets=panel_datasets(),
         feature_grid=config["leiden"]["feature_grid"],

@@ -37,6 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core._cluster import as_current
+from glfs.core._out_of_core import OutOfCore
 from glfs.core._result import Selection, make_selection, ranking_from_scores
 from glfs.core._validation import ConstantFeatureWarning, check_graph, check_int, check_X, warn_constant
 from glfs.graph._neighbors import _pca_in_memory
@@ -422,8 +423,15 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
     share = glob = local = pcs = None
     if rule in SHARE_RULES:
         codes = scored_codes(plan)
-        share = glob = between_batch_share(X, codes)
+        share = glob = _between_share(X, codes)
         if rule == "minus_global_local_share" and len(plan.scored) > 1:
+            if isinstance(X, OutOfCore):
+                msg = (
+                    "graph_moran with batches: batch_rule='minus_global_local_share' needs X in memory (its local "
+                    "share is computed on a PCA of X); X is out of core. Load X into memory, or pass "
+                    "batch_rule='minus_batch_share' (the between-batch share alone, computed in gene blocks)"
+                )
+                raise ValueError(msg)
             local, pcs = _local_share(X, codes, len(plan.scored), n_neighbors, n_pcs, random_state)
             share = np.nan_to_num(glob, nan=0.0) + np.nan_to_num(local, nan=0.0)
 
@@ -490,6 +498,17 @@ def _graph_moran_batches(X, counts, batches, *, n_features, rule, graph_from, gr
                           extra={**sel.extra, "between_batch_share": glob, "local_batch_share": local,
                                  "mean_moran_i": sel.scores})
 # fmt: on
+
+
+def _between_share(X, codes) -> np.ndarray:
+    """:func:`glfs.scores._batches.between_batch_share` of X, an out-of-core X in gene blocks (a per-gene
+    quantity, so the blocks give exactly the in-memory result)."""
+    if not isinstance(X, OutOfCore):
+        return between_batch_share(X, codes)
+    out = np.empty(X.shape[1], dtype=np.float64)
+    for sl, blk in X.column_blocks():
+        out[sl] = between_batch_share(blk, codes)
+    return out
 
 
 def _local_share(X, codes, n_batches, n_neighbors, n_pcs, random_state):

@@ -22,6 +22,8 @@ METHODS = ("laplacian_score", "variance", "deviance", "graph_moran")
 
 def _select(X, method, batches, W, **kw):
     given = {"graph": W} if method in ("laplacian_score", "graph_moran") else {}
+    if method == "graph_moran":  # the default rule's local share needs X in memory (refused out of core, below)
+        kw = {"batch_rule": "minus_batch_share", **kw}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConstantFeatureWarning)
         return glfs.select(X, method, batches=batches, n_features_to_select=8, **given, **kw)
@@ -51,6 +53,15 @@ def test_batches_on_the_cluster_equal_in_memory(dask_client, caplog, data, kind)
         assert got.params["batches"] == ["d1", "d2", "d3"]
         if data == "planted" and method != "variance":  # the planted genes lead within the batches too
             assert set(np.flatnonzero(got.selected)) == set(range(8)), method
+
+
+def test_the_local_share_rule_refuses_an_out_of_core_x(dask_client):
+    X, groups = _planted(seed=0)
+    batches = np.random.default_rng(5).choice(["d1", "d2", "d3"], X.shape[0])
+    with pytest.raises(ValueError, match=r"needs X in memory.*batch_rule='minus_batch_share'"):
+        glfs.select(
+            _chunked(X, "sparse-rows"), "graph_moran", batches=batches, graph=_graph(X, groups), n_features_to_select=8
+        )
 
 
 def test_one_batch_is_the_plain_result_on_the_cluster(dask_client):
