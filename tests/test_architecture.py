@@ -84,6 +84,7 @@ LAYERS = {
             "record",
             "fetch",
             "datasets",
+            "singlecell",
             "vendored",
             "tables",
             "evaluation",
