@@ -358,6 +358,16 @@ def panel_datasets():
     return list(config["panel"]["datasets"])
 
 
+def panel_leiden_tables(wildcards):
+    """The Leiden tables of the panel's sets (rule panel_summary's input)."""
+    return [RESULT["leiden"].format(dataset=d) for d in panel_datasets()]
+
+
+def panel_floor_tables(wildcards):
+    """The random-genes floors of the panel's sets (rule panel_summary's input)."""
+    return [RESULT["leiden_random"].format(dataset=d) for d in panel_datasets()]
+
+
 def panel_targets():
     """The panel's cross-set tables when the config names a panel."""
     return list(PANEL_OUTPUTS.values()) if panel_datasets() else []

@@ -9,10 +9,8 @@
 
 rule panel_summary:
     input:
-        leiden=lambda wc: [RESULT["leiden"].format(dataset=d) for d in panel_datasets()],
-        floor=lambda wc: [
-            RESULT["leiden_random"].format(dataset=d) for d in panel_datasets()
-        ],
+        leiden=panel_leiden_tables,
+        floor=panel_floor_tables,
     output:
         **PANEL_OUTPUTS,
     log:
