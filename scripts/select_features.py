@@ -48,8 +48,16 @@ try:
     inp, out, par = snakemake.input, snakemake.output, snakemake.params  # noqa: F821
     dataset, methods = snakemake.wildcards.dataset, list(par.methods)  # noqa: F821
     adata = anndata.read_h5ad(inp.adata)
-    for method in methods:  # a count method on a dataset without counts stops the job before any method runs
-        check_counts_kept(adata, method, dataset, inp.adata)
+    # A count method on a dataset without counts: named in the dataset's own `methods`, it stops the job before
+    # any method runs (a config error); from a default list, it is recorded as failed and the others run.
+    no_counts = {}
+    for method in methods:
+        try:
+            check_counts_kept(adata, method, dataset, inp.adata)
+        except ValueError as exc:
+            if par.methods_named:
+                raise
+            no_counts[method] = exc
     graph = read_graph(inp.graph, adata.n_obs)  # the dataset's graph (a method that builds its own ignores it)
     n_features = int(min(par.n_features, adata.n_vars))
     batched = dataset_batches(adata) is not None
@@ -61,6 +69,8 @@ try:
         params = dict(par.method_params[method])
         log.info("%s on %s: X %d x %d, n_features=%d, params=%s", method, inp.adata, *adata.shape, n_features, params)
         try:
+            if method in no_counts:
+                raise no_counts[method]
             sel = glfs.tl.selection(
                 adata,
                 method,

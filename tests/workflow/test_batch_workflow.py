@@ -20,7 +20,6 @@ def batch_run(tmp_path_factory, snakemake_run, pbmc_workdir):
     work = pbmc_workdir(tmp_path_factory.mktemp("batches"))
     config = {
         "run": ["pbmc"],
-        "methods": METHODS,
         "graph": {"n_neighbors": 5},
         "selection": {"n_features": 20},
         "leiden": {
@@ -40,6 +39,7 @@ def batch_run(tmp_path_factory, snakemake_run, pbmc_workdir):
                 "label_column": "louvain",
                 "batch_column": "phase",
                 "evaluation": "leiden",
+                "methods": METHODS,
                 "size_hint": {"n_samples": 700, "n_genes": 765},
             }
         },

@@ -60,7 +60,11 @@ def test_count_method_without_counts_names_the_dataset_and_the_layer(tmp_path, r
             metas=[str(tmp_path / "variance.json"), str(tmp_path / "deviance.json")],
         ),
         params=NS(
-            methods=["variance", "deviance"], n_features=5, method_params={"variance": {}, "deviance": {}}, seed=0
+            methods=["variance", "deviance"],
+            methods_named=True,
+            n_features=5,
+            method_params={"variance": {}, "deviance": {}},
+            seed=0,
         ),
         log=[str(tmp_path / "s.log")],
     )
@@ -72,3 +76,43 @@ def test_count_method_without_counts_names_the_dataset_and_the_layer(tmp_path, r
     assert "datasets.cells.layer: counts" in text and "datasets.cells.methods" in text
     assert not (tmp_path / "deviance.tsv").exists()
     assert not (tmp_path / "variance.tsv").exists()  # the job's methods are checked before the first one runs
+
+
+def test_count_method_of_a_default_list_without_counts_is_recorded_failed(tmp_path, restore_logging):
+    """Issue 40: a count method that came from a default method list (singlecell_methods), on a dataset
+    without counts, is recorded as failed with the same reason; the dataset's other methods still run."""
+    import anndata as ad
+    import numpy as np
+    import pandas as pd
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    a = ad.AnnData(rng.normal(size=(30, 12)))
+    a.write_h5ad(tmp_path / "prepared.h5ad")
+    sp.save_npz(tmp_path / "graph.npz", sp.identity(30, format="csr"))
+    smk = NS(
+        wildcards=NS(dataset="cells"),
+        input=NS(adata=str(tmp_path / "prepared.h5ad"), graph=str(tmp_path / "graph.npz")),
+        output=NS(
+            tables=[str(tmp_path / "variance.tsv"), str(tmp_path / "deviance.tsv")],
+            metas=[str(tmp_path / "variance.json"), str(tmp_path / "deviance.json")],
+            adata=str(tmp_path / "adata.h5ad"),
+        ),
+        params=NS(
+            methods=["variance", "deviance"],
+            methods_named=False,
+            n_features=5,
+            method_params={"variance": {}, "deviance": {}},
+            seed=0,
+            graph={},
+        ),
+        log=[str(tmp_path / "s.log")],
+    )
+    runpy.run_path(str(REPO / "scripts/select_features.py"), init_globals={"snakemake": smk})
+    meta = json.loads((tmp_path / "deviance.json").read_text())
+    assert meta["status"] == "failed" and "has no layers['counts']" in meta["error"]
+    assert "datasets.cells.layer: counts" in meta["error"]
+    variance = pd.read_csv(tmp_path / "variance.tsv", sep="\t")
+    assert variance["selected"].sum() == 5
+    out = ad.read_h5ad(tmp_path / "adata.h5ad")
+    assert set(out.uns["failed_selections"]) == {"deviance"}

@@ -345,7 +345,7 @@ def analysis_targets():
     return list(dict.fromkeys(out))
 
 
-# The panel's cross-set tables (config `panel`, rule panel_summary): one set of files per report_dir.
+# The panel's cross-set tables (config `panel`; the panel_summary rule), one set of files per report_dir.
 PANEL_OUTPUTS = {
     "scores": f"{REPORT_DIR}/panel_scores.tsv",
     "summary": f"{REPORT_DIR}/panel_summary.tsv",

@@ -46,6 +46,7 @@ for _dataset in config["datasets"]:
             runtime=get_runtime("select", per_method=True),
         params:
             methods=dataset_methods(_dataset),
+            methods_named=dataset_config(_dataset).get("methods") is not None,
             n_features=config["selection"]["n_features"],
             method_params={m: params_of(m) for m in dataset_methods(_dataset)},
             seed=seed(),
