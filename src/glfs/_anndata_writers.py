@@ -10,7 +10,9 @@
   ``var[f"{key}_intersection"]``, ``var[f"{key}_median_rank"]`` (scanpy's
   ``highly_variable_nbatches``, ``highly_variable_intersection``, ``highly_variable_rank`` + 1,
   for the key ``highly_variable``) and, for the gene-wise scores,
-  ``varm[f"{key}_batch_ranks"]`` (genes x batches, 1 = best within the batch).
+  ``varm[f"{key}_batch_ranks"]`` (genes x batches, 1 = best within the batch), an array whose columns are
+  the batches in the order of the list ``uns[key]["params"]["batches"]`` (batch labels are never HDF5 keys, so
+  any label, ``""``, ``"."`` or ``"P1/rep2"``, survives ``write_h5ad`` / ``read_h5ad``).
 
 The workflow's ``annotate`` step writes its ``.h5ad`` with the same functions.
 """
@@ -65,6 +67,10 @@ def write_selection(
         **(uns_params or {}),
     }
     params = {k: v for k, v in params.items() if v is not None}
+    if "batch_ranks" in sel.extra:
+        # batch labels are never HDF5 keys ("", ".", "P1" beside "P1/rep2" made the .h5ad unwritable): the
+        # varm array's columns are the batches in this list's order
+        params["batches"] = [plain_value(b) for b in sel.extra["batches"]]
     columns = [key, f"{key}_score", f"{key}_rank"] + (
         [weight_key or f"{key}_weight"] if sel.weights is not None else []
     )
@@ -84,13 +90,8 @@ def write_selection(
     for name in BATCH_COLUMNS:
         if name in sel.extra:
             adata.var[f"{key}_{name}"] = np.asarray(sel.extra[name])
-    if "batch_ranks" in sel.extra:
-        import pandas as pd
-
-        ranks = np.asarray(sel.extra["batch_ranks"])
-        adata.varm[f"{key}_batch_ranks"] = pd.DataFrame(
-            ranks.T, index=adata.var_names.copy(), columns=[str(b) for b in sel.extra["batches"]]
-        )
+    if "batch_ranks" in sel.extra:  # an array, its columns named by the parallel list uns[key]["params"]["batches"]
+        adata.varm[f"{key}_batch_ranks"] = np.asarray(sel.extra["batch_ranks"]).T
     adata.uns[key] = {"params": params}
 
 

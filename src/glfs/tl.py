@@ -176,7 +176,8 @@ def select(
     subset : bool, default False
         Keep only the selected genes, in ``var`` order (as scanpy's ``subset``; their rank is in
         ``var[f"{key}_rank"]``); with ``inplace=False`` the returned table holds only them, in
-        ``var`` order.
+        ``var`` order.  Refused on a backed AnnData (anndata cannot subset it in place), before anything
+        is written.
 
     Returns
     -------
@@ -186,6 +187,8 @@ def select(
     _check_key_added(key_added)
     t0 = time.perf_counter()
     key = key_added or method
+    if subset and inplace:
+        _check_subset(adata, key)
     graph_key = _graph_key(graph_key, key_added)
     sel, graph, counts_from = _run(
         adata,
@@ -403,6 +406,19 @@ def _batches(adata, batch_key):
         raise ValueError(msg)
     col = adata.obs[batch_key]
     return col.astype(object).where(col.notna(), None).to_numpy()
+
+
+def _check_subset(adata, key) -> None:
+    """Refuse ``subset=True`` on a backed AnnData before anything is computed or written: anndata cannot subset
+    its genes in place (it raised only after the selection had been written to ``var`` and ``uns``)."""
+    if getattr(adata, "isbacked", False):
+        mode = getattr(getattr(adata, "file", None), "_filemode", None)
+        msg = (
+            f"subset=True cannot subset a backed AnnData (backed mode {mode!r}, file {adata.filename}): anndata "
+            "cannot drop genes of a backed AnnData in place; nothing was written. Pass subset=False and then "
+            f"take adata[:, adata.var[{key!r}]].to_memory(), or load the AnnData first (adata = adata.to_memory())"
+        )
+        raise ValueError(msg)
 
 
 def _check_key_added(key_added) -> None:
