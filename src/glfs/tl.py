@@ -58,7 +58,7 @@ from glfs.api import check_method_params, check_seed, check_streams, method_info
 from glfs.api import select as _select
 from glfs.core._out_of_core import OutOfCore, out_of_core_kind
 from glfs.core._result import Selection
-from glfs.core._validation import check_graph, check_n_features, check_X
+from glfs.core._validation import check_graph, check_n_features, check_X, check_X_kind
 from glfs.core._value_checks import holds_counts, looks_like_counts
 from glfs.graph._neighbors import approx_backend, choose_neighbor_method
 from glfs.graph._similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
@@ -350,6 +350,8 @@ def _run(
     if out_of_core_kind(X) is not None:  # backed AnnData or dask X: read once here, then streamed by the scores
         X = check_X(X, read_only=True, lazy=True)
         check_streams(method, X, graph)
+    else:  # complex, text, structured or masked values: glfs.select's refusal, before counts or a graph read X
+        check_X_kind(X, "X" if layer is None else f"adata.layers[{layer!r}]")
     counts, counts_from = _counts(adata, X, layer, counts_layer, info, method)
     log.info(
         "tl.select: %s on %d samples x %d genes (%s; %s)",

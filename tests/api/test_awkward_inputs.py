@@ -71,3 +71,38 @@ def test_batch_labels_round_trip_through_h5ad(tmp_path, labels):
         rank[np.argsort(-var, kind="stable")] = np.arange(1, X.shape[1] + 1)
         np.testing.assert_array_equal(np.asarray(back.varm["variance_batch_ranks"])[:, k], rank)
     np.testing.assert_array_equal(back.var["variance"].to_numpy(), a.var["variance"].to_numpy())
+
+
+# ---- 15, 18: X of complex, text, structured or masked values: one refusal on both faces ----------------------
+def _bad_x():
+    X = _counts(n=20, d=5)  # integer values: the counts check read them first on the AnnData face
+    record = np.zeros((20, 5), dtype=[("a", "f8"), ("b", "f8")])
+    return {
+        "complex": (X.astype(np.complex128), r"X must be real; got complex values \(dtype complex128\)"),
+        "bytes": (X.astype("S8"), r"X must be numeric .*got text \(dtype \|S8\).*X\.astype\(float\)"),
+        "text": (X.astype("U8"), r"X must be numeric .*got text \(dtype <U8\)"),
+        "structured": (record, r"X must be numeric .*got a structured dtype .*fields \['a', 'b'\].*X\['a'\]"),
+        "masked": (
+            np.ma.array(X, mask=X > 4),
+            r"X is a masked array \(numpy\.ma\) with \d+ masked entries, first at sample \d+, feature \d+.*X\.filled",
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", list(_bad_x()))
+@pytest.mark.parametrize("method", ["variance", "deviance", "laplacian_score"])
+def test_x_without_plain_numbers_is_refused_alike_by_select_and_tl(case, method):
+    X, pattern = _bad_x()[case]
+    with pytest.raises(ValueError, match=pattern):
+        _quiet(glfs.select, X, method, n_features_to_select=2)
+    a = ad.AnnData(np.zeros(X.shape))
+    a.X = X
+    with pytest.raises(ValueError, match=pattern):
+        _quiet(glfs.tl.select, a, method, 2)
+    assert list(a.var.columns) == [] and method not in a.uns
+
+
+def test_a_masked_array_without_masked_entries_is_scored_as_its_values():
+    X = np.log1p(_counts(n=20, d=5))
+    got = _quiet(glfs.select, np.ma.array(X), "variance", n_features_to_select=2).scores
+    np.testing.assert_allclose(got, X.var(axis=0))

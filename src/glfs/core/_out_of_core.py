@@ -183,7 +183,7 @@ class OutOfCore:
         store rewritten under the same path keeps its name), so every call on a dask X reads it again
         (:func:`glfs.select` and :func:`glfs.tl.select` once per call, the graph and the score sharing it).
         """
-        _refuse_complex(self.dtype, name)
+        _refuse_dtype(self.dtype, name)
         if self.dtype.kind not in "fiub":
             msg = f"{name} must be numeric of shape (n_samples, n_features); got an out-of-core matrix of dtype {self.dtype}"
             raise ValueError(msg)
@@ -507,7 +507,11 @@ def _gene_partition(gene_nnz, max_values):
 # ---- the checks of a matrix's values and shape shared with glfs.core._validation.check_X ----
 
 
-class _ComplexInput(ValueError):
+class _DtypeRefused(ValueError):
+    """X's dtype holds no real numbers (complex, text, structured): refused as it is, never cast."""
+
+
+class _ComplexInput(_DtypeRefused):
     """X holds complex numbers (refused, never cast to their real part)."""
 
 
@@ -515,6 +519,28 @@ def _refuse_complex(dtype, name):
     if np.dtype(dtype).kind == "c":
         msg = f"{name} must be real; got complex values (dtype {np.dtype(dtype)}); pass X.real or abs(X) explicitly"
         raise _ComplexInput(msg)
+
+
+def _refuse_dtype(dtype, name):
+    """The one refusal of a matrix's dtype, by every face (``check_X``, :meth:`OutOfCore.validate`, ``glfs.tl``):
+    complex values (:func:`_refuse_complex`), text (numpy would parse it as numbers, or fail in a ufunc) and
+    structured records."""
+    _refuse_complex(dtype, name)
+    dt = np.dtype(dtype)
+    if dt.kind in "SU":
+        msg = (
+            f"{name} must be numeric of shape (n_samples, n_features); got text (dtype {dt}); convert it first "
+            "(X.astype(float)) if the text holds numbers"
+        )
+        raise _DtypeRefused(msg)
+    if dt.kind == "V":
+        fields = list(dt.names or ())
+        how = f"pass one field (X[{fields[0]!r}])" if fields else "pass"
+        msg = (
+            f"{name} must be numeric of shape (n_samples, n_features); got a structured dtype {dt} "
+            f"(fields {fields}); {how} or a plain numeric array"
+        )
+        raise _DtypeRefused(msg)
 
 
 def _check_size(shape, name):

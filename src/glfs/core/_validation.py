@@ -19,9 +19,10 @@ import scipy.sparse as sp
 from glfs.core._out_of_core import (
     OutOfCore,
     _check_size,
-    _ComplexInput,
     _count_nonfinite,
+    _DtypeRefused,
     _refuse_complex,
+    _refuse_dtype,
     out_of_core_kind,
 )
 from glfs.core._structure import canonical, check_sparse_structure, check_stored_values
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "check_X",
+    "check_X_kind",
     "check_graph",
     "check_n_features",
     "check_scalar",
@@ -222,11 +224,11 @@ def check_X(
         if kind == "validated":
             return X if X.max_abs is not None else X.validate(name)
         return OutOfCore(X).validate(name)
+    check_X_kind(X, name)
     if sp.issparse(X):
         if not allow_sparse and not dense:
             msg = f"{name} must be a dense array of shape (n_samples, n_features); got a sparse {type(X).__name__}"
             raise ValueError(msg)
-        _refuse_complex(X.dtype, name)
         if X.ndim != 2:
             msg = f"{name} must be 2-D (n_samples, n_features); got shape {X.shape}"
             raise ValueError(msg)
@@ -247,9 +249,9 @@ def check_X(
     keep = read_only and isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)
     try:
         raw = X if keep else np.asarray(X)  # no dtype yet: complex values must not lose their imaginary part unseen
-        _refuse_complex(raw.dtype, name)
+        _refuse_dtype(raw.dtype, name)
         arr = raw if keep else np.asarray(raw, dtype=np.float64)
-    except _ComplexInput:
+    except _DtypeRefused:
         raise
     except (TypeError, ValueError) as exc:
         msg = f"{name} must be numeric of shape (n_samples, n_features); could not convert {type(X).__name__}: {exc}"
@@ -268,6 +270,26 @@ def check_X(
     if arr is X and not read_only:  # never hand back the caller's array to code that might write to it
         arr = arr.copy()
     return arr
+
+
+def check_X_kind(X, name: str = "X") -> None:
+    """Refuse, before anything reads its values, an in-memory X whose values are not plain numbers: complex, text or
+    structured values (the dtype, :func:`~glfs.core._out_of_core._refuse_dtype`), or a masked array (numpy.ma) with
+    masked entries, whose stored values under the mask would be scored as data.  The one check of :func:`check_X`,
+    which ``glfs.tl`` also makes before it looks at X (counts, the graph)."""
+    dtype = getattr(X, "dtype", None)
+    if dtype is not None:
+        _refuse_dtype(dtype, name)
+    if isinstance(X, np.ma.MaskedArray):
+        masked = np.ma.getmaskarray(X)
+        if masked.any():
+            rows, cols = np.nonzero(masked)
+            msg = (
+                f"{name} is a masked array (numpy.ma) with {rows.size} masked entries, first at sample {rows[0]}, "
+                f"feature {cols[0]}; the methods have no masked values. Fill them (X.filled(value)), remove those "
+                "samples or genes, or pass X.data to score the stored values as they are"
+            )
+            raise ValueError(msg)
 
 
 def _sparse_read_only(X):
