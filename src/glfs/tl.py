@@ -58,7 +58,7 @@ from glfs.api import check_method_params, check_seed, check_streams, method_info
 from glfs.api import select as _select
 from glfs.core._out_of_core import OutOfCore, out_of_core_kind
 from glfs.core._result import Selection
-from glfs.core._validation import check_graph, check_n_features, check_X, check_X_kind
+from glfs.core._validation import check_graph, check_labels, check_n_features, check_X, check_X_kind
 from glfs.core._value_checks import holds_counts, looks_like_counts
 from glfs.graph._neighbors import approx_backend, choose_neighbor_method
 from glfs.graph._similarity import DEFAULT_GRAPH_PARAMS, similarity_graph
@@ -407,7 +407,9 @@ def _batches(adata, batch_key):
         )
         raise ValueError(msg)
     col = adata.obs[batch_key]
-    return col.astype(object).where(col.notna(), None).to_numpy()
+    values = col.astype(object).where(col.notna(), None).to_numpy()
+    check_labels(values, adata.n_obs, name=f"adata.obs[{batch_key!r}] (batch_key)", min_classes=1)  # its name
+    return values
 
 
 def _check_subset(adata, key) -> None:
@@ -595,7 +597,9 @@ def _labels(adata, labels_key, info, method):
     if labels_key is None or labels_key not in adata.obs:
         msg = f"labels_key must name an adata.obs column for method {method!r}; got {labels_key!r}"
         raise ValueError(msg)
-    return adata.obs[labels_key].to_numpy()
+    labels = adata.obs[labels_key].to_numpy()
+    check_labels(labels, adata.n_obs, name=f"adata.obs[{labels_key!r}] (labels_key)")  # errors name the column
+    return labels
 
 
 def _graph_to_use(X, graph, info, obsp, graph_params, default_graph):

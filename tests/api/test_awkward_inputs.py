@@ -106,3 +106,42 @@ def test_a_masked_array_without_masked_entries_is_scored_as_its_values():
     X = np.log1p(_counts(n=20, d=5))
     got = _quiet(glfs.select, np.ma.array(X), "variance", n_features_to_select=2).scores
     np.testing.assert_allclose(got, X.var(axis=0))
+
+
+# ---- 16 and "also seen": label and batch columns of mixed types, tuples, NaN: the column named ----------------
+def _two_d_codes(tmp_path):
+    """An .h5ad whose categorical obs column 'c' has 2-D codes: anndata reads them into tuples ('x', 'x')."""
+    h5py = pytest.importorskip("h5py")
+    a = ad.AnnData(np.log1p(_counts()))
+    a.obs["c"] = pd.Categorical(["x", "y"] * 20)
+    path = tmp_path / "codes.h5ad"
+    a.write_h5ad(path)
+    with h5py.File(path, "r+") as f:
+        codes = f["obs/c/codes"][()]
+        del f["obs/c/codes"]
+        f["obs/c/codes"] = np.stack([codes, codes], axis=1)
+    return ad.read_h5ad(path)
+
+
+@pytest.mark.parametrize(
+    ("column", "pattern"),
+    [
+        ([1] * 20 + ["a"] * 20, r"got a mix of \['int', 'str'\]"),
+        ([2.5] * 20 + ["a"] * 20, r"got a mix of \['float', 'str'\]"),
+        ([np.nan] + ["a"] * 19 + ["b"] * 20, r"must not contain missing values; got 1 missing \(samples \[0\]\)"),
+        ([(1, 2)] * 20 + [(3, 4)] * 20, r"must hold one label per sample .*got 40 tuple values, e.g. \(1, 2\)"),
+        ("two_d_codes", r"must hold one label per sample .*got 40 tuple values, e.g. \('x', 'x'\)"),
+    ],
+    ids=["int_str", "float_str", "nan", "tuples", "two_d_codes"],
+)
+@pytest.mark.parametrize(("key", "method"), [("batch_key", "variance"), ("labels_key", "fisher_score")])
+def test_a_bad_label_or_batch_column_is_named(tmp_path, column, pattern, key, method):
+    if isinstance(column, str):
+        a = _two_d_codes(tmp_path)
+    else:
+        a = ad.AnnData(np.log1p(_counts()))
+        a.obs["c"] = pd.Series(column, index=a.obs_names, dtype=object)
+    with pytest.raises(ValueError, match=rf"adata\.obs\['c'\] \({key}\) ") as info:
+        _quiet(glfs.tl.select, a, method, 3, **{key: "c"})
+    assert re.search(pattern, str(info.value))
+    assert method not in a.var and method not in a.uns

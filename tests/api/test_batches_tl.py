@@ -193,7 +193,7 @@ def test_twice_the_same_genes_and_nothing_changed(method):
     ("obs", "match"),
     [
         ({"donor": None}, r"batch_key must name an adata\.obs column.*got 'donor'"),
-        ({"donor": ["d0", np.nan] * 90}, r"batches must not contain missing values"),
+        ({"donor": ["d0", np.nan] * 90}, r"adata\.obs\['donor'\] \(batch_key\) must not contain missing values"),
     ],
 )
 def test_bad_batch_keys_are_refused(obs, match):

@@ -407,11 +407,31 @@ def check_labels(y, n_samples: int, *, name: str = "labels", min_classes: int = 
 
     # a plain list ["a", nan] becomes the strings "a", "nan" in np.asarray: look at the values as given
     given = arr if arr.dtype == object or not isinstance(y, (list, tuple)) else np.asarray(y, dtype=object)
+    if given.dtype == object:  # e.g. tuples: anndata reads a 2-D categorical's codes into them
+        nested = [i for i, v in enumerate(given) if isinstance(v, (tuple, list, set, dict, np.ndarray))]
+        if nested:
+            v = given[nested[0]]
+            msg = (
+                f"{name} must hold one label per sample (text or a number); got {len(nested)} {type(v).__name__} "
+                f"values, e.g. {v!r} at sample {nested[0]}"
+            )
+            raise ValueError(msg)
     missing = pd.isna(given)
     if missing.any():
-        msg = f"{name} must not contain missing values; got {int(missing.sum())} missing"
+        first = np.flatnonzero(np.asarray(missing))[:5].tolist()
+        msg = f"{name} must not contain missing values; got {int(missing.sum())} missing (samples {first})"
         raise ValueError(msg)
-    classes, codes = np.unique(arr, return_inverse=True)
+    try:
+        classes, codes = np.unique(arr, return_inverse=True)
+    except TypeError:  # labels that cannot be sorted together: text beside numbers
+        kinds = {}
+        for v in arr:
+            kinds.setdefault(type(v).__name__, v)
+        msg = (
+            f"{name} must hold labels of one kind that can be sorted (all text or all numbers); got a mix of "
+            f"{sorted(kinds)}, e.g. {list(kinds.values())[:4]}; convert them to text first (e.g. .astype(str))"
+        )
+        raise ValueError(msg) from None
     if classes.size < min_classes:
         msg = f"{name} must contain at least {min_classes} classes; got {classes.size} ({list(classes)})"
         raise ValueError(msg)
