@@ -56,18 +56,26 @@ BLOCKS_PER_WORKER = 2
 def active_client(client=None):
     """``client`` if given, else the dask.distributed client in use (``Client.current()``), else None.
 
-    None also when distributed is not installed.
+    None also when distributed is not installed.  A closed (or failed) client is a RuntimeError that says so.
     """
-    if client is not None:
-        return client
-    try:
-        from distributed import Client
-    except ImportError:
-        return None
-    try:
-        return Client.current(allow_global=True)
-    except ValueError:
-        return None
+    if client is None:
+        try:
+            from distributed import Client
+        except ImportError:
+            return None
+        try:
+            client = Client.current(allow_global=True)
+        except ValueError:
+            return None
+    status = str(getattr(client, "status", ""))
+    if status in ("closing", "closed", "failed"):  # its calls fail with "IOLoop is closed" or a bare AttributeError
+        msg = (
+            f"the dask client in use ({client!r}) is {status}; the blocks of a dask X run on the current client. "
+            "Pass a running one (client = distributed.Client(...); with client.as_current(): ...), or leave no "
+            "closed client current to compute in this process"
+        )
+        raise RuntimeError(msg)
+    return client
 
 
 @contextlib.contextmanager

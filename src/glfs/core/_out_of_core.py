@@ -81,9 +81,15 @@ class OutOfCore:
     gene, sparse only), ``nnz``.
     """
 
-    def __init__(self, source):
-        self.source = source
+    def __init__(self, source, name: str = "X"):
         self.kind = out_of_core_kind(source)
+        _check_known_shape(source, self.kind, name)
+        self.stored_dtype = np.dtype(source.dtype)
+        if self.stored_dtype.kind in "bf" and self.stored_dtype not in (np.float32, np.float64):
+            # bool, float16, long double: the kernels (numba, scipy.sparse) take none of them; each block is
+            # cast to float64 as it is read, as check_X casts an X in memory (the same scores)
+            source = source.astype(np.float64) if self.kind == "dask" else _AsFloat64(source)
+        self.source = source
         self.shape = tuple(int(s) for s in source.shape)
         self.dtype = np.dtype(source.dtype)
         fmt = getattr(source, "format", None)
@@ -122,12 +128,13 @@ class OutOfCore:
             local = idx[(idx >= starts[i]) & (idx < starts[i + 1])] - starts[i]
             if local.size:
                 parts.append(self.source.blocks[i][local])
-        return OutOfCore(da.concatenate(parts, axis=0))
+        return OutOfCore(da.concatenate(parts, axis=0), self.name)
 
     def describe(self) -> str:
         what = {"backed": "an AnnData backed", "dask": "a dask"}[self.kind]
         fmt = {"csr": "CSR", "csc": "CSC", "sparse": "sparse", "dense": "dense"}[self.format]
-        return f"{what} {fmt} matrix {self.shape[0]} x {self.shape[1]}, {self.dtype}"
+        cast = f" read as {self.dtype}" if self.dtype != self.stored_dtype else ""
+        return f"{what} {fmt} matrix {self.shape[0]} x {self.shape[1]}, {self.stored_dtype}{cast}"
 
     def memory_hint(self) -> str:
         n, d = self.shape
@@ -541,6 +548,39 @@ def _refuse_dtype(dtype, name):
             f"(fields {fields}); {how} or a plain numeric array"
         )
         raise _DtypeRefused(msg)
+
+
+def _check_known_shape(source, kind, name):
+    """A dask X must be 2-D with known chunk sizes (NaN after boolean indexing or a filter whose size dask cannot
+    know): refused naming X, what was given and the fix, before anything reads its shape."""
+    if kind != "dask":
+        return
+    if source.ndim != 2:
+        msg = f"{name} must be 2-D (n_samples, n_features); got a dask array with shape {source.shape}"
+        raise ValueError(msg)
+    if any(np.isnan(c) for axis in source.chunks for c in axis):
+        msg = (
+            f"{name} is a dask array with unknown chunk sizes (shape {source.shape}, e.g. after boolean indexing); "
+            "glfs reads it block by block and needs them: call X.compute_chunk_sizes() first"
+        )
+        raise ValueError(msg)
+
+
+class _AsFloat64:
+    """An AnnData backed matrix or h5py dataset whose slices are read as float64 (its bool, float16 or long double
+    values cast block by block); ``format`` and ``group`` as the source's."""
+
+    def __init__(self, source):
+        self._source = source
+        self.shape = source.shape
+        self.dtype = np.dtype(np.float64)
+        self.ndim = len(source.shape)
+        self.format = getattr(source, "format", None)
+        self.group = getattr(source, "group", None)
+
+    def __getitem__(self, key):
+        blk = self._source[key]
+        return blk.astype(np.float64) if sp.issparse(blk) else np.asarray(blk, dtype=np.float64)
 
 
 def _check_size(shape, name):

@@ -214,7 +214,7 @@ def check_X(
     kind = "validated" if isinstance(X, OutOfCore) else out_of_core_kind(X)
     if kind is not None:
         if not lazy:
-            ooc = X if isinstance(X, OutOfCore) else OutOfCore(X)
+            ooc = X if isinstance(X, OutOfCore) else OutOfCore(X, name)
             msg = (
                 f"{name} is an out-of-core matrix ({ooc.describe()}); {method or 'this function'} needs it in memory. "
                 f"Load it first (adata.to_memory(), or X.compute() for a dask array; {ooc.memory_hint()}), "
@@ -223,7 +223,7 @@ def check_X(
             raise ValueError(msg)
         if kind == "validated":
             return X if X.max_abs is not None else X.validate(name)
-        return OutOfCore(X).validate(name)
+        return OutOfCore(X, name).validate(name)
     check_X_kind(X, name)
     if sp.issparse(X):
         if not allow_sparse and not dense:
