@@ -7,6 +7,7 @@ import hashlib
 import http.client
 import logging
 import os
+import stat
 import time
 import urllib.error
 import urllib.parse
@@ -86,6 +87,11 @@ def download(
     and ``time``.
     """
     dest = Path(dest)
+    if urllib.parse.urlparse(url).scheme == "file":  # a FIFO or device would block the read past every limit
+        kind = not_regular(urllib.request.url2pathname(urllib.parse.urlparse(url).path))
+        if kind:
+            msg = f"download of {url} refused: it is {kind}, not a regular file (a file:// URL must name one)"
+            raise FetchError(msg)
     last = None
     deadline = None if max_time is None else time.monotonic() + float(max_time)
     received = [0]  # bytes of the current attempt, for the time-limit message
@@ -284,11 +290,33 @@ def check_expanded_size(path, max_bytes: int, what: str = "") -> int | None:
     raise FetchError(msg)
 
 
+def not_regular(path) -> str | None:
+    """What ``path`` is when it exists and is not a regular file ("a FIFO (named pipe)", "a directory", ...), else
+    None.  ``os.stat`` never opens it: opening a FIFO blocks until a writer comes, past ``fetch.timeout`` and
+    ``fetch.max_time``."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    kinds = (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return None if stat.S_ISREG(mode) else next((what for test, what in kinds if test(mode)), "not a regular file")
+
+
 def _verify_local(path: Path, expected: str | None, what: str) -> str:
     if not path.exists():
         msg = f"{what}: file {path} does not exist"
         raise FetchError(msg)
-    if not path.is_file() or not os.access(path, os.R_OK):
+    kind = not_regular(path)
+    if kind:
+        msg = f"{what}: file {path} is not a readable file: it is {kind}, not a regular file; name the file itself"
+        raise FetchError(msg)
+    if not os.access(path, os.R_OK):
         msg = f"{what}: file {path} is not a readable file"
         raise FetchError(msg)
     digest = sha256_file(path)

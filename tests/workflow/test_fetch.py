@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -480,3 +481,53 @@ def test_a_cached_file_of_unknown_origin_without_sha256_is_downloaded_again(tmp_
         (tmp_path / "src" / "x.tsv").as_uri(), dataset="d", role="expression", download_dir=str(tmp_path / "dl")
     )
     assert rec["source"] == "download" and Path(rec["path"]).read_bytes() == b"gene\tS1\nG1\t2\n"
+
+
+def _fifo_refused(tmp_path, call):
+    """``call(fifo)`` in a daemon thread: its exception, or "hung" when it is still blocked on the FIFO after 60 s
+    (then unblocked by a writer that closes at once, so that no thread is left behind)."""
+    import os
+
+    fifo = tmp_path / "pipe.tsv"
+    os.mkfifo(fifo)
+    out = {}
+
+    def run():
+        try:
+            call(fifo)
+        except Exception as exc:  # noqa: BLE001 (the test looks at it)
+            out["error"] = exc
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(60)
+    if t.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY))  # the reader sees the end of the file
+        t.join(60)
+        return "hung"
+    return out.get("error")
+
+
+def test_a_file_url_to_a_fifo_is_refused_not_read_forever(tmp_path):
+    got = _fifo_refused(
+        tmp_path,
+        lambda fifo: resolve_file(
+            fifo.as_uri(), dataset="d", role="expression", download_dir=str(tmp_path / "dl"), **FAST
+        ),
+    )
+    assert isinstance(got, FetchError), got
+    assert re.search(
+        r"download of file://.*pipe\.tsv refused: it is a FIFO \(named pipe\), not a regular file", str(got)
+    )
+    assert not (tmp_path / "dl" / "d" / "pipe.tsv").exists()
+
+
+def test_a_local_path_or_mirror_that_is_a_fifo_is_refused(tmp_path):
+    got = _fifo_refused(tmp_path, lambda fifo: resolve_file(str(fifo), dataset="d", role="labels"))
+    assert isinstance(got, FetchError) and re.search(r"pipe\.tsv is not a readable file: it is a FIFO", str(got)), got
+    url = "http://127.0.0.1:9/never/pipe.tsv"  # nothing listens: the mirror is refused first
+    (tmp_path / "m").mkdir()
+    got = _fifo_refused(
+        tmp_path / "m", lambda fifo: resolve_file({"url": url, "mirror": str(fifo)}, dataset="d", role="labels")
+    )
+    assert isinstance(got, FetchError) and "it is a FIFO" in str(got), got
