@@ -154,7 +154,10 @@ def worker_block_values(client, X, shared, what: str) -> int | None:
     chunk_b = 0
     if row_chunked:
         rows = max(X.source.chunks[0])
-        chunk_vals = getattr(X, "chunk_values", None) or rows * X.shape[1]
+        chunk_vals = getattr(X, "chunk_values", None)  # counted by the validation on the cluster
+        if not chunk_vals:  # validated elsewhere: the mean row's stored values (all of them when dense)
+            nnz = X.nnz if sparse and X.nnz is not None else n * X.shape[1]
+            chunk_vals = -(-rows * nnz // n)
         chunk_b = chunk_vals * value_b + (8 * (rows + 1) if sparse else 0)
     gene_vals = int(np.max(X.gene_nnz)) if sparse and X.gene_nnz is not None and X.gene_nnz.size else n
     block_fixed = 8 * (n + 1) if sparse else 0
