@@ -32,7 +32,6 @@ try:
         figures_out=figures,
         which_method_out=out.which,
         replaced=previous,
-        n_jobs=snakemake.threads,
     )  # noqa: F821
     with atomic_path(out.html) as tmp:
         Path(tmp).write_text(html, encoding="utf-8")

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
-import multiprocessing as mp
 from pathlib import Path
 
 from glfs.api import METHODS
@@ -52,9 +51,7 @@ def nest_inputs(flat: dict) -> dict:
 # ---- the context -------------------------------------------------------------------------------
 
 
-def collect(
-    inputs: dict, *, run: dict, config: dict, benchmarks=(), replaced: dict | None = None, n_jobs: int = 1
-) -> dict:
+def collect(inputs: dict, *, run: dict, config: dict, benchmarks=(), replaced: dict | None = None) -> dict:
     """Read the run's result files and compute everything the report shows (no wording).
 
     ``inputs``: the named input files, nested (:func:`nest_inputs`): ``datasets`` (name -> kind ->
@@ -64,7 +61,6 @@ def collect(
     report shows it (glfs_workflow.record.report_config).  ``benchmarks``: this run's benchmark files
     (a list), or a directory whose every file is read.  ``replaced``: the record
     (glfs_workflow.record.replaced_report) of a report of another configuration this one replaces.
-    ``n_jobs``: processes that draw the figures (:func:`draw_figures`).
 
     Three steps, in this order: every file is read once (:func:`glfs_workflow.report_inputs.read_datasets`
     and the run-wide tables); each section is computed from those records alone (:mod:`glfs_workflow.sections`,
@@ -125,7 +121,7 @@ def collect(
     }
     # 3. the figures, drawn in one place
     drawings = {name: draw for _, figs in shown for name, draw in figs.items()} | sim_figures
-    ctx["figures"] = draw_figures(drawings, n_jobs)
+    ctx["figures"] = draw_figures(drawings)
     return ctx
 
 
@@ -140,30 +136,10 @@ def gene_filter_facts(adata) -> dict | None:
     return {k: (int(v) if k != "counted_on" and k != "removed" else str(v)) for k, v in dict(rec).items()}
 
 
-_DRAWINGS: dict = {}  # the drawings of draw_figures, seen by its forked workers (closures are not pickled)
-
-
-def _draw(name: str) -> bytes:
-    return _DRAWINGS[name]()
-
-
-def draw_figures(drawings: dict, n_jobs: int = 1) -> dict:
-    """name -> PNG bytes of every drawing (name -> a function of no arguments), in the drawings' order.
-
-    With ``n_jobs`` > 1, on that many forked processes (each figure is drawn alone, so the bytes are the same
-    as in one process); in this process where fork is not available.
-    """
-    global _DRAWINGS
-    n_jobs = min(int(n_jobs), len(drawings))
-    if n_jobs <= 1 or "fork" not in mp.get_all_start_methods():
-        return {name: draw() for name, draw in drawings.items()}
-    _DRAWINGS = dict(drawings)
-    try:
-        with mp.get_context("fork").Pool(n_jobs) as pool:
-            pngs = pool.map(_draw, list(drawings), chunksize=1)
-    finally:
-        _DRAWINGS = {}
-    return dict(zip(drawings, pngs, strict=True))
+def draw_figures(drawings: dict) -> dict:
+    """name -> PNG bytes of every drawing (name -> a function of no arguments), in the drawings' order, drawn
+    in this process one by one (a pool of forked processes hung at its shutdown, now and then)."""
+    return {name: draw() for name, draw in drawings.items()}
 
 
 def write_figures(figures_out: dict, figs: dict) -> None:
@@ -186,13 +162,12 @@ def build_report(
     figures_out: dict | None = None,
     which_method_out=None,
     replaced: dict | None = None,
-    n_jobs: int = 1,
 ) -> str:
     """Collect, render and write: returns the page; writes ``figures_out`` (name -> PNG path) and, when
     ``which_method_out`` is a path, the which-method answers as markdown there.  Arguments: :func:`collect`."""
     from .files import atomic_path
 
-    ctx = collect(inputs, run=run, config=config, benchmarks=benchmarks, replaced=replaced, n_jobs=n_jobs)
+    ctx = collect(inputs, run=run, config=config, benchmarks=benchmarks, replaced=replaced)
     page = render_html(ctx)
     write_figures(figures_out or {}, ctx["figures"])
     if which_method_out is not None:

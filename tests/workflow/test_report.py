@@ -597,9 +597,9 @@ def _bars(values, title):
     return _png(fig)
 
 
-def test_figures_drawn_on_two_processes_are_the_ones_drawn_in_one():
-    """draw_figures with n_jobs=2 forks workers that draw from closures (not picklable): the same PNG bytes, in the
-    drawings' order, as drawing them one by one here; and a figure that fails fails the call."""
+def test_figures_are_drawn_in_order_and_a_failed_figure_fails_the_call():
+    """draw_figures: one PNG per drawing, in the drawings' order, each the figure drawn alone; a figure that
+    fails fails the call."""
     from functools import partial
 
     pytest.importorskip("jinja2")  # glfs_workflow.report renders with Jinja2 and draws with matplotlib (the workflow
@@ -609,13 +609,13 @@ def test_figures_drawn_on_two_processes_are_the_ones_drawn_in_one():
     rng = np.random.default_rng(0)
     values = [rng.random(5 + i) for i in range(5)]
     drawings = {f"fig{i}": (lambda v=values[i], t=f"figure {i}": _bars(v, t)) for i in range(5)}
-    one = draw_figures(drawings, 1)
-    two = draw_figures(drawings, 2)
-    assert list(two) == list(drawings) and two == one
-    assert len(set(one.values())) == len(one) and all(png.startswith(b"\x89PNG") for png in one.values())
+    got = draw_figures(drawings)
+    assert list(got) == list(drawings)
+    assert got["fig3"] == _bars(values[3], "figure 3")
+    assert len(set(got.values())) == len(got) and all(png.startswith(b"\x89PNG") for png in got.values())
 
     def broken():
         raise ValueError("no data for this figure")
 
     with pytest.raises(ValueError, match="no data for this figure"):
-        draw_figures({**drawings, "broken": broken, "after": partial(_bars, [1, 2], "after")}, 2)
+        draw_figures({**drawings, "broken": broken, "after": partial(_bars, [1, 2], "after")})

@@ -41,6 +41,8 @@ __all__ = [
     "map_gene_blocks",
     "map_pieces",
     "n_workers",
+    "nbytes",
+    "worker_block_values",
     "stall_seconds",
     "task_key",
     "wait_for",
@@ -91,6 +93,115 @@ def as_current(client=None):
 def n_workers(client) -> int:
     """The number of workers of the dask ``client`` (at least 1)."""
     return max(1, len(client.scheduler_info().get("workers", {})))
+
+
+#: The least memory a worker process is counted to use before it holds any of a step's data (Python, numpy,
+#: scipy, numba and glfs loaded); the process memory the scheduler last measured is used when it is more.
+WORKER_BASE_BYTES = 2**28
+#: Gene blocks of row-chunked X (:func:`map_gene_blocks`): a task holds its row chunk and the chunk's pieces
+#: (2 chunks), or its block's pieces, the stacked block and the score's temporaries (3 blocks).
+CHUNK_COPIES = 2
+BLOCK_COPIES = 3
+
+
+def nbytes(obj) -> int:
+    """Bytes of the arrays in ``obj`` (numpy arrays, scipy sparse matrices, dicts, lists and tuples of them)."""
+    if sp.issparse(obj):
+        return int(sum(getattr(obj, a).nbytes for a in ("data", "indices", "indptr", "row", "col") if hasattr(obj, a)))
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if isinstance(obj, dict):
+        return sum(nbytes(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(nbytes(v) for v in obj)
+    return 0
+
+
+def _workers_memory(client):
+    """(memory limit in bytes or None, threads per worker, process bytes before the step) over the workers:
+    the smallest limit, the most threads, the largest measured process memory (at least WORKER_BASE_BYTES)."""
+    workers = client.scheduler_info().get("workers", {}).values()
+    limits_ = [int(w.get("memory_limit") or 0) for w in workers]
+    limit = min(limits_) if limits_ and all(limits_) else None
+    threads = max([int(w.get("nthreads") or 1) for w in workers] or [1])
+    base = max([int(w.get("metrics", {}).get("memory") or 0) for w in workers] + [WORKER_BASE_BYTES])
+    return limit, threads, base
+
+
+def _pause_fraction() -> float:
+    """The share of a worker's memory limit above which dask pauses it (``distributed.worker.memory.pause``,
+    else ``terminate``, else 1)."""
+    import dask
+
+    for key in ("pause", "terminate"):
+        value = dask.config.get(f"distributed.worker.memory.{key}", None)
+        if value not in (None, False):
+            return float(value)
+    return 1.0
+
+
+def worker_block_values(client, X, shared, what: str) -> int | None:
+    """Stored values per gene block so that each worker stays within its memory limit; None without a limit.
+
+    A worker holds ``M = base + S + t * max(CHUNK_COPIES * C, BLOCK_COPIES * B)``: its process before the step
+    (``base``), the shared inputs scattered to it (``S``: the graph and the per-cell arrays), and for each of
+    its ``t`` threads either a row chunk of X with its pieces (``C``, the largest row chunk's bytes) or a gene
+    block with its pieces and the score's temporaries (``B``); X in tiles or by genes has no row chunk term.
+    Blocks are sized so that ``M`` is at most the workers' pause fraction of their memory limit (dask pauses a
+    worker above it).  Raises a MemoryError, with the numbers, when the row chunks or one gene alone do not fit.
+    """
+    limit, threads, base = _workers_memory(client)
+    if limit is None:
+        return None
+    n = X.shape[0]
+    shared_b = nbytes(shared)
+    room = _pause_fraction() * limit - base - shared_b
+    sparse = X.format != "dense"
+    value_b = X.dtype.itemsize + (8 if sparse else 0)  # a sparse value and its index (int64 at worst)
+    row_chunked = _row_chunked(X.source)
+    chunk_b = 0
+    if row_chunked:
+        rows = max(X.source.chunks[0])
+        chunk_vals = getattr(X, "chunk_values", None)  # counted by the validation on the cluster
+        if not chunk_vals:  # validated elsewhere: the mean row's stored values (all of them when dense)
+            nnz = X.nnz if sparse and X.nnz is not None else n * X.shape[1]
+            chunk_vals = -(-rows * nnz // n)
+        chunk_b = chunk_vals * value_b + (8 * (rows + 1) if sparse else 0)
+    gene_vals = int(np.max(X.gene_nnz)) if sparse and X.gene_nnz is not None and X.gene_nnz.size else n
+    block_fixed = 8 * (n + 1) if sparse else 0
+    need = f"worker process {base / 2**30:.2f} GB + shared inputs {shared_b / 2**30:.2f} GB"
+    if row_chunked and CHUNK_COPIES * chunk_b * threads > room:
+        least = (base + shared_b + threads * CHUNK_COPIES * chunk_b) / _pause_fraction()
+        msg = (
+            f"{what}: the dask workers' memory limit ({limit / 2**30:.2f} GiB, {threads} thread(s) each) is too small "
+            f"for X's row chunks of {rows} cells ({chunk_b / 2**30:.2f} GB the largest; a task holds it and its gene "
+            f"pieces, {CHUNK_COPIES} x): {need} + {threads} x {CHUNK_COPIES} x chunk needs "
+            f"{least / 2**30:.2f} GiB at the pause fraction {_pause_fraction():g}; give the workers at least that "
+            f"memory_limit, or read X in smaller row chunks (e.g. chunks=({max(1, rows // 4)}, -1))"
+        )
+        raise MemoryError(msg)
+    values = int((room / threads / BLOCK_COPIES - block_fixed) // value_b)
+    if values < gene_vals:
+        least = (base + shared_b + threads * BLOCK_COPIES * (block_fixed + gene_vals * value_b)) / _pause_fraction()
+        msg = (
+            f"{what}: the dask workers' memory limit ({limit / 2**30:.2f} GiB, {threads} thread(s) each) is too small "
+            f"for a block of one gene of all {n} cells ({gene_vals} stored values): {need} + {threads} x "
+            f"{BLOCK_COPIES} x block needs {least / 2**30:.2f} GiB at the pause fraction {_pause_fraction():g}; "
+            f"give the workers at least that memory_limit"
+        )
+        raise MemoryError(msg)
+    log.info(
+        "%s: workers of %.2f GiB, %d thread(s): %s, row chunks of %.2f GB; gene blocks of at most %d stored values "
+        "(%.2f GB)",
+        what,
+        limit / 2**30,
+        threads,
+        need,
+        chunk_b / 2**30,
+        values,
+        (values * value_b + block_fixed) / 2**30,
+    )
+    return values
 
 
 #: Seconds a step of tasks may go with none of its blocks finished while no worker runs or fetches a task
@@ -312,22 +423,74 @@ def map_chunks(X, fn, shared, client, what: str):
 def map_gene_blocks(X, parts, fn, shared, client, what: str):
     """``fn(block, **shared)`` on every gene block ``parts`` (consecutive slices) of the dask X, as tasks.
 
-    X is rechunked into blocks of all cells by the genes of ``parts`` (dask's rechunk; each task of
-    it holds one chunk or one block), ``shared`` is scattered to every worker once, and each block's
-    task returns the per-gene results of its block.  Returns the results in the order of ``parts``.
+    X stored in row chunks (one column chunk, as ``read_elem_lazy``, zarr and SOMA exports give it): each
+    row chunk is split by the genes of ``parts`` by one task, where it is read (:func:`_split_rows`), and
+    each block's task stacks its pieces of every row chunk (:func:`_stack_call`): a task holds one row chunk
+    and its pieces, or one block and its pieces, never a row chunk read elsewhere; the pieces wait for their
+    block where dask keeps data (spilled to disk above the workers' memory target).  X in 2-D tiles or
+    chunked by genes: rechunked by dask into the blocks (each a column of tiles, read by one task).
+    ``shared`` is scattered to every worker once, and each block's task returns the per-gene results of its
+    block.  Returns the results in the order of ``parts``.
     """
     import dask
 
+    src = X.source
     n = X.shape[0]
     widths = tuple(sl.stop - sl.start for sl in parts)
-    # dask's task-based rechunk: its P2P rechunk (chosen for large graphs on a distributed client) cannot
-    # move scipy.sparse chunks ("'csr_matrix' object has no attribute 'base'", at 10^6 cells in row chunks)
-    blocks = chunk_grid(X.source.rechunk(((n,), widths), method="tasks")).ravel()
-    shared_f = _scatter(client, shared)
-    tasks = [dask.delayed(_call_block)(fn, b, shared_f, dask_key_name=task_key(what, i)) for i, b in enumerate(blocks)]
-    log.info("%s: %d gene blocks of all %d cells as dask tasks on %d workers", what, len(tasks), n, n_workers(client))
+    if _row_chunked(src):
+        edges = np.r_[0, np.cumsum(widths)].astype(np.int64)
+        grid = chunk_grid(src)
+        split = [
+            dask.delayed(_split_rows, nout=len(parts))(grid[i, 0], edges, dask_key_name=task_key(f"{what} split", i))
+            for i in range(grid.shape[0])
+        ]
+        shared_f = _scatter(client, shared)
+        tasks = [
+            dask.delayed(_stack_call)(fn, shared_f, *[pieces[k] for pieces in split], dask_key_name=task_key(what, k))
+            for k in range(len(parts))
+        ]
+        how = f"{len(split)} row chunks split into {len(tasks)} gene blocks of all {n} cells"
+    else:
+        # dask's task-based rechunk: its P2P rechunk (chosen for large graphs on a distributed client) cannot
+        # move scipy.sparse chunks ("'csr_matrix' object has no attribute 'base'", at 10^6 cells in row chunks)
+        blocks = chunk_grid(src.rechunk(((n,), widths), method="tasks")).ravel()
+        shared_f = _scatter(client, shared)
+        tasks = [
+            dask.delayed(_call_block)(fn, b, shared_f, dask_key_name=task_key(what, i)) for i, b in enumerate(blocks)
+        ]
+        how = f"{len(tasks)} gene blocks of all {n} cells"
+    log.info("%s: %s as dask tasks on %d workers", what, how, n_workers(client))
     labels = [f"genes {sl.start}-{sl.stop - 1}" for sl in parts]
     return gather_blocks(client, client.compute(tasks), what, labels)
+
+
+def _row_chunked(source) -> bool:
+    """Whether the dask array ``source`` is stored in row chunks of all genes (split by :func:`map_gene_blocks`)."""
+    return source.numblocks[1] == 1 and source.numblocks[0] > 1
+
+
+def _split_rows(chunk, edges):
+    """The pieces of one row chunk by the gene blocks whose edges are ``edges`` (a task, where the chunk is
+    read): a sparse chunk's structure checked and made canonical first, each piece a CSR copy of its
+    columns (dense: a contiguous copy), so that the chunk itself is released once its pieces exist."""
+    if sp.issparse(chunk):
+        check_sparse_structure(chunk)
+        chunk = canonical(sp.csr_matrix(chunk), warn=False)
+    else:
+        chunk = np.asarray(chunk)
+    return tuple(_columns(chunk, int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]))
+
+
+def _columns(chunk, a, b):
+    if sp.issparse(chunk):
+        return chunk[:, a:b].tocsr()
+    return np.ascontiguousarray(chunk[:, a:b])
+
+
+def _stack_call(fn, shared, *pieces):
+    """``fn`` on the gene block stacked from its ``pieces`` of every row chunk, in row order (a task)."""
+    block = sp.vstack(pieces, format="csr") if sp.issparse(pieces[0]) else np.vstack(pieces)
+    return _call_block(fn, block, shared)
 
 
 def map_pieces(client, fn, pieces, shared, what: str, labels=None):

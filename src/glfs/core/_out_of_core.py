@@ -101,6 +101,7 @@ class OutOfCore:
         self.max_abs = None
         self.gene_nnz = None
         self.nnz = None
+        self.chunk_values = None
         self.name = "X"
         self._warned = False  # said once that the blocks are not canonical
         self.counts = None
@@ -267,6 +268,7 @@ class OutOfCore:
             if client is not None
             else self._scanned_here(shared)
         )
+        per_rows = {}
         for rows, cols, (cnt, bad, big, is_counts) in found:
             if bad:
                 msg = (
@@ -278,7 +280,10 @@ class OutOfCore:
             if sparse:
                 gene_nnz[cols] += cnt
                 nnz += int(cnt.sum())
+                per_rows[rows.start] = per_rows.get(rows.start, 0) + int(cnt.sum())
         self.max_abs, self.gene_nnz, self.counts = top, gene_nnz, counts
+        # stored values of the largest row of chunks (what a task splitting it holds, glfs.core._cluster)
+        self.chunk_values = max(per_rows.values(), default=0) if sparse else max(self.source.chunks[0]) * d
         self.nnz = nnz if sparse else n * d
         log.info(
             "%s: scanned %s once %s (%d values stored, max |x| %.4g)",

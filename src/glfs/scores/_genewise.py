@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core import limits
-from glfs.core._cluster import as_current, map_chunks, map_gene_blocks
+from glfs.core._cluster import as_current, map_chunks, map_gene_blocks, worker_block_values
 from glfs.core._out_of_core import OutOfCore, cluster_client, gene_parts
 from glfs.core._sparse_kernels import _kernel
 from glfs.core._validation import check_graph, check_int, check_labels, check_X, warn_constant
@@ -170,7 +170,9 @@ def gene_block_results(X, fn, shared, *, block_size: int, client=None, what: str
     n, d = X.shape
     cl = cluster_client(X, client)
     if cl is not None:
-        parts = gene_parts(X, limits.STREAM_VALUES if X.format != "dense" else block_size * n, cl)
+        most = limits.STREAM_VALUES if X.format != "dense" else block_size * n
+        fits = worker_block_values(cl, X, shared, what)  # sized by the workers' memory limit (MemoryError if none fit)
+        parts = gene_parts(X, most if fits is None else min(most, fits), cl)
         results = zip(parts, map_gene_blocks(X, parts, fn, shared, cl, what))
     else:
         results = ((cols, fn(B, **shared)) for cols, B in sparse_blocks(X, block_size))

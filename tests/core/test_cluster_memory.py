@@ -1,0 +1,96 @@
+"""Gene blocks of a dask X sized by the workers' memory (issue 42, glfs.core._cluster.worker_block_values): a
+worker holds its process, the shared inputs, and per thread a row chunk with its pieces or a block with its
+pieces and temporaries; blocks are cut to fit the workers' pause fraction, and a row chunk or a gene that
+cannot fit is refused up front with the numbers."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import glfs
+from glfs import ConstantFeatureWarning
+from glfs.core import limits
+from glfs.core._cluster import nbytes, worker_block_values
+from glfs.core._validation import check_X
+from glfs.scores._genewise import laplacian_score
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+
+def _sparse(n=2000, d=300, density=0.1, seed=0):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=density, random_state=rng, format="csr", dtype=np.float32)
+    X.data = np.round(X.data * 5) + 1
+    return X
+
+
+def _workers(client):
+    info = client.scheduler_info()["workers"].values()
+    limit = min(w["memory_limit"] for w in info)
+    threads = max(w["nthreads"] for w in info)
+    base = max([w["metrics"]["memory"] for w in info] + [2**28])
+    return limit, threads, base
+
+
+def test_nbytes_counts_arrays_and_sparse_parts():
+    W = sp.random(50, 50, density=0.2, format="csr", random_state=0)
+    shared = {"W": W, "deg": np.zeros(50), "k": 3, "parts": (np.zeros(4, np.int32), [np.zeros(2)])}
+    want = W.data.nbytes + W.indices.nbytes + W.indptr.nbytes + 50 * 8 + 4 * 4 + 2 * 8
+    assert nbytes(shared) == want
+
+
+@pytest.mark.parametrize("memory", ["6GiB", "3GiB"])
+def test_blocks_fit_the_pause_fraction_of_the_workers_limit(memory):
+    X = _sparse()
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=False, memory_limit=memory, dashboard_address=":0"
+        ) as cl,
+        distributed.Client(cl) as client,
+    ):
+        ooc = check_X(da.from_array(X, chunks=(500, X.shape[1]), asarray=False), lazy=True)
+        shared = {"U": sp.random(2000, 2000, density=0.01, format="csr", random_state=1), "deg": np.ones(2000)}
+        limit, threads, base = _workers(client)
+        values = worker_block_values(client, ooc, shared, "test")
+    # float32 values with int64 indices at worst, the block's index pointer: the documented formula
+    value_b, fixed = 4 + 8, 8 * (X.shape[0] + 1)
+    room = 0.8 * limit - base - nbytes(shared)
+    assert values == int((room / threads / 3 - fixed) // value_b)
+    held = base + nbytes(shared) + threads * 3 * (values * value_b + fixed)
+    assert held <= 0.8 * limit < held + threads * 3 * value_b + 1
+
+
+def test_a_row_chunk_too_large_for_the_workers_is_refused_with_the_numbers():
+    X = _sparse(n=4000, d=400, density=0.3)
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, memory_limit="8GiB", dashboard_address=":0"
+        ) as cl,
+        distributed.Client(cl) as client,
+    ):
+        ooc = check_X(da.from_array(X, chunks=(2000, X.shape[1]), asarray=False), lazy=True)
+        limit, threads, base = _workers(client)
+        # the room left after the worker's process: less than 2 of these chunks (240,000 values each)
+        chunk_b = ooc.chunk_values * (4 + 8) + 8 * 2001
+        assert ooc.chunk_values == max(X[:2000].nnz, X[2000:].nnz)
+        shared = {"pad": np.zeros(int((0.8 * limit - base - 1.5 * chunk_b) // 8))}
+        with pytest.raises(MemoryError, match=r"row chunks of 2000 cells .* read X in smaller row chunks"):
+            worker_block_values(client, ooc, shared, "laplacian_score")
+
+
+def test_blocks_sized_by_memory_give_the_in_memory_scores(dask_client, monkeypatch):
+    """Many small blocks (a tight budget) or one large one: the same scores as in memory."""
+    X = _sparse(n=600, d=120, density=0.2, seed=2)
+    W = glfs.similarity_graph(np.log1p(X.toarray()), n_neighbors=6)
+    want = laplacian_score(X, W)
+    import glfs.scores._genewise as genewise
+
+    monkeypatch.setattr(genewise, "worker_block_values", lambda *a, **k: 600 * 3)  # about 15 genes a block
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstantFeatureWarning)
+        got = laplacian_score(da.from_array(X, chunks=(100, X.shape[1]), asarray=False), W)
+    np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+    assert limits.STREAM_VALUES > 600 * 3
