@@ -73,12 +73,15 @@ def test_a_row_chunk_too_large_for_the_workers_is_refused_with_the_numbers():
     ):
         ooc = check_X(da.from_array(X, chunks=(2000, X.shape[1]), asarray=False), lazy=True)
         limit, threads, base = _workers(client)
-        # the room left after the worker's process: less than 2 of these chunks (240,000 values each)
+        # the room left below the terminate fraction after the worker's process: less than 2 of these chunks
         chunk_b = ooc.chunk_values * (4 + 8) + 8 * 2001
         assert ooc.chunk_values == max(X[:2000].nnz, X[2000:].nnz)
-        shared = {"pad": np.zeros(int((0.8 * limit - base - 1.5 * chunk_b) // 8))}
+        shared = {"pad": np.zeros(int((0.95 * limit - base - 1.5 * chunk_b) // 8))}
         with pytest.raises(MemoryError, match=r"row chunks of 2000 cells .* read X in smaller row chunks"):
             worker_block_values(client, ooc, shared, "laplacian_score")
+        # with room for 2.5 chunks below terminate (above pause): blocks of one gene at least, no refusal
+        roomy = {"pad": np.zeros(int((0.95 * limit - base - 2.5 * chunk_b) // 8))}
+        assert worker_block_values(client, ooc, roomy, "laplacian_score") >= int(ooc.gene_nnz.max())
 
 
 def test_blocks_sized_by_memory_give_the_in_memory_scores(dask_client, monkeypatch):
@@ -94,3 +97,50 @@ def test_blocks_sized_by_memory_give_the_in_memory_scores(dask_client, monkeypat
         got = laplacian_score(da.from_array(X, chunks=(100, X.shape[1]), asarray=False), W)
     np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
     assert limits.STREAM_VALUES > 600 * 3
+
+
+def _rows(block_info=None):
+    """A row chunk of 40 stored values a cell, seeded by its first row (made on the worker that reads it)."""
+    (r0, r1), (c0, c1) = block_info[None]["array-location"]
+    rng = np.random.default_rng(r0)
+    m, k = r1 - r0, 40
+    cols = np.sort(rng.integers(0, c1 - c0, (m, k)), axis=1)
+    X = sp.csr_matrix((rng.integers(1, 6, m * k).astype(np.float32), cols.ravel(), np.arange(0, m * k + 1, k)))
+    X.resize((m, c1 - c0))
+    X.sum_duplicates()
+    return X
+
+
+def _moved(dask_worker):
+    """(keys, bytes) of every transfer a worker received."""
+    return [(list(e["keys"]), int(e["total"])) for e in dask_worker.transfer_incoming_log]
+
+
+def test_row_chunks_never_move_between_workers():
+    """Issue 42: a row-chunked X on two worker processes with a memory limit: each row chunk is read by the task
+    that splits it (or scans or projects it), so no chunk of X moves between workers and at most the matrix's
+    pieces move, once (dask's rechunk moved whole row chunks to the workers that split them); the scores are the
+    in-memory ones and no worker is restarted."""
+    n, d, chunk = 40_000, 400, 5_000
+    X = da.map_blocks(_rows, chunks=((chunk,) * (n // chunk), (d,)), dtype=np.float32, meta=sp.csr_matrix((0, 0)))
+    rng = np.random.default_rng(1)
+    rows = np.repeat(np.arange(n), 5)
+    W = sp.csr_matrix((np.ones(rows.size), (rows, rng.integers(0, n, rows.size))), shape=(n, n))
+    W = W + W.T
+    W.data[:] = 1.0
+    want = laplacian_score(X.compute(), W)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, memory_limit="1GiB", dashboard_address=":0"
+        ) as cl,
+        distributed.Client(cl) as client,
+    ):
+        started = set(client.scheduler_info()["workers"])
+        got = laplacian_score(X, W)
+        moved = client.run(_moved)
+        assert set(client.scheduler_info()["workers"]) == started  # none restarted
+    np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+    keys = [str(k) for log in moved.values() for ks, _ in log for k in ks]
+    assert not [k for k in keys if X.name in k], keys
+    matrix = sum(b.nnz for b in [X.blocks[i].compute() for i in range(X.numblocks[0])]) * (4 + 4)
+    assert sum(b for log in moved.values() for _, b in log) <= matrix

@@ -128,16 +128,13 @@ def _workers_memory(client):
     return limit, threads, base
 
 
-def _pause_fraction() -> float:
-    """The share of a worker's memory limit above which dask pauses it (``distributed.worker.memory.pause``,
-    else ``terminate``, else 1)."""
+def _memory_fraction(key: str) -> float:
+    """The share of a worker's memory limit at which dask pauses it (``key`` "pause", default 0.8) or restarts it
+    ("terminate", default 0.95): ``distributed.worker.memory.<key>``; 1 when it is switched off."""
     import dask
 
-    for key in ("pause", "terminate"):
-        value = dask.config.get(f"distributed.worker.memory.{key}", None)
-        if value not in (None, False):
-            return float(value)
-    return 1.0
+    value = dask.config.get(f"distributed.worker.memory.{key}", None)
+    return 1.0 if value in (None, False) else float(value)
 
 
 def worker_block_values(client, X, shared, what: str) -> int | None:
@@ -148,14 +145,17 @@ def worker_block_values(client, X, shared, what: str) -> int | None:
     its ``t`` threads either a row chunk of X with its pieces (``C``, the largest row chunk's bytes) or a gene
     block with its pieces and the score's temporaries (``B``); X in tiles or by genes has no row chunk term.
     Blocks are sized so that ``M`` is at most the workers' pause fraction of their memory limit (dask pauses a
-    worker above it).  Raises a MemoryError, with the numbers, when the row chunks or one gene alone do not fit.
+    worker above it).  Raises a MemoryError, with the numbers, when a row chunk, or a block of one gene, would take
+    a worker past its terminate fraction (dask restarts it there).
     """
     limit, threads, base = _workers_memory(client)
     if limit is None:
         return None
     n = X.shape[0]
     shared_b = nbytes(shared)
-    room = _pause_fraction() * limit - base - shared_b
+    pause, terminate = _memory_fraction("pause"), _memory_fraction("terminate")
+    room = pause * limit - base - shared_b
+    hard = terminate * limit - base - shared_b
     sparse = X.format != "dense"
     value_b = X.dtype.itemsize + (8 if sparse else 0)  # a sparse value and its index (int64 at worst)
     row_chunked = _row_chunked(X.source)
@@ -170,26 +170,28 @@ def worker_block_values(client, X, shared, what: str) -> int | None:
     gene_vals = int(np.max(X.gene_nnz)) if sparse and X.gene_nnz is not None and X.gene_nnz.size else n
     block_fixed = 8 * (n + 1) if sparse else 0
     need = f"worker process {base / 2**30:.2f} GB + shared inputs {shared_b / 2**30:.2f} GB"
-    if row_chunked and CHUNK_COPIES * chunk_b * threads > room:
-        least = (base + shared_b + threads * CHUNK_COPIES * chunk_b) / _pause_fraction()
+    if row_chunked and CHUNK_COPIES * chunk_b * threads > hard:
+        least = (base + shared_b + threads * CHUNK_COPIES * chunk_b) / terminate
         msg = (
             f"{what}: the dask workers' memory limit ({limit / 2**30:.2f} GiB, {threads} thread(s) each) is too small "
             f"for X's row chunks of {rows} cells ({chunk_b / 2**30:.2f} GB the largest; a task holds it and its gene "
             f"pieces, {CHUNK_COPIES} x): {need} + {threads} x {CHUNK_COPIES} x chunk needs "
-            f"{least / 2**30:.2f} GiB at the pause fraction {_pause_fraction():g}; give the workers at least that "
+            f"{least / 2**30:.2f} GiB at the terminate fraction {terminate:g}; give the workers at least that "
             f"memory_limit, or read X in smaller row chunks (e.g. chunks=({max(1, rows // 4)}, -1))"
         )
         raise MemoryError(msg)
     values = int((room / threads / BLOCK_COPIES - block_fixed) // value_b)
-    if values < gene_vals:
-        least = (base + shared_b + threads * BLOCK_COPIES * (block_fixed + gene_vals * value_b)) / _pause_fraction()
+    one_gene = base + shared_b + threads * BLOCK_COPIES * (block_fixed + gene_vals * value_b)
+    if one_gene > terminate * limit:
+        least = one_gene / terminate
         msg = (
             f"{what}: the dask workers' memory limit ({limit / 2**30:.2f} GiB, {threads} thread(s) each) is too small "
             f"for a block of one gene of all {n} cells ({gene_vals} stored values): {need} + {threads} x "
-            f"{BLOCK_COPIES} x block needs {least / 2**30:.2f} GiB at the pause fraction {_pause_fraction():g}; "
+            f"{BLOCK_COPIES} x block needs {least / 2**30:.2f} GiB at the terminate fraction {terminate:g}; "
             f"give the workers at least that memory_limit"
         )
         raise MemoryError(msg)
+    values = max(values, gene_vals)  # one gene a block at least (above the pause fraction, below terminate)
     log.info(
         "%s: workers of %.2f GiB, %d thread(s): %s, row chunks of %.2f GB; gene blocks of at most %d stored values "
         "(%.2f GB)",
@@ -373,8 +375,8 @@ def _call_block(fn, block, shared):
     return fn(block, **shared)
 
 
-def _call_at(fn, block, rows, cols, shared):
-    return fn(block, rows, cols, **shared)
+def _call_at(fn, chunk, rows, cols, shared):
+    return fn(chunk.read(), rows, cols, **shared)
 
 
 def chunk_tasks(X, fn, shared, client, what: str):
@@ -387,11 +389,10 @@ def chunk_tasks(X, fn, shared, client, what: str):
 
     src = X.source
     starts = [np.r_[0, np.cumsum(c)] for c in src.chunks]
-    grid = chunk_grid(src)
     shared_f = _scatter(client, shared)
     out = []
-    for i in range(grid.shape[0]):
-        for j in range(grid.shape[1]):
+    for i in range(src.numblocks[0]):
+        for j in range(src.numblocks[1]):
             rows = slice(int(starts[0][i]), int(starts[0][i + 1]))
             cols = slice(int(starts[1][j]), int(starts[1][j + 1]))
             out.append(
@@ -399,7 +400,7 @@ def chunk_tasks(X, fn, shared, client, what: str):
                     rows,
                     cols,
                     dask.delayed(_call_at)(
-                        fn, grid[i, j], rows, cols, shared_f, dask_key_name=task_key(what, len(out))
+                        fn, _Chunk(src.blocks[i, j]), rows, cols, shared_f, dask_key_name=task_key(what, len(out))
                     ),
                 )
             )
@@ -424,7 +425,7 @@ def map_gene_blocks(X, parts, fn, shared, client, what: str):
     """``fn(block, **shared)`` on every gene block ``parts`` (consecutive slices) of the dask X, as tasks.
 
     X stored in row chunks (one column chunk, as ``read_elem_lazy``, zarr and SOMA exports give it): each
-    row chunk is split by the genes of ``parts`` by one task, where it is read (:func:`_split_rows`), and
+    row chunk is read and split by the genes of ``parts`` by one task (:func:`_split_rows`), and
     each block's task stacks its pieces of every row chunk (:func:`_stack_call`): a task holds one row chunk
     and its pieces, or one block and its pieces, never a row chunk read elsewhere; the pieces wait for their
     block where dask keeps data (spilled to disk above the workers' memory target).  X in 2-D tiles or
@@ -439,10 +440,11 @@ def map_gene_blocks(X, parts, fn, shared, client, what: str):
     widths = tuple(sl.stop - sl.start for sl in parts)
     if _row_chunked(src):
         edges = np.r_[0, np.cumsum(widths)].astype(np.int64)
-        grid = chunk_grid(src)
         split = [
-            dask.delayed(_split_rows, nout=len(parts))(grid[i, 0], edges, dask_key_name=task_key(f"{what} split", i))
-            for i in range(grid.shape[0])
+            dask.delayed(_split_rows, nout=len(parts))(
+                _Chunk(src.blocks[i, 0]), edges, dask_key_name=task_key(f"{what} split", i)
+            )
+            for i in range(src.numblocks[0])
         ]
         shared_f = _scatter(client, shared)
         tasks = [
@@ -469,10 +471,28 @@ def _row_chunked(source) -> bool:
     return source.numblocks[1] == 1 and source.numblocks[0] > 1
 
 
+class _Chunk:
+    """One chunk of a dask array, read by the task that is given it (:meth:`read`: the chunk's own tasks, culled
+    from the array's graph, run by dask's synchronous scheduler in the task's thread), not by a task of its own:
+    a chunk never exists on the cluster apart from the task that uses it, so it is never moved between workers,
+    and no chunk key is shared between the steps of a call."""
+
+    def __init__(self, block):
+        (key,) = (k for row in block.__dask_keys__() for k in row)
+        self.key = key
+        self.graph = dict(block.__dask_graph__().cull({key}))
+
+    def read(self):
+        import dask
+
+        return dask.get(self.graph, self.key)
+
+
 def _split_rows(chunk, edges):
-    """The pieces of one row chunk by the gene blocks whose edges are ``edges`` (a task, where the chunk is
-    read): a sparse chunk's structure checked and made canonical first, each piece a CSR copy of its
+    """The pieces of one row chunk (a :class:`_Chunk`, read here) by the gene blocks whose edges are ``edges``
+    (a task): a sparse chunk's structure checked and made canonical first, each piece a CSR copy of its
     columns (dense: a contiguous copy), so that the chunk itself is released once its pieces exist."""
+    chunk = chunk.read()
     if sp.issparse(chunk):
         check_sparse_structure(chunk)
         chunk = canonical(sp.csr_matrix(chunk), warn=False)
