@@ -1,6 +1,6 @@
 """The out-of-core routes against in memory: the same X read from memory, from a backed ``.h5ad``
 (``anndata.read_h5ad(f, backed="r").X``), as a dask array streamed through this process, and as a dask
-array on a ``dask.distributed.LocalCluster`` of small workers.
+array in row chunks on a ``dask.distributed.LocalCluster`` of small workers.
 
 Timed on each route: the Laplacian score on a given graph and the library's own graph on 20 principal
 components.  ``peakmem_*`` is this process' peak (on the cluster route, the client and the scheduler;
@@ -21,17 +21,20 @@ N_WORKERS = 2
 WORKER_MEMORY = {"fast": "1GiB", "regular": "2GiB", "large": "3GiB"}[PROFILE]
 #: Principal components of the own graph (the library's default for an out-of-core X).
 N_PCS = 20
-#: The dask array's chunks: this many tiles along the cells and along the genes.
+#: The dask array's chunks: this many tiles along the cells and along the genes (the cluster route: row
+#: chunks of all genes).
 CELL_TILES = 2
 GENE_TILES = 4
 
 
-def _dask_array(X):
-    """X (in memory, sparse) as a dask array of sparse tiles, as a user wraps a matrix in dask."""
+def _dask_array(X, rows_only=False):
+    """X (in memory, sparse) as a dask array of sparse tiles, as a user wraps a matrix in dask; ``rows_only``:
+    row chunks of all genes, as ``anndata.experimental.read_elem_lazy(f["X"], chunks=(rows, -1))`` gives them."""
     import dask.array as da
 
     n, d = X.shape
-    return da.from_array(X, chunks=(-(-n // CELL_TILES), -(-d // GENE_TILES)), asarray=False)
+    genes = d if rows_only else -(-d // GENE_TILES)
+    return da.from_array(X, chunks=(-(-n // CELL_TILES), genes), asarray=False)
 
 
 class Routes:
@@ -60,7 +63,8 @@ class Routes:
             self.X = self.adata.X
             return
         X = anndata.read_h5ad(data["path"]).X
-        self.X = X if route == "in_memory" else _dask_array(X)
+        # on the cluster, row chunks: the layout a lazily read CSR .h5ad has (its gene blocks cut where read)
+        self.X = X if route == "in_memory" else _dask_array(X, rows_only=route == "local_cluster")
         if route == "local_cluster":
             from distributed import Client, LocalCluster
 

@@ -1,6 +1,6 @@
 """Gene blocks of a dask X sized by the workers' memory (issue 42, glfs.core._cluster.worker_block_values): a
 worker holds its process, the shared inputs, and per thread a row chunk with its pieces or a block with its
-pieces and temporaries; blocks are cut to fit the workers' pause fraction, and a row chunk or a gene that
+pieces and temporaries; blocks are cut to fit the workers' spill fraction, and a row chunk or a gene that
 cannot fit is refused up front with the numbers."""
 
 import warnings
@@ -55,12 +55,13 @@ def test_blocks_fit_the_pause_fraction_of_the_workers_limit(memory):
         shared = {"U": sp.random(2000, 2000, density=0.01, format="csr", random_state=1), "deg": np.ones(2000)}
         limit, threads, base = _workers(client)
         values = worker_block_values(client, ooc, shared, "test")
-    # float32 values with int64 indices at worst, the block's index pointer: the documented formula
-    value_b, fixed = 4 + 8, 8 * (X.shape[0] + 1)
-    room = 0.8 * limit - base - nbytes(shared)
-    assert values == int((room / threads / 3 - fixed) // value_b)
-    held = base + nbytes(shared) + threads * 3 * (values * value_b + fixed)
-    assert held <= 0.8 * limit < held + threads * 3 * value_b + 1
+    # float32 values with int64 indices at worst; per task 3 index pointers of the block and 32 bytes a cell
+    value_b, n = 4 + 8, X.shape[0]
+    task_fixed = 3 * 8 * (n + 1) + 32 * n
+    room = 0.7 * limit - base - nbytes(shared)  # dask's spill fraction
+    assert values == int((room / threads - task_fixed) / 3 // value_b)
+    held = base + nbytes(shared) + threads * (task_fixed + 3 * values * value_b)
+    assert held <= 0.7 * limit < held + threads * 3 * value_b + 1
 
 
 def test_a_row_chunk_too_large_for_the_workers_is_refused_with_the_numbers():
@@ -79,7 +80,7 @@ def test_a_row_chunk_too_large_for_the_workers_is_refused_with_the_numbers():
         shared = {"pad": np.zeros(int((0.95 * limit - base - 1.5 * chunk_b) // 8))}
         with pytest.raises(MemoryError, match=r"row chunks of 2000 cells .* read X in smaller row chunks"):
             worker_block_values(client, ooc, shared, "laplacian_score")
-        # with room for 2.5 chunks below terminate (above pause): blocks of one gene at least, no refusal
+        # with room for 2.5 chunks below terminate (above spill): blocks of one gene at least, no refusal
         roomy = {"pad": np.zeros(int((0.95 * limit - base - 2.5 * chunk_b) // 8))}
         assert worker_block_values(client, ooc, roomy, "laplacian_score") >= int(ooc.gene_nnz.max())
 

@@ -102,6 +102,8 @@ WORKER_BASE_BYTES = 2**28
 #: (2 chunks), or its block's pieces, the stacked block and the score's temporaries (3 blocks).
 CHUNK_COPIES = 2
 BLOCK_COPIES = 3
+#: Per cell and task, the score's float64 temporaries beside the block (degrees, weights, centred values).
+PER_CELL_BYTES = 32
 
 
 def nbytes(obj) -> int:
@@ -129,8 +131,9 @@ def _workers_memory(client):
 
 
 def _memory_fraction(key: str) -> float:
-    """The share of a worker's memory limit at which dask pauses it (``key`` "pause", default 0.8) or restarts it
-    ("terminate", default 0.95): ``distributed.worker.memory.<key>``; 1 when it is switched off."""
+    """The share of a worker's memory limit at which dask spills its data to disk (``key`` "spill", default 0.7),
+    pauses it ("pause", 0.8) or restarts it ("terminate", 0.95): ``distributed.worker.memory.<key>``; 1 when it
+    is switched off."""
     import dask
 
     value = dask.config.get(f"distributed.worker.memory.{key}", None)
@@ -140,21 +143,22 @@ def _memory_fraction(key: str) -> float:
 def worker_block_values(client, X, shared, what: str) -> int | None:
     """Stored values per gene block so that each worker stays within its memory limit; None without a limit.
 
-    A worker holds ``M = base + S + t * max(CHUNK_COPIES * C, BLOCK_COPIES * B)``: its process before the step
-    (``base``), the shared inputs scattered to it (``S``: the graph and the per-cell arrays), and for each of
-    its ``t`` threads either a row chunk of X with its pieces (``C``, the largest row chunk's bytes) or a gene
-    block with its pieces and the score's temporaries (``B``); X in tiles or by genes has no row chunk term.
-    Blocks are sized so that ``M`` is at most the workers' pause fraction of their memory limit (dask pauses a
-    worker above it).  Raises a MemoryError, with the numbers, when a row chunk, or a block of one gene, would take
-    a worker past its terminate fraction (dask restarts it there).
+    A worker holds ``M = base + S + t * max(CHUNK_COPIES * C, BLOCK_COPIES * B + PER_CELL_BYTES * n)``: its
+    process before the step (``base``), the shared inputs scattered to it (``S``: the graph and the per-cell
+    arrays), and for each of its ``t`` threads either a row chunk of X with its pieces (``C``, the largest row
+    chunk's bytes) or a gene block (``B``) with its pieces, the stacked copy and the score's per-cell
+    temporaries; X in tiles or by genes has no row chunk term.  Blocks are sized so that ``M`` is at most the
+    workers' spill fraction of their memory limit (above it dask moves the waiting pieces to disk).  Raises a
+    MemoryError, with the numbers, when a row chunk, or a block of one gene, would take a worker past its
+    terminate fraction (dask restarts it there).
     """
     limit, threads, base = _workers_memory(client)
     if limit is None:
         return None
     n = X.shape[0]
     shared_b = nbytes(shared)
-    pause, terminate = _memory_fraction("pause"), _memory_fraction("terminate")
-    room = pause * limit - base - shared_b
+    spill, terminate = _memory_fraction("spill"), _memory_fraction("terminate")
+    room = spill * limit - base - shared_b
     hard = terminate * limit - base - shared_b
     sparse = X.format != "dense"
     value_b = X.dtype.itemsize + (8 if sparse else 0)  # a sparse value and its index (int64 at worst)
@@ -169,6 +173,7 @@ def worker_block_values(client, X, shared, what: str) -> int | None:
         chunk_b = chunk_vals * value_b + (8 * (rows + 1) if sparse else 0)
     gene_vals = int(np.max(X.gene_nnz)) if sparse and X.gene_nnz is not None and X.gene_nnz.size else n
     block_fixed = 8 * (n + 1) if sparse else 0
+    task_fixed = BLOCK_COPIES * block_fixed + PER_CELL_BYTES * n
     need = f"worker process {base / 2**30:.2f} GB + shared inputs {shared_b / 2**30:.2f} GB"
     if row_chunked and CHUNK_COPIES * chunk_b * threads > hard:
         least = (base + shared_b + threads * CHUNK_COPIES * chunk_b) / terminate
@@ -180,8 +185,8 @@ def worker_block_values(client, X, shared, what: str) -> int | None:
             f"memory_limit, or read X in smaller row chunks (e.g. chunks=({max(1, rows // 4)}, -1))"
         )
         raise MemoryError(msg)
-    values = int((room / threads / BLOCK_COPIES - block_fixed) // value_b)
-    one_gene = base + shared_b + threads * BLOCK_COPIES * (block_fixed + gene_vals * value_b)
+    values = int((room / threads - task_fixed) / BLOCK_COPIES // value_b)
+    one_gene = base + shared_b + threads * (task_fixed + BLOCK_COPIES * gene_vals * value_b)
     if one_gene > terminate * limit:
         least = one_gene / terminate
         msg = (
@@ -191,7 +196,7 @@ def worker_block_values(client, X, shared, what: str) -> int | None:
             f"give the workers at least that memory_limit"
         )
         raise MemoryError(msg)
-    values = max(values, gene_vals)  # one gene a block at least (above the pause fraction, below terminate)
+    values = max(values, gene_vals)  # one gene a block at least (above the spill fraction, below terminate)
     log.info(
         "%s: workers of %.2f GiB, %d thread(s): %s, row chunks of %.2f GB; gene blocks of at most %d stored values "
         "(%.2f GB)",
