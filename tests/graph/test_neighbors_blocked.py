@@ -120,3 +120,30 @@ def test_kept_order_keeps_the_k_nearest_whatever_the_ties():
             want = want[np.argsort(d[want], kind="stable")][:k]  # the k nearest, ties in the given order
             assert sorted(mine) == sorted(want)
             assert list(mine) == sorted(mine) and list(slot[q[keep] == i]) == list(range(mine.size))
+
+
+def test_probed_cells_of_a_block_need_less_than_one_full_product():
+    """query_side on 8,192 queries and 2,048 centres: its temporaries stay below one (queries x centres)
+    float32 product (64 MB), which the search at 10^7 cells (32,768 x 3,162: 414 MB, taken twice by the
+    partition) could not afford on a 2 GiB worker; the probed cells are those of the whole product."""
+    import tracemalloc
+
+    rng = np.random.default_rng(4)
+    Q = rng.normal(size=(8192, 20)).astype(np.float32)
+    centres = rng.normal(size=(2048, 20)).astype(np.float32)
+    full = Q.shape[0] * centres.shape[0] * 4
+    tracemalloc.start()
+    try:
+        qn, Qa, q, cell, nearest = ib.query_side(Q, centres, 45)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < full, (peak, full)
+    d = (Q**2).sum(1)[:, None] - 2.0 * Q.astype(np.float64) @ centres.T.astype(np.float64) + (centres**2).sum(1)
+    np.testing.assert_array_equal(nearest, d.argmin(1))
+    probed = np.zeros(d.shape, bool)
+    probed[q, cell] = True
+    assert np.all(probed.sum(1) == 45)  # no ties among random float centres
+    np.testing.assert_array_equal(
+        np.sort(np.argsort(d, axis=1)[:, :45], axis=1), np.sort(np.nonzero(probed)[1].reshape(-1, 45), axis=1)
+    )
