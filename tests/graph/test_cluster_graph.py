@@ -153,3 +153,24 @@ def test_projection_of_tiles_is_summed_per_row_of_chunks_on_the_workers(dask_cli
     assert isinstance(Z, sharded.ClusterZ) and Z.shape == (900, 6)
     assert sum(r.getMessage().startswith("PCA projection: cells from") for r in caplog.records) == 3
     np.testing.assert_allclose(Z.gather(), X.toarray().astype(np.float64) @ V - shift, rtol=1e-4, atol=1e-4)
+
+
+def test_an_index_too_large_for_the_workers_is_refused_before_any_task():
+    """200,000 cells on 20 components, one worker process of 320 MiB: its process (at least 256 MiB counted),
+    the lists (22 float32 a cell, 16.8 MiB) and one shard being built (51.9 MiB) pass 95 % of the limit, so
+    the search refuses with the numbers before the k-means or a shard is computed (dask would restart the
+    worker part-way instead)."""
+    Z = np.random.default_rng(0).normal(size=(200_000, 20)).astype(np.float32)
+    held, build = sharded.search_worker_bytes(20, 200_000, 1, 1)
+    assert (held, build) == (200_000 * 22 * 4, 200_000 * (62 * 4 + 24))
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, memory_limit="320MiB", dashboard_address=":0"
+        ) as cl,
+        distributed.Client(cl) as client,
+        distributed.get_task_stream(client) as ts,
+    ):
+        with pytest.raises(MemoryError, match=r"200000 cells on 20 components in 1 shards .* memory_limit of at least"):
+            sharded.search_ivf_shards(Z, 15, 20, client, nlist=447, nprobe=13, random_state=0)
+        ran = [t["key"] for t in ts.data]
+    assert not any("k-means" in str(k) or "index shard" in str(k) for k in ran), ran

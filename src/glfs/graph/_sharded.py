@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from glfs.core._cluster import chunk_tasks, gather_blocks, task_key, wait_for
+from glfs.core._cluster import _memory_fraction, _workers_memory, chunk_tasks, gather_blocks, task_key, wait_for
 from glfs.core._sparse_kernels import times_dense
 from glfs.graph._ivf_blocks import (
     BLOCK_QUERIES,
@@ -369,9 +369,46 @@ def _shards_of(Z: ClusterZ, client) -> list[list[int]]:
     return groups
 
 
+def search_worker_bytes(p: int, shard_cells: int, n_shards: int, n_workers: int) -> tuple[int, int]:
+    """(held, build): the bytes of inverted lists a worker holds for a search on p components, ``n_shards``
+    index shards of at most ``shard_cells`` spread evenly over ``n_workers`` (p + 2 float32 a cell), and the
+    bytes a task building one shard holds (its scores stacked, their list order and the augmented lists:
+    about 3 p + 2 float32 and three int64 a cell)."""
+    held = int(-(-n_shards // max(1, n_workers)) * shard_cells * (p + 2) * 4)
+    build = int(shard_cells * ((3 * p + 2) * 4 + 24))
+    return held, build
+
+
+def check_search_memory(client, n: int, p: int, shard_cells: int, n_shards: int, what: str) -> None:
+    """Refuse at once, with the numbers, a search whose index shards (``n_shards`` of at most ``shard_cells``)
+    would take a worker past dask's terminate fraction of its memory limit: its process as last measured
+    (with its share of the scores), the lists of its shards and one shard being built.  Nothing to check
+    without a limit."""
+    limit, _, base = _workers_memory(client)
+    if limit is None:
+        return
+    n_workers = max(1, len(client.scheduler_info()["workers"]))
+    held, build = search_worker_bytes(p, shard_cells, n_shards, n_workers)
+    terminate = _memory_fraction("terminate")
+    need = base + held + build
+    if need > terminate * limit:
+        gib = 2**30
+        msg = (
+            f"{what}: the index of {n} cells on {p} components in {n_shards} shards needs about "
+            f"{need / gib:.2f} GiB on each of the {n_workers} workers (its process {base / gib:.2f} GiB, the "
+            f"lists of its shards {held / gib:.2f} GiB, one shard being built {build / gib:.2f} GiB), above "
+            f"{terminate:.0%} of their memory limit of {limit / gib:.2f} GiB: give the cluster more workers "
+            f"(the lists are spread over them) or a memory_limit of at least {need / terminate / gib:.2f} GiB"
+        )
+        raise MemoryError(msg)
+
+
 def _index_shards(Z: ClusterZ, client, nlist, random_state, what):
     """The k-means centres (trained by a task on faiss' own subsample, taken from the blocks by tasks) and
     each shard's inverted lists (a task each, kept on the workers)."""
+    groups = _shards_of(Z, client)
+    cells = max(Z.bounds[g[-1] + 1] - Z.bounds[g[0]] for g in groups)
+    check_search_memory(client, Z.shape[0], Z.shape[1], cells, len(groups), what)
     t0 = time.perf_counter()
     rows = training_rows(Z.shape[0], nlist, random_state)
     order = np.argsort(rows, kind="stable")
@@ -384,7 +421,6 @@ def _index_shards(Z: ClusterZ, client, nlist, random_state, what):
     centres_f = client.submit(_train, order, nlist, random_state, *pieces, key=task_key(f"{what} k-means", 0))
     wait_for(client, [centres_f], f"{what} k-means", [f"{rows.size} cells"])
     del pieces
-    groups = _shards_of(Z, client)
     shards = [
         client.submit(
             _shard, centres_f, Z.bounds[g[0]], *[Z.blocks[i] for i in g], key=task_key(f"{what} index shard", j)
