@@ -457,6 +457,9 @@ def map_gene_blocks(X, parts, fn, shared, client, what: str):
             for k in range(len(parts))
         ]
         how = f"{len(split)} row chunks split into {len(tasks)} gene blocks of all {n} cells"
+        optimize = (
+            False  # dask's cull of each block's graph in turn grows as blocks x pieces (studies/dask-row-chunks.md)
+        )
     else:
         # dask's task-based rechunk: its P2P rechunk (chosen for large graphs on a distributed client) cannot
         # move scipy.sparse chunks ("'csr_matrix' object has no attribute 'base'", at 10^6 cells in row chunks)
@@ -466,9 +469,10 @@ def map_gene_blocks(X, parts, fn, shared, client, what: str):
             dask.delayed(_call_block)(fn, b, shared_f, dask_key_name=task_key(what, i)) for i, b in enumerate(blocks)
         ]
         how = f"{len(tasks)} gene blocks of all {n} cells"
+        optimize = True
     log.info("%s: %s as dask tasks on %d workers", what, how, n_workers(client))
     labels = [f"genes {sl.start}-{sl.stop - 1}" for sl in parts]
-    return gather_blocks(client, client.compute(tasks), what, labels)
+    return gather_blocks(client, client.compute(tasks, optimize_graph=optimize), what, labels)
 
 
 def _row_chunked(source) -> bool:
