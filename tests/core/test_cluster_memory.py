@@ -145,3 +145,37 @@ def test_row_chunks_never_move_between_workers():
     assert not [k for k in keys if X.name in k], keys
     matrix = sum(b.nnz for b in [X.blocks[i].compute() for i in range(X.numblocks[0])]) * (4 + 4)
     assert sum(b for log in moved.values() for _, b in log) <= matrix
+
+
+class _Held:
+    """A stand-in for glfs.core._cluster._Chunk: the chunk as read."""
+
+    def __init__(self, chunk):
+        self.chunk = chunk
+
+    def read(self):
+        return self.chunk
+
+
+def test_split_pieces_are_the_columns_of_the_chunk_and_cost_its_stored_values():
+    """_split_rows gives each block's columns as CSR (unsorted and duplicate entries of the chunk summed and
+    sorted), whatever the block widths (one gene, several, the last)."""
+    from glfs.core import _cluster
+
+    rng = np.random.default_rng(5)
+    X = sp.random(300, 90, density=0.1, format="coo", random_state=5)
+    dup = sp.coo_matrix((rng.random(20), (rng.integers(0, 300, 20), rng.integers(0, 90, 20))), shape=X.shape)
+    chunk = sp.csr_matrix((np.r_[X.data, dup.data], (np.r_[X.row, dup.row], np.r_[X.col, dup.col])), shape=X.shape)
+    chunk.has_canonical_format = False
+    chunk.indices = chunk.indices.copy()
+    for r in range(0, 300, 7):  # reverse some rows' entries: unsorted indices
+        a, b = chunk.indptr[r], chunk.indptr[r + 1]
+        chunk.indices[a:b], chunk.data[a:b] = chunk.indices[a:b][::-1].copy(), chunk.data[a:b][::-1].copy()
+    dense = X.toarray() + dup.toarray()
+    edges = np.array([0, 1, 7, 40, 41, 90])
+    pieces = _cluster._split_rows(_Held(chunk), edges)
+    assert len(pieces) == 5
+    for (a, b), piece in zip(zip(edges[:-1], edges[1:]), pieces):
+        assert piece.format == "csr" and piece.has_sorted_indices
+        np.testing.assert_array_equal(piece.toarray(), dense[:, a:b])
+    assert sum(p.nnz for p in pieces) == np.count_nonzero(dense)
