@@ -457,9 +457,8 @@ def map_gene_blocks(X, parts, fn, shared, client, what: str):
             for k in range(len(parts))
         ]
         how = f"{len(split)} row chunks split into {len(tasks)} gene blocks of all {n} cells"
-        optimize = (
-            False  # dask's cull of each block's graph in turn grows as blocks x pieces (studies/dask-row-chunks.md)
-        )
+        # unoptimised: dask's cull of each block's graph in turn grows as blocks x pieces (studies/dask-row-chunks.md)
+        optimize = False
     else:
         # dask's task-based rechunk: its P2P rechunk (chosen for large graphs on a distributed client) cannot
         # move scipy.sparse chunks ("'csr_matrix' object has no attribute 'base'", at 10^6 cells in row chunks)
@@ -501,8 +500,8 @@ def _split_rows(chunk, edges):
     """The pieces of one row chunk (a :class:`_Chunk`, read here) by the gene blocks whose edges are ``edges``
     (a task): a sparse chunk's structure checked and made canonical first, then turned by columns once, so that
     each piece (a CSR copy of its columns) costs its own stored values, not the chunk's (a CSR column slice
-    reads every row: 610 blocks of a 50,000-cell chunk took minutes); dense: a contiguous copy.  The chunk is
-    released once its pieces exist."""
+    reads every row; studies/dask-row-chunks.md); dense: a contiguous copy.  The chunk is released once its
+    pieces exist."""
     chunk = chunk.read()
     if sp.issparse(chunk):
         check_sparse_structure(chunk)
