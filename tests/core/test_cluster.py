@@ -14,6 +14,7 @@ import glfs
 import glfs.core.limits
 import glfs.scores._genewise as genewise
 from glfs import ConstantFeatureWarning
+from glfs.core._cluster import _workers_memory, n_workers, workers_info
 from glfs.scores._genewise import deviance_score, fisher_score, laplacian_score, variance_score
 from glfs.scores._moran import graph_autocorrelation
 
@@ -78,6 +79,22 @@ def test_cluster_scores_equal_in_memory(dask_client, caplog, data, kind):
     if data == "planted":  # the planted genes lead the graph scores (lower Laplacian score is better)
         assert set(np.argsort(got["laplacian"])[:8]) == set(range(8))
         assert set(np.argsort(-np.nan_to_num(got["moran_z"], nan=-np.inf))[:8]) == set(range(8))
+
+
+def test_the_workers_are_counted_while_the_client_refreshes_its_cache():
+    """The client's cached scheduler identity is replaced, every scheduler-info-interval, by one that lists no
+    worker; refreshed every millisecond, it must never make the 2 workers look like 1 or hide their limit."""
+    import dask
+
+    with dask.config.set({"distributed.client.scheduler-info-interval": "1ms"}):
+        with distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, memory_limit="3GiB", dashboard_address=":0"
+        ) as cl:
+            with distributed.Client(cl) as c:
+                counted = [n_workers(c) for _ in range(200)]
+                limits = [_workers_memory(c)[0] for _ in range(200)]
+    assert set(counted) == {2}
+    assert set(limits) == {3 * 2**30}
 
 
 def test_sparse_chunks_are_rechunked_by_tasks_not_p2p(dask_client):
@@ -189,7 +206,7 @@ def test_a_lost_worker_is_recovered_or_fails_never_partial():
                 assert "KilledWorker" in str(e)
                 got = None
             assert _CALLS["closed"] == 1
-            assert len(c.scheduler_info()["workers"]) == 1
+            assert len(workers_info(c)) == 1
     if got is not None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConstantFeatureWarning)

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 import glfs
 from glfs import ConstantFeatureWarning
 from glfs.core import limits
-from glfs.core._cluster import nbytes, worker_block_values
+from glfs.core._cluster import nbytes, worker_block_values, workers_info
 from glfs.core._validation import check_X
 from glfs.scores._genewise import laplacian_score
 
@@ -28,7 +28,7 @@ def _sparse(n=2000, d=300, density=0.1, seed=0):
 
 
 def _workers(client):
-    info = client.scheduler_info()["workers"].values()
+    info = workers_info(client).values()
     limit = min(w["memory_limit"] for w in info)
     threads = max(w["nthreads"] for w in info)
     base = max([w["metrics"]["memory"] for w in info] + [2**28])
@@ -136,10 +136,10 @@ def test_row_chunks_never_move_between_workers():
         ) as cl,
         distributed.Client(cl) as client,
     ):
-        started = set(client.scheduler_info()["workers"])
+        started = set(workers_info(client))
         got = laplacian_score(X, W)
         moved = client.run(_moved)
-        assert set(client.scheduler_info()["workers"]) == started  # none restarted
+        assert set(workers_info(client)) == started  # none restarted
     np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
     keys = [str(k) for log in moved.values() for ks, _ in log for k in ks]
     assert not [k for k in keys if X.name in k], keys

@@ -43,6 +43,7 @@ __all__ = [
     "n_workers",
     "nbytes",
     "worker_block_values",
+    "workers_info",
     "stall_seconds",
     "task_key",
     "wait_for",
@@ -90,9 +91,19 @@ def as_current(client=None):
         yield
 
 
+def workers_info(client) -> dict:
+    """The scheduler's identity of each of ``client``'s workers, ``{address: info}``, asked of the scheduler.
+
+    ``Client.scheduler_info()`` returns the client's cached identity, which its periodic refresh (every
+    ``distributed.client.scheduler-info-interval``) replaces with one that lists no worker; the refresh can land
+    between the fetch and the return, and the cluster then seems to have no workers and no memory limit.
+    """
+    return client.sync(client.scheduler.identity, n_workers=-1).get("workers", {})
+
+
 def n_workers(client) -> int:
     """The number of workers of the dask ``client`` (at least 1)."""
-    return max(1, len(client.scheduler_info().get("workers", {})))
+    return max(1, len(workers_info(client)))
 
 
 #: The least memory a worker process is counted to use before it holds any of a step's data (Python, numpy,
@@ -122,7 +133,7 @@ def nbytes(obj) -> int:
 def _workers_memory(client):
     """(memory limit in bytes or None, threads per worker, process bytes before the step) over the workers:
     the smallest limit, the most threads, the largest measured process memory (at least WORKER_BASE_BYTES)."""
-    workers = client.scheduler_info().get("workers", {}).values()
+    workers = workers_info(client).values()
     limits_ = [int(w.get("memory_limit") or 0) for w in workers]
     limit = min(limits_) if limits_ and all(limits_) else None
     threads = max([int(w.get("nthreads") or 1) for w in workers] or [1])

@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core._cluster import _memory_fraction, _workers_memory, chunk_tasks, gather_blocks, task_key, wait_for
+from glfs.core._cluster import n_workers as _n_workers
 from glfs.core._sparse_kernels import times_dense
 from glfs.graph._ivf_blocks import (
     BLOCK_QUERIES,
@@ -357,7 +358,7 @@ def _exact_task(lists, Q, q_ids, k):
 def _shards_of(Z: ClusterZ, client) -> list[list[int]]:
     """The blocks of Z grouped into index shards: at most :data:`INDEX_SHARD` cells each (as far as whole
     blocks allow), their number a multiple of the workers' (each worker holds as many)."""
-    n_workers = max(1, len(client.scheduler_info()["workers"]))
+    n_workers = _n_workers(client)
     k = n_workers * max(1, -(-Z.shape[0] // (n_workers * INDEX_SHARD)))
     k = min(k, len(Z.blocks))
     ends = np.searchsorted(Z.bounds[1:], np.arange(1, k + 1) * Z.shape[0] / k, side="left")
@@ -387,7 +388,7 @@ def check_search_memory(client, n: int, p: int, shard_cells: int, n_shards: int,
     limit, _, base = _workers_memory(client)
     if limit is None:
         return
-    n_workers = max(1, len(client.scheduler_info()["workers"]))
+    n_workers = _n_workers(client)
     held, build = search_worker_bytes(p, shard_cells, n_shards, n_workers)
     terminate = _memory_fraction("terminate")
     need = base + held + build
