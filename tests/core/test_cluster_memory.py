@@ -3,6 +3,7 @@ worker holds its process, the shared inputs, and per thread a row chunk with its
 pieces and temporaries; blocks are cut to fit the workers' spill fraction, and a row chunk or a gene that
 cannot fit is refused up front with the numbers."""
 
+import logging
 import warnings
 
 import numpy as np
@@ -158,8 +159,9 @@ class _Held:
 
 
 def test_split_pieces_are_the_columns_of_the_chunk_and_cost_its_stored_values():
-    """_split_rows gives each block's columns as CSR (unsorted and duplicate entries of the chunk summed and
-    sorted), whatever the block widths (one gene, several, the last)."""
+    """_split_rows gives each block's columns by genes, as CSC (unsorted and duplicate entries of the chunk summed
+    and sorted), whatever the block widths (one gene, several, the last): a piece's index pointers are one a gene,
+    where a CSR piece has one a cell of the chunk."""
     from glfs.core import _cluster
 
     rng = np.random.default_rng(5)
@@ -176,6 +178,113 @@ def test_split_pieces_are_the_columns_of_the_chunk_and_cost_its_stored_values():
     pieces = _cluster._split_rows(_Held(chunk), edges)
     assert len(pieces) == 5
     for (a, b), piece in zip(zip(edges[:-1], edges[1:]), pieces):
-        assert piece.format == "csr" and piece.has_sorted_indices
+        assert piece.format == "csc" and piece.has_sorted_indices
+        assert piece.indptr.size == b - a + 1
         np.testing.assert_array_equal(piece.toarray(), dense[:, a:b])
     assert sum(p.nnz for p in pieces) == np.count_nonzero(dense)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_stacked_pieces_are_scipys_vstack(seed):
+    """_stack_by_genes of CSC pieces (empty pieces, pieces of no rows, one gene) is scipy's vstack of them, the
+    same stored values in the same places; made CSR, the block a task scores is bitwise the CSR vstack."""
+    from glfs.core import _cluster
+
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(1, 12))
+    heights = rng.integers(0, 40, int(rng.integers(1, 7)))
+    pieces = [
+        sp.random(int(h), d, density=float(rng.choice([0.0, 0.1, 0.6])), format="csc", random_state=rng)
+        for h in heights
+    ]
+    pieces = [sp.csc_matrix(p.astype(np.float32)) for p in pieces]
+    got = _cluster._stack_by_genes(pieces)
+    want = sp.vstack([p.tocsr() for p in pieces], format="csr")
+    assert got.format == "csc" and got.shape == want.shape and got.has_sorted_indices
+    got_csr = got.tocsr()
+    for a in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(got_csr, a), getattr(want, a))
+
+
+def test_waves_hold_at_most_the_budget_and_keep_the_blocks_in_order():
+    """_waves against every way of cutting a short list into consecutive runs: the fewest runs whose pieces fit
+    the budget (a block above it alone), in order, covering every block once."""
+    import itertools
+
+    from glfs.core import _cluster
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        k = int(rng.integers(1, 8))
+        sizes = rng.integers(1, 10, k).astype(float)
+        budget = float(rng.integers(1, 25))
+        got = _cluster._waves(list(range(k)), sizes, budget)
+        assert [a for a, _ in got] == [0] + [b for _, b in got[:-1]] and got[-1][1] == k
+        assert all(b - a == 1 or sizes[a:b].sum() <= budget for a, b in got)
+        fewest = k
+        for cuts in itertools.product([0, 1], repeat=k - 1):
+            ends = [i + 1 for i, c in enumerate(cuts) if c] + [k]
+            runs = list(zip([0] + ends[:-1], ends))
+            if all(b - a == 1 or sizes[a:b].sum() <= budget for a, b in runs):
+                fewest = min(fewest, len(runs))
+        assert len(got) == fewest
+
+
+def test_piece_bytes_bound_the_pieces():
+    """_piece_bytes counts, for each block, at least the bytes of its by-genes pieces over all row chunks and at
+    most twice them (int64 row indices and pointers counted where scipy may keep int32)."""
+    from glfs.core import _cluster
+
+    X = _sparse(3_000, 120, 0.05, seed=2)
+    dx = da.from_array(X, chunks=(700, 120), asarray=False)
+    ooc = check_X(dx, lazy=True)
+    assert ooc.gene_nnz is not None
+    parts = [slice(0, 1), slice(1, 30), slice(30, 120)]
+    est = _cluster._piece_bytes(ooc, parts)
+    edges = np.array([0, 1, 30, 120])
+    real = np.zeros(3)
+    for i in range(dx.numblocks[0]):
+        for k, p in enumerate(_cluster._split_rows(_Held(dx.blocks[i].compute()), edges)):
+            real[k] += p.data.nbytes + p.indices.nbytes + p.indptr.nbytes
+    assert np.all(est >= real) and np.all(est <= 2 * real), (est, real)
+
+
+def test_waves_on_the_cluster_score_as_in_memory(caplog):
+    """A wave budget (dask config glfs.wave-bytes) below the matrix: the blocks run in several waves, each
+    reading every row chunk, and the scores are the in-memory ones."""
+    import dask
+
+    X = _sparse(4_000, 300, 0.05, seed=3)
+    rng = np.random.default_rng(1)
+    rows = np.repeat(np.arange(X.shape[0]), 5)
+    W = sp.csr_matrix((np.ones(rows.size), (rows, rng.integers(0, X.shape[0], rows.size))), shape=(X.shape[0],) * 2)
+    W = W + W.T
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstantFeatureWarning)
+        want = laplacian_score(X, W)
+        matrix = X.nnz * (4 + 8)
+        with (
+            distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=False, memory_limit="2GiB", dashboard_address=":0"
+            ) as cl,
+            distributed.Client(cl),
+            dask.config.set({"glfs.wave-bytes": matrix // 4}),
+            caplog.at_level(logging.INFO, logger="glfs.core._cluster"),
+        ):
+            got = laplacian_score(da.from_array(X, chunks=(500, 300), asarray=False), W)
+    said = [r.getMessage() for r in caplog.records if "waves, each of at most" in r.getMessage()]
+    assert len(said) == 1, said
+    waves = int(said[0].split(" waves")[0].split()[-1])
+    assert 4 <= waves <= 8, said
+    assert sum("row chunks split into" in r.getMessage() for r in caplog.records) == waves
+    np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("value", ["-1 GB", 0, "lots"])
+def test_a_bad_wave_budget_is_refused_by_name(value):
+    import dask
+
+    from glfs.core import _cluster
+
+    with dask.config.set({"glfs.wave-bytes": value}), pytest.raises(ValueError, match="glfs.wave-bytes"):
+        _cluster.wave_bytes(None, None, {})

@@ -444,7 +444,10 @@ def map_gene_blocks(X, parts, fn, shared, client, what: str):
     row chunk is read and split by the genes of ``parts`` by one task (:func:`_split_rows`), and
     each block's task stacks its pieces of every row chunk (:func:`_stack_call`): a task holds one row chunk
     and its pieces, or one block and its pieces, never a row chunk read elsewhere; the pieces wait for their
-    block where dask keeps data (spilled to disk above the workers' memory target).  X in 2-D tiles or
+    block where dask keeps data (spilled to disk above the workers' memory target).  All blocks' pieces are
+    the whole matrix: when they exceed what the workers can keep (:func:`wave_bytes`), the blocks run in waves
+    of consecutive blocks whose pieces fit, each wave reading every row chunk again, so that no disk fills
+    with the matrix.  X in 2-D tiles or
     chunked by genes: rechunked by dask into the blocks (each a column of tiles, read by one task).
     ``shared`` is scattered to every worker once, and each block's task returns the per-gene results of its
     block.  Returns the results in the order of ``parts``.
@@ -453,36 +456,137 @@ def map_gene_blocks(X, parts, fn, shared, client, what: str):
 
     src = X.source
     n = X.shape[0]
-    widths = tuple(sl.stop - sl.start for sl in parts)
     if _row_chunked(src):
-        edges = np.r_[0, np.cumsum(widths)].astype(np.int64)
-        split = [
-            dask.delayed(_split_rows, nout=len(parts))(
-                _Chunk(src.blocks[i, 0]), edges, dask_key_name=task_key(f"{what} split", i)
+        budget = wave_bytes(client, X, shared)
+        waves = _waves(parts, _piece_bytes(X, parts), budget)
+        if len(waves) > 1:
+            log.info(
+                "%s: %d gene blocks in %d waves, each of at most %.2f GB of pieces held on the cluster (every row "
+                "chunk read once a wave)",
+                what,
+                len(parts),
+                len(waves),
+                budget / 1e9,
             )
-            for i in range(src.numblocks[0])
-        ]
-        shared_f = _scatter(client, shared)
-        tasks = [
-            dask.delayed(_stack_call)(fn, shared_f, *[pieces[k] for pieces in split], dask_key_name=task_key(what, k))
-            for k in range(len(parts))
-        ]
-        how = f"{len(split)} row chunks split into {len(tasks)} gene blocks of all {n} cells"
-        # unoptimised: dask's cull of each block's graph in turn grows as blocks x pieces (studies/dask-row-chunks.md)
-        optimize = False
-    else:
-        # dask's task-based rechunk: its P2P rechunk (chosen for large graphs on a distributed client) cannot
-        # move scipy.sparse chunks ("'csr_matrix' object has no attribute 'base'", at 10^6 cells in row chunks)
-        blocks = chunk_grid(src.rechunk(((n,), widths), method="tasks")).ravel()
-        shared_f = _scatter(client, shared)
-        tasks = [
-            dask.delayed(_call_block)(fn, b, shared_f, dask_key_name=task_key(what, i)) for i, b in enumerate(blocks)
-        ]
-        how = f"{len(tasks)} gene blocks of all {n} cells"
-        optimize = True
-    log.info("%s: %s as dask tasks on %d workers", what, how, n_workers(client))
+        out = []
+        for w, (a, b) in enumerate(waves):
+            out += _row_chunk_wave(X, parts[a:b], fn, shared, client, what, w, len(waves))
+        return out
+    # dask's task-based rechunk: its P2P rechunk (chosen for large graphs on a distributed client) cannot
+    # move scipy.sparse chunks ("'csr_matrix' object has no attribute 'base'", at 10^6 cells in row chunks)
+    widths = tuple(sl.stop - sl.start for sl in parts)
+    blocks = chunk_grid(src.rechunk(((n,), widths), method="tasks")).ravel()
+    shared_f = _scatter(client, shared)
+    tasks = [dask.delayed(_call_block)(fn, b, shared_f, dask_key_name=task_key(what, i)) for i, b in enumerate(blocks)]
+    log.info("%s: %d gene blocks of all %d cells as dask tasks on %d workers", what, len(tasks), n, n_workers(client))
     labels = [f"genes {sl.start}-{sl.stop - 1}" for sl in parts]
-    return gather_blocks(client, client.compute(tasks, optimize_graph=optimize), what, labels)
+    return gather_blocks(client, client.compute(tasks), what, labels)
+
+
+def _row_chunk_wave(X, parts, fn, shared, client, what, wave, n_waves):
+    """The results of ``parts`` (consecutive gene slices) of the row-chunked dask X: each row chunk read and
+    split by a task into its pieces of these blocks, each block stacked from its pieces by a task."""
+    import dask
+
+    src = X.source
+    n = X.shape[0]
+    g0 = parts[0].start
+    edges = np.r_[0, np.cumsum([sl.stop - sl.start for sl in parts])].astype(np.int64) + g0
+    tag = f" (wave {wave + 1} of {n_waves})" if n_waves > 1 else ""
+    split = [
+        dask.delayed(_split_rows, nout=len(parts))(
+            _Chunk(src.blocks[i, 0]), edges, dask_key_name=task_key(f"{what} split", i)
+        )
+        for i in range(src.numblocks[0])
+    ]
+    shared_f = _scatter(client, shared)
+    tasks = [
+        dask.delayed(_stack_call)(fn, shared_f, *[pieces[k] for pieces in split], dask_key_name=task_key(what, k))
+        for k in range(len(parts))
+    ]
+    log.info(
+        "%s: %d row chunks split into %d gene blocks of all %d cells as dask tasks on %d workers%s",
+        what,
+        len(split),
+        len(tasks),
+        n,
+        n_workers(client),
+        tag,
+    )
+    labels = [f"genes {sl.start}-{sl.stop - 1}{tag}" for sl in parts]
+    # unoptimised: dask's cull of each block's graph in turn grows as blocks x pieces (studies/dask-row-chunks.md)
+    return gather_blocks(client, client.compute(tasks, optimize_graph=False), what, labels)
+
+
+def wave_bytes(client, X, shared) -> float:
+    """The bytes of gene pieces that one wave of :func:`map_gene_blocks` may leave waiting on the cluster:
+    dask config ``glfs.wave-bytes`` when set, else half of what the workers can keep (the memory each has
+    below its spill fraction beside its process and the shared inputs, summed) plus half of the smallest free
+    local disk of a worker (where dask spills; workers of one machine share it).  Infinite without a memory
+    limit or a disk to read."""
+    import dask
+    from dask.utils import parse_bytes
+
+    value = dask.config.get("glfs.wave-bytes", None)
+    if value is not None:
+        msg = f"dask config 'glfs.wave-bytes' must be a positive size (bytes, or e.g. '20 GB'); got {value!r}"
+        try:
+            got = parse_bytes(value) if isinstance(value, str) else value
+        except ValueError as e:
+            raise ValueError(msg) from e
+        if not (isinstance(got, (int, float)) and not isinstance(got, bool) and got > 0):
+            raise ValueError(msg)
+        return float(got)
+    workers = workers_info(client)
+    limits_ = [int(w.get("memory_limit") or 0) for w in workers.values()]
+    if not limits_ or not all(limits_):
+        return float("inf")
+    spill = _memory_fraction("spill")
+    shared_b = nbytes(shared)
+    room = sum(
+        max(0.0, spill * lim - int(w.get("metrics", {}).get("memory") or 0) - shared_b)
+        for lim, w in zip(limits_, workers.values())
+    )
+    free = [f for f in client.run(_free_disk, on_error="return").values() if isinstance(f, int)]
+    return room / 2 + (min(free) / 2 if free else 0.0)
+
+
+def _free_disk(dask_worker) -> int:
+    """Free bytes of the disk where the worker spills (run on every worker)."""
+    import shutil
+
+    return int(shutil.disk_usage(dask_worker.local_directory).free)
+
+
+def _piece_bytes(X, parts) -> np.ndarray:
+    """The bytes of each block's pieces over all row chunks: its stored values and their row indices (sparse,
+    as the by-genes pieces of :func:`_split_rows` keep them), or all its values (dense)."""
+    n = X.shape[0]
+    if X.format == "dense":
+        return np.array([(sl.stop - sl.start) * n * X.dtype.itemsize for sl in parts], dtype=np.float64)
+    per_gene = X.gene_nnz if X.gene_nnz is not None else np.full(X.shape[1], n, np.int64)
+    csum = np.r_[0, np.cumsum(per_gene, dtype=np.int64)]
+    rows = X.source.numblocks[0]
+    return np.array(
+        [
+            (csum[sl.stop] - csum[sl.start]) * (X.dtype.itemsize + 8) + rows * 8 * (sl.stop - sl.start + 1)
+            for sl in parts
+        ],
+        dtype=np.float64,
+    )
+
+
+def _waves(parts, piece_bytes, budget) -> list[tuple[int, int]]:
+    """Consecutive runs ``(a, b)`` of ``parts`` whose pieces add up to at most ``budget`` bytes each (a block
+    above it alone); one run when all fit."""
+    out, a, held = [], 0, 0.0
+    for k, b in enumerate(piece_bytes):
+        if k > a and held + b > budget:
+            out.append((a, k))
+            a, held = k, 0.0
+        held += b
+    out.append((a, len(parts)))
+    return out
 
 
 def _row_chunked(source) -> bool:
@@ -518,15 +622,37 @@ def _split_rows(chunk, edges):
         check_sparse_structure(chunk)
         by_genes = canonical(sp.csr_matrix(chunk), warn=False).tocsc()
         del chunk
-        return tuple(by_genes[:, int(a) : int(b)].tocsr() for a, b in zip(edges[:-1], edges[1:]))
+        return tuple(by_genes[:, int(a) : int(b)] for a, b in zip(edges[:-1], edges[1:]))
     chunk = np.asarray(chunk)
     return tuple(np.ascontiguousarray(chunk[:, int(a) : int(b)]) for a, b in zip(edges[:-1], edges[1:]))
 
 
 def _stack_call(fn, shared, *pieces):
     """``fn`` on the gene block stacked from its ``pieces`` of every row chunk, in row order (a task)."""
-    block = sp.vstack(pieces, format="csr") if sp.issparse(pieces[0]) else np.vstack(pieces)
+    block = _stack_by_genes(pieces).tocsr() if sp.issparse(pieces[0]) else np.vstack(pieces)
     return _call_block(fn, block, shared)
+
+
+def _stack_by_genes(pieces):
+    """The CSC matrix of the CSC ``pieces`` (the same genes, consecutive rows) stacked in their order: each
+    gene's entries of each piece in turn, row indices shifted by the rows above (scipy's ``vstack`` of CSC
+    goes through COO, three copies of the block)."""
+    d = pieces[0].shape[1]
+    rows = np.r_[0, np.cumsum([p.shape[0] for p in pieces])]
+    counts = np.array([np.diff(p.indptr) for p in pieces], dtype=np.int64).reshape(len(pieces), d)
+    indptr = np.r_[0, np.cumsum(counts.sum(axis=0))]
+    idx_dtype = np.int32 if max(rows[-1], indptr[-1]) < 2**31 else np.int64
+    data = np.empty(indptr[-1], dtype=np.result_type(*[p.dtype for p in pieces]))
+    indices = np.empty(indptr[-1], dtype=idx_dtype)
+    before = indptr[:-1].copy()  # where each gene's entries of the next piece go
+    for p, r0, cnt in zip(pieces, rows[:-1], counts):
+        if p.nnz:
+            gene = np.repeat(np.arange(d), cnt)
+            at = before[gene] + (np.arange(p.nnz) - p.indptr[gene])
+            data[at] = p.data
+            indices[at] = p.indices + r0
+        before += cnt
+    return sp.csc_matrix((data, indices, indptr), shape=(int(rows[-1]), d))
 
 
 def map_pieces(client, fn, pieces, shared, what: str, labels=None):
