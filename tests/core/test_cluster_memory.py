@@ -75,15 +75,42 @@ def test_a_row_chunk_too_large_for_the_workers_is_refused_with_the_numbers():
     ):
         ooc = check_X(da.from_array(X, chunks=(2000, X.shape[1]), asarray=False), lazy=True)
         limit, threads, base = _workers(client)
-        # the room left below the terminate fraction after the worker's process: less than 2 of these chunks
+        # the room left below the pause fraction after the worker's process: less than 3 of these chunks (the chunk
+        # as read, by genes, and the temporaries)
         chunk_b = ooc.chunk_values * (4 + 8) + 8 * 2001
         assert ooc.chunk_values == max(X[:2000].nnz, X[2000:].nnz)
-        shared = {"pad": np.zeros(int((0.95 * limit - base - 1.5 * chunk_b) // 8))}
+        shared = {"pad": np.zeros(int((0.8 * limit - base - 2.5 * chunk_b) // 8))}
         with pytest.raises(MemoryError, match=r"row chunks of 2000 cells .* read X in smaller row chunks"):
             worker_block_values(client, ooc, shared, "laplacian_score")
-        # with room for 2.5 chunks below terminate (above spill): blocks of one gene at least, no refusal
-        roomy = {"pad": np.zeros(int((0.95 * limit - base - 2.5 * chunk_b) // 8))}
+        # with room for 3.5 chunks below pause (above spill): blocks of one gene at least, no refusal
+        roomy = {"pad": np.zeros(int((0.8 * limit - base - 3.5 * chunk_b) // 8))}
         assert worker_block_values(client, ooc, roomy, "laplacian_score") >= int(ooc.gene_nnz.max())
+
+
+def test_a_gene_block_past_the_pause_fraction_is_refused_with_the_numbers():
+    """A block of one gene of all cells whose task would take the worker between its pause (0.8) and terminate
+    (0.95) fractions is refused at once: the task runs on above pause while dask fetches and spills (at 10^7 cells
+    such a plan, at 90 % of the limit, lost a worker); below pause it is planned."""
+    X = _sparse(n=4000, d=200, density=0.3).tolil()
+    X[:, 7] = 1.0  # a gene in every cell: the largest one-gene block
+    X = X.tocsr()
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, memory_limit="8GiB", dashboard_address=":0"
+        ) as cl,
+        distributed.Client(cl) as client,
+    ):
+        ooc = check_X(da.from_array(X, chunks=(X.shape[0], 50), asarray=False), lazy=True)
+        limit, _, base = _workers(client)
+        n = X.shape[0]
+        one_gene = 3 * 8 * (n + 1) + 32 * n + 3 * n * (4 + 8)  # task_fixed + 3 x the gene's values and indices
+        for share, refused in ((0.875, True), (0.75, False)):
+            shared = {"pad": np.zeros(int((share * limit - base - one_gene) // 8))}
+            if refused:
+                with pytest.raises(MemoryError, match=r"a block of one gene of all 4000 cells .* pause fraction 0.8"):
+                    worker_block_values(client, ooc, shared, "laplacian_score")
+            else:
+                assert worker_block_values(client, ooc, shared, "laplacian_score") >= n
 
 
 def test_blocks_sized_by_memory_give_the_in_memory_scores(dask_client, monkeypatch):

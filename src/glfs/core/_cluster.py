@@ -109,9 +109,10 @@ def n_workers(client) -> int:
 #: The least memory a worker process is counted to use before it holds any of a step's data (Python, numpy,
 #: scipy, numba and glfs loaded); the process memory the scheduler last measured is used when it is more.
 WORKER_BASE_BYTES = 2**28
-#: Gene blocks of row-chunked X (:func:`map_gene_blocks`): a task holds its row chunk and the chunk's pieces
-#: (2 chunks), or its block's pieces, the stacked block and the score's temporaries (3 blocks).
-CHUNK_COPIES = 2
+#: Gene blocks of row-chunked X (:func:`map_gene_blocks`): a task holds its row chunk as read, the chunk by genes
+#: and the reader's and the conversion's temporaries (2.4 chunks measured on a 50,000-cell chunk of 26.5 M values;
+#: 3 counted), or its block's pieces, the stacked block and the score's temporaries (3 blocks).
+CHUNK_COPIES = 3
 BLOCK_COPIES = 3
 #: Per cell and task, the score's float64 temporaries beside the block (degrees, weights, centred values).
 PER_CELL_BYTES = 32
@@ -161,16 +162,18 @@ def worker_block_values(client, X, shared, what: str) -> int | None:
     temporaries; X in tiles or by genes has no row chunk term.  Blocks are sized so that ``M`` is at most the
     workers' spill fraction of their memory limit (above it dask moves the waiting pieces to disk).  Raises a
     MemoryError, with the numbers, when a row chunk, or a block of one gene, would take a worker past its
-    terminate fraction (dask restarts it there).
+    pause fraction: a task runs on above it while dask fetches the next task's inputs and spills, and at the
+    terminate fraction the nanny restarts the worker (a one-gene plan at 90 % of the limit lost a worker at
+    10^7 cells; studies/dask-row-chunks.md).
     """
     limit, threads, base = _workers_memory(client)
     if limit is None:
         return None
     n = X.shape[0]
     shared_b = nbytes(shared)
-    spill, terminate = _memory_fraction("spill"), _memory_fraction("terminate")
+    spill, pause = _memory_fraction("spill"), _memory_fraction("pause")
     room = spill * limit - base - shared_b
-    hard = terminate * limit - base - shared_b
+    hard = pause * limit - base - shared_b
     sparse = X.format != "dense"
     value_b = X.dtype.itemsize + (8 if sparse else 0)  # a sparse value and its index (int64 at worst)
     row_chunked = _row_chunked(X.source)
@@ -187,27 +190,27 @@ def worker_block_values(client, X, shared, what: str) -> int | None:
     task_fixed = BLOCK_COPIES * block_fixed + PER_CELL_BYTES * n
     need = f"worker process {base / 2**30:.2f} GB + shared inputs {shared_b / 2**30:.2f} GB"
     if row_chunked and CHUNK_COPIES * chunk_b * threads > hard:
-        least = (base + shared_b + threads * CHUNK_COPIES * chunk_b) / terminate
+        least = (base + shared_b + threads * CHUNK_COPIES * chunk_b) / pause
         msg = (
             f"{what}: the dask workers' memory limit ({limit / 2**30:.2f} GiB, {threads} thread(s) each) is too small "
             f"for X's row chunks of {rows} cells ({chunk_b / 2**30:.2f} GB the largest; a task holds it and its gene "
-            f"pieces, {CHUNK_COPIES} x): {need} + {threads} x {CHUNK_COPIES} x chunk needs "
-            f"{least / 2**30:.2f} GiB at the terminate fraction {terminate:g}; give the workers at least that "
+            f"by genes, {CHUNK_COPIES} x): {need} + {threads} x {CHUNK_COPIES} x chunk needs "
+            f"{least / 2**30:.2f} GiB at the pause fraction {pause:g}; give the workers at least that "
             f"memory_limit, or read X in smaller row chunks (e.g. chunks=({max(1, rows // 4)}, -1))"
         )
         raise MemoryError(msg)
     values = int((room / threads - task_fixed) / BLOCK_COPIES // value_b)
     one_gene = base + shared_b + threads * (task_fixed + BLOCK_COPIES * gene_vals * value_b)
-    if one_gene > terminate * limit:
-        least = one_gene / terminate
+    if one_gene > pause * limit:
+        least = one_gene / pause
         msg = (
             f"{what}: the dask workers' memory limit ({limit / 2**30:.2f} GiB, {threads} thread(s) each) is too small "
             f"for a block of one gene of all {n} cells ({gene_vals} stored values): {need} + {threads} x "
-            f"{BLOCK_COPIES} x block needs {least / 2**30:.2f} GiB at the terminate fraction {terminate:g}; "
+            f"{BLOCK_COPIES} x block needs {least / 2**30:.2f} GiB at the pause fraction {pause:g}; "
             f"give the workers at least that memory_limit"
         )
         raise MemoryError(msg)
-    values = max(values, gene_vals)  # one gene a block at least (above the spill fraction, below terminate)
+    values = max(values, gene_vals)  # one gene a block at least (above the spill fraction, below pause)
     log.info(
         "%s: workers of %.2f GiB, %d thread(s): %s, row chunks of %.2f GB; gene blocks of at most %d stored values "
         "(%.2f GB)",
