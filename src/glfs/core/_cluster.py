@@ -193,7 +193,7 @@ def worker_block_values(client, X, shared, what: str) -> int | None:
         least = (base + shared_b + threads * CHUNK_COPIES * chunk_b) / pause
         msg = (
             f"{what}: the dask workers' memory limit ({limit / 2**30:.2f} GiB, {threads} thread(s) each) is too small "
-            f"for X's row chunks of {rows} cells ({chunk_b / 2**30:.2f} GB the largest; a task holds it and its gene "
+            f"for X's row chunks of {rows} cells ({chunk_b / 2**30:.2f} GB the largest; a task holds it as read and "
             f"by genes, {CHUNK_COPIES} x): {need} + {threads} x {CHUNK_COPIES} x chunk needs "
             f"{least / 2**30:.2f} GiB at the pause fraction {pause:g}; give the workers at least that "
             f"memory_limit, or read X in smaller row chunks (e.g. chunks=({max(1, rows // 4)}, -1))"
