@@ -163,8 +163,7 @@ def worker_block_values(client, X, shared, what: str) -> int | None:
     workers' spill fraction of their memory limit (above it dask moves the waiting pieces to disk).  Raises a
     MemoryError, with the numbers, when a row chunk, or a block of one gene, would take a worker past its
     pause fraction: a task runs on above it while dask fetches the next task's inputs and spills, and at the
-    terminate fraction the nanny restarts the worker (a one-gene plan at 90 % of the limit lost a worker at
-    10^7 cells; studies/dask-row-chunks.md).
+    terminate fraction the nanny restarts the worker (studies/dask-row-chunks.md).
     """
     limit, threads, base = _workers_memory(client)
     if limit is None:
@@ -525,8 +524,8 @@ def wave_bytes(client, X, shared) -> float:
     """The bytes of gene pieces that one wave of :func:`map_gene_blocks` may leave waiting on the cluster:
     dask config ``glfs.wave-bytes`` when set, else half of what the workers can keep (the memory each has
     below its spill fraction beside its process and the shared inputs, summed) plus half of the smallest free
-    local disk of a worker (where dask spills; workers of one machine share it).  Infinite without a memory
-    limit or a disk to read."""
+    local disk of a worker (where dask spills; workers of one machine share it; none counted when no worker
+    answers).  Infinite without a memory limit."""
     import dask
     from dask.utils import parse_bytes
 
