@@ -2,6 +2,7 @@
 same scores as in memory, on random and planted data, sparse and dense chunks; a failed task or a lost
 worker never yields partial scores; no task holds more than its block."""
 
+import functools
 import logging
 import tracemalloc
 import warnings
@@ -216,18 +217,20 @@ def test_a_lost_worker_is_recovered_or_fails_never_partial():
 _TRACE = {}
 
 
-def _traced_block(B, **kw):
-    """The Laplacian score's block task, recording the peak of the memory it allocates (tracemalloc)."""
+def _traced(name, B, *args, **kw):
+    """The Laplacian score's task function ``name`` (its block's local step, or a graph shard's term),
+    recording the peak of the memory each call allocates (tracemalloc) beside its block's bytes."""
     start = tracemalloc.get_traced_memory()[0]
     tracemalloc.reset_peak()
-    out = _TRACE["inner"](B, **kw)
-    _TRACE["peaks"].append((tracemalloc.get_traced_memory()[1] - start, B.nbytes))
+    out = _TRACE["inner"][name](B, *args, **kw)
+    _TRACE["peaks"].append((name, tracemalloc.get_traced_memory()[1] - start, B.nbytes))
     return out
 
 
 def test_no_task_holds_more_than_its_block(monkeypatch):
     """A dense X of 128 MB, generated block by block: the peak traced memory of the whole call (client
-    and the one in-process worker) stays under half of X, and each block task's own under 4 blocks."""
+    and the one in-process worker) stays under half of X, and each block task's own (its local step, each
+    graph shard's term) under 4 blocks."""
     n, d, width = 2000, 8000, 500
     monkeypatch.setattr(genewise, "LS_BLOCK_VALUES", n * 250)  # blocks of 250 genes, 4 MB
     rng = np.random.default_rng(0)
@@ -239,8 +242,10 @@ def test_no_task_holds_more_than_its_block(monkeypatch):
 
     X = da.map_blocks(gen, chunks=((n,), (width,) * (d // width)), dtype=np.float64, meta=np.empty((0, 0)))
     task_peaks = _TRACE["peaks"] = []
-    inner = _TRACE["inner"] = genewise._laplacian_block
-    monkeypatch.setattr(genewise, "_laplacian_block", _traced_block)
+    _TRACE["inner"] = {}
+    for name in ("_laplacian_local", "graph_term"):
+        _TRACE["inner"][name] = getattr(genewise, name)
+        monkeypatch.setattr(genewise, name, functools.partial(_traced, name))
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cl:
         with distributed.Client(cl):
             tracemalloc.start()
@@ -252,10 +257,11 @@ def test_no_task_holds_more_than_its_block(monkeypatch):
             finally:
                 tracemalloc.stop()
     whole = n * d * 8
-    assert len(task_peaks) == d // 250
+    assert sum(name == "_laplacian_local" for name, _, _ in task_peaks) == d // 250
+    assert sum(name == "graph_term" for name, _, _ in task_peaks) >= d // 250
     assert peak < whole / 2, (peak, whole)
-    assert max(p for p, _ in task_peaks) < 4 * max(b for _, b in task_peaks) <= whole / 8
-    monkeypatch.setattr(genewise, "_laplacian_block", inner)
+    assert max(p for _, p, _ in task_peaks) < 4 * max(b for _, _, b in task_peaks) <= whole / 8
+    monkeypatch.undo()
     np.testing.assert_allclose(got[:500], laplacian_score(X[:, :500].compute(), W), rtol=1e-6)
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "chunk_grid",
     "chunk_tasks",
     "gather_blocks",
+    "graph_shards",
     "map_chunks",
     "map_gene_blocks",
     "map_pieces",
@@ -48,6 +49,7 @@ __all__ = [
     "task_key",
     "wait_for",
     "BLOCKS_PER_WORKER",
+    "GRAPH_SHARD_BYTES",
     "STALL_SECONDS",
 ]
 
@@ -152,14 +154,16 @@ def _memory_fraction(key: str) -> float:
     return 1.0 if value in (None, False) else float(value)
 
 
-def worker_block_values(client, X, shared, what: str) -> int | None:
+def worker_block_values(client, X, shared, what: str, graph=None) -> int | None:
     """Stored values per gene block so that each worker stays within its memory limit; None without a limit.
 
-    A worker holds ``M = base + S + t * max(CHUNK_COPIES * C, BLOCK_COPIES * B + PER_CELL_BYTES * n)``: its
-    process before the step (``base``), the shared inputs scattered to it (``S``: the graph and the per-cell
-    arrays), and for each of its ``t`` threads either a row chunk of X with its pieces (``C``, the largest row
-    chunk's bytes) or a gene block (``B``) with its pieces, the stacked copy and the score's per-cell
-    temporaries; X in tiles or by genes has no row chunk term.  Blocks are sized so that ``M`` is at most the
+    A worker holds ``M = base + S + G / w + t * max(CHUNK_COPIES * C, BLOCK_COPIES * B + PER_CELL_BYTES * n + g)``:
+    its process before the step (``base``), the shared inputs scattered to it (``S``: the per-cell arrays, and
+    the graph when it is not given in shards), its share of the graph's row shards (``graph``, a list of them: ``G``
+    bytes over ``w`` workers; ``g`` the largest, which a task takes beside its block), and for each of its ``t``
+    threads either a row chunk of X with its pieces (``C``, the largest row chunk's bytes) or a gene block
+    (``B``) with its pieces, the stacked copy and the score's per-cell temporaries; X in tiles or by genes has
+    no row chunk term.  Blocks are sized so that ``M`` is at most the
     workers' spill fraction of their memory limit (above it dask moves the waiting pieces to disk).  Raises a
     MemoryError, with the numbers, when a row chunk, or a block of one gene, would take a worker past its
     pause fraction: a task runs on above it while dask fetches the next task's inputs and spills, and at the
@@ -169,7 +173,8 @@ def worker_block_values(client, X, shared, what: str) -> int | None:
     if limit is None:
         return None
     n = X.shape[0]
-    shared_b = nbytes(shared)
+    shard_b = max((nbytes(g) for g in graph), default=0) if graph else 0
+    shared_b = nbytes(shared) + (-(-sum(nbytes(g) for g in graph) // n_workers(client)) if graph else 0)
     spill, pause = _memory_fraction("spill"), _memory_fraction("pause")
     room = spill * limit - base - shared_b
     hard = pause * limit - base - shared_b
@@ -186,8 +191,10 @@ def worker_block_values(client, X, shared, what: str) -> int | None:
         chunk_b = chunk_vals * value_b + (8 * (rows + 1) if sparse else 0)
     gene_vals = int(np.max(X.gene_nnz)) if sparse and X.gene_nnz is not None and X.gene_nnz.size else n
     block_fixed = 8 * (n + 1) if sparse else 0
-    task_fixed = BLOCK_COPIES * block_fixed + PER_CELL_BYTES * n
+    task_fixed = BLOCK_COPIES * block_fixed + PER_CELL_BYTES * n + shard_b
     need = f"worker process {base / 2**30:.2f} GB + shared inputs {shared_b / 2**30:.2f} GB"
+    if graph:
+        need += f" (the graph's share in {len(graph)} row shards; one of {shard_b / 2**30:.2f} GB a task)"
     if row_chunked and CHUNK_COPIES * chunk_b * threads > hard:
         least = (base + shared_b + threads * CHUNK_COPIES * chunk_b) / pause
         msg = (
@@ -385,14 +392,6 @@ def _call(fn, block, shared):
     return fn(block, **shared)
 
 
-def _call_block(fn, block, shared):
-    """``fn`` on a gene block; a sparse block checked and made canonical first (glfs.core._structure)."""
-    if sp.issparse(block):
-        check_sparse_structure(block)
-        block = canonical(block, warn=False)
-    return fn(block, **shared)
-
-
 def _call_at(fn, chunk, rows, cols, shared):
     return fn(chunk.read(), rows, cols, **shared)
 
@@ -439,12 +438,39 @@ def map_chunks(X, fn, shared, client, what: str):
     return [(r, c, res) for (r, c), res in zip(where, results)]
 
 
-def map_gene_blocks(X, parts, fn, shared, client, what: str):
+#: Bytes of a row shard of the graph (:func:`graph_shards`) at most: a task holds one beside its gene block.
+GRAPH_SHARD_BYTES = 2**26
+
+
+def graph_shards(U, max_bytes: int | None = None) -> list[tuple[int, sp.csr_matrix]]:
+    """``(r0, rows)``: the CSR graph ``U`` cut into row shards of consecutive samples (``rows`` the samples ``r0,
+    r0 + 1, ...``, all columns), each of at most ``max_bytes`` (:data:`GRAPH_SHARD_BYTES`; a row above it alone)."""
+    U = sp.csr_matrix(U)
+    limit = GRAPH_SHARD_BYTES if max_bytes is None else max_bytes
+    per_value = U.data.itemsize + U.indices.itemsize
+    cost = U.indptr.astype(np.int64) * per_value + np.arange(U.shape[0] + 1) * U.indptr.itemsize
+    out, r0 = [], 0
+    while r0 < U.shape[0]:
+        # rows r0..r1 cost cost[r1] - cost[r0] and one index pointer more
+        r1 = max(r0 + 1, int(np.searchsorted(cost, cost[r0] + limit - U.indptr.itemsize, side="right")) - 1)
+        r1 = min(r1, U.shape[0])
+        out.append((r0, U[r0:r1]))
+        r0 = r1
+    return out
+
+
+def map_gene_blocks(X, parts, fn, shared, client, what: str, graph=None):
     """``fn(block, **shared)`` on every gene block ``parts`` (consecutive slices) of the dask X, as tasks.
+
+    ``graph``: ``(shards, local, graph_term, finish)`` for a score whose only per-cell pair term is the graph's:
+    then the graph is not scattered to every worker but given as its row shards (:func:`graph_shards`: ``(r0,
+    rows)`` each), each scattered to one worker; a block's task computes ``partial, plan = local(block, **shared)``, one task per shard adds
+    ``graph_term(block, shard, plan, r0)``, and ``finish(partial, sum of the shards' terms)`` is the block's
+    result.  A worker then holds its block and one shard, not the whole graph (studies/dask-row-chunks.md).
 
     X stored in row chunks (one column chunk, as ``read_elem_lazy``, zarr and SOMA exports give it): each
     row chunk is read and split by the genes of ``parts`` by one task (:func:`_split_rows`), and
-    each block's task stacks its pieces of every row chunk (:func:`_stack_call`): a task holds one row chunk
+    each block's task stacks its pieces of every row chunk (:func:`_stack`): a task holds one row chunk
     and its pieces, or one block and its pieces, never a row chunk read elsewhere; the pieces wait for their
     block where dask keeps data (spilled to disk above the workers' memory target).  All blocks' pieces are
     the whole matrix: when they exceed what the workers can keep (:func:`wave_bytes`), the blocks run in waves
@@ -458,8 +484,9 @@ def map_gene_blocks(X, parts, fn, shared, client, what: str):
 
     src = X.source
     n = X.shape[0]
+    graph_f = _scatter_graph(client, graph)
     if _row_chunked(src):
-        budget = wave_bytes(client, X, shared)
+        budget = wave_bytes(client, X, shared, graph_f)
         waves = _waves(parts, _piece_bytes(X, parts), budget)
         if len(waves) > 1:
             log.info(
@@ -472,20 +499,74 @@ def map_gene_blocks(X, parts, fn, shared, client, what: str):
             )
         out = []
         for w, (a, b) in enumerate(waves):
-            out += _row_chunk_wave(X, parts[a:b], fn, shared, client, what, w, len(waves))
+            out += _row_chunk_wave(X, parts[a:b], fn, shared, client, what, w, len(waves), graph_f)
         return out
     # dask's task-based rechunk: its P2P rechunk (chosen for large graphs on a distributed client) cannot
     # move scipy.sparse chunks ("'csr_matrix' object has no attribute 'base'", at 10^6 cells in row chunks)
     widths = tuple(sl.stop - sl.start for sl in parts)
     blocks = chunk_grid(src.rechunk(((n,), widths), method="tasks")).ravel()
     shared_f = _scatter(client, shared)
-    tasks = [dask.delayed(_call_block)(fn, b, shared_f, dask_key_name=task_key(what, i)) for i, b in enumerate(blocks)]
+    tasks = [
+        _block_tasks(
+            dask.delayed(_ready)(b, dask_key_name=task_key(f"{what} block", i)), fn, shared_f, graph_f, what, i
+        )
+        for i, b in enumerate(blocks)
+    ]
     log.info("%s: %d gene blocks of all %d cells as dask tasks on %d workers", what, len(tasks), n, n_workers(client))
     labels = [f"genes {sl.start}-{sl.stop - 1}" for sl in parts]
     return gather_blocks(client, client.compute(tasks), what, labels)
 
 
-def _row_chunk_wave(X, parts, fn, shared, client, what, wave, n_waves):
+def _scatter_graph(client, graph):
+    """None without ``graph``; else ``(shards, local, graph_term, finish, bytes)`` with ``shards`` the ``(r0,
+    future)`` of each row shard of the graph, each scattered to one worker (not broadcast), and the graph's bytes."""
+    if graph is None:
+        return None
+    cut, local, term, finish = graph
+    futures = client.scatter([rows for _, rows in cut], hash=False)
+    total = sum(nbytes(rows) for _, rows in cut)
+    log.info(
+        "the graph (%.2f GB) in %d row shards of at most %.2f GB, spread over the workers",
+        total / 1e9,
+        len(cut),
+        max(nbytes(rows) for _, rows in cut) / 1e9,
+    )
+    return [(r0, f) for (r0, _), f in zip(cut, futures)], local, term, finish, total
+
+
+def _block_tasks(block, fn, shared_f, graph_f, what, i):
+    """The delayed result of gene block ``i`` (``block``: a delayed block, checked): ``fn`` on it, or, with a graph
+    in row shards (:func:`map_gene_blocks`), the score's local step, one graph task per shard, and its finish."""
+    import dask
+
+    if graph_f is None:
+        return dask.delayed(_call)(fn, block, shared_f, dask_key_name=task_key(what, i))
+    shards, local, term, finish, _ = graph_f
+    loc = dask.delayed(_call)(local, block, shared_f, dask_key_name=task_key(f"{what} local", i))
+    terms = [
+        dask.delayed(term)(block, rows, loc[1], r0, dask_key_name=task_key(f"{what} graph", i * len(shards) + s))
+        for s, (r0, rows) in enumerate(shards)
+    ]
+    return dask.delayed(_finish_block)(finish, loc, *terms, dask_key_name=task_key(what, i))
+
+
+def _finish_block(finish, loc, *terms):
+    """``finish(partial, t)`` with ``t`` the graph terms of the row shards added in the shards' order."""
+    t = terms[0].copy()
+    for more in terms[1:]:
+        t += more
+    return finish(loc[0], t)
+
+
+def _ready(block):
+    """The gene block checked: a sparse block's structure checked and made canonical (glfs.core._structure)."""
+    if sp.issparse(block):
+        check_sparse_structure(block)
+        block = canonical(block, warn=False)
+    return block
+
+
+def _row_chunk_wave(X, parts, fn, shared, client, what, wave, n_waves, graph_f=None):
     """The results of ``parts`` (consecutive gene slices) of the row-chunked dask X: each row chunk read and
     split by a task into its pieces of these blocks, each block stacked from its pieces by a task."""
     import dask
@@ -503,7 +584,14 @@ def _row_chunk_wave(X, parts, fn, shared, client, what, wave, n_waves):
     ]
     shared_f = _scatter(client, shared)
     tasks = [
-        dask.delayed(_stack_call)(fn, shared_f, *[pieces[k] for pieces in split], dask_key_name=task_key(what, k))
+        _block_tasks(
+            dask.delayed(_stack)(*[pieces[k] for pieces in split], dask_key_name=task_key(f"{what} block", k)),
+            fn,
+            shared_f,
+            graph_f,
+            what,
+            k,
+        )
         for k in range(len(parts))
     ]
     log.info(
@@ -520,7 +608,7 @@ def _row_chunk_wave(X, parts, fn, shared, client, what, wave, n_waves):
     return gather_blocks(client, client.compute(tasks, optimize_graph=False), what, labels)
 
 
-def wave_bytes(client, X, shared) -> float:
+def wave_bytes(client, X, shared, graph_f=None) -> float:
     """The bytes of gene pieces that one wave of :func:`map_gene_blocks` may leave waiting on the cluster:
     dask config ``glfs.wave-bytes`` when set, else half of what the workers can keep (the memory each has
     below its spill fraction beside its process and the shared inputs, summed) plus half of the smallest free
@@ -545,6 +633,8 @@ def wave_bytes(client, X, shared) -> float:
         return float("inf")
     spill = _memory_fraction("spill")
     shared_b = nbytes(shared)
+    if graph_f is not None:  # a worker's share of the graph's shards
+        shared_b += -(-graph_f[4] // len(workers))
     room = sum(
         max(0.0, spill * lim - int(w.get("metrics", {}).get("memory") or 0) - shared_b)
         for lim, w in zip(limits_, workers.values())
@@ -629,10 +719,10 @@ def _split_rows(chunk, edges):
     return tuple(np.ascontiguousarray(chunk[:, int(a) : int(b)]) for a, b in zip(edges[:-1], edges[1:]))
 
 
-def _stack_call(fn, shared, *pieces):
-    """``fn`` on the gene block stacked from its ``pieces`` of every row chunk, in row order (a task)."""
-    block = _stack_by_genes(pieces).tocsr() if sp.issparse(pieces[0]) else np.vstack(pieces)
-    return _call_block(fn, block, shared)
+def _stack(*pieces):
+    """The gene block stacked from its ``pieces`` of every row chunk, in row order, checked (a task); a sparse
+    block as CSR, the form whose kernels the single process runs on a CSR X (the same sums, bitwise)."""
+    return _ready(_stack_by_genes(pieces).tocsr() if sp.issparse(pieces[0]) else np.vstack(pieces))
 
 
 def _stack_by_genes(pieces):

@@ -65,26 +65,28 @@ def _nb_sums(indptr, indices, data, inv, w, codes, m, n_parts, fourth):
     return out
 
 
-def _nb_cross(x_ptr, x_idx, x_val, inv, u_ptr, u_idx, u_val, n_parts):
+def _nb_cross(x_ptr, x_idx, x_val, inv, u_ptr, u_idx, u_val, r0, n_parts):
     """sum over the entries (i, j) of U of U_ij x_i x_j per column (x scaled by inv), X in CSR.
 
-    Row i is scattered into a dense buffer of the b genes; each neighbour j then costs its own
+    U holds the rows ``r0, r0 + 1, ...`` of the graph (all of it when ``r0`` is 0 and it has a row per
+    sample).  Row i is scattered into a dense buffer of the b genes; each neighbour j then costs its own
     non-zeros, so the work is sum over the entries of U of nnz(row j), with O(b) memory per part.
     """
-    n = x_ptr.size - 1
+    m = u_ptr.size - 1
     b = inv.size
     part = np.zeros((n_parts, b))
-    step = (n + n_parts - 1) // n_parts
+    step = (m + n_parts - 1) // n_parts
     for q in numba.prange(n_parts):
         acc = part[q]
         row = np.zeros(b)
-        for i in range(q * step, min(n, (q + 1) * step)):
-            if u_ptr[i] == u_ptr[i + 1]:
+        for r in range(q * step, min(m, (q + 1) * step)):
+            if u_ptr[r] == u_ptr[r + 1]:
                 continue
+            i = r0 + r
             for t in range(x_ptr[i], x_ptr[i + 1]):
                 g = x_idx[t]
                 row[g] = x_val[t] * inv[g] * inv[g]  # x_i inv^2: then one random read per product
-            for s in range(u_ptr[i], u_ptr[i + 1]):
+            for s in range(u_ptr[r], u_ptr[r + 1]):
                 j = u_idx[s]
                 wij = u_val[s]
                 for t in range(x_ptr[j], x_ptr[j + 1]):
@@ -141,23 +143,29 @@ def _nb_sums_csc(indptr, indices, data, inv, w, codes, m, n_parts, fourth):
     return out
 
 
-def _nb_cross_csc(x_ptr, x_idx, x_val, inv, u_ptr, u_idx, u_val, n, n_parts):
-    """:func:`_nb_cross` for a CSC matrix: gene g is scattered into a dense buffer of the n samples,
-    then each of its non-zeros i adds sum_j U_ij x_j; work sum over the non-zeros i of nnz(U row i),
-    O(n) memory per part."""
+def _nb_cross_csc(x_ptr, x_idx, x_val, inv, u_ptr, u_idx, u_val, r0, n, n_parts):
+    """:func:`_nb_cross` for a CSC matrix with sorted indices: gene g is scattered into a dense buffer of the n
+    samples, then each of its non-zeros i among U's rows (``r0`` on, found by bisection) adds sum_j U_ij x_j;
+    work nnz(g) plus sum over those non-zeros of nnz(U row i), O(n) memory per part."""
     b = x_ptr.size - 1
+    r1 = r0 + u_ptr.size - 1
     out = np.zeros(b)
     step = (b + n_parts - 1) // n_parts
     for q in numba.prange(n_parts):
         col = np.zeros(n)
         for g in range(q * step, min(b, (q + 1) * step)):
-            for t in range(x_ptr[g], x_ptr[g + 1]):
+            lo, hi = x_ptr[g], x_ptr[g + 1]
+            for t in range(lo, hi):
                 col[x_idx[t]] = x_val[t]
+            a, z = lo, hi
+            if r0 > 0 or r1 < n:  # a row shard: its rows' entries of the gene (indices sorted)
+                a = lo + np.searchsorted(x_idx[lo:hi], r0)
+                z = lo + np.searchsorted(x_idx[lo:hi], r1)
             acc = 0.0
-            for t in range(x_ptr[g], x_ptr[g + 1]):
+            for t in range(a, z):
                 i = x_idx[t]
                 s_i = 0.0
-                for s in range(u_ptr[i], u_ptr[i + 1]):
+                for s in range(u_ptr[i - r0], u_ptr[i - r0 + 1]):
                     s_i += u_val[s] * col[u_idx[s]]
                 acc += x_val[t] * s_i
             out[g] = acc * inv[g] * inv[g]

@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core import limits
-from glfs.core._cluster import as_current, map_chunks, map_gene_blocks, worker_block_values
+from glfs.core._cluster import as_current, graph_shards, map_chunks, map_gene_blocks, worker_block_values
 from glfs.core._out_of_core import OutOfCore, cluster_client, gene_parts
 from glfs.core._sparse_kernels import _kernel
 from glfs.core._validation import check_graph, check_int, check_labels, check_X, warn_constant
@@ -108,26 +108,35 @@ def centred_sums(B, inv, w, m, codes=None, *, fourth=False):
     m = np.ascontiguousarray(
         np.broadcast_to(np.atleast_2d(m), (1 if codes is None else int(np.max(codes)) + 1, b)), dtype=np.float64
     )
-    codes = np.zeros(n, np.int64) if codes is None else np.ascontiguousarray(codes, dtype=np.int64)
+    # one class: a zero-stride view, not n zeros (at 10^7 cells 80 MB a call)
+    codes = np.broadcast_to(np.int64(0), (n,)) if codes is None else np.ascontiguousarray(codes, dtype=np.int64)
     w = np.ascontiguousarray(w, dtype=np.float64)
     inv = np.ascontiguousarray(inv, dtype=np.float64)
     kernel = _kernel("sums_csc" if B.format == "csc" else "sums")
     return kernel(B.indptr, B.indices, B.data, inv, w, codes, m, N_PARTS, bool(fourth))
 
 
-def cross_sums(B, U, inv):
+def cross_sums(B, U, inv, r0: int = 0):
     """sum_{(i, j) in U} U_ij x_i x_j for every column x of the sparse (n, b) matrix B (values times ``inv``).
 
     With U the strict upper triangle of a symmetric graph W, x' W x = 2 cross_sums(B, U) +
     sum_i W_ii x_i^2.  Only pairs of non-zeros contribute: O(nnz(U) nnz(B) / n) time, O(b)
     memory per row part.  Shared by the Laplacian score and Moran's I (``glfs.scores._moran``).
+    U may be a row shard of the graph: its rows are the samples ``r0, r0 + 1, ...`` (all n columns), and
+    the sums over the shards of a graph add up to the graph's.
     """
     B = _csr_or_csc(B)
     U = sp.csr_matrix(U)
+    if U.shape[1] != B.shape[0] or not 0 <= r0 <= B.shape[0] - U.shape[0]:
+        msg = f"U's rows {r0}..{r0 + U.shape[0]} and {U.shape[1]} columns do not fit a block of {B.shape[0]} samples"
+        raise ValueError(msg)
     inv = np.ascontiguousarray(inv, dtype=np.float64)
+    r0 = int(r0)
     if B.format == "csc":
-        return _kernel("cross_csc")(B.indptr, B.indices, B.data, inv, U.indptr, U.indices, U.data, B.shape[0], N_PARTS)
-    return _kernel("cross")(B.indptr, B.indices, B.data, inv, U.indptr, U.indices, U.data, N_PARTS)
+        return _kernel("cross_csc")(
+            B.indptr, B.indices, B.data, inv, U.indptr, U.indices, U.data, r0, B.shape[0], N_PARTS
+        )
+    return _kernel("cross")(B.indptr, B.indices, B.data, inv, U.indptr, U.indices, U.data, r0, N_PARTS)
 
 
 def sparse_blocks(X, dense_genes: int):
@@ -159,21 +168,30 @@ def sparse_blocks(X, dense_genes: int):
             yield cols, X[:, cols]
 
 
-def gene_block_results(X, fn, shared, *, block_size: int, client=None, what: str = "scores"):
+def gene_block_results(X, fn, shared, *, block_size: int, client=None, what: str = "scores", split=None):
     """``fn(block, **shared)`` over the gene blocks of X (:func:`sparse_blocks`), combined over the genes.
 
     ``fn`` returns a tuple of per-gene arrays (last axis: the block's genes); the result is the same
     tuple over all genes.  A dask X with a dask.distributed client active (or ``client``) is scored
     as dask tasks, one per gene block, with ``shared`` scattered to every worker once
     (:func:`glfs.core._cluster.map_gene_blocks`); otherwise the blocks are read here, one at a time.
+    ``split``: ``(local, finish)`` of a graph score whose ``fn(B, U=U, **rest)`` is ``finish(partial,
+    graph_term(B, U, plan))`` with ``partial, plan = local(B, **rest)``: on a cluster the graph ``shared["U"]``
+    is then given to the tasks in row shards, not to every worker whole.
     """
     n, d = X.shape
     cl = cluster_client(X, client)
     if cl is not None:
+        graph = None
+        if split is not None:
+            shared = dict(shared)
+            graph = (graph_shards(shared.pop("U")), split[0], graph_term, split[1])
+        shards = [rows for _, rows in graph[0]] if graph else None
         most = limits.STREAM_VALUES if X.format != "dense" else block_size * n
-        fits = worker_block_values(cl, X, shared, what)  # sized by the workers' memory limit (MemoryError if none fit)
+        # sized by the workers' memory limit (MemoryError if none fit)
+        fits = worker_block_values(cl, X, shared, what, graph=shards)
         parts = gene_parts(X, most if fits is None else min(most, fits), cl)
-        results = zip(parts, map_gene_blocks(X, parts, fn, shared, cl, what))
+        results = zip(parts, map_gene_blocks(X, parts, fn, shared, cl, what, graph=graph))
     else:
         results = ((cols, fn(B, **shared)) for cols, B in sparse_blocks(X, block_size))
     outs = None
@@ -288,15 +306,21 @@ def laplacian_score(X, W, *, block_size: int | None = None, client=None):
         if np.any(deg <= 0):
             msg = f"W must give every sample a positive degree; got {int(np.sum(deg <= 0))} isolated sample(s)"
             raise ValueError(msg)
+        w_diag = W.diagonal()
         shared = {
             "deg": deg,
             "total": deg.sum(),
             "U": sp.triu(W, k=1, format="csr"),
-            "w_diag": W.diagonal(),
+            "w_diag": w_diag if np.any(w_diag) else None,  # a graph without self-loops: no n zeros to send
             "block_size": block_size,
         }
         num, denom, const = gene_block_results(
-            X, _laplacian_block, shared, block_size=block_size, what="laplacian_score"
+            X,
+            _laplacian_block,
+            shared,
+            block_size=block_size,
+            what="laplacian_score",
+            split=(_laplacian_local, _laplacian_finish),
         )
     with np.errstate(invalid="ignore", divide="ignore"):
         scores = num / denom
@@ -306,10 +330,23 @@ def laplacian_score(X, W, *, block_size: int | None = None, client=None):
 
 
 def _laplacian_block(B, *, deg, total, U, w_diag, block_size):
-    """(f~'Lf~, f~'Df~, constant) of the genes of one block B (n, b), dense or sparse (a task on a cluster)."""
-    if not sp.issparse(B):
-        return _laplacian_dense(B, deg, total, U, w_diag)
+    """(f~'Lf~, f~'Df~, constant) of the genes of one block B (n, b), dense or sparse, on the whole graph."""
+    partial, plan = _laplacian_local(B, deg=deg, total=total, w_diag=w_diag, block_size=block_size)
+    return _laplacian_finish(partial, graph_term(B, U, plan))
+
+
+def _laplacian_local(B, *, deg, total, w_diag, block_size):
+    """Everything of :func:`_laplacian_block` but the graph term (a task on a cluster): ``(partial, plan)``,
+    ``plan`` saying how :func:`graph_term` forms each gene's values; ``w_diag`` None for a graph without
+    self-loops."""
     b = B.shape[1]
+    if not sp.issparse(B):
+        Xc, const, top, mean = _centred_dense(B, deg, total)
+        denom = np.einsum("i,ij,ij->j", deg, Xc, Xc)
+        diag = np.einsum("i,ij,ij->j", w_diag, Xc, Xc) if w_diag is not None else None
+        dense = np.arange(b)
+        plan = {"inv": None, "dense": dense, "top": top, "mean": mean, "block_size": b}
+        return (np.zeros(b), denom, const, dense, diag), plan
     scale, const, _ = sparse_stats(B)
     inv = 1.0 / scale
     first = centred_sums(B, inv, deg, np.zeros(b))[0]
@@ -317,25 +354,72 @@ def _laplacian_block(B, *, deg, total, U, w_diag, block_size):
     c = centred_sums(B, inv, deg, mean)[0]
     # f~'Df~ exactly (non-negative terms); f'Lf = sum_i (d_i - W_ii) x_i^2 - 2 sum_{i<j} W_ij x_i x_j
     denom = c[2] + mean * mean * (total - c[0])
-    sq = centred_sums(B, inv, deg - w_diag, np.zeros(b))[0, 2] if np.any(w_diag) else first[2]
-    num = sq - 2.0 * cross_sums(B, U, inv)
+    sq = centred_sums(B, inv, deg - w_diag, np.zeros(b))[0, 2] if w_diag is not None else first[2]
     dense = np.flatnonzero(first[0] > DENSE_SHARE * total)  # genes on most of the degree: centred densely
+    tops, means, diags = [], [], []
     for idx, A in _dense_parts(B, dense, block_size):
-        num[idx], denom[idx], _ = _laplacian_dense(A, deg, total, U, w_diag)
+        Xc, _, top, mu = _centred_dense(A, deg, total)
+        denom[idx] = np.einsum("i,ij,ij->j", deg, Xc, Xc)
+        tops.append(top)
+        means.append(mu)
+        if w_diag is not None:
+            diags.append(np.einsum("i,ij,ij->j", w_diag, Xc, Xc))
+    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0)  # noqa: E731
+    plan = {"inv": inv, "dense": dense, "top": cat(tops), "mean": cat(means), "block_size": block_size}
+    return (sq, denom, const, dense, cat(diags) if diags else None), plan
+
+
+def _laplacian_finish(partial, t):
+    """(f~'Lf~, f~'Df~, constant) from :func:`_laplacian_local`'s ``partial`` and the graph term ``t``
+    (:func:`graph_term`, summed over the graph's row shards)."""
+    sq, denom, const, dense, diag = partial
+    num = sq - 2.0 * t
+    quad_w = 2.0 * t[dense]
+    if diag is not None:  # the supervised graph keeps its diagonal (label_graph)
+        quad_w += diag
+    num[dense] = denom[dense] - quad_w
     return num, denom, const
 
 
-def _laplacian_dense(B, deg, total, U, w_diag):
-    """(f~'Lf~, f~'Df~, constant) of the dense columns B (n, b): copied to float64, scaled, centred."""
+def _centred_dense(B, deg, total):
+    """(float64 copy of the dense columns B scaled and centred with the degree-weighted mean, constant, each
+    column's divisor, each column's mean after scaling): the values whose graph term :func:`graph_term` takes."""
     Xc = np.array(B, dtype=np.float64, order="C")  # a copy: scaled and centred in place
     const = np.ptp(Xc, axis=0) == 0
-    _scale_columns(Xc)
-    Xc -= (deg @ Xc) / total
-    denom = np.einsum("i,ij,ij->j", deg, Xc, Xc)
-    quad_w = 2.0 * np.einsum("ij,ij->j", Xc, U @ Xc)
-    if np.any(w_diag):  # the supervised graph keeps its diagonal (label_graph)
-        quad_w += np.einsum("i,ij,ij->j", w_diag, Xc, Xc)
-    return denom - quad_w, denom, const
+    top = np.abs(Xc).max(axis=0)
+    top[top == 0] = 1.0
+    Xc /= top
+    mean = (deg @ Xc) / total
+    Xc -= mean
+    return Xc, const, top, mean
+
+
+def graph_term(B, U, plan, r0: int = 0):
+    """t_g = sum_{(i, j) in U} U_ij z_ig z_jg for every gene g of the block B (n, b) (a task on a cluster).
+
+    U is the strict upper triangle of the graph, or the row shard of it whose rows are the samples ``r0, r0 + 1,
+    ...``: the terms of a graph's shards add up to its term.  ``plan`` (from a score's local step) says what z is:
+    the gene's values times ``plan["inv"]`` for a sparse B's genes (only pairs of non-zeros enter:
+    :func:`cross_sums`), and for the genes ``plan["dense"]`` (all of a dense B) the dense column divided by
+    ``plan["top"]`` and centred by ``plan["mean"]``, taken ``plan["block_size"]`` genes at a time.
+    """
+    b = B.shape[1]
+    rows = slice(int(r0), int(r0) + U.shape[0])
+    dense = plan["dense"]
+    if sp.issparse(B):
+        t = cross_sums(B, U, plan["inv"], r0=r0)
+        parts = _dense_parts(B, dense, plan["block_size"])
+    else:
+        t = np.zeros(b)
+        parts = [(dense, B)]
+    k = 0
+    for idx, A in parts:
+        Xc = np.array(A, dtype=np.float64, order="C")
+        Xc /= plan["top"][k : k + idx.size]
+        Xc -= plan["mean"][k : k + idx.size]
+        t[idx] = np.einsum("ij,ij->j", Xc[rows], U @ Xc)
+        k += idx.size
+    return t
 
 
 def fisher_score(X, labels, *, client=None):

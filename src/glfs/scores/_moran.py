@@ -52,7 +52,14 @@ from glfs.scores._batches import (
     select_by_batch,
     within_batches,
 )
-from glfs.scores._genewise import DENSE_SHARE, _dense_parts, centred_sums, cross_sums, gene_block_results, sparse_stats
+from glfs.scores._genewise import (
+    DENSE_SHARE,
+    _dense_parts,
+    centred_sums,
+    gene_block_results,
+    graph_term,
+    sparse_stats,
+)
 
 log = logging.getLogger(__name__)
 
@@ -96,16 +103,23 @@ def _dense_block(X, cols, W):
     return np.einsum("ij,ij->j", Z, W @ Z), z2.sum(axis=0), (z2 * z2).sum(axis=0)
 
 
-def _sparse_block(B, W, U, w_row, w_tot, n, block_size):
-    """(z'Wz, sum z^2, sum z^4, constant) of the genes of a sparse (n, b) block, from sums over the non-zeros.
+def _moran_local(B, *, w_row, block_size):
+    """Everything of a block's (z'Wz, sum z^2, sum z^4, constant) but the graph term (a task on a cluster):
+    ``(partial, plan)``, ``plan`` saying how :func:`glfs.scores._genewise.graph_term` forms each gene's values.
 
-    The kernels of the Laplacian score (glfs.scores._genewise: ``centred_sums``, ``cross_sums``): each gene
-    scaled by its largest |value| (the statistics are scale-free), the centred moments summed over
-    the non-zeros with the zeros added in closed form (no cancellation), z'Wz = x'Wx - 2 m (W1)'x +
-    m^2 1'W1 with x'Wx from the pairs of non-zeros joined by an edge.  Genes stored in more than DENSE_SHARE (90 %)
-    of the cells (where that difference could cancel) are centred on their dense columns.
+    Sparse B: the kernels of the Laplacian score (glfs.scores._genewise: ``centred_sums``, ``cross_sums``): each
+    gene scaled by its largest |value| (the statistics are scale-free), the centred moments summed over the
+    non-zeros with the zeros added in closed form (no cancellation), z'Wz = x'Wx - 2 m (W1)'x + m^2 1'W1 with
+    x'Wx = 2 x'Ux from the pairs of non-zeros joined by an edge.  Genes stored in more than DENSE_SHARE (90 %)
+    of the cells (where that difference could cancel), and every gene of a dense B, are centred on their dense
+    columns: z'Wz = 2 z'Uz (W has no diagonal).
     """
-    b = B.shape[1]
+    n, b = B.shape
+    if not sp.issparse(B):
+        Z, m2, m4, mean = _centred_moments(B)
+        plan = {"inv": None, "dense": np.arange(b), "top": np.ones(b), "mean": mean, "block_size": b}
+        zero = np.zeros(b)
+        return (zero, zero, 0.0, m2, m4, np.ptp(B, axis=0) == 0, np.arange(b)), plan
     scale, const, stored = sparse_stats(B)
     inv = 1.0 / scale
     ones = np.ones(n)
@@ -114,10 +128,32 @@ def _sparse_block(B, W, U, w_row, w_tot, n, block_size):
     zeros = n - c[0]
     m2, m4 = c[2] + zeros * m**2, c[4] + zeros * m**4
     xw = centred_sums(B, inv, w_row, np.zeros(b))[0, 1]  # (W 1)' x = sum_i x_i sum_k W_ik
-    zwz = 2.0 * cross_sums(B, U, inv) - 2.0 * m * xw + m * m * w_tot
-    for idx, A in _dense_parts(B, np.flatnonzero(stored > DENSE_SHARE * n), block_size):
-        zwz[idx], m2[idx], m4[idx] = _dense_block(A, slice(None), W)
+    dense = np.flatnonzero(stored > DENSE_SHARE * n)
+    means = []
+    for idx, A in _dense_parts(B, dense, block_size):
+        _, m2[idx], m4[idx], mu = _centred_moments(A)
+        means.append(mu)
+    mean = np.concatenate(means) if means else np.zeros(0)
+    plan = {"inv": inv, "dense": dense, "top": np.ones(dense.size), "mean": mean, "block_size": block_size}
+    return (m, xw, float(w_row.sum()), m2, m4, const, dense), plan
+
+
+def _moran_finish(partial, t):
+    """(z'Wz, sum z^2, sum z^4, constant) from :func:`_moran_local`'s ``partial`` and the graph term ``t``
+    (``graph_term``, summed over the graph's row shards)."""
+    m, xw, w_tot, m2, m4, const, dense = partial
+    zwz = 2.0 * t - 2.0 * m * xw + m * m * w_tot
+    zwz[dense] = 2.0 * t[dense]
     return zwz, m2, m4, const
+
+
+def _centred_moments(A):
+    """(float64 copy of the dense columns A centred, sum z^2, sum z^4, the columns' means)."""
+    Z = np.array(A, dtype=np.float64)
+    mean = Z.mean(axis=0)
+    Z -= mean
+    z2 = Z * Z
+    return Z, z2.sum(axis=0), (z2 * z2).sum(axis=0), mean
 
 
 def _finish(zwz, m2, m4, const, n, S0, S1, S2, method):
@@ -228,20 +264,24 @@ def graph_autocorrelation(X, W, *, block_size: int | None = None, client=None) -
             msg = "W must have at least one edge between different samples; got an empty graph"
             raise ValueError(msg)
         w_row = np.asarray(W.sum(axis=1)).ravel()
-        shared = {"W": W, "U": sp.triu(W, k=1, format="csr"), "w_row": w_row, "block_size": block_size}
+        shared = {"U": sp.triu(W, k=1, format="csr"), "w_row": w_row, "block_size": block_size}
         # all of a CSR X at once; gene blocks of a CSC, backed or dask X (as dask tasks on a cluster)
         zwz, m2, m4, const = gene_block_results(
-            X, _moran_block, shared, block_size=block_size, what="graph_autocorrelation"
+            X,
+            _moran_block,
+            shared,
+            block_size=block_size,
+            what="graph_autocorrelation",
+            split=(_moran_local, _moran_finish),
         )
     return _finish(zwz, m2, m4, const, n, S0, S1, S2, "graph_autocorrelation")
 
 
-def _moran_block(B, *, W, U, w_row, block_size):
-    """(z'Wz, sum z^2, sum z^4, constant) of the genes of one block B (n, b), dense or sparse (a cluster task)."""
-    if sp.issparse(B):
-        return _sparse_block(B, W, U, w_row, float(w_row.sum()), B.shape[0], block_size)
-    zwz, m2, m4 = _dense_block(B, slice(None), W)
-    return zwz, m2, m4, np.ptp(B, axis=0) == 0
+def _moran_block(B, *, U, w_row, block_size):
+    """(z'Wz, sum z^2, sum z^4, constant) of the genes of one block B (n, b), dense or sparse, on the whole graph
+    (U: its strict upper triangle)."""
+    partial, plan = _moran_local(B, w_row=w_row, block_size=block_size)
+    return _moran_finish(partial, graph_term(B, U, plan))
 
 
 # ---- the graph-based single-cell selection (docs/methods/graph-moran.md, "The graph-based single-cell selection") ----
