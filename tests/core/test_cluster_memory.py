@@ -13,7 +13,7 @@ import scipy.sparse as sp
 import glfs
 from glfs import ConstantFeatureWarning
 from glfs.core import limits
-from glfs.core._cluster import nbytes, worker_block_values, workers_info
+from glfs.core._cluster import graph_shards, nbytes, worker_block_values, workers_info
 from glfs.core._validation import check_X
 from glfs.scores._genewise import laplacian_score
 
@@ -53,15 +53,20 @@ def test_blocks_fit_the_pause_fraction_of_the_workers_limit(memory):
         distributed.Client(cl) as client,
     ):
         ooc = check_X(da.from_array(X, chunks=(500, X.shape[1]), asarray=False), lazy=True)
-        shared = {"U": sp.random(2000, 2000, density=0.01, format="csr", random_state=1), "deg": np.ones(2000)}
+        shared = {"deg": np.ones(2000)}
+        U = sp.random(2000, 2000, density=0.01, format="csr", random_state=1)
+        shards = [rows for _, rows in graph_shards(U, 10_000)]
         limit, threads, base = _workers(client)
-        values = worker_block_values(client, ooc, shared, "test")
-    # float32 values with int64 indices at worst; per task 3 index pointers of the block and 32 bytes a cell
+        values = worker_block_values(client, ooc, shared, "test", graph=shards)
+    assert len(shards) >= 4
+    # float32 values with int64 indices at worst; per task the CSR block's index pointers, 32 bytes a cell and
+    # one shard of the graph; the one worker holds all the shards
     value_b, n = 4 + 8, X.shape[0]
-    task_fixed = 3 * 8 * (n + 1) + 32 * n
-    room = 0.7 * limit - base - nbytes(shared)  # dask's spill fraction
+    task_fixed = 8 * (n + 1) + 32 * n + max(nbytes(g) for g in shards)
+    held_shared = nbytes(shared) + sum(nbytes(g) for g in shards)
+    room = 0.7 * limit - base - held_shared  # dask's spill fraction
     assert values == int((room / threads - task_fixed) / 3 // value_b)
-    held = base + nbytes(shared) + threads * (task_fixed + 3 * values * value_b)
+    held = base + held_shared + threads * (task_fixed + 3 * values * value_b)
     assert held <= 0.7 * limit < held + threads * 3 * value_b + 1
 
 
@@ -103,7 +108,7 @@ def test_a_gene_block_past_the_pause_fraction_is_refused_with_the_numbers():
         ooc = check_X(da.from_array(X, chunks=(X.shape[0], 50), asarray=False), lazy=True)
         limit, _, base = _workers(client)
         n = X.shape[0]
-        one_gene = 3 * 8 * (n + 1) + 32 * n + 3 * n * (4 + 8)  # task_fixed + 3 x the gene's values and indices
+        one_gene = 8 * (n + 1) + 32 * n + 3 * n * (4 + 8)  # task_fixed + 3 x the gene's values and indices
         for share, refused in ((0.875, True), (0.75, False)):
             shared = {"pad": np.zeros(int((share * limit - base - one_gene) // 8))}
             if refused:

@@ -116,7 +116,9 @@ WORKER_BASE_BYTES = 2**28
 #: 3 counted), or its block's pieces, the stacked block and the score's temporaries (3 blocks).
 CHUNK_COPIES = 3
 BLOCK_COPIES = 3
-#: Per cell and task, the score's float64 temporaries beside the block (degrees, weights, centred values).
+#: Per cell and task, beside the block and its index pointers: the temporaries of a gene scored on its dense
+#: column (the column cut from the block, its float64 values, the scaled and centred copy): 24 bytes measured at
+#: 10^7 cells (studies/dask-row-chunks.md), 32 counted.
 PER_CELL_BYTES = 32
 
 
@@ -157,13 +159,13 @@ def _memory_fraction(key: str) -> float:
 def worker_block_values(client, X, shared, what: str, graph=None) -> int | None:
     """Stored values per gene block so that each worker stays within its memory limit; None without a limit.
 
-    A worker holds ``M = base + S + G / w + t * max(CHUNK_COPIES * C, BLOCK_COPIES * B + PER_CELL_BYTES * n + g)``:
+    A worker holds ``M = base + S + G / w + t * max(CHUNK_COPIES * C, BLOCK_COPIES * B + P + PER_CELL_BYTES * n + g)``:
     its process before the step (``base``), the shared inputs scattered to it (``S``: the per-cell arrays, and
     the graph when it is not given in shards), its share of the graph's row shards (``graph``, a list of them: ``G``
     bytes over ``w`` workers; ``g`` the largest, which a task takes beside its block), and for each of its ``t``
     threads either a row chunk of X with its pieces (``C``, the largest row chunk's bytes) or a gene block
-    (``B``) with its pieces, the stacked copy and the score's per-cell temporaries; X in tiles or by genes has
-    no row chunk term.  Blocks are sized so that ``M`` is at most the
+    (``B`` its values and indices) with its pieces, the stacked copy, the CSR block's index pointers (``P``, 8
+    bytes a cell) and the score's per-cell temporaries; X in tiles or by genes has no row chunk term.  Blocks are sized so that ``M`` is at most the
     workers' spill fraction of their memory limit (above it dask moves the waiting pieces to disk).  Raises a
     MemoryError, with the numbers, when a row chunk, or a block of one gene, would take a worker past its
     pause fraction: a task runs on above it while dask fetches the next task's inputs and spills, and at the
@@ -191,7 +193,7 @@ def worker_block_values(client, X, shared, what: str, graph=None) -> int | None:
         chunk_b = chunk_vals * value_b + (8 * (rows + 1) if sparse else 0)
     gene_vals = int(np.max(X.gene_nnz)) if sparse and X.gene_nnz is not None and X.gene_nnz.size else n
     block_fixed = 8 * (n + 1) if sparse else 0
-    task_fixed = BLOCK_COPIES * block_fixed + PER_CELL_BYTES * n + shard_b
+    task_fixed = block_fixed + PER_CELL_BYTES * n + shard_b  # one CSR block's pointers (the pieces have a gene's)
     need = f"worker process {base / 2**30:.2f} GB + shared inputs {shared_b / 2**30:.2f} GB"
     if graph:
         need += f" (the graph's share in {len(graph)} row shards; one of {shard_b / 2**30:.2f} GB a task)"
