@@ -96,3 +96,61 @@ class Routes:
         On the cluster route its steps run on the client in use (the one ``setup`` made).
         """
         glfs.similarity_graph(self.X, n_neighbors=N_NEIGHBORS, n_pcs=N_PCS, random_state=SEED)
+
+
+class GraphShards:
+    """The Laplacian score of a row-chunked dask X on the cluster route's workers, the graph given to the
+    tasks whole (one shard) or in 8 row shards (a task per gene block and shard): time and the workers' peak,
+    each ratio to the other param in the same run."""
+
+    params = ["one_shard", "eight_shards"]
+    param_names = ["graph"]
+    timeout = TIMEOUT
+
+    def setup_cache(self):
+        _, X = dataset(SIZES["ooc_cells"], SIZES["ooc_genes"])
+        return {"X": X, "W": glfs.similarity_graph(X, n_neighbors=N_NEIGHBORS, random_state=SEED)}
+
+    def setup(self, data, graph):
+        import scipy.sparse as sp
+        from distributed import Client, LocalCluster
+
+        from glfs.core import _cluster
+
+        warm_up()
+        self.X, self.W = _dask_array(data["X"], rows_only=True), data["W"]
+        upper = _cluster.nbytes(sp.triu(self.W, k=1, format="csr"))
+        self.saved = _cluster.GRAPH_SHARD_BYTES
+        _cluster.GRAPH_SHARD_BYTES = upper + 2**20 if graph == "one_shard" else -(-upper // 8)
+        self.cluster = LocalCluster(
+            n_workers=N_WORKERS,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=WORKER_MEMORY,
+            dashboard_address=":0",
+        )
+        self.client = Client(self.cluster)
+
+    def teardown(self, data, graph):
+        from glfs.core import _cluster
+
+        _cluster.GRAPH_SHARD_BYTES = self.saved
+        self.client.close()
+        self.cluster.close()
+
+    def time_laplacian_score(self, data, graph):
+        glfs.laplacian_score(self.X, self.W, client=self.client)
+
+    def track_worker_peak_bytes(self, data, graph):
+        """The larger worker's peak resident memory over the call (its process since it started)."""
+        glfs.laplacian_score(self.X, self.W, client=self.client)
+
+        def peak():  # defined here: the workers cannot import the suite's modules (sent by value)
+            for line in open("/proc/self/status"):
+                if line.startswith("VmHWM"):
+                    return int(line.split()[1]) * 1024
+            return 0
+
+        return max(self.client.run(peak).values())
+
+    track_worker_peak_bytes.unit = "bytes"

@@ -5,10 +5,11 @@ When X is a dask array and a ``dask.distributed`` client is active (``distribute
 (:mod:`glfs.scores._genewise`, :func:`glfs.scores._moran.graph_autocorrelation`) and the graph's
 PCA, index and neighbour search (:mod:`glfs.graph._sharded`) run as dask tasks: X is rechunked
 into gene blocks of all cells (``dask.array.rechunk``; an X chunked by genes is cut at its chunks'
-edges, so a block is one column of tiles and no worker needs more than it), the graph and the other shared inputs are
-scattered to every worker once (``client.scatter(..., broadcast=True)``), each task applies the
-score's own block function (the numba kernels of the single-process route) to its block, and the
-client combines the small per-gene results.  The client never holds a block of X; a task holds its
+edges, so a block is one column of tiles and no worker needs more than it), the shared per-cell inputs are
+scattered to every worker once (``client.scatter(..., broadcast=True)``) and the graph in row shards, each to
+one worker (a graph score's pair term is summed shard by shard), each task applies the score's own block
+function (the numba kernels of the single-process route) to its block, and the client combines the small
+per-gene results.  The client never holds a block of X; a task holds its
 block and that block's temporaries.  Without a client, or for any other X, nothing here runs and the
 blocks stream through the calling process as before (:class:`glfs.core._out_of_core.OutOfCore`).
 
