@@ -37,6 +37,16 @@ def _dask_array(X, rows_only=False):
     return da.from_array(X, chunks=(-(-n // CELL_TILES), genes), asarray=False)
 
 
+def _local_cluster():
+    """(cluster, client): the cluster route's workers, processes of one thread and little memory each."""
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(
+        n_workers=N_WORKERS, threads_per_worker=1, processes=True, memory_limit=WORKER_MEMORY, dashboard_address=":0"
+    )
+    return cluster, Client(cluster)
+
+
 class Routes:
     """One X, four ways to read it."""
 
@@ -66,16 +76,7 @@ class Routes:
         # on the cluster, row chunks: the layout a lazily read CSR .h5ad has (its gene blocks cut where read)
         self.X = X if route == "in_memory" else _dask_array(X, rows_only=route == "local_cluster")
         if route == "local_cluster":
-            from distributed import Client, LocalCluster
-
-            self.cluster = LocalCluster(
-                n_workers=N_WORKERS,
-                threads_per_worker=1,
-                processes=True,
-                memory_limit=WORKER_MEMORY,
-                dashboard_address=":0",
-            )
-            self.client = Client(self.cluster)
+            self.cluster, self.client = _local_cluster()
 
     def teardown(self, data, route):
         if self.client is not None:
@@ -113,7 +114,6 @@ class GraphShards:
 
     def setup(self, data, graph):
         import scipy.sparse as sp
-        from distributed import Client, LocalCluster
 
         from glfs.core import _cluster
 
@@ -122,14 +122,7 @@ class GraphShards:
         upper = _cluster.nbytes(sp.triu(self.W, k=1, format="csr"))
         self.saved = _cluster.GRAPH_SHARD_BYTES
         _cluster.GRAPH_SHARD_BYTES = upper + 2**20 if graph == "one_shard" else -(-upper // 8)
-        self.cluster = LocalCluster(
-            n_workers=N_WORKERS,
-            threads_per_worker=1,
-            processes=True,
-            memory_limit=WORKER_MEMORY,
-            dashboard_address=":0",
-        )
-        self.client = Client(self.cluster)
+        self.cluster, self.client = _local_cluster()
 
     def teardown(self, data, graph):
         from glfs.core import _cluster
