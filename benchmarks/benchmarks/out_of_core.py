@@ -113,21 +113,19 @@ class GraphShards:
         return {"X": X, "W": glfs.similarity_graph(X, n_neighbors=N_NEIGHBORS, random_state=SEED)}
 
     def setup(self, data, graph):
+        import dask
         import scipy.sparse as sp
-
-        from glfs.core import _cluster
 
         warm_up()
         self.X, self.W = _dask_array(data["X"], rows_only=True), data["W"]
-        upper = _cluster.nbytes(sp.triu(self.W, k=1, format="csr"))
-        self.saved = _cluster.GRAPH_SHARD_BYTES
-        _cluster.GRAPH_SHARD_BYTES = upper + 2**20 if graph == "one_shard" else -(-upper // 8)
+        upper = sp.triu(self.W, k=1, format="csr")
+        size = upper.data.nbytes + upper.indices.nbytes + upper.indptr.nbytes
+        shard = size + 2**20 if graph == "one_shard" else -(-size // 8)
+        self.config = dask.config.set({"glfs.graph-shard-bytes": shard})  # the users' knob
         self.cluster, self.client = _local_cluster()
 
     def teardown(self, data, graph):
-        from glfs.core import _cluster
-
-        _cluster.GRAPH_SHARD_BYTES = self.saved
+        self.config.__exit__(None, None, None)
         self.client.close()
         self.cluster.close()
 

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from glfs.core import _cluster
+from glfs.core import _cluster, _graph_shards
 from glfs.scores import _genewise
 from glfs.scores._genewise import cross_sums, graph_term, laplacian_score
 from glfs.scores._moran import graph_autocorrelation
 
+dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
@@ -41,7 +42,7 @@ def _expression(n, d, seed=0):
 @pytest.mark.parametrize("limit", [1, 500, 3000, 10**9])
 def test_shards_are_consecutive_rows_within_the_bound(limit):
     U = sp.triu(_graph(300), k=1, format="csr")
-    cut = _cluster.graph_shards(U, limit)
+    cut = _graph_shards.graph_shards(U, limit)
     starts = [r0 for r0, _ in cut]
     assert starts[0] == 0
     assert all(rows.shape[1] == 300 for _, rows in cut)
@@ -63,7 +64,7 @@ def test_cross_sums_of_row_shards_add_up_to_the_brute_force(fmt):
     Z = X.toarray().astype(np.float64) * inv
     brute = np.array([Z[:, g] @ (U.toarray() @ Z[:, g]) for g in range(Z.shape[1])])
     for limit in (400, 2000, 10**9):
-        total = sum(cross_sums(X, rows, inv, r0=r0) for r0, rows in _cluster.graph_shards(U, limit))
+        total = sum(cross_sums(X, rows, inv, r0=r0) for r0, rows in _graph_shards.graph_shards(U, limit))
         np.testing.assert_allclose(total, brute, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="do not fit"):
         cross_sums(X, U[:50], inv, r0=n - 10)
@@ -82,7 +83,7 @@ def test_graph_terms_of_row_shards_add_up_to_the_whole(dense):
     _, plan = _genewise._laplacian_local(B, deg=deg, total=deg.sum(), w_diag=None, block_size=2)
     assert plan["dense"].size == (10 if dense else 3)
     whole = graph_term(B, U, plan)
-    shards = sum(graph_term(B, rows, plan, r0) for r0, rows in _cluster.graph_shards(U, 700))
+    shards = sum(graph_term(B, rows, plan, r0) for r0, rows in _graph_shards.graph_shards(U, 700))
     np.testing.assert_allclose(shards, whole, rtol=1e-12, atol=1e-12)
 
 
@@ -91,7 +92,7 @@ def _row_chunked(X, chunk):
     return da.from_array(X, chunks=(chunk, X.shape[1]), asarray=False, meta=sp.csr_matrix((0, 0), dtype=X.dtype))
 
 
-def test_scores_on_a_cluster_with_the_graph_in_shards_are_the_in_memory_ones(monkeypatch):
+def test_scores_on_a_cluster_with_the_graph_in_shards_are_the_in_memory_ones():
     """Row-chunked and tiled X on two worker processes, the graph cut into 5 or more row shards: the Laplacian score
     and Moran's I equal the in-memory ones, sparse and dense genes alike; the tasks took a shard each (counted
     from the scheduler's task stream)."""
@@ -100,13 +101,13 @@ def test_scores_on_a_cluster_with_the_graph_in_shards_are_the_in_memory_ones(mon
     W = _graph(n)
     U = sp.triu(W, k=1, format="csr")
     limit = _cluster.nbytes(U) // 5
-    monkeypatch.setattr(_cluster, "GRAPH_SHARD_BYTES", limit)
-    shards = len(_cluster.graph_shards(U, limit))
+    shards = len(_graph_shards.graph_shards(U, limit))
     assert shards >= 5
     want_ls = laplacian_score(X, W)
     want_mi = graph_autocorrelation(X, W)
     inputs = {"rows": _row_chunked(X, 500), "tiles": da.from_array(X.toarray(), chunks=(1000, 20))}
     with (
+        dask.config.set({"glfs.graph-shard-bytes": limit}),  # the users' knob (docs/guides/atlases.md)
         distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cl,
         distributed.Client(cl),
         distributed.get_task_stream() as ts,
@@ -122,3 +123,17 @@ def test_scores_on_a_cluster_with_the_graph_in_shards_are_the_in_memory_ones(mon
     graph_tasks = [t for t in stream if "laplacian_score graph" in str(t["key"])]
     local_tasks = [t for t in stream if "laplacian_score local" in str(t["key"])]
     assert local_tasks and len(graph_tasks) == shards * len(local_tasks)
+
+
+@pytest.mark.parametrize("value", [0, -5, "lots", True])
+def test_a_bad_shard_size_is_refused(value):
+    with dask.config.set({"glfs.graph-shard-bytes": value}), pytest.raises(ValueError, match="glfs.graph-shard-bytes"):
+        _graph_shards.graph_shards(sp.eye(10, format="csr"))
+
+
+def test_the_shard_size_is_read_from_dask_config():
+    U = sp.triu(_graph(300), k=1, format="csr")
+    with dask.config.set({"glfs.graph-shard-bytes": "2 kB"}):
+        cut = _graph_shards.graph_shards(U)
+    assert len(cut) > 1 and all(_cluster.nbytes(rows) <= 2000 or rows.shape[0] == 1 for _, rows in cut)
+    assert len(_graph_shards.graph_shards(U)) == 1  # 64 MB by default

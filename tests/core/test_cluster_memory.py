@@ -13,7 +13,8 @@ import scipy.sparse as sp
 import glfs
 from glfs import ConstantFeatureWarning
 from glfs.core import limits
-from glfs.core._cluster import graph_shards, nbytes, worker_block_values, workers_info
+from glfs.core._cluster import nbytes, worker_block_values, workers_info
+from glfs.core._graph_shards import graph_shards
 from glfs.core._validation import check_X
 from glfs.scores._genewise import laplacian_score
 

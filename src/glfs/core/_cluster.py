@@ -28,6 +28,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from glfs.core._graph_shards import block_tasks, scatter_graph
 from glfs.core._structure import canonical, check_sparse_structure
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,6 @@ __all__ = [
     "chunk_grid",
     "chunk_tasks",
     "gather_blocks",
-    "graph_shards",
     "map_chunks",
     "map_gene_blocks",
     "map_pieces",
@@ -50,7 +50,6 @@ __all__ = [
     "task_key",
     "wait_for",
     "BLOCKS_PER_WORKER",
-    "GRAPH_SHARD_BYTES",
     "STALL_SECONDS",
 ]
 
@@ -441,32 +440,11 @@ def map_chunks(X, fn, shared, client, what: str):
     return [(r, c, res) for (r, c), res in zip(where, results)]
 
 
-#: Bytes of a row shard of the graph (:func:`graph_shards`) at most: a task holds one beside its gene block.
-GRAPH_SHARD_BYTES = 2**26
-
-
-def graph_shards(U, max_bytes: int | None = None) -> list[tuple[int, sp.csr_matrix]]:
-    """``(r0, rows)``: the CSR graph ``U`` cut into row shards of consecutive samples (``rows`` the samples ``r0,
-    r0 + 1, ...``, all columns), each of at most ``max_bytes`` (:data:`GRAPH_SHARD_BYTES`; a row above it alone)."""
-    U = sp.csr_matrix(U)
-    limit = GRAPH_SHARD_BYTES if max_bytes is None else max_bytes
-    per_value = U.data.itemsize + U.indices.itemsize
-    cost = U.indptr.astype(np.int64) * per_value + np.arange(U.shape[0] + 1) * U.indptr.itemsize
-    out, r0 = [], 0
-    while r0 < U.shape[0]:
-        # rows r0..r1 cost cost[r1] - cost[r0] and one index pointer more
-        r1 = max(r0 + 1, int(np.searchsorted(cost, cost[r0] + limit - U.indptr.itemsize, side="right")) - 1)
-        r1 = min(r1, U.shape[0])
-        out.append((r0, U[r0:r1]))
-        r0 = r1
-    return out
-
-
 def map_gene_blocks(X, parts, fn, shared, client, what: str, graph=None):
     """``fn(block, **shared)`` on every gene block ``parts`` (consecutive slices) of the dask X, as tasks.
 
     ``graph``: ``(shards, local, graph_term, finish)`` for a score whose only per-cell pair term is the graph's:
-    then the graph is not scattered to every worker but given as its row shards (:func:`graph_shards`: ``(r0,
+    then the graph is not scattered to every worker but given as its row shards (:func:`glfs.core._graph_shards.graph_shards`: ``(r0,
     rows)`` each), each scattered to one worker; a block's task computes ``partial, plan = local(block, **shared)``, one task per shard adds
     ``graph_term(block, shard, plan, r0)``, and ``finish(partial, sum of the shards' terms)`` is the block's
     result.  A worker then holds its block and one shard, not the whole graph (studies/dask-row-chunks.md).
@@ -487,7 +465,7 @@ def map_gene_blocks(X, parts, fn, shared, client, what: str, graph=None):
 
     src = X.source
     n = X.shape[0]
-    graph_f = _scatter_graph(client, graph)
+    graph_f = scatter_graph(client, graph)
     if _row_chunked(src):
         budget = wave_bytes(client, X, shared, graph_f)
         waves = _waves(parts, _piece_bytes(X, parts), budget)
@@ -510,55 +488,20 @@ def map_gene_blocks(X, parts, fn, shared, client, what: str, graph=None):
     blocks = chunk_grid(src.rechunk(((n,), widths), method="tasks")).ravel()
     shared_f = _scatter(client, shared)
     tasks = [
-        _block_tasks(
-            dask.delayed(_ready)(b, dask_key_name=task_key(f"{what} block", i)), fn, shared_f, graph_f, what, i
+        block_tasks(
+            dask.delayed(_ready)(b, dask_key_name=task_key(f"{what} block", i)),
+            fn,
+            shared_f,
+            graph_f,
+            what,
+            i,
+            task_key,
         )
         for i, b in enumerate(blocks)
     ]
     log.info("%s: %d gene blocks of all %d cells as dask tasks on %d workers", what, len(tasks), n, n_workers(client))
     labels = [f"genes {sl.start}-{sl.stop - 1}" for sl in parts]
     return gather_blocks(client, client.compute(tasks), what, labels)
-
-
-def _scatter_graph(client, graph):
-    """None without ``graph``; else ``(shards, local, graph_term, finish, bytes)`` with ``shards`` the ``(r0,
-    future)`` of each row shard of the graph, each scattered to one worker (not broadcast), and the graph's bytes."""
-    if graph is None:
-        return None
-    cut, local, term, finish = graph
-    futures = client.scatter([rows for _, rows in cut], hash=False)
-    total = sum(nbytes(rows) for _, rows in cut)
-    log.info(
-        "the graph (%.2f GB) in %d row shards of at most %.2f GB, spread over the workers",
-        total / 1e9,
-        len(cut),
-        max(nbytes(rows) for _, rows in cut) / 1e9,
-    )
-    return [(r0, f) for (r0, _), f in zip(cut, futures)], local, term, finish, total
-
-
-def _block_tasks(block, fn, shared_f, graph_f, what, i):
-    """The delayed result of gene block ``i`` (``block``: a delayed block, checked): ``fn`` on it, or, with a graph
-    in row shards (:func:`map_gene_blocks`), the score's local step, one graph task per shard, and its finish."""
-    import dask
-
-    if graph_f is None:
-        return dask.delayed(_call)(fn, block, shared_f, dask_key_name=task_key(what, i))
-    shards, local, term, finish, _ = graph_f
-    loc = dask.delayed(_call)(local, block, shared_f, dask_key_name=task_key(f"{what} local", i))
-    terms = [
-        dask.delayed(term)(block, rows, loc[1], r0, dask_key_name=task_key(f"{what} graph", i * len(shards) + s))
-        for s, (r0, rows) in enumerate(shards)
-    ]
-    return dask.delayed(_finish_block)(finish, loc, *terms, dask_key_name=task_key(what, i))
-
-
-def _finish_block(finish, loc, *terms):
-    """``finish(partial, t)`` with ``t`` the graph terms of the row shards added in the shards' order."""
-    t = terms[0].copy()
-    for more in terms[1:]:
-        t += more
-    return finish(loc[0], t)
 
 
 def _ready(block):
@@ -587,13 +530,14 @@ def _row_chunk_wave(X, parts, fn, shared, client, what, wave, n_waves, graph_f=N
     ]
     shared_f = _scatter(client, shared)
     tasks = [
-        _block_tasks(
+        block_tasks(
             dask.delayed(_stack)(*[pieces[k] for pieces in split], dask_key_name=task_key(f"{what} block", k)),
             fn,
             shared_f,
             graph_f,
             what,
             k,
+            task_key,
         )
         for k in range(len(parts))
     ]
