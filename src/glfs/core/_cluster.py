@@ -117,8 +117,8 @@ WORKER_BASE_BYTES = 2**28
 CHUNK_COPIES = 3
 BLOCK_COPIES = 3
 #: Per cell and task, beside the block and its index pointers: the temporaries of a gene scored on its dense
-#: column (the column cut from the block, its float64 values, the scaled and centred copy): 24 bytes measured at
-#: 10^7 cells (studies/dask-row-chunks.md), 32 counted.
+#: column (the column cut from the block, its float64 values, the scaled and centred copy), with a margin; the
+#: measurement behind it is in studies/dask-row-chunks.md.
 PER_CELL_BYTES = 32
 
 
