@@ -1,6 +1,9 @@
 """SIGTERM during the out-of-core split removes its temporary files (issue 30, item 6): a real process, a
 real signal.  The child scores a backed CSR file whose blocks are slowed down, so that the split's
-directory exists when the signal comes; afterwards no ``glfs-split-*`` is left in its TMPDIR."""
+directory exists when the signal comes; afterwards no ``glfs-split-*`` is left in its TMPDIR, and the
+process ended by SIGTERM, as without the split (the handler removes the files and sends the signal again).
+A handler that raised SystemExit instead let the process finish (the exception swallowed) or end with
+status 1 (turned into a SystemError in a numba call) in 14 of 60 runs at the minimum versions."""
 
 import os
 import signal
@@ -54,5 +57,5 @@ def test_sigterm_during_the_split_removes_its_files(tmp_path):
     proc.send_signal(signal.SIGTERM)
     rc = proc.wait(timeout=120)
     assert list(tmpdir.glob("glfs-split-*")) == [], "SIGTERM left the split's temporary files"
-    assert rc in (128 + signal.SIGTERM, -signal.SIGTERM), rc
+    assert rc == -signal.SIGTERM, (rc, proc.stderr.read()[-2000:])
     assert b"done" not in proc.stdout.read()

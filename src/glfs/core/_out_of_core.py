@@ -20,6 +20,7 @@ import signal
 import tempfile
 import threading
 import time
+import uuid
 
 import numpy as np
 import scipy.sparse as sp
@@ -398,7 +399,10 @@ class OutOfCore:
             where,
         )
         t0 = time.perf_counter()
-        with _exit_on_sigterm(), tempfile.TemporaryDirectory(prefix="glfs-split-", dir=where) as tmp:
+        # named before it is made, so that SIGTERM removes it from the moment it may exist
+        tmp = os.path.join(where, f"glfs-split-{os.getpid()}-{uuid.uuid4().hex}")
+        with _removed_on_sigterm(tmp):
+            os.mkdir(tmp, 0o700)
             names = [os.path.join(tmp, str(p)) for p in range(k)]
             try:
                 for _, _, blk in self._natural_blocks():
@@ -483,24 +487,30 @@ def _scan_chunk(blk, rows, cols, *, sparse, label):
 
 
 @contextlib.contextmanager
-def _exit_on_sigterm():
-    """While the split's temporary files exist: SIGTERM (what SLURM and other schedulers send on timeout)
-    raises SystemExit, as SIGINT raises KeyboardInterrupt, so that they are removed on the way out.  Only
-    when SIGTERM still has its default action and this is the main thread (a handler of the caller's
-    own, e.g. the workflow's, is left alone)."""
+def _removed_on_sigterm(path):
+    """The directory ``path`` (the split's temporary files) is removed when the block ends, however it ends, and
+    on SIGTERM (what SLURM and other schedulers send on timeout): then the handler removes it and ends the process
+    as SIGTERM's default action does (the signal sent again).  The handler does not raise SystemExit for the
+    ``finally`` blocks to clean up: raised wherever the main thread happens to be, such an exception can be
+    swallowed (in a finaliser) or turned into another (in a numba call), and the process went on or ended with
+    another status.  Installed only when SIGTERM still has its default action and this is the main thread (a
+    handler of the caller's own, e.g. the workflow's, is left alone)."""
     main = threading.current_thread() is threading.main_thread()
-    if not main or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        yield
-        return
+    install = main and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
     def terminate(signum, frame):
-        raise SystemExit(128 + signum)
+        shutil.rmtree(path, ignore_errors=True)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
 
-    signal.signal(signal.SIGTERM, terminate)
+    if install:
+        signal.signal(signal.SIGTERM, terminate)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        shutil.rmtree(path, ignore_errors=True)  # the handler stays until it is done
+        if install:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _gene_partition(gene_nnz, max_values):
