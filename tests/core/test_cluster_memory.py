@@ -222,8 +222,8 @@ def test_split_pieces_are_the_columns_of_the_chunk_and_cost_its_stored_values():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_stacked_pieces_are_scipys_vstack(seed):
-    """_stack_by_genes of CSC pieces (empty pieces, pieces of no rows, one gene) is scipy's vstack of them, the
-    same stored values in the same places; made CSR, the block a task scores is bitwise the CSR vstack."""
+    """_stack_rows of CSC pieces (empty pieces, pieces of no rows, one gene) is bitwise scipy's CSR vstack of the
+    pieces made CSR (rows sorted by gene), the block a task scores."""
     from glfs.core import _cluster
 
     rng = np.random.default_rng(seed)
@@ -234,12 +234,12 @@ def test_stacked_pieces_are_scipys_vstack(seed):
         for h in heights
     ]
     pieces = [sp.csc_matrix(p.astype(np.float32)) for p in pieces]
-    got = _cluster._stack_by_genes(pieces)
+    got = _cluster._stack_rows(pieces)
     want = sp.vstack([p.tocsr() for p in pieces], format="csr")
-    assert got.format == "csc" and got.shape == want.shape and got.has_sorted_indices
-    got_csr = got.tocsr()
+    assert got.format == "csr" and got.shape == want.shape and got.has_sorted_indices
     for a in ("indptr", "indices", "data"):
-        np.testing.assert_array_equal(getattr(got_csr, a), getattr(want, a))
+        np.testing.assert_array_equal(getattr(got, a), getattr(want, a))
+    np.testing.assert_array_equal(got.toarray(), np.vstack([p.toarray() for p in pieces]))
 
 
 def test_waves_hold_at_most_the_budget_and_keep_the_blocks_in_order():

@@ -116,9 +116,10 @@ WORKER_BASE_BYTES = 2**28
 #: 3 counted), or its block's pieces, the stacked block and the score's temporaries (3 blocks).
 CHUNK_COPIES = 3
 BLOCK_COPIES = 3
-#: Per cell and task, beside the block and its index pointers: the temporaries of a gene scored on its dense
-#: column (the column cut from the block, its float64 values, the scaled and centred copy), with a margin; the
-#: measurement behind it is in studies/dask-row-chunks.md.
+#: Per cell and task, beside the block and its index pointers: the temporaries of the genes scored on their dense
+#: columns, made in place from the block (8 bytes a cell and gene, at most 2**23 values a part, so one gene above
+#: 8.4 million cells and two at 3 million) and, for Moran's I, their squares; the measurements behind it are in
+#: studies/dask-row-chunks.md.
 PER_CELL_BYTES = 32
 
 
@@ -669,29 +670,28 @@ def _split_rows(chunk, edges):
 def _stack(*pieces):
     """The gene block stacked from its ``pieces`` of every row chunk, in row order, checked (a task); a sparse
     block as CSR, the form whose kernels the single process runs on a CSR X (the same sums, bitwise)."""
-    return _ready(_stack_by_genes(pieces).tocsr() if sp.issparse(pieces[0]) else np.vstack(pieces))
+    return _ready(_stack_rows(pieces) if sp.issparse(pieces[0]) else np.vstack(pieces))
 
 
-def _stack_by_genes(pieces):
-    """The CSC matrix of the CSC ``pieces`` (the same genes, consecutive rows) stacked in their order: each
-    gene's entries of each piece in turn, row indices shifted by the rows above (scipy's ``vstack`` of CSC
-    goes through COO, three copies of the block)."""
+def _stack_rows(pieces):
+    """The CSR matrix of the CSC ``pieces`` (the same genes, consecutive rows) stacked in their order, as scipy's
+    ``vstack`` of the pieces made CSR: each piece made CSR in turn and copied into the block's arrays, so that a
+    task holds the pieces, the block and one piece's CSR copy (a CSC block made CSR held the block twice)."""
     d = pieces[0].shape[1]
     rows = np.r_[0, np.cumsum([p.shape[0] for p in pieces])]
-    counts = np.array([np.diff(p.indptr) for p in pieces], dtype=np.int64).reshape(len(pieces), d)
-    indptr = np.r_[0, np.cumsum(counts.sum(axis=0))]
-    idx_dtype = np.int32 if max(rows[-1], indptr[-1]) < 2**31 else np.int64
-    data = np.empty(indptr[-1], dtype=np.result_type(*[p.dtype for p in pieces]))
-    indices = np.empty(indptr[-1], dtype=idx_dtype)
-    before = indptr[:-1].copy()  # where each gene's entries of the next piece go
-    for p, r0, cnt in zip(pieces, rows[:-1], counts):
-        if p.nnz:
-            gene = np.repeat(np.arange(d), cnt)
-            at = before[gene] + (np.arange(p.nnz) - p.indptr[gene])
-            data[at] = p.data
-            indices[at] = p.indices + r0
-        before += cnt
-    return sp.csc_matrix((data, indices, indptr), shape=(int(rows[-1]), d))
+    nnz = int(sum(p.nnz for p in pieces))
+    idx_dtype = np.int32 if max(int(rows[-1]), d, nnz) < 2**31 else np.int64
+    data = np.empty(nnz, dtype=np.result_type(*[p.dtype for p in pieces]))
+    indices = np.empty(nnz, dtype=idx_dtype)
+    indptr = np.zeros(int(rows[-1]) + 1, dtype=idx_dtype)
+    at = 0
+    for p, r0, r1 in zip(pieces, rows[:-1], rows[1:]):
+        c = p.tocsr()  # rows sorted by gene, as the CSC block made CSR
+        data[at : at + c.nnz] = c.data
+        indices[at : at + c.nnz] = c.indices
+        indptr[r0 + 1 : r1 + 1] = at + c.indptr[1:]
+        at += c.nnz
+    return sp.csr_matrix((data, indices, indptr), shape=(int(rows[-1]), d))
 
 
 def map_pieces(client, fn, pieces, shared, what: str, labels=None):

@@ -41,7 +41,7 @@ from glfs.core import limits
 from glfs.core._cluster import as_current, map_chunks, map_gene_blocks, worker_block_values
 from glfs.core._graph_shards import graph_shards
 from glfs.core._out_of_core import OutOfCore, cluster_client, gene_parts
-from glfs.core._sparse_kernels import _kernel
+from glfs.core._sparse_kernels import _kernel, dense_columns
 from glfs.core._validation import check_graph, check_int, check_labels, check_X, warn_constant
 
 log = logging.getLogger(__name__)
@@ -111,7 +111,8 @@ def centred_sums(B, inv, w, m, codes=None, *, fourth=False):
     )
     # one class: a zero-stride view, not n zeros (at 10^7 cells 80 MB a call)
     codes = np.broadcast_to(np.int64(0), (n,)) if codes is None else np.ascontiguousarray(codes, dtype=np.int64)
-    w = np.ascontiguousarray(w, dtype=np.float64)
+    if not (isinstance(w, np.ndarray) and w.dtype == np.float64 and w.ndim == 1):  # a zero-stride view stays one
+        w = np.ascontiguousarray(w, dtype=np.float64)
     inv = np.ascontiguousarray(inv, dtype=np.float64)
     kernel = _kernel("sums_csc" if B.format == "csc" else "sums")
     return kernel(B.indptr, B.indices, B.data, inv, w, codes, m, N_PARTS, bool(fourth))
@@ -229,10 +230,11 @@ def _chunk_row_sums(blk, rows, cols):
 
 
 def _dense_parts(B, genes, n_genes):
-    """Dense float64 copies of the columns ``genes`` of the CSR block B, ``n_genes`` at a time: (positions, array)."""
+    """The columns ``genes`` of the sparse block B as new dense float64 arrays (the caller scales and centres them
+    in place), ``n_genes`` at a time: (positions, array); 8 bytes a cell and gene (:func:`dense_columns`)."""
     for k in range(0, genes.size, n_genes):
         idx = genes[k : k + n_genes]
-        yield idx, B[:, idx].toarray().astype(np.float64, copy=False)
+        yield idx, dense_columns(B, idx)
 
 
 #: A gene of a sparse X whose non-zeros carry more than this share of the (degree) weight is scored
@@ -359,7 +361,7 @@ def _laplacian_local(B, *, deg, total, w_diag, block_size):
     dense = np.flatnonzero(first[0] > DENSE_SHARE * total)  # genes on most of the degree: centred densely
     tops, means, diags = [], [], []
     for idx, A in _dense_parts(B, dense, block_size):
-        Xc, _, top, mu = _centred_dense(A, deg, total)
+        Xc, _, top, mu = _centred_dense(A, deg, total, copy=False)
         denom[idx] = np.einsum("i,ij,ij->j", deg, Xc, Xc)
         tops.append(top)
         means.append(mu)
@@ -382,12 +384,15 @@ def _laplacian_finish(partial, t):
     return num, denom, const
 
 
-def _centred_dense(B, deg, total):
-    """(float64 copy of the dense columns B scaled and centred with the degree-weighted mean, constant, each
-    column's divisor, each column's mean after scaling): the values whose graph term :func:`graph_term` takes."""
-    Xc = np.array(B, dtype=np.float64, order="C")  # a copy: scaled and centred in place
-    const = np.ptp(Xc, axis=0) == 0
-    top = np.abs(Xc).max(axis=0)
+def _centred_dense(B, deg, total, *, copy=True):
+    """(the dense columns B scaled and centred with the degree-weighted mean, constant, each column's divisor, each
+    column's mean after scaling): the values whose graph term :func:`graph_term` takes.  A float64 copy of B, or
+    B itself (a new float64 array of the caller's, C-ordered) scaled and centred in place when not ``copy``; no
+    other temporary of B's size (the largest |value| is max(max, -min))."""
+    Xc = np.array(B, dtype=np.float64, order="C") if copy else np.ascontiguousarray(B)  # a CSC block's are F
+    hi, lo = Xc.max(axis=0), Xc.min(axis=0)
+    const = hi - lo == 0
+    top = np.maximum(hi, -lo)
     top[top == 0] = 1.0
     Xc /= top
     mean = (deg @ Xc) / total
@@ -409,13 +414,13 @@ def graph_term(B, U, plan, r0: int = 0):
     dense = plan["dense"]
     if sp.issparse(B):
         t = cross_sums(B, U, plan["inv"], r0=r0)
-        parts = _dense_parts(B, dense, plan["block_size"])
+        parts = _dense_parts(B, dense, plan["block_size"])  # new arrays: scaled and centred in place
     else:
         t = np.zeros(b)
-        parts = [(dense, B)]
+        parts = [(dense, np.array(B, dtype=np.float64, order="C"))]
     k = 0
-    for idx, A in parts:
-        Xc = np.array(A, dtype=np.float64, order="C")
+    for idx, Xc in parts:
+        Xc = np.ascontiguousarray(Xc)
         Xc /= plan["top"][k : k + idx.size]
         Xc -= plan["mean"][k : k + idx.size]
         t[idx] = np.einsum("ij,ij->j", Xc[rows], U @ Xc)
