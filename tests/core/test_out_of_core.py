@@ -317,7 +317,7 @@ def test_without_disk_space_x_is_read_once_per_gene_block(data, split_dir, monke
     with caplog.at_level(logging.INFO, logger="glfs.core._out_of_core"):
         got = glfs.laplacian_score(ad.read_h5ad(files["csr"], backed="r").X, W)
     said = " ".join(r.getMessage() for r in caplog.records)
-    assert "0.5 GB free in" in said and "set TMPDIR to a larger disk" in said and "read once per gene block" in said
+    assert "0.5 GiB free in" in said and "set TMPDIR to a larger disk" in said and "read once per gene block" in said
     assert not list(split_dir.iterdir())
     np.testing.assert_allclose(got, glfs.laplacian_score(X, W), rtol=1e-12)
 
@@ -333,7 +333,7 @@ def test_a_failed_write_names_the_space_and_the_ways_out(data, split_dir, monkey
     with pytest.raises(
         OSError,
         match=r"writing the split of an AnnData backed CSR matrix 600 x 150, float32 to .*"
-        r"No space left on device.*needs 0.0 GB: set TMPDIR .*SPILL = False",
+        r"No space left on device.*needs 0.0 GiB: set TMPDIR .*SPILL = False",
     ):
         glfs.variance_score(ad.read_h5ad(files["csr"], backed="r").X)
     assert not list(split_dir.iterdir())

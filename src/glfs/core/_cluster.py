@@ -195,14 +195,14 @@ def worker_block_values(client, X, shared, what: str, graph=None) -> int | None:
     gene_vals = int(np.max(X.gene_nnz)) if sparse and X.gene_nnz is not None and X.gene_nnz.size else n
     block_fixed = 8 * (n + 1) if sparse else 0
     task_fixed = block_fixed + PER_CELL_BYTES * n + shard_b  # one CSR block's pointers (the pieces have a gene's)
-    need = f"worker process {base / 2**30:.2f} GB + shared inputs {shared_b / 2**30:.2f} GB"
+    need = f"worker process {base / 2**30:.2f} GiB + shared inputs {shared_b / 2**30:.2f} GiB"
     if graph:
-        need += f" (the graph's share in {len(graph)} row shards; one of {shard_b / 2**30:.2f} GB a task)"
+        need += f" (the graph's share in {len(graph)} row shards; one of {shard_b / 2**30:.2f} GiB a task)"
     if row_chunked and CHUNK_COPIES * chunk_b * threads > hard:
         least = (base + shared_b + threads * CHUNK_COPIES * chunk_b) / pause
         msg = (
             f"{what}: the dask workers' memory limit ({limit / 2**30:.2f} GiB, {threads} thread(s) each) is too small "
-            f"for X's row chunks of {rows} cells ({chunk_b / 2**30:.2f} GB the largest; a task holds it as read and "
+            f"for X's row chunks of {rows} cells ({chunk_b / 2**30:.2f} GiB the largest; a task holds it as read and "
             f"by genes, {CHUNK_COPIES} x): {need} + {threads} x {CHUNK_COPIES} x chunk needs "
             f"{least / 2**30:.2f} GiB at the pause fraction {pause:g}; give the workers at least that "
             f"memory_limit, or read X in smaller row chunks (e.g. chunks=({max(1, rows // 4)}, -1))"
@@ -221,8 +221,8 @@ def worker_block_values(client, X, shared, what: str, graph=None) -> int | None:
         raise MemoryError(msg)
     values = max(values, gene_vals)  # one gene a block at least (above the spill fraction, below pause)
     log.info(
-        "%s: workers of %.2f GiB, %d thread(s): %s, row chunks of %.2f GB; gene blocks of at most %d stored values "
-        "(%.2f GB)",
+        "%s: workers of %.2f GiB, %d thread(s): %s, row chunks of %.2f GiB; gene blocks of at most %d stored values "
+        "(%.2f GiB)",
         what,
         limit / 2**30,
         threads,

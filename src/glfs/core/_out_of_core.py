@@ -141,9 +141,9 @@ class OutOfCore:
     def memory_hint(self) -> str:
         n, d = self.shape
         if self.format == "dense":
-            return f"{n * d * self.dtype.itemsize / 2**30:.1f} GB"
+            return f"{n * d * self.dtype.itemsize / 2**30:.1f} GiB"
         if self.nnz is not None:
-            return f"{self.nnz * (self.dtype.itemsize + 4) / 2**30:.1f} GB as a sparse matrix"
+            return f"{self.nnz * (self.dtype.itemsize + 4) / 2**30:.1f} GiB as a sparse matrix"
         return "its size as a sparse matrix"
 
     # -- reading ------------------------------------------------------------------------------
@@ -371,7 +371,7 @@ class OutOfCore:
         free = shutil.disk_usage(where).free
         if free < need + SPILL_HEADROOM:
             log.info(
-                "%s: %.1f GB free in %s, below the %.1f GB (+ %.1f GB headroom) of its split into %d gene blocks; "
+                "%s: %.1f GiB free in %s, below the %.1f GiB (+ %.1f GiB headroom) of its split into %d gene blocks; "
                 "reading it once per gene block instead (set TMPDIR to a larger disk)",
                 self.describe(),
                 free / 2**30,
@@ -391,7 +391,7 @@ class OutOfCore:
         starts = np.array([sl.start for sl in parts], np.int64)
         need = self._spill_bytes(k)
         log.info(
-            "%s is stored by rows: splitting it into %d gene blocks in one pass, through %.1f GB of "
+            "%s is stored by rows: splitting it into %d gene blocks in one pass, through %.1f GiB of "
             "temporary files in %s",
             self.describe(),
             k,
@@ -422,7 +422,7 @@ class OutOfCore:
                                 arr.tofile(f)
             except OSError as e:
                 msg = (
-                    f"writing the split of {self.describe()} to {tmp} failed ({e}); it needs {need / 2**30:.1f} GB: "
+                    f"writing the split of {self.describe()} to {tmp} failed ({e}); it needs {need / 2**30:.1f} GiB: "
                     "set TMPDIR to a disk with the space, or glfs.core.limits.SPILL = False to read X once per gene block"
                 )
                 raise OSError(msg) from e
