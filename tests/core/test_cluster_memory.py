@@ -29,12 +29,24 @@ def _sparse(n=2000, d=300, density=0.1, seed=0):
     return X
 
 
+#: The worker process's memory as these tests have it measured (their workers are threads of the test process).
+PROCESS = 300 * 2**20
+
+
+@pytest.fixture
+def fixed_process(monkeypatch):
+    """The planner's measurement of each worker's process memory (glfs.core._heap.process_memory, run on the
+    workers) made PROCESS."""
+    from glfs.core import _cluster
+
+    monkeypatch.setattr(_cluster, "process_memory", lambda dask_worker=None: PROCESS)
+
+
 def _workers(client):
     info = workers_info(client).values()
     limit = min(w["memory_limit"] for w in info)
     threads = max(w["nthreads"] for w in info)
-    base = max([w["metrics"]["memory"] for w in info] + [2**28])
-    return limit, threads, base
+    return limit, threads, max(PROCESS, 2**28)
 
 
 def test_nbytes_counts_arrays_and_sparse_parts():
@@ -45,7 +57,7 @@ def test_nbytes_counts_arrays_and_sparse_parts():
 
 
 @pytest.mark.parametrize("memory", ["6GiB", "3GiB"])
-def test_blocks_fit_the_pause_fraction_of_the_workers_limit(memory):
+def test_blocks_fit_the_pause_fraction_of_the_workers_limit(memory, fixed_process):
     X = _sparse()
     with (
         distributed.LocalCluster(
@@ -71,7 +83,7 @@ def test_blocks_fit_the_pause_fraction_of_the_workers_limit(memory):
     assert held <= 0.7 * limit < held + threads * 3 * value_b + 1
 
 
-def test_a_row_chunk_too_large_for_the_workers_is_refused_with_the_numbers():
+def test_a_row_chunk_too_large_for_the_workers_is_refused_with_the_numbers(fixed_process):
     X = _sparse(n=4000, d=400, density=0.3)
     with (
         distributed.LocalCluster(
@@ -93,7 +105,7 @@ def test_a_row_chunk_too_large_for_the_workers_is_refused_with_the_numbers():
         assert worker_block_values(client, ooc, roomy, "laplacian_score") >= int(ooc.gene_nnz.max())
 
 
-def test_a_gene_block_past_the_pause_fraction_is_refused_with_the_numbers():
+def test_a_gene_block_past_the_pause_fraction_is_refused_with_the_numbers(fixed_process):
     """A block of one gene of all cells whose task would take the worker between its pause (0.8) and terminate
     (0.95) fractions is refused at once: the task runs on above pause while dask fetches and spills (at 10^7 cells
     such a plan, at 90 % of the limit, lost a worker); below pause it is planned."""

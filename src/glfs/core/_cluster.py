@@ -29,6 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core._graph_shards import block_tasks, scatter_graph
+from glfs.core._heap import process_memory, release_free_heap
 from glfs.core._structure import canonical, check_sparse_structure
 
 log = logging.getLogger(__name__)
@@ -109,7 +110,8 @@ def n_workers(client) -> int:
 
 
 #: The least memory a worker process is counted to use before it holds any of a step's data (Python, numpy,
-#: scipy, numba and glfs loaded); the process memory the scheduler last measured is used when it is more.
+#: scipy, numba and glfs loaded); the process memory measured on the worker when a step starts is used when it is
+#: more.
 WORKER_BASE_BYTES = 2**28
 #: Gene blocks of row-chunked X (:func:`map_gene_blocks`): a task holds its row chunk as read, the chunk by genes
 #: and the reader's and the conversion's temporaries (2.4 chunks measured on a 50,000-cell chunk of 26.5 M values;
@@ -138,13 +140,26 @@ def nbytes(obj) -> int:
 
 def _workers_memory(client):
     """(memory limit in bytes or None, threads per worker, process bytes before the step) over the workers:
-    the smallest limit, the most threads, the largest measured process memory (at least WORKER_BASE_BYTES)."""
-    workers = workers_info(client).values()
-    limits_ = [int(w.get("memory_limit") or 0) for w in workers]
+    the smallest limit, the most threads, the largest process memory (at least WORKER_BASE_BYTES) as measured now
+    (:func:`_process_memory`)."""
+    workers = workers_info(client)
+    limits_ = [int(w.get("memory_limit") or 0) for w in workers.values()]
     limit = min(limits_) if limits_ and all(limits_) else None
-    threads = max([int(w.get("nthreads") or 1) for w in workers] or [1])
-    base = max([int(w.get("metrics", {}).get("memory") or 0) for w in workers] + [WORKER_BASE_BYTES])
+    threads = max([int(w.get("nthreads") or 1) for w in workers.values()] or [1])
+    base = max(list(_process_memory(client, workers).values()) + [WORKER_BASE_BYTES])
     return limit, threads, base
+
+
+def _process_memory(client, workers) -> dict:
+    """Each worker's process memory in bytes, ``{address: bytes}``: measured on the worker now, once the free pages
+    of its C heap are given back (:func:`glfs.core._heap.process_memory`), so that memory a worker has freed
+    but its allocator kept is not counted against the step; the scheduler's last measurement for a worker that
+    does not answer."""
+    fresh = client.run(process_memory, on_error="return")
+    return {
+        a: fresh[a] if isinstance(fresh.get(a), int) else int(w.get("metrics", {}).get("memory") or 0)
+        for a, w in workers.items()
+    }
 
 
 def _memory_fraction(key: str) -> float:
@@ -392,11 +407,15 @@ def _scatter(client, shared):
 
 
 def _call(fn, block, shared):
-    return fn(block, **shared)
+    out = fn(block, **shared)
+    release_free_heap()  # every task of this module ends so (glfs.core._heap)
+    return out
 
 
 def _call_at(fn, chunk, rows, cols, shared):
-    return fn(chunk.read(), rows, cols, **shared)
+    out = fn(chunk.read(), rows, cols, **shared)
+    release_free_heap()
+    return out
 
 
 def chunk_tasks(X, fn, shared, client, what: str):
@@ -583,10 +602,8 @@ def wave_bytes(client, X, shared, graph_f=None) -> float:
     shared_b = nbytes(shared)
     if graph_f is not None:  # a worker's share of the graph's shards
         shared_b += -(-graph_f[4] // len(workers))
-    room = sum(
-        max(0.0, spill * lim - int(w.get("metrics", {}).get("memory") or 0) - shared_b)
-        for lim, w in zip(limits_, workers.values())
-    )
+    held = _process_memory(client, workers)
+    room = sum(max(0.0, spill * lim - held[a] - shared_b) for lim, a in zip(limits_, workers))
     free = [f for f in client.run(_free_disk, on_error="return").values() if isinstance(f, int)]
     return room / 2 + (min(free) / 2 if free else 0.0)
 
@@ -662,15 +679,22 @@ def _split_rows(chunk, edges):
         check_sparse_structure(chunk)
         by_genes = canonical(sp.csr_matrix(chunk), warn=False).tocsc()
         del chunk
-        return tuple(by_genes[:, int(a) : int(b)] for a, b in zip(edges[:-1], edges[1:]))
-    chunk = np.asarray(chunk)
-    return tuple(np.ascontiguousarray(chunk[:, int(a) : int(b)]) for a, b in zip(edges[:-1], edges[1:]))
+        pieces = tuple(by_genes[:, int(a) : int(b)] for a, b in zip(edges[:-1], edges[1:]))
+        del by_genes
+    else:
+        chunk = np.asarray(chunk)
+        pieces = tuple(np.ascontiguousarray(chunk[:, int(a) : int(b)]) for a, b in zip(edges[:-1], edges[1:]))
+        del chunk
+    release_free_heap()
+    return pieces
 
 
 def _stack(*pieces):
     """The gene block stacked from its ``pieces`` of every row chunk, in row order, checked (a task); a sparse
     block as CSR, the form whose kernels the single process runs on a CSR X (the same sums, bitwise)."""
-    return _ready(_stack_rows(pieces) if sp.issparse(pieces[0]) else np.vstack(pieces))
+    block = _ready(_stack_rows(pieces) if sp.issparse(pieces[0]) else np.vstack(pieces))
+    release_free_heap()
+    return block
 
 
 def _stack_rows(pieces):

@@ -16,6 +16,8 @@ import logging
 import numpy as np
 import scipy.sparse as sp
 
+from glfs.core._heap import release_free_heap
+
 log = logging.getLogger("glfs.core._cluster")
 
 __all__ = ["block_tasks", "graph_shards", "scatter_graph", "shard_bytes", "GRAPH_SHARD_BYTES"]
@@ -93,14 +95,22 @@ def block_tasks(block, fn, shared_f, graph_f, what, i, key):
     shards, local, term, finish, _ = graph_f
     loc = dask.delayed(_call)(local, block, shared_f, dask_key_name=key(f"{what} local", i))
     terms = [
-        dask.delayed(term)(block, rows, loc[1], r0, dask_key_name=key(f"{what} graph", i * len(shards) + s))
+        dask.delayed(_term)(term, block, rows, loc[1], r0, dask_key_name=key(f"{what} graph", i * len(shards) + s))
         for s, (r0, rows) in enumerate(shards)
     ]
     return dask.delayed(_finish_block)(finish, loc, *terms, dask_key_name=key(what, i))
 
 
 def _call(fn, block, shared):
-    return fn(block, **shared)
+    out = fn(block, **shared)
+    release_free_heap()  # each task ends so (glfs.core._heap)
+    return out
+
+
+def _term(term, block, rows, plan, r0):
+    out = term(block, rows, plan, r0)
+    release_free_heap()
+    return out
 
 
 def _finish_block(finish, loc, *terms):
