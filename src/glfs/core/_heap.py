@@ -2,11 +2,11 @@
 
 glibc's ``malloc`` serves requests below its mmap threshold (128 KiB once ``MALLOC_TRIM_THRESHOLD_`` is set, as
 dask's nanny sets it) from heaps that it shrinks only from the top.  A worker that splits row chunks, spills and
-fetches thousands of pieces keeps the freed holes between live objects in its resident memory: at 10^7 cells on
-2 GiB workers 0.5 GiB of a worker's memory was such free heap, counted by dask as unmanaged memory and making
-it spill everything it held (studies/dask-row-chunks.md).  ``malloc_trim(0)`` gives every free page of every
-heap back, the remedy dask's documentation gives ("Memory not released back to the OS"); the tasks of
-:mod:`glfs.core._cluster` call it when they end.  Elsewhere than glibc (macOS, musl) nothing is done.
+fetches thousands of pieces keeps the holes freed between live objects in its resident memory, which dask counts
+as unmanaged memory and makes room for by spilling its data (studies/dask-row-chunks.md has the measurements).
+``malloc_trim(0)`` gives every free page of every heap back, the remedy dask's documentation gives ("Memory not
+released back to the OS"); the tasks of :mod:`glfs.core._cluster` and :mod:`glfs.core._graph_shards` call it when
+they end.  Where the C library has no ``malloc_trim`` (macOS, musl) nothing is done.
 """
 
 from __future__ import annotations
@@ -33,8 +33,7 @@ def _malloc_trim():
 
 def release_free_heap() -> bool:
     """Give the free pages of the process's C heaps back to the system (glibc's ``malloc_trim(0)``); False where
-    the C library cannot.  Live memory is untouched; costs a pass over the free chunks (tens of milliseconds
-    for half a GiB of them)."""
+    the C library cannot.  Live memory is untouched; the cost is a pass over the free chunks."""
     trim = _malloc_trim()
     if trim is None:
         return False
