@@ -27,6 +27,7 @@ LAYERS = {
             "core._structure",
             "core._cluster",
             "core._graph_shards",
+            "core._heap",
         ],
         1: [
             "graph",
