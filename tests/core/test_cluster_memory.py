@@ -1,7 +1,8 @@
 """Gene blocks of a dask X sized by the workers' memory (issue 42, glfs.core._cluster.worker_block_values): a
 worker holds its process, the shared inputs, and per thread a row chunk with its pieces or a block with its
-pieces and temporaries; blocks are cut to fit the workers' spill fraction, and a row chunk or a gene that
-cannot fit is refused up front with the numbers."""
+pieces and temporaries; blocks are cut to fit the workers' spill fraction and, while one is made, on top of
+dask's data at its target below the pause fraction; a row chunk or a gene that cannot fit is refused up front
+with the numbers."""
 
 import logging
 import warnings
@@ -56,12 +57,16 @@ def test_nbytes_counts_arrays_and_sparse_parts():
     assert nbytes(shared) == want
 
 
-@pytest.mark.parametrize("memory", ["6GiB", "3GiB"])
-def test_blocks_fit_the_pause_fraction_of_the_workers_limit(memory, fixed_process):
+def _planned(memory, threads, config):
+    """``worker_block_values`` on a sparse X in row chunks of 500 cells with a graph in shards, on one worker of
+    ``memory`` and ``threads`` under the dask ``config``; (values, limit, base, X, shared, shards)."""
+    import dask
+
     X = _sparse()
     with (
+        dask.config.set(config),
         distributed.LocalCluster(
-            n_workers=1, threads_per_worker=2, processes=False, memory_limit=memory, dashboard_address=":0"
+            n_workers=1, threads_per_worker=threads, processes=False, memory_limit=memory, dashboard_address=":0"
         ) as cl,
         distributed.Client(cl) as client,
     ):
@@ -69,18 +74,57 @@ def test_blocks_fit_the_pause_fraction_of_the_workers_limit(memory, fixed_proces
         shared = {"deg": np.ones(2000)}
         U = sp.random(2000, 2000, density=0.01, format="csr", random_state=1)
         shards = [rows for _, rows in graph_shards(U, 10_000)]
-        limit, threads, base = _workers(client)
+        limit, _, base = _workers(client)
         values = worker_block_values(client, ooc, shared, "test", graph=shards)
+    return values, limit, base, X, shared, shards
+
+
+# dask's fractions of the limit: (target, spill, pause); the last one moves the target below a third of pause
+DEFAULT, LOW_TARGET = (0.6, 0.7, 0.8), (0.3, 0.7, 0.8)
+
+
+@pytest.mark.parametrize(
+    ("memory", "fractions", "binds"),
+    [
+        ("6GiB", DEFAULT, "target"),
+        ("3GiB", DEFAULT, "target"),
+        ("3GiB", LOW_TARGET, "spill"),
+        ("1.5GiB", DEFAULT, "floor"),
+    ],
+)
+def test_blocks_fit_the_spill_fraction_and_above_dasks_target(memory, fractions, binds, fixed_process, caplog):
+    """The documented plan (docs/guides/atlases.md): ``M`` below the spill fraction, and a block being made (its
+    values and indices and the CSR index pointers) on top of dask's data at its target below the pause fraction, but
+    not below a quarter of the spill plan (a warning then)."""
+    target, spill, pause = fractions
+    config = {"distributed.worker.memory.target": target}
+    with caplog.at_level(logging.WARNING, logger="glfs.core._cluster"):
+        values, limit, base, X, shared, shards = _planned(memory, 2, config)
+    threads = 2
     assert len(shards) >= 4
     # float32 values with int64 indices at worst; per task the CSR block's index pointers, 32 bytes a cell and
     # one shard of the graph; the one worker holds all the shards
     value_b, n = 4 + 8, X.shape[0]
-    task_fixed = 8 * (n + 1) + 32 * n + max(nbytes(g) for g in shards)
+    pointers = 8 * (n + 1)
+    task_fixed = pointers + 32 * n + max(nbytes(g) for g in shards)
     held_shared = nbytes(shared) + sum(nbytes(g) for g in shards)
-    room = 0.7 * limit - base - held_shared  # dask's spill fraction
-    assert values == int((room / threads - task_fixed) / 3 // value_b)
+    room = spill * limit - base - held_shared
+    by_spill = int((room / threads - task_fixed) / 3 // value_b)
+    by_target = int(((pause - target) * limit - base) / threads - pointers) // value_b
+    floor = int(0.25 * by_spill)
+    assert values == {"spill": by_spill, "target": by_target, "floor": floor}[binds]
+    assert values == min(by_spill, max(by_target, floor))
     held = base + held_shared + threads * (task_fixed + 3 * values * value_b)
-    assert held <= 0.7 * limit < held + threads * 3 * value_b + 1
+    assert held <= spill * limit  # the first plan's M below the spill fraction
+    making = base + target * limit + threads * (values * value_b + pointers)
+    warned = [r for r in caplog.records if "between dask's target and pause" in r.getMessage()]
+    if binds == "floor":
+        assert making > pause * limit and len(warned) == 1
+        assert "lower distributed.worker.memory.target" in warned[0].getMessage()
+    else:  # a block being made on top of dask's data at its target: below pause (with one value more, not)
+        assert making <= pause * limit and not warned
+        if binds == "target":
+            assert making + threads * value_b > pause * limit
 
 
 def test_a_row_chunk_too_large_for_the_workers_is_refused_with_the_numbers(fixed_process):

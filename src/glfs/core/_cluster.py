@@ -123,6 +123,10 @@ BLOCK_COPIES = 3
 #: 8.4 million cells and two at 3 million) and, for Moran's I, their squares; the measurements behind it are in
 #: studies/dask-row-chunks.md.
 PER_CELL_BYTES = 32
+#: The blocks planned above dask's target (:func:`worker_block_values`) are at least this fraction of the blocks
+#: planned to the spill fraction: when a worker has less room above its target, a smaller block would multiply the
+#: tasks (blocks x row chunks) and the worker may still pass its pause fraction (studies/dask-row-chunks.md).
+LEAST_BLOCK_SHARE = 0.25
 
 
 def nbytes(obj) -> int:
@@ -172,6 +176,16 @@ def _memory_fraction(key: str) -> float:
     return 1.0 if value in (None, False) else float(value)
 
 
+def _target_fraction() -> float:
+    """The share of a worker's memory limit up to which dask keeps its data in memory before it spills it to disk
+    (``distributed.worker.memory.target``, default 0.6); the spill fraction when the target is switched off (dask
+    then spills at the spill fraction only)."""
+    import dask
+
+    value = dask.config.get("distributed.worker.memory.target", None)
+    return _memory_fraction("spill") if value in (None, False) else float(value)
+
+
 def worker_block_values(client, X, shared, what: str, graph=None) -> int | None:
     """Stored values per gene block so that each worker stays within its memory limit; None without a limit.
 
@@ -182,7 +196,11 @@ def worker_block_values(client, X, shared, what: str, graph=None) -> int | None:
     threads either a row chunk of X with its pieces (``C``, the largest row chunk's bytes) or a gene block
     (``B`` its values and indices) with its pieces, the stacked copy, the CSR block's index pointers (``P``, 8
     bytes a cell) and the score's per-cell temporaries; X in tiles or by genes has no row chunk term.  Blocks are sized so that ``M`` is at most the
-    workers' spill fraction of their memory limit (above it dask moves the waiting pieces to disk).  Raises a
+    workers' spill fraction of their memory limit (above it dask moves the waiting pieces to disk), and so that
+    a block being made fits above dask's data: dask keeps its data in memory up to its target fraction (the
+    block's pieces among them), and the stacked block is not counted until its task ends, so ``base + target L
+    + t (B + P)`` is at most the pause fraction of ``L``; not below :data:`LEAST_BLOCK_SHARE` of the first plan
+    (logged as a warning when that floor is taken).  Raises a
     MemoryError, with the numbers, when a row chunk, or a block of one gene, would take a worker past its
     pause fraction: a task runs on above it while dask fetches the next task's inputs and spills, and at the
     terminate fraction the nanny restarts the worker (studies/dask-row-chunks.md).
@@ -234,6 +252,26 @@ def worker_block_values(client, X, shared, what: str, graph=None) -> int | None:
             f"give the workers at least that memory_limit"
         )
         raise MemoryError(msg)
+    # a block being made sits on dask's data at its target: it fits below pause, not below a share of the plan
+    above = (pause - _target_fraction()) * limit - base
+    above_values = int((above / threads - block_fixed) // value_b)
+    least = int(LEAST_BLOCK_SHARE * values)
+    if above_values < least:
+        log.warning(
+            "%s: the workers' memory between dask's target and pause fractions, less their process (%.2f GiB for "
+            "%d thread(s)), is less than a gene block of %d stored values (%.0f %% of the %d planned to the spill "
+            "fraction): blocks of %d values, and a worker may pass its pause fraction while it makes one (dask "
+            "pauses it while it spills); raise the workers' memory_limit or lower distributed.worker.memory.target "
+            "to avoid it",
+            what,
+            above / 2**30,
+            threads,
+            least,
+            100 * LEAST_BLOCK_SHARE,
+            values,
+            least,
+        )
+    values = min(values, max(above_values, least))
     values = max(values, gene_vals)  # one gene a block at least (above the spill fraction, below pause)
     log.info(
         "%s: workers of %.2f GiB, %d thread(s): %s, row chunks of %.2f GiB; gene blocks of at most %d stored values "
