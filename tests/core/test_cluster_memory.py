@@ -380,3 +380,41 @@ def test_a_bad_wave_budget_is_refused_by_name(value):
 
     with dask.config.set({"glfs.wave-bytes": value}), pytest.raises(ValueError, match="glfs.wave-bytes"):
         _cluster.wave_bytes(None, None, {})
+
+
+def test_a_gene_denser_than_the_room_above_the_target_is_a_block_alone(monkeypatch):
+    """At 10^7 cells on 2 GiB workers (as measured, studies/dask-row-chunks.md) the room above dask's target is
+    about 5 M values a block, and the densest gene stores 9.27 M: the plan stays at the room, not at that gene, and
+    the partition gives the gene a block of its own while every other block keeps to the room."""
+    from types import SimpleNamespace
+
+    from glfs.core import _cluster
+    from glfs.core._out_of_core import _gene_partition
+
+    n, d, limit, base = 10_000_000, 20_000, 2 * 2**30, int(0.27 * 2**30)
+    monkeypatch.setattr(_cluster, "_workers_memory", lambda client: (limit, 1, base))
+    gene_nnz = np.full(d, 267_000, np.int64)
+    gene_nnz[123] = 9_270_000
+    X = SimpleNamespace(
+        shape=(n, d),
+        format="csr",
+        dtype=np.dtype(np.float32),
+        nnz=int(gene_nnz.sum()),
+        gene_nnz=gene_nnz,
+        chunk_values=None,
+        source=SimpleNamespace(numblocks=(200, 1), chunks=((50_000,) * 200, (d,))),
+    )
+    # the shared inputs as measured there (0.32 GiB: the degrees and the worker's share of the graph's shards),
+    # counted by their sizes, not allocated
+    shared = {"deg": np.broadcast_to(np.float64(1), (n,)), "graph": np.broadcast_to(np.float64(0), (33_000_000,))}
+    values = worker_block_values(None, X, shared, "laplacian_score")
+    room = int(((0.8 - 0.6) * limit - base - 8 * (n + 1)) // 12)  # pause less target, the process and the pointers
+    by_spill = int(((0.7 * limit - base - nbytes(shared)) - 40 * n - 8) / 3 // 12)
+    assert 0.25 * by_spill < room < by_spill  # neither the spill plan nor the floor
+    assert values == room
+    assert 4_000_000 < room < gene_nnz[123]
+    parts = list(_gene_partition(gene_nnz, values))
+    sums = np.array([gene_nnz[sl].sum() for sl in parts])
+    alone = [sl for sl in parts if sl.start <= 123 < sl.stop]
+    assert alone == [slice(123, 124)]
+    assert sums.max() == gene_nnz[123] and np.sort(sums)[-2] <= room

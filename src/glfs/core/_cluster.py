@@ -200,7 +200,8 @@ def worker_block_values(client, X, shared, what: str, graph=None) -> int | None:
     a block being made fits above dask's data: dask keeps its data in memory up to its target fraction (the
     block's pieces among them), and the stacked block is not counted until its task ends, so ``base + target L
     + t (B + P)`` is at most the pause fraction of ``L``; not below :data:`LEAST_BLOCK_SHARE` of the first plan
-    (logged as a warning when that floor is taken).  Raises a
+    (logged as a warning when that floor is taken).  A gene with more stored values than the plan is a block of its
+    own (:func:`glfs.core._out_of_core.gene_parts`).  Raises a
     MemoryError, with the numbers, when a row chunk, or a block of one gene, would take a worker past its
     pause fraction: a task runs on above it while dask fetches the next task's inputs and spills, and at the
     terminate fraction the nanny restarts the worker (studies/dask-row-chunks.md).
@@ -252,10 +253,12 @@ def worker_block_values(client, X, shared, what: str, graph=None) -> int | None:
             f"give the workers at least that memory_limit"
         )
         raise MemoryError(msg)
-    # a block being made sits on dask's data at its target: it fits below pause, not below a share of the plan
+    values = max(values, gene_vals)  # one gene a block at least (above the spill fraction, below pause)
+    # a block being made sits on dask's data at its target: it fits below pause, not below a share of the plan; a
+    # gene with more values is a block alone (gene_parts), the others are not made as large
     above = (pause - _target_fraction()) * limit - base
     above_values = int((above / threads - block_fixed) // value_b)
-    least = int(LEAST_BLOCK_SHARE * values)
+    least = max(1, int(LEAST_BLOCK_SHARE * values))
     if above_values < least:
         log.warning(
             "%s: the workers' memory between dask's target and pause fractions, less their process (%.2f GiB for "
@@ -272,10 +275,9 @@ def worker_block_values(client, X, shared, what: str, graph=None) -> int | None:
             least,
         )
     values = min(values, max(above_values, least))
-    values = max(values, gene_vals)  # one gene a block at least (above the spill fraction, below pause)
     log.info(
         "%s: workers of %.2f GiB, %d thread(s): %s, row chunks of %.2f GiB; gene blocks of at most %d stored values "
-        "(%.2f GiB)",
+        "(%.2f GiB; a gene with more is a block alone)",
         what,
         limit / 2**30,
         threads,
