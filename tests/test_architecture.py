@@ -26,6 +26,7 @@ LAYERS = {
             "core._progress",
             "core._structure",
             "core._cluster",
+            "core._cluster_memory",
             "core._graph_shards",
             "core._heap",
         ],

@@ -15,7 +15,7 @@ import glfs
 import glfs.core.limits
 import glfs.scores._genewise as genewise
 from glfs import ConstantFeatureWarning
-from glfs.core._cluster import _workers_memory, n_workers, workers_info
+from glfs.core._cluster_memory import _workers_memory, n_workers, workers_info
 from glfs.scores._genewise import deviance_score, fisher_score, laplacian_score, variance_score
 from glfs.scores._moran import graph_autocorrelation
 

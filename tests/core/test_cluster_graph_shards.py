@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from glfs.core import _cluster, _graph_shards
+from glfs.core import _cluster_memory, _graph_shards
 from glfs.scores import _genewise
 from glfs.scores._genewise import cross_sums, graph_term, laplacian_score
 from glfs.scores._moran import graph_autocorrelation
@@ -49,7 +49,7 @@ def test_shards_are_consecutive_rows_within_the_bound(limit):
     assert [a + rows.shape[0] for a, (_, rows) in zip(starts, cut)] == starts[1:] + [300]
     np.testing.assert_array_equal(sp.vstack([rows for _, rows in cut]).toarray(), U.toarray())
     for _, rows in cut:  # a shard above the bound is one row alone
-        assert _cluster.nbytes(rows) <= limit or rows.shape[0] == 1
+        assert _cluster_memory.nbytes(rows) <= limit or rows.shape[0] == 1
     if limit == 10**9:
         assert len(cut) == 1
 
@@ -100,7 +100,7 @@ def test_scores_on_a_cluster_with_the_graph_in_shards_are_the_in_memory_ones():
     X = _expression(n, d)
     W = _graph(n)
     U = sp.triu(W, k=1, format="csr")
-    limit = _cluster.nbytes(U) // 5
+    limit = _cluster_memory.nbytes(U) // 5
     shards = len(_graph_shards.graph_shards(U, limit))
     assert shards >= 5
     want_ls = laplacian_score(X, W)
@@ -135,5 +135,5 @@ def test_the_shard_size_is_read_from_dask_config():
     U = sp.triu(_graph(300), k=1, format="csr")
     with dask.config.set({"glfs.graph-shard-bytes": "2 kB"}):
         cut = _graph_shards.graph_shards(U)
-    assert len(cut) > 1 and all(_cluster.nbytes(rows) <= 2000 or rows.shape[0] == 1 for _, rows in cut)
+    assert len(cut) > 1 and all(_cluster_memory.nbytes(rows) <= 2000 or rows.shape[0] == 1 for _, rows in cut)
     assert len(_graph_shards.graph_shards(U)) == 1  # 64 MB by default

@@ -1,4 +1,4 @@
-"""Gene blocks of a dask X sized by the workers' memory (issue 42, glfs.core._cluster.worker_block_values): a
+"""Gene blocks of a dask X sized by the workers' memory (issue 42, glfs.core._cluster_memory.worker_block_values): a
 worker holds its process, the shared inputs, and per thread a row chunk with its pieces or a block with its
 pieces and temporaries; blocks are cut to fit the workers' spill fraction and, while one is made, on top of
 dask's data at its target below the pause fraction; a row chunk or a gene that cannot fit is refused up front
@@ -14,7 +14,7 @@ import scipy.sparse as sp
 import glfs
 from glfs import ConstantFeatureWarning
 from glfs.core import limits
-from glfs.core._cluster import nbytes, worker_block_values, workers_info
+from glfs.core._cluster_memory import nbytes, worker_block_values, workers_info
 from glfs.core._graph_shards import graph_shards
 from glfs.core._validation import check_X
 from glfs.scores._genewise import laplacian_score
@@ -38,9 +38,9 @@ PROCESS = 300 * 2**20
 def fixed_process(monkeypatch):
     """The planner's measurement of each worker's process memory (glfs.core._heap.process_memory, run on the
     workers) made PROCESS."""
-    from glfs.core import _cluster
+    from glfs.core import _cluster_memory
 
-    monkeypatch.setattr(_cluster, "process_memory", lambda dask_worker=None: PROCESS)
+    monkeypatch.setattr(_cluster_memory, "process_memory", lambda dask_worker=None: PROCESS)
 
 
 def _workers(client):
@@ -98,7 +98,7 @@ def test_blocks_fit_the_spill_fraction_and_above_dasks_target(memory, fractions,
     not below a quarter of the spill plan (a warning then)."""
     target, spill, pause = fractions
     config = {"distributed.worker.memory.target": target}
-    with caplog.at_level(logging.WARNING, logger="glfs.core._cluster"):
+    with caplog.at_level(logging.WARNING, logger="glfs.core._cluster_memory"):
         values, limit, base, X, shared, shards = _planned(memory, 2, config)
     threads = 2
     assert len(shards) >= 4
@@ -376,10 +376,10 @@ def test_waves_on_the_cluster_score_as_in_memory(caplog):
 def test_a_bad_wave_budget_is_refused_by_name(value):
     import dask
 
-    from glfs.core import _cluster
+    from glfs.core import _cluster_memory
 
     with dask.config.set({"glfs.wave-bytes": value}), pytest.raises(ValueError, match="glfs.wave-bytes"):
-        _cluster.wave_bytes(None, None, {})
+        _cluster_memory.wave_bytes(None, None, {})
 
 
 def test_a_gene_denser_than_the_room_above_the_target_is_a_block_alone(monkeypatch):
@@ -388,11 +388,11 @@ def test_a_gene_denser_than_the_room_above_the_target_is_a_block_alone(monkeypat
     the partition gives the gene a block of its own while every other block keeps to the room."""
     from types import SimpleNamespace
 
-    from glfs.core import _cluster
+    from glfs.core import _cluster_memory
     from glfs.core._out_of_core import _gene_partition
 
     n, d, limit, base = 10_000_000, 20_000, 2 * 2**30, int(0.27 * 2**30)
-    monkeypatch.setattr(_cluster, "_workers_memory", lambda client: (limit, 1, base))
+    monkeypatch.setattr(_cluster_memory, "_workers_memory", lambda client: (limit, 1, base))
     gene_nnz = np.full(d, 267_000, np.int64)
     gene_nnz[123] = 9_270_000
     X = SimpleNamespace(

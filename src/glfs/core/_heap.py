@@ -43,7 +43,7 @@ def release_free_heap() -> bool:
 
 def process_memory(dask_worker=None) -> int:
     """The resident memory of this process in bytes once its free heap pages are given back (run on every worker
-    by :func:`glfs.core._cluster.worker_block_values`: what a worker holds before a step, not what it last freed)."""
+    by :func:`glfs.core._cluster_memory.worker_block_values`: what a worker holds before a step, not what it last freed)."""
     import psutil
 
     release_free_heap()

@@ -26,7 +26,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core import limits
-from glfs.core._cluster import BLOCKS_PER_WORKER, active_client, map_chunks, n_workers
+from glfs.core._cluster import BLOCKS_PER_WORKER, active_client, map_chunks
+from glfs.core._cluster_memory import n_workers
 from glfs.core._sparse_kernels import _kernel
 from glfs.core._structure import canonical, check_indptr, check_sparse_structure, check_stored_values
 

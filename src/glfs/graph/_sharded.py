@@ -31,8 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from glfs.core._cluster import _memory_fraction, _workers_memory, chunk_tasks, gather_blocks, task_key, wait_for
-from glfs.core._cluster import n_workers as _n_workers
+from glfs.core._cluster import chunk_tasks, gather_blocks, task_key, wait_for
+from glfs.core._cluster_memory import _memory_fraction, _workers_memory
+from glfs.core._cluster_memory import n_workers as _n_workers
 from glfs.core._sparse_kernels import times_dense
 from glfs.graph._ivf_blocks import (
     BLOCK_QUERIES,

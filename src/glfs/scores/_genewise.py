@@ -38,7 +38,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from glfs.core import limits
-from glfs.core._cluster import as_current, map_chunks, map_gene_blocks, worker_block_values
+from glfs.core._cluster import as_current, map_chunks, map_gene_blocks
+from glfs.core._cluster_memory import worker_block_values
 from glfs.core._graph_shards import graph_shards
 from glfs.core._out_of_core import OutOfCore, cluster_client, gene_parts
 from glfs.core._sparse_kernels import _kernel, dense_columns
