@@ -197,16 +197,13 @@ def worker_block_values(client, X, shared, what: str, graph=None) -> int | None:
     if above_values < least:
         log.warning(
             "%s: the workers' memory between dask's target and pause fractions, less their process (%.2f GiB for "
-            "%d thread(s)), is less than a gene block of %d stored values (%.0f %% of the %d planned to the spill "
-            "fraction): blocks of %d values, and a worker may pass its pause fraction while it makes one (dask "
-            "pauses it while it spills); raise the workers' memory_limit or lower distributed.worker.memory.target "
-            "to avoid it",
+            "%d thread(s)), holds less than %.0f %% of the gene blocks planned to the spill fraction: blocks of %d "
+            "stored values, and a worker may pass its pause fraction while it makes one (dask pauses it while it "
+            "spills); raise the workers' memory_limit or lower distributed.worker.memory.target to avoid it",
             what,
             above / 2**30,
             threads,
-            least,
             100 * LEAST_BLOCK_SHARE,
-            values,
             least,
         )
     values = min(values, max(above_values, least))
